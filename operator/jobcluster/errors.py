@@ -1,0 +1,46 @@
+"""The one error hierarchy of jobcluster.
+
+Every layer raises its own subclass of :class:`JobClusterError`, and a
+library error that caused it is chained as ``__cause__``, so the CLI can print
+one clear line for any failure and still keep the full story in the logs.
+"""
+
+
+class JobClusterError(Exception):
+    """Root of every error jobcluster raises on purpose."""
+
+
+class IllegalConfigurationError(JobClusterError):
+    """A configuration value is malformed or inconsistent (Flink's IllegalConfigurationException)."""
+
+
+class JobGraphError(JobClusterError):
+    """A JobGraph cannot be built, written or read back."""
+
+
+class RpcError(JobClusterError):
+    """A remote call failed: unreachable endpoint, timeout, or a refused call."""
+
+
+class FencingTokenError(RpcError):
+    """A call carried a stale or missing fencing token, or no valid cluster secret."""
+
+
+class ResourceManagerError(JobClusterError):
+    """The ResourceManager or one of its drivers failed."""
+
+
+class SparkError(JobClusterError):
+    """The Spark data plane could not be started or does not fit the memory model."""
+
+
+class DeploymentError(JobClusterError):
+    """A job cluster could not be deployed; nothing of it is left behind."""
+
+
+class ClusterClientError(JobClusterError):
+    """The client could not reach a cluster, or the cluster refused a request."""
+
+
+class JobNotFoundError(ClusterClientError):
+    """No running cluster knows the requested job id."""
