@@ -1,0 +1,54 @@
+# The two commands of the README:
+#   make run    install everything, fetch the corpus, run WordCount on a local job cluster
+#   make test   install everything (incl. the YARN/HDFS and Kubernetes test clusters), run all tests
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+CACHE ?= $(HOME)/.cache/jobcluster
+export JOBCLUSTER_CACHE := $(CACHE)
+CORPUS := $(CACHE)/corpus/python3.11-doc
+OUT ?= $(CURDIR)/out/wordcount
+PARALLELISM ?= 4
+SLOTS ?= 2
+
+.PHONY: run test venv java corpus infra unit e2e lint clean
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: jobcluster needs Python 3.11+" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $@
+
+java:
+	@command -v java >/dev/null || { echo "Java not found: Spark and Hadoop need Java 17 (apt-get install openjdk-17-jdk-headless)" >&2; exit 1; }
+	@java -version 2>&1 | grep -qE 'version "(17|18|19|2[0-9])' || { echo "Java 17 or newer is required; found: $$(java -version 2>&1 | head -1)" >&2; exit 1; }
+
+# A real corpus nobody on the team wrote: the reStructuredText sources of the Python docs, from Debian.
+corpus: $(CORPUS)/.fetched
+$(CORPUS)/.fetched:
+	@rm -rf $(CORPUS) && mkdir -p $(CORPUS)/deb
+	cd $(CORPUS)/deb && { apt-get download python3.11-doc 2>/dev/null || { apt-get update -qq && apt-get download python3.11-doc; }; }
+	dpkg-deb -x $(CORPUS)/deb/python3.11-doc_*.deb $(CORPUS)/deb/x
+	mv $(CORPUS)/deb/x/usr/share/doc/python3.11/html/_sources $(CORPUS)/sources && rm -rf $(CORPUS)/deb
+	@touch $@
+
+run: venv java corpus
+	$(VENV)/bin/jobcluster run -t local -p $(PARALLELISM) -D taskmanager.numberOfTaskSlots=$(SLOTS) \
+		examples/wordcount.py --input $(CORPUS)/sources --output $(OUT)
+
+infra: java
+	bash tests/infra/hadoop/build.sh
+	bash tests/infra/k8s/build.sh
+
+test: venv java corpus infra
+	JOBCLUSTER_CORPUS=$(CORPUS)/sources $(VENV)/bin/lint-imports
+	JOBCLUSTER_CORPUS=$(CORPUS)/sources $(PY) -m pytest -ra
+
+unit: venv
+	$(PY) -m pytest tests/unit -q
+
+clean:
+	rm -rf $(VENV) out

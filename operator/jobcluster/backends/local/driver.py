@@ -1,0 +1,92 @@
+"""LocalProcessDriver: TaskExecutors as processes on this machine (the embedded default).
+
+Each requested worker is a ``python -m jobcluster.runtime.taskexecutor``
+process in a session of its own, given the process spec's dynamic configs, so
+the TaskExecutor, its Spark worker and the worker's executors can be stopped
+together. A worker that exits is reported to the ResourceManager, and whatever
+it left behind in its session is killed then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass
+
+from jobcluster.errors import ResourceManagerError
+from jobcluster.memory.spec import TaskExecutorProcessSpec
+from jobcluster.processes import ChildProcess
+from jobcluster.runtime.entrypoint.cluster_dir import ENV_RESOURCE_ID
+from jobcluster.runtime.resourcemanager.driver import (
+    ApplicationStatus,
+    ResourceEventHandler,
+    ResourceManagerDriver,
+    TaskExecutorLaunchContext,
+)
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_SECONDS = 10.0
+
+
+@dataclass
+class _Worker:
+    process: ChildProcess
+    watcher: asyncio.Task[None] | None = None
+    released: bool = False
+
+
+class LocalProcessDriver(ResourceManagerDriver):
+    """Starts TaskExecutors as local processes; ResourceIDs are ``<cluster-id>-taskmanager-<n>``."""
+
+    def __init__(self) -> None:
+        self._handler: ResourceEventHandler | None = None
+        self._context: TaskExecutorLaunchContext | None = None
+        self._workers: dict[str, _Worker] = {}
+        self._counter = 0
+
+    async def initialize(self, handler: ResourceEventHandler, launch_context: TaskExecutorLaunchContext) -> None:
+        self._handler = handler
+        self._context = launch_context
+
+    async def request_resource(self, spec: TaskExecutorProcessSpec) -> str:
+        assert self._context is not None, "driver not initialized"
+        self._counter += 1
+        resource_id = f"{self._context.cluster_id}-taskmanager-{self._counter}"
+        argv = list(self._context.command)
+        for key, value in spec.dynamic_configs().items():
+            argv += ["-D", f"{key}={value}"]
+        env = {**os.environ, **self._context.env, ENV_RESOURCE_ID: resource_id}
+        process = ChildProcess(resource_id, argv, env, self._context.log_dir / f"{resource_id}.log")
+        try:
+            await process.start()
+        except OSError as exc:
+            raise ResourceManagerError(f"could not start TaskExecutor {resource_id}: {exc}") from exc
+        worker = _Worker(process)
+        worker.watcher = asyncio.get_running_loop().create_task(self._watch(resource_id, worker), name=f"watch-{resource_id}")
+        self._workers[resource_id] = worker
+        log.info("started TaskExecutor process %s (pid %s)", resource_id, process.pid)
+        return resource_id
+
+    async def _watch(self, resource_id: str, worker: _Worker) -> None:
+        code = await worker.process.wait()
+        await worker.process.stop(grace_seconds=2.0)  # whatever the TaskExecutor left in its session
+        self._workers.pop(resource_id, None)
+        if not worker.released and self._handler is not None:
+            await self._handler.on_worker_terminated(resource_id, f"process exited with code {code}; see {worker.process.log_file}")
+
+    async def release_resource(self, resource_id: str) -> None:
+        worker = self._workers.pop(resource_id, None)
+        if worker is None:
+            return
+        worker.released = True
+        await worker.process.stop(STOP_GRACE_SECONDS)
+        if worker.watcher is not None:
+            await asyncio.gather(worker.watcher, return_exceptions=True)
+
+    async def terminate(self) -> None:
+        await asyncio.gather(*(self.release_resource(r) for r in list(self._workers)))
+
+    async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
+        log.info("application finished with %s%s", status.name, f": {diagnostics}" if diagnostics else "")

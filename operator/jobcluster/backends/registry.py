@@ -1,0 +1,43 @@
+"""The one registry of targets: ``execution.target`` → ClusterDescriptor and ResourceManagerDriver.
+
+A dict of module paths, imported only when a target is used, so a local run
+never imports the Kubernetes or YARN client libraries. Each backend module
+provides ``create_cluster_descriptor(config)`` and ``create_driver(config)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from jobcluster.client.descriptor import ClusterDescriptor
+from jobcluster.config.configuration import Configuration
+from jobcluster.errors import IllegalConfigurationError
+from jobcluster.runtime.resourcemanager.driver import ResourceManagerDriver
+
+TARGETS: dict[str, str] = {
+    "local": "jobcluster.backends.local",
+}
+
+
+def known_targets() -> list[str]:
+    return sorted(TARGETS)
+
+
+def _backend(target: str) -> ModuleType:
+    module = TARGETS.get(target)
+    if module is None:
+        raise IllegalConfigurationError(
+            f"unknown execution.target {target!r}; available targets: {', '.join(known_targets())}"
+        )
+    return importlib.import_module(module)
+
+
+def cluster_descriptor(target: str, config: Configuration) -> ClusterDescriptor:
+    """The ClusterDescriptor of ``target``; IllegalConfigurationError for an unknown target."""
+    return _backend(target).create_cluster_descriptor(config)
+
+
+def resource_manager_driver(target: str, config: Configuration) -> ResourceManagerDriver:
+    """The ResourceManagerDriver of ``target``; IllegalConfigurationError for an unknown target."""
+    return _backend(target).create_driver(config)

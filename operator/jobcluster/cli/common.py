@@ -1,0 +1,52 @@
+"""Options and error handling shared by the CLI commands."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from jobcluster.config.configuration import Configuration
+from jobcluster.config.loader import load_configuration, parse_dynamic_property
+from jobcluster.errors import JobClusterError
+
+
+def conf_dir_option(f: Callable) -> Callable:
+    return click.option(
+        "-c", "--conf-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+        help="Directory holding jobcluster.yaml (default: $JOBCLUSTER_CONF_DIR, else the packaged defaults).",
+    )(f)
+
+
+def dynamic_properties_option(f: Callable) -> Callable:
+    return click.option(
+        "-D", "dynamic_properties", multiple=True, metavar="KEY=VALUE",
+        help="Set a configuration option, overriding the file (repeatable), e.g. -D taskmanager.numberOfTaskSlots=2.",
+    )(f)
+
+
+def load_cli_configuration(conf_dir: Path | None, dynamic_properties: tuple[str, ...], **overrides: Any) -> Configuration:
+    """The configuration of a CLI call: file, then -D, then the command's own options (non-None ``overrides``)."""
+    dynamic = dict(parse_dynamic_property(p) for p in dynamic_properties)
+    config = load_configuration(conf_dir, dynamic)
+    for key, value in overrides.items():
+        if value is not None:
+            config.set(key, str(value))
+    return config
+
+
+def reports_errors(command: Callable) -> Callable:
+    """Turn JobClusterError into one 'Error: ...' line on stderr and exit code 1."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except JobClusterError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(1)
+
+    return wrapper

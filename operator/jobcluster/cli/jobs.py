@@ -1,0 +1,61 @@
+"""``jobcluster list`` and ``jobcluster cancel``: the jobs of the running job clusters."""
+
+from __future__ import annotations
+
+import datetime
+
+import click
+
+from jobcluster.backends import registry
+from jobcluster.cli.common import conf_dir_option, dynamic_properties_option, load_cli_configuration, reports_errors
+from jobcluster.client.cluster_client import RestClusterClient
+from jobcluster.client.descriptor import ClusterHandle
+from jobcluster.config import options
+from jobcluster.errors import ClusterClientError, JobNotFoundError
+
+
+def _clusters(target: str | None, conf_dir, dynamic_properties) -> list[ClusterHandle]:
+    config = load_cli_configuration(conf_dir, dynamic_properties, **{options.EXECUTION_TARGET.key: target})
+    return registry.cluster_descriptor(config.get(options.EXECUTION_TARGET), config).list_clusters()
+
+
+def _jobs(handle: ClusterHandle) -> list[dict]:
+    if handle.rest_url is None:
+        return [{"jid": handle.job_id, "name": handle.job_name, "state": "DEPLOYING", "start-time": 0}]
+    try:
+        return RestClusterClient(handle.rest_url, handle.cluster_id).list_jobs()
+    except ClusterClientError:
+        return [{"jid": handle.job_id, "name": handle.job_name, "state": "UNREACHABLE", "start-time": 0}]
+
+
+@click.command(name="list")
+@click.option("-t", "--target", default=None, help="execution.target whose clusters to list (default: from the configuration).")
+@conf_dir_option
+@dynamic_properties_option
+@reports_errors
+def list_jobs(target, conf_dir, dynamic_properties) -> None:
+    """List the jobs of the running job clusters."""
+    rows = [(h, job) for h in _clusters(target, conf_dir, dynamic_properties) for job in _jobs(h)]
+    if not rows:
+        click.echo("No running jobs.")
+        return
+    click.echo(f"{'Started':19}  {'JobID':32}  {'State':11}  {'Cluster':24}  Name")
+    for handle, job in rows:
+        started = datetime.datetime.fromtimestamp(job["start-time"] / 1000).strftime("%Y-%m-%d %H:%M:%S") if job.get("start-time") else "-"
+        click.echo(f"{started:19}  {job['jid']:32}  {job['state']:11}  {handle.cluster_id:24}  {job['name']}")
+
+
+@click.command()
+@click.argument("job_id")
+@click.option("-t", "--target", default=None, help="execution.target of the job's cluster (default: from the configuration).")
+@conf_dir_option
+@dynamic_properties_option
+@reports_errors
+def cancel(job_id, target, conf_dir, dynamic_properties) -> None:
+    """Cancel the running job JOB_ID; its job cluster then shuts down."""
+    for handle in _clusters(target, conf_dir, dynamic_properties):
+        if handle.job_id == job_id and handle.rest_url:
+            RestClusterClient(handle.rest_url, handle.cluster_id).cancel(job_id)
+            click.echo(f"Cancelled job {job_id} (cluster {handle.cluster_id} shuts down).")
+            return
+    raise JobNotFoundError(f"no running job with JobID {job_id}; `jobcluster list` shows the running jobs")

@@ -1,0 +1,63 @@
+"""``jobcluster run``: deploy a PySpark program as its own job cluster."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from jobcluster.backends import registry
+from jobcluster.cli.common import conf_dir_option, dynamic_properties_option, load_cli_configuration, reports_errors
+from jobcluster.cli.progress import ProgressPrinter
+from jobcluster.client.descriptor import PackagedProgram
+from jobcluster.client.executor import PipelineExecutor
+from jobcluster.client.program import build_job_graph
+from jobcluster.config import options
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-t", "--target", default=None, metavar="TARGET",
+              help=f"execution.target: where the job cluster runs ({', '.join(registry.known_targets())}). Default: from the configuration, else local.")
+@click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
+              help="parallelism.default: slots the job gets, and Spark's cores and default partitions.")
+@conf_dir_option
+@dynamic_properties_option
+@click.option("-d", "--detached", is_flag=True, help="Return once the job is submitted, printing how to follow and cancel it.")
+@click.option("--py-files", "py_files", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Extra .py/.zip files for the program (repeatable).")
+@click.argument("program", type=click.Path(path_type=Path))
+@click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
+@reports_errors
+def run(target, parallelism, conf_dir, dynamic_properties, detached, py_files, program, program_args) -> None:
+    """Run PROGRAM (a PySpark script) with PROGRAM_ARGS on its own job cluster.
+
+    \b
+    Example:
+      jobcluster run -t local -p 4 -D taskmanager.numberOfTaskSlots=2 \\
+          examples/wordcount.py --input docs/ --output out/
+    """
+    config = load_cli_configuration(
+        conf_dir, dynamic_properties,
+        **{options.EXECUTION_TARGET.key: target, options.PARALLELISM_DEFAULT.key: parallelism,
+           options.EXECUTION_ATTACHED.key: "false" if detached else "true"},
+    )
+    target = config.get(options.EXECUTION_TARGET)
+    descriptor = registry.cluster_descriptor(target, config)
+    packaged = PackagedProgram(script=program, args=tuple(program_args), artifacts=tuple(py_files))
+    graph = build_job_graph(packaged, config, task_executor_process_spec_from_config(config))
+    printer = ProgressPrinter()
+    printer.deploying(graph, target, config)
+    job_client = PipelineExecutor(descriptor).execute(graph, packaged, config)
+    printer.submitted(job_client)
+    if detached:
+        printer.detached(job_client)
+        return
+    try:
+        result = job_client.wait_for_result(on_update=printer.update)
+    except KeyboardInterrupt:
+        click.echo(f"\nInterrupted. The job keeps running; cancel it with: jobcluster cancel {graph.job_id}", err=True)
+        sys.exit(130)
+    printer.result(result)
+    sys.exit(0 if result.succeeded else 1)

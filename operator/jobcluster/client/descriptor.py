@@ -1,0 +1,74 @@
+"""ClusterDescriptor: deploys, finds and stops job clusters of one target.
+
+Flink's contract, per target: compute and validate the ClusterSpecification,
+stage the artifacts, serialized JobGraph and effective configuration where the
+cluster's containers can fetch them, launch the job-cluster entrypoint, and
+hand back a ClusterClient. A deployment that fails leaves nothing behind:
+no process, container, pod or staged file.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobcluster.client.cluster_client import RestClusterClient
+from jobcluster.config.configuration import Configuration
+from jobcluster.jobgraph.model import JobGraph
+
+
+@dataclass(frozen=True)
+class PackagedProgram:
+    """The user's program: the PySpark script, its arguments, and extra files (``--py-files``)."""
+
+    script: Path
+    args: tuple[str, ...] = ()
+    artifacts: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClusterSpecification:
+    """Sizes of a job cluster's containers (Flink's ClusterSpecification).
+
+    ``master_memory_mib``: the JobManager's total process memory, MiB;
+    ``task_manager_memory_mib``: each TaskManager's total process memory, MiB
+    (both floored to whole MiB, as Flink requests containers);
+    ``slots_per_task_manager``: ``taskmanager.numberOfTaskSlots``.
+    """
+
+    master_memory_mib: int
+    task_manager_memory_mib: int
+    slots_per_task_manager: int
+
+
+@dataclass(frozen=True)
+class ClusterHandle:
+    """A running job cluster as a descriptor finds it."""
+
+    cluster_id: str
+    target: str
+    rest_url: str | None
+    job_id: str
+    job_name: str
+    log_dir: str
+
+
+class ClusterDescriptor(abc.ABC):
+    """Deploys and manages the job clusters of one ``execution.target``."""
+
+    target: str
+
+    @abc.abstractmethod
+    def deploy_job_cluster(
+        self, spec: ClusterSpecification, graph: JobGraph, program: PackagedProgram, config: Configuration
+    ) -> RestClusterClient:
+        """Stage and launch a cluster for ``graph``; DeploymentError (with nothing left behind) on failure."""
+
+    @abc.abstractmethod
+    def list_clusters(self) -> list[ClusterHandle]:
+        """Clusters of this target that are running now."""
+
+    @abc.abstractmethod
+    def kill_cluster(self, cluster_id: str) -> None:
+        """Stop a cluster without asking its job (last resort; ``cancel`` is the polite way)."""

@@ -1,0 +1,128 @@
+"""The JobGraph: what the client hands to a job cluster.
+
+A PySpark program is one JobVertex (Spark plans its own stages inside it);
+the graph carries what the cluster needs to run it: the program and its
+arguments, parallelism, the slot sharing group and per-slot resource profile
+the JobMaster asks the ResourceManager for, the user artifacts, and the
+execution config (restart strategy). It is JSON on the wire and on disk,
+versioned, and validated when read back.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from jobcluster.errors import JobGraphError
+
+JOB_GRAPH_VERSION = 1
+JOB_GRAPH_FILE_NAME = "jobgraph.json"
+
+
+def new_job_id() -> str:
+    """A JobID: 32 lower-case hex digits, as Flink prints them."""
+    return uuid.uuid4().hex
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ResourceProfileSpec(_Model):
+    """Resources of one slot: CPU cores and memory in bytes (Flink's ResourceProfile)."""
+
+    cpu_cores: float = Field(ge=0)
+    task_heap: int = Field(ge=0)
+    task_off_heap: int = Field(ge=0)
+    managed: int = Field(ge=0)
+    network: int = Field(ge=0)
+
+
+class RestartStrategy(_Model):
+    """Flink's ``restart-strategy.*``: ``none`` or ``fixed-delay`` (attempts, delay in seconds)."""
+
+    type: Literal["none", "fixed-delay"] = "none"
+    attempts: int = Field(default=0, ge=0)
+    delay_seconds: float = Field(default=1.0, ge=0)
+
+
+class ExecutionConfig(_Model):
+    restart_strategy: RestartStrategy = RestartStrategy()
+
+
+class UserArtifact(_Model):
+    """A file the program needs; ``path`` is relative to the staging directory."""
+
+    name: str
+    path: str
+
+
+class JobVertex(_Model):
+    """One vertex: the PySpark program, run by ``spark-submit`` with ``parallelism`` cores."""
+
+    id: str
+    name: str
+    program: str = Field(description="staged program path, relative to the staging directory")
+    program_args: list[str] = []
+    parallelism: int = Field(ge=1)
+    max_parallelism: int = Field(ge=1)
+    slot_sharing_group: str = "default"
+
+    @model_validator(mode="after")
+    def _max_not_below_parallelism(self) -> "JobVertex":
+        if self.max_parallelism < self.parallelism:
+            raise ValueError(f"max parallelism {self.max_parallelism} is below parallelism {self.parallelism}")
+        return self
+
+
+class JobGraph(_Model):
+    """The whole job: its id, name, vertices and configs. ``version`` guards the file format."""
+
+    version: Literal[1] = JOB_GRAPH_VERSION
+    job_id: str
+    job_name: str
+    vertices: list[JobVertex] = Field(min_length=1)
+    slot_profile: ResourceProfileSpec | None = None
+    user_artifacts: list[UserArtifact] = []
+    execution_config: ExecutionConfig = ExecutionConfig()
+
+    @field_validator("job_id")
+    @classmethod
+    def _job_id_is_hex(cls, value: str) -> str:
+        if len(value) != 32 or any(c not in "0123456789abcdef" for c in value):
+            raise ValueError("a JobID is 32 lower-case hex digits")
+        return value
+
+    def required_slots(self) -> int:
+        """Slots the job needs: per slot sharing group the highest vertex parallelism, summed."""
+        by_group: dict[str, int] = {}
+        for vertex in self.vertices:
+            by_group[vertex.slot_sharing_group] = max(by_group.get(vertex.slot_sharing_group, 0), vertex.parallelism)
+        return sum(by_group.values())
+
+    @property
+    def parallelism(self) -> int:
+        return max(v.parallelism for v in self.vertices)
+
+
+def write_job_graph(graph: JobGraph, path: Path) -> None:
+    """Write ``graph`` as JSON to ``path``."""
+    path.write_text(graph.model_dump_json(indent=2))
+
+
+def read_job_graph(path: Path) -> JobGraph:
+    """Read and validate a JobGraph file; raises JobGraphError naming the file and the problem."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise JobGraphError(f"cannot read JobGraph {path}: {exc}") from exc
+    if isinstance(data, dict) and data.get("version") != JOB_GRAPH_VERSION:
+        raise JobGraphError(f"JobGraph {path} has version {data.get('version')!r}; this jobcluster reads version {JOB_GRAPH_VERSION}")
+    try:
+        return JobGraph.model_validate(data)
+    except ValidationError as exc:
+        raise JobGraphError(f"invalid JobGraph {path}: {exc}") from exc

@@ -1,0 +1,121 @@
+"""Child processes that must never outlive their owner.
+
+Every process jobcluster starts (entrypoint, TaskExecutors, Spark daemons,
+the Spark driver) is started in a session of its own, so that it and all its
+descendants can be found and stopped together. psutil does the finding;
+stopping is SIGTERM to the whole tree, then SIGKILL after a grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import psutil
+
+log = logging.getLogger(__name__)
+
+
+def find_free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that is free right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def process_tree(pid: int) -> list[psutil.Process]:
+    """The process ``pid`` and all its descendants (empty if it is gone)."""
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def kill_process_tree(pid: int, grace_seconds: float = 5.0, extra: Sequence[psutil.Process] = ()) -> None:
+    """SIGTERM ``pid``, its descendants and ``extra``; SIGKILL what is alive after ``grace_seconds``.
+
+    Descendants are collected *before* signalling, since children re-parent
+    once their parent is gone and could not be found afterwards.
+    """
+    procs = process_tree(pid) + list(extra)
+    for proc in procs:
+        try:
+            proc.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=grace_seconds)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=grace_seconds)
+
+
+def session_members(session_id: int) -> list[psutil.Process]:
+    """Every live process of the session ``session_id`` (processes that were started with ``start_new_session``)."""
+    members = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getsid(proc.pid) == session_id:
+                members.append(proc)
+        except (ProcessLookupError, PermissionError, psutil.NoSuchProcess):
+            continue
+    return members
+
+
+class ChildProcess:
+    """An asyncio subprocess in its own session, with output to a log file.
+
+    ``stop()`` ends the whole session, including grandchildren that were
+    re-parented after their parent died (for example a Spark executor whose
+    worker was killed).
+    """
+
+    def __init__(
+        self, name: str, argv: Sequence[str], env: Mapping[str, str], log_file: Path, cwd: Path | None = None,
+        stdout_file: Path | None = None,
+    ) -> None:
+        """``log_file`` receives stderr, and stdout too unless ``stdout_file`` is given."""
+        self.name = name
+        self.argv = list(argv)
+        self.env = dict(env)
+        self.log_file = log_file
+        self.stdout_file = stdout_file
+        self.cwd = cwd
+        self.process: asyncio.subprocess.Process | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    async def start(self) -> None:
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        stdout_file = self.stdout_file or self.log_file
+        with open(self.log_file, "ab") as err, open(stdout_file, "ab") as out:
+            self.process = await asyncio.create_subprocess_exec(
+                *self.argv, env=self.env, cwd=self.cwd, stdout=out, stderr=err,
+                stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
+            )
+        log.debug("started %s (pid %s): %s", self.name, self.process.pid, " ".join(self.argv))
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.returncode is None
+
+    async def wait(self) -> int:
+        assert self.process is not None
+        return await self.process.wait()
+
+    async def stop(self, grace_seconds: float = 5.0) -> None:
+        if self.process is None:
+            return
+        pid = self.process.pid
+        members = session_members(pid)
+        await asyncio.to_thread(kill_process_tree, pid, grace_seconds, members)
+        if self.process.returncode is None:
+            await self.process.wait()

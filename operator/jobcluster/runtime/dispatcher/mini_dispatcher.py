@@ -1,0 +1,91 @@
+"""The MiniDispatcher: the dispatcher of a per-job cluster.
+
+It runs exactly the one job it was started with, answers questions about it,
+and completes :attr:`termination` with the ApplicationStatus once the job is
+terminal, which makes the entrypoint shut the whole cluster down. In attached
+mode it first waits (bounded) until the client has fetched the job result, so
+that an attached client always learns how its job ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable
+
+from jobcluster.errors import JobNotFoundError
+from jobcluster.rpc.endpoint import RpcEndpoint
+from jobcluster.runtime.jobmaster.job_master import JobMaster
+from jobcluster.runtime.jobmaster.job_status import JobResult, JobStatus
+from jobcluster.runtime.resourcemanager.driver import ApplicationStatus
+
+log = logging.getLogger(__name__)
+
+DISPATCHER_ENDPOINT = "dispatcher"
+
+_APPLICATION_STATUS = {
+    JobStatus.FINISHED: ApplicationStatus.SUCCEEDED,
+    JobStatus.FAILED: ApplicationStatus.FAILED,
+    JobStatus.CANCELED: ApplicationStatus.CANCELED,
+}
+
+
+class MiniDispatcher(RpcEndpoint):
+    """Dispatcher of one job. ``create_job_master(on_terminal)`` builds the job's JobMaster.
+
+    ``attached``: wait for the result to be fetched before terminating, at most
+    ``result_retrieval_timeout`` seconds.
+    """
+
+    def __init__(self, create_job_master: Callable[[Callable], JobMaster], attached: bool, result_retrieval_timeout: float) -> None:
+        super().__init__(DISPATCHER_ENDPOINT)
+        self._create_job_master = create_job_master
+        self.attached = attached
+        self.result_retrieval_timeout = result_retrieval_timeout
+        self.job_master: JobMaster | None = None
+        self.termination: asyncio.Future[ApplicationStatus] = asyncio.get_running_loop().create_future()
+        self._result_fetched = asyncio.Event()
+
+    async def on_start(self) -> None:
+        self.job_master = self._create_job_master(self._job_reached_terminal_state)
+
+    async def _job_reached_terminal_state(self, result: JobResult) -> None:
+        log.info("job %s reached terminal state %s", result.job_id, result.status.value)
+        self.spawn(self._terminate_after_retrieval(result), "termination")
+
+    async def _terminate_after_retrieval(self, result: JobResult) -> None:
+        if self.attached:
+            try:
+                await asyncio.wait_for(self._result_fetched.wait(), self.result_retrieval_timeout)
+            except asyncio.TimeoutError:
+                log.warning("the attached client did not fetch the job result within %.0f s", self.result_retrieval_timeout)
+        if not self.termination.done():
+            self.termination.set_result(_APPLICATION_STATUS.get(result.status, ApplicationStatus.UNKNOWN))
+
+    def fail(self, cause: str) -> None:
+        """A fatal cluster error: end the application as FAILED now."""
+        log.error("cluster failed: %s", cause)
+        if not self.termination.done():
+            self.termination.set_result(ApplicationStatus.FAILED)
+
+    # ---- queries (served by the REST endpoint on the same loop) ------------------------
+
+    def _job(self, job_id: str) -> JobMaster:
+        if self.job_master is None or self.job_master.graph.job_id != job_id:
+            raise JobNotFoundError(f"Job {job_id} not found")
+        return self.job_master
+
+    def job_ids(self) -> list[str]:
+        return [self.job_master.graph.job_id] if self.job_master else []
+
+    def job_details(self, job_id: str) -> dict[str, Any]:
+        return self._job(job_id).job_details()
+
+    def job_result(self, job_id: str) -> JobResult | None:
+        result = self._job(job_id).result
+        if result is not None:
+            self._result_fetched.set()
+        return result
+
+    async def cancel_job(self, job_id: str) -> None:
+        await self._job(job_id).cancel()

@@ -1,0 +1,32 @@
+"""Process bootstrap of the JobClusterEntrypoint (a composition root: it picks the driver by target)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+from jobcluster.backends import registry
+from jobcluster.config import options
+from jobcluster.errors import JobClusterError
+from jobcluster.logging_setup import configure_process_logging
+from jobcluster.runtime.entrypoint.cluster_dir import STARTUP_FAILURE_PREFIX
+from jobcluster.runtime.entrypoint.job_cluster_entrypoint import EntrypointContext, JobClusterEntrypoint
+
+log = logging.getLogger(__name__)
+
+
+def main() -> None:
+    configure_process_logging()
+    context = EntrypointContext.from_env()
+
+    def create_driver(config):
+        return registry.resource_manager_driver(config.get(options.EXECUTION_TARGET), config)
+
+    try:
+        status = asyncio.run(JobClusterEntrypoint(context, create_driver).run())
+    except JobClusterError as exc:
+        log.error("job cluster %s failed", context.cluster_id, exc_info=True)
+        print(f"{STARTUP_FAILURE_PREFIX}{exc}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    sys.exit(status.exit_code)

@@ -1,0 +1,34 @@
+"""The layout of a staged job cluster, shared by every ClusterDescriptor and the entrypoint.
+
+A descriptor stages these files wherever its containers can fetch them
+(a local directory, HDFS, a ConfigMap); the entrypoint and TaskExecutors
+find them in their working directory under the same names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CONFIG_FILE = "jobcluster.yaml"       # effective configuration, flat keys
+JOB_GRAPH_FILE = "jobgraph.json"      # the serialized JobGraph
+ARTIFACTS_DIR = "artifacts"           # the program and user artifacts
+REST_INFO_FILE = "rest.json"          # written by the entrypoint once it serves: {"rest_url", "pid"}
+STARTUP_FAILURE_PREFIX = "JOBCLUSTER STARTUP FAILED: "  # the line an entrypoint prints when it cannot start
+
+# Environment of the entrypoint and TaskExecutor processes.
+ENV_CLUSTER_ID = "JOBCLUSTER_CLUSTER_ID"
+ENV_CLUSTER_DIR = "JOBCLUSTER_CLUSTER_DIR"
+ENV_LOG_DIR = "JOBCLUSTER_LOG_DIR"
+ENV_CLUSTER_SECRET = "JOBCLUSTER_CLUSTER_SECRET"
+ENV_BIND_HOST = "JOBCLUSTER_BIND_HOST"
+ENV_RESOURCE_MANAGER_ADDRESS = "JOBCLUSTER_RESOURCE_MANAGER_ADDRESS"
+ENV_RESOURCE_MANAGER_ID = "JOBCLUSTER_RESOURCE_MANAGER_ID"
+ENV_RESOURCE_ID = "JOBCLUSTER_RESOURCE_ID"
+
+
+def config_file(cluster_dir: Path) -> Path:
+    return cluster_dir / CONFIG_FILE
+
+
+def job_graph_file(cluster_dir: Path) -> Path:
+    return cluster_dir / JOB_GRAPH_FILE

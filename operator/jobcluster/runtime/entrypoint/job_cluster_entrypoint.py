@@ -1,0 +1,183 @@
+"""The JobClusterEntrypoint: the JobManager process of a per-job cluster.
+
+It reads the staged configuration and JobGraph, starts the services (RPC,
+REST), the Spark master, the active ResourceManager with the target's driver,
+and the MiniDispatcher that runs the job. When the job is terminal it shuts
+everything down in reverse order, removes the staged files, and exits with
+the ApplicationStatus code: 0 succeeded, 1 failed, 2 canceled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import uuid
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import jobcluster
+from jobcluster.config import options
+from jobcluster.config.configuration import Configuration
+from jobcluster.config.loader import load_configuration
+from jobcluster.jobgraph.model import JobGraph, read_job_graph
+from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.rpc.service import RpcService
+from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
+from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.jobmaster.job_master import JobMaster, JobMasterSettings
+from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, ResourceManagerDriver, TaskExecutorLaunchContext
+from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
+from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
+from jobcluster.runtime.rest.endpoint import RestEndpoint
+from jobcluster.spark.processes import SparkMaster
+from jobcluster.spark.sizing import spark_sizing_for_job_manager, spark_sizing_for_task_executor
+
+log = logging.getLogger(__name__)
+
+RESULT_RETRIEVAL_TIMEOUT = 60.0  # seconds an attached cluster waits for its client to fetch the result
+
+
+@dataclass(frozen=True)
+class EntrypointContext:
+    """Where the entrypoint finds its cluster: ids, directories, bind host, the cluster secret."""
+
+    cluster_id: str
+    cluster_dir: Path
+    log_dir: Path
+    bind_host: str
+    secret: str
+
+    @classmethod
+    def from_env(cls) -> "EntrypointContext":
+        env = os.environ
+        return cls(
+            cluster_id=env[layout.ENV_CLUSTER_ID],
+            cluster_dir=Path(env[layout.ENV_CLUSTER_DIR]),
+            log_dir=Path(env[layout.ENV_LOG_DIR]),
+            bind_host=env.get(layout.ENV_BIND_HOST, "127.0.0.1"),
+            secret=env[layout.ENV_CLUSTER_SECRET],
+        )
+
+
+class JobClusterEntrypoint:
+    """Runs one job cluster; ``create_driver(config)`` supplies the target's ResourceManagerDriver."""
+
+    def __init__(self, context: EntrypointContext, create_driver) -> None:
+        self.context = context
+        self._create_driver = create_driver
+
+    async def run(self) -> ApplicationStatus:
+        ctx = self.context
+        config = load_configuration(ctx.cluster_dir, {}) if layout.config_file(ctx.cluster_dir).exists() else Configuration()
+        graph = read_job_graph(layout.job_graph_file(ctx.cluster_dir))
+        async with AsyncExitStack() as stack:
+            status = await self._run_cluster(stack, config, graph)
+        if not config.get(options.CLUSTER_STAGING_KEEP):
+            shutil.rmtree(ctx.cluster_dir, ignore_errors=True)
+        log.info("cluster %s shut down: application %s", ctx.cluster_id, status.name)
+        return status
+
+    async def _run_cluster(self, stack: AsyncExitStack, config: Configuration, graph: JobGraph) -> ApplicationStatus:
+        ctx = self.context
+        jm_sizing = spark_sizing_for_job_manager(job_manager_process_spec_from_config(config))
+        tm_spec = task_executor_process_spec_from_config(config)
+        tm_sizing = spark_sizing_for_task_executor(tm_spec)
+
+        rpc = RpcService(ctx.bind_host, ctx.secret, config.get(options.RPC_ASK_TIMEOUT))
+        await rpc.start()
+        stack.push_async_callback(rpc.stop)
+
+        spark_master = SparkMaster(ctx.bind_host, ctx.log_dir, jm_sizing.master_daemon_env())
+        stack.push_async_callback(spark_master.stop)
+        await spark_master.start()
+
+        driver: ResourceManagerDriver = self._create_driver(config)
+        resource_manager_id = uuid.uuid4().hex
+        resource_manager = ResourceManager(
+            rpc, driver, self._launch_context(rpc.address, resource_manager_id), tm_spec,
+            ResourceManagerSettings(
+                heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
+                heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
+                idle_timeout=config.get(options.RESOURCE_MANAGER_TASK_MANAGER_TIMEOUT),
+                max_slots=config.get(options.SLOT_MANAGER_MAX_SLOTS),
+                slots_per_worker=tm_spec.num_slots,
+            ),
+            fencing_token=resource_manager_id,
+        )
+        stack.push_async_callback(rpc.stop_endpoint, resource_manager)
+        await rpc.start_endpoint(resource_manager)
+        final_status: list[ApplicationStatus] = [ApplicationStatus.UNKNOWN]
+
+        async def deregister() -> None:
+            await resource_manager.deregister_application(final_status[0], None)
+
+        stack.push_async_callback(deregister)
+
+        rm_gateway = ResourceManagerGateway(rpc, rpc.address, RESOURCE_MANAGER_ENDPOINT, resource_manager.fencing_token)
+        sizing_conf = {**jm_sizing.driver_conf(), **tm_sizing.executor_conf()}
+        jm_settings = JobMasterSettings(
+            heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
+            heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
+            slot_request_timeout=config.get(options.SLOT_REQUEST_TIMEOUT),
+        )
+
+        def create_job_master(on_terminal) -> JobMaster:
+            return JobMaster(rpc, graph, ctx.cluster_dir / layout.ARTIFACTS_DIR, ctx.log_dir, rm_gateway, spark_master.address,
+                             ctx.bind_host, sizing_conf, jm_settings, on_terminal)
+
+        dispatcher = MiniDispatcher(create_job_master, config.get(options.EXECUTION_ATTACHED), RESULT_RETRIEVAL_TIMEOUT)
+        stack.push_async_callback(rpc.stop_endpoint, dispatcher)
+        await rpc.start_endpoint(dispatcher)
+
+        rest = RestEndpoint(
+            dispatcher, resource_manager.request_task_manager_info, resource_manager.request_resource_overview,
+            config.get(options.REST_ADDRESS), config.get(options.REST_PORT), jobcluster.__version__,
+        )
+        stack.push_async_callback(rest.stop)
+        await rest.start()
+
+        job_master = dispatcher.job_master
+        assert job_master is not None
+        stack.push_async_callback(rpc.stop_endpoint, job_master)
+        await rpc.start_endpoint(job_master)
+        self._write_rest_info(rest.url)
+        self._install_signal_handlers(dispatcher)
+        log.info("job cluster %s is up: REST %s, job %s", ctx.cluster_id, rest.url, graph.job_id)
+        final_status[0] = await dispatcher.termination
+        return final_status[0]
+
+    def _launch_context(self, rpc_address: str, resource_manager_id: str) -> TaskExecutorLaunchContext:
+        ctx = self.context
+        return TaskExecutorLaunchContext(
+            cluster_id=ctx.cluster_id,
+            command=[sys.executable, "-m", "jobcluster.runtime.taskexecutor"],
+            env={
+                layout.ENV_CLUSTER_ID: ctx.cluster_id,
+                layout.ENV_CLUSTER_DIR: str(ctx.cluster_dir),
+                layout.ENV_LOG_DIR: str(ctx.log_dir),
+                layout.ENV_CLUSTER_SECRET: ctx.secret,
+                layout.ENV_BIND_HOST: ctx.bind_host,
+                layout.ENV_RESOURCE_MANAGER_ADDRESS: rpc_address,
+                layout.ENV_RESOURCE_MANAGER_ID: resource_manager_id,
+            },
+            cluster_dir=ctx.cluster_dir,
+            log_dir=ctx.log_dir,
+        )
+
+    def _write_rest_info(self, rest_url: str) -> None:
+        path = self.context.cluster_dir / layout.REST_INFO_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"rest_url": rest_url, "pid": os.getpid()}))
+        tmp.replace(path)
+
+    def _install_signal_handlers(self, dispatcher: MiniDispatcher) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, lambda s=sig: dispatcher.fail(f"received signal {signal.Signals(s).name}"))

@@ -1,0 +1,273 @@
+"""The JobMaster: runs one job on the slots it collects.
+
+It registers at the ResourceManager and declares the slots the JobGraph
+needs; TaskExecutors that were given those slots connect and offer them.
+Once the SlotPool holds them all, the JobMaster submits the PySpark program
+to the job's Spark master and follows it. A failed run is retried as the
+restart strategy allows. Slots lost while running are declared again, so the
+ResourceManager replaces the lost TaskExecutor while Spark carries on with
+the executors it still has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from jobcluster.errors import JobClusterError, RpcError
+from jobcluster.heartbeat.manager import HeartbeatManager
+from jobcluster.jobgraph.model import JobGraph
+from jobcluster.rpc.endpoint import FencedRpcEndpoint, rpc
+from jobcluster.rpc.service import RpcService
+from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
+from jobcluster.runtime.jobmaster.job_status import JobResult, JobStatus
+from jobcluster.runtime.jobmaster.slot_pool import PooledSlot, SlotPool
+from jobcluster.runtime.jobmaster.spark_application import SparkApplication, SparkProgress
+from jobcluster.runtime.messages import SlotOffer
+from jobcluster.runtime.resourcemanager.gateway import ResourceManagerGateway
+from jobcluster.runtime.taskexecutor.gateway import TaskExecutorGateway
+from jobcluster.spark.processes import SparkMasterAddress
+
+log = logging.getLogger(__name__)
+
+PROGRESS_INTERVAL = 1.0  # seconds between polls of Spark's monitoring API
+
+
+@dataclass(frozen=True)
+class JobMasterSettings:
+    """Seconds: heartbeats [heartbeat.interval / heartbeat.timeout]; slot_request_timeout [slot.request.timeout]."""
+
+    heartbeat_interval: float
+    heartbeat_timeout: float
+    slot_request_timeout: float
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class JobMaster(FencedRpcEndpoint):
+    """JobMaster of ``graph``; its fencing token is the JobMasterId. ``on_terminal`` receives the JobResult."""
+
+    def __init__(
+        self,
+        rpc_service: RpcService,
+        graph: JobGraph,
+        staging_dir: Path,
+        log_dir: Path,
+        resource_manager: ResourceManagerGateway,
+        spark_master: SparkMasterAddress,
+        host: str,
+        sizing_conf: dict[str, str],
+        settings: JobMasterSettings,
+        on_terminal: Callable[[JobResult], Awaitable[None]],
+    ) -> None:
+        super().__init__(JOB_MASTER_ENDPOINT)
+        self._rpc = rpc_service
+        self.graph = graph
+        self._staging_dir = staging_dir
+        self._log_dir = log_dir
+        self._rm = resource_manager
+        self.spark_master = spark_master
+        self._host = host
+        self._sizing_conf = sizing_conf
+        self.settings = settings
+        self._on_terminal = on_terminal
+        self.slot_pool = SlotPool(graph.required_slots())
+        self.status = JobStatus.INITIALIZING
+        self.status_timestamps: dict[str, int] = {JobStatus.INITIALIZING.value: _now_ms()}
+        self.start_time = _now_ms()
+        self.restarts = 0
+        self.progress: SparkProgress | None = None
+        self._application: SparkApplication | None = None
+        self._task_executors: dict[str, TaskExecutorGateway] = {}
+        self._heartbeats = HeartbeatManager("jobmaster", settings.heartbeat_interval, settings.heartbeat_timeout, self._task_executor_timeout)
+        self._cancel_requested = False
+        self.result: JobResult | None = None
+
+    # ---- lifecycle --------------------------------------------------------------------
+
+    async def on_start(self) -> None:
+        self._heartbeats.start()
+        await self._rm.register_job_master(self.graph.job_id, self._rpc.address, self.fencing_token)
+        self._set_status(JobStatus.CREATED)
+        await self._rm.declare_required_resources(self.graph.job_id, self.slot_pool.required_slots)
+        log.info("job %s (%s) waits for %d slots", self.graph.job_id, self.graph.job_name, self.slot_pool.required_slots)
+        self.spawn(self._slot_request_timeout(), "slot-request-timeout")
+
+    async def on_stop(self) -> None:
+        await self._heartbeats.stop()
+        if self._application is not None:
+            await self._application.stop()
+
+    def _set_status(self, status: JobStatus) -> None:
+        if self.status is not status:
+            log.info("job %s switched from %s to %s", self.graph.job_id, self.status.value, status.value)
+            self.status = status
+            self.status_timestamps[status.value] = _now_ms()
+
+    async def _slot_request_timeout(self) -> None:
+        await asyncio.sleep(self.settings.slot_request_timeout)
+        if self._application is None and not self.status.is_terminal:
+            await self._finish(
+                JobStatus.FAILED,
+                f"NoResourceAvailableException: could not acquire the {self.slot_pool.required_slots} required slots within "
+                f"slot.request.timeout ({self.settings.slot_request_timeout:.0f} s); {self.slot_pool.size} arrived. "
+                "See the TaskManager logs for why workers did not start or register.",
+            )
+
+    # ---- TaskExecutors and their slots --------------------------------------------------
+
+    @rpc
+    async def register_task_executor(self, resource_id: str, address: str, job_id: str) -> dict[str, Any]:
+        if job_id != self.graph.job_id:
+            raise JobClusterError(f"this JobMaster runs job {self.graph.job_id}, not {job_id}")
+        gateway = TaskExecutorGateway(self._rpc, address, resource_id)
+        self._task_executors[resource_id] = gateway
+        if not self._heartbeats.is_monitoring(resource_id):
+            self._heartbeats.monitor_target(resource_id, lambda: gateway.heartbeat_from_job_manager(job_id))
+        return {"spark_master_url": self.spark_master.url, "spark_master_web_url": self.spark_master.web_url}
+
+    @rpc
+    async def offer_slots(self, resource_id: str, offers: list[dict[str, Any]]) -> list[str]:
+        if resource_id not in self._task_executors or self.status.is_terminal:
+            return []
+        accepted = []
+        for offer in (SlotOffer.model_validate(o) for o in offers):
+            if self.slot_pool.offer(PooledSlot(offer.allocation_id, resource_id, offer.slot_index)):
+                accepted.append(offer.allocation_id)
+        log.info("SlotPool holds %d of %d slots", self.slot_pool.size, self.slot_pool.required_slots)
+        if self.slot_pool.has_required_slots() and self._application is None and not self._cancel_requested:
+            self.spawn(self._run_application(), "application")
+        return accepted
+
+    @rpc
+    async def disconnect_task_manager(self, resource_id: str, cause: str) -> None:
+        self._release_task_executor(resource_id, cause)
+
+    @rpc
+    async def heartbeat_from_resource_manager(self, resource_manager_id: str) -> None:
+        if resource_manager_id != self._rm.fencing_token:
+            raise JobClusterError("heartbeat from an unknown ResourceManager")
+
+    async def _task_executor_timeout(self, resource_id: str) -> None:
+        self._release_task_executor(resource_id, "heartbeat timeout")
+        try:
+            await self._rm.disconnect_task_manager(resource_id, "JobMaster lost its heartbeat")
+        except RpcError as exc:
+            log.warning("could not tell the ResourceManager about %s: %s", resource_id, exc)
+
+    def _release_task_executor(self, resource_id: str, cause: str) -> None:
+        self._task_executors.pop(resource_id, None)
+        self._heartbeats.unmonitor_target(resource_id)
+        lost = self.slot_pool.release_task_executor(resource_id)
+        if lost:
+            log.warning("lost %d slot(s) of TaskExecutor %s (%s); the ResourceManager will replace them", len(lost), resource_id, cause)
+
+    # ---- the program -------------------------------------------------------------------
+
+    async def _run_application(self) -> None:
+        strategy = self.graph.execution_config.restart_strategy
+        while not (self._cancel_requested or self.result):
+            self._application = SparkApplication(
+                self.graph, self._staging_dir, self.spark_master, self._host, self._log_dir, self._sizing_conf, self.restarts + 1
+            )
+            self._set_status(JobStatus.RUNNING)
+            await self._application.start()
+            poller = self.spawn(self._follow_progress(self._application), "progress")
+            code = await self._application.wait()
+            poller.cancel()
+            await asyncio.gather(poller, return_exceptions=True)
+            if self._cancel_requested:
+                await self._finish(JobStatus.CANCELED, None)
+                return
+            if code == 0:
+                await self._finish(JobStatus.FINISHED, None)
+                return
+            cause = f"the PySpark program exited with code {code}:\n{self._application.error_tail()}"
+            if strategy.type == "fixed-delay" and self.restarts < strategy.attempts:
+                self.restarts += 1
+                log.warning("job failed (%s); restart %d of %d in %.1f s", cause.splitlines()[0], self.restarts, strategy.attempts, strategy.delay_seconds)
+                self._set_status(JobStatus.RESTARTING)
+                await asyncio.sleep(strategy.delay_seconds)
+                continue
+            await self._finish(JobStatus.FAILED, cause)
+            return
+
+    async def _follow_progress(self, application: SparkApplication) -> None:
+        while True:
+            progress = await application.progress()
+            if progress is not None and progress != self.progress:
+                self.progress = progress
+                log.info(
+                    "Spark %s: %d/%d jobs, %d/%d tasks done, %d executors",
+                    progress.app_id, progress.jobs_completed, progress.jobs_total, progress.tasks_completed, progress.tasks_total, progress.executors,
+                )
+            await asyncio.sleep(PROGRESS_INTERVAL)
+
+    async def cancel(self) -> None:
+        """Cancel the job: stop the program (if it runs) and end as CANCELED."""
+        if self.status.is_terminal or self._cancel_requested:
+            return
+        self._cancel_requested = True
+        self._set_status(JobStatus.CANCELLING)
+        if self._application is not None and self._application.process.running():
+            await self._application.stop()  # _run_application then finishes as CANCELED
+        elif self._application is None:
+            await self._finish(JobStatus.CANCELED, None)
+
+    async def _finish(self, status: JobStatus, failure_cause: str | None) -> None:
+        if self.result is not None:
+            return
+        self._set_status(status)
+        self.result = JobResult(
+            job_id=self.graph.job_id, job_name=self.graph.job_name, status=status, start_time=self.start_time,
+            end_time=_now_ms(), failure_cause=failure_cause,
+            program_output=self._application.output() if self._application else "", restarts=self.restarts,
+        )
+        await self._release_slots()
+        await self._on_terminal(self.result)
+
+    async def _release_slots(self) -> None:
+        try:
+            await self._rm.declare_required_resources(self.graph.job_id, 0)
+        except RpcError as exc:
+            log.warning("could not withdraw the resource requirements: %s", exc)
+        for slot in self.slot_pool.release_all():
+            gateway = self._task_executors.get(slot.resource_id)
+            if gateway is None:
+                continue
+            try:
+                await gateway.free_slot(slot.allocation_id, f"job {self.status.value}")
+            except RpcError as exc:
+                log.warning("could not free slot %s: %s", slot.allocation_id, exc)
+
+    # ---- views -------------------------------------------------------------------------
+
+    def job_details(self) -> dict[str, Any]:
+        """Flink's ``/jobs/{id}`` body: state, times, the one vertex, and Spark's progress."""
+        now = _now_ms()
+        end = self.result.end_time if self.result else -1
+        vertex = self.graph.vertices[0]
+        progress = self.progress.to_dict() if self.progress else None
+        return {
+            "jid": self.graph.job_id,
+            "name": self.graph.job_name,
+            "state": self.status.value,
+            "start-time": self.start_time,
+            "end-time": end,
+            "duration": (end if end > 0 else now) - self.start_time,
+            "now": now,
+            "timestamps": dict(self.status_timestamps),
+            "restarts": self.restarts,
+            "slots": {"required": self.slot_pool.required_slots, "held": self.slot_pool.size},
+            "vertices": [
+                {"id": vertex.id, "name": vertex.name, "parallelism": vertex.parallelism, "maxParallelism": vertex.max_parallelism,
+                 "status": self.status.value, "spark": progress}
+            ],
+            "spark": progress,
+        }

@@ -1,0 +1,280 @@
+"""The active ResourceManager: registers JobMasters and TaskExecutors, owns the SlotManager.
+
+"Active" means it starts and stops workers itself through a
+:class:`~jobcluster.runtime.resourcemanager.driver.ResourceManagerDriver`;
+which backend that driver talks to is none of its business. It is a fenced
+endpoint: TaskExecutors and JobMasters must present its ResourceManagerId.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from jobcluster.errors import JobClusterError, RpcError
+from jobcluster.heartbeat.manager import HeartbeatManager
+from jobcluster.memory.size import format_memory_size
+from jobcluster.memory.spec import TaskExecutorProcessSpec
+from jobcluster.rpc.endpoint import FencedRpcEndpoint, rpc
+from jobcluster.rpc.service import RpcService
+from jobcluster.runtime.jobmaster.gateway import JobMasterGateway, JOB_MASTER_ENDPOINT
+from jobcluster.runtime.messages import SlotID, SlotReport, TaskExecutorRegistration
+from jobcluster.runtime.resourcemanager.driver import (
+    ApplicationStatus,
+    ResourceManagerDriver,
+    TaskExecutorLaunchContext,
+)
+from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT
+from jobcluster.runtime.resourcemanager.slot_manager import SlotManager
+from jobcluster.runtime.taskexecutor.gateway import TaskExecutorGateway
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ResourceManagerSettings:
+    """Timing and sizing of the ResourceManager (seconds; Flink keys in brackets).
+
+    heartbeat_interval/heartbeat_timeout [heartbeat.interval / heartbeat.timeout],
+    idle_timeout [resourcemanager.taskmanager-timeout], max_slots
+    [slotmanager.number-of-slots.max], slots_per_worker [taskmanager.numberOfTaskSlots].
+    """
+
+    heartbeat_interval: float
+    heartbeat_timeout: float
+    idle_timeout: float
+    max_slots: int | None
+    slots_per_worker: int
+
+
+@dataclass
+class _TaskExecutorConnection:
+    registration: TaskExecutorRegistration
+    gateway: TaskExecutorGateway
+    registered_at: float
+
+
+@dataclass
+class _JobMasterConnection:
+    job_id: str
+    gateway: JobMasterGateway
+
+
+class ResourceManager(FencedRpcEndpoint):
+    """Flink's ActiveResourceManager with a pluggable driver."""
+
+    def __init__(
+        self,
+        rpc_service: RpcService,
+        driver: ResourceManagerDriver,
+        launch_context: TaskExecutorLaunchContext,
+        worker_spec: TaskExecutorProcessSpec,
+        settings: ResourceManagerSettings,
+        fencing_token: str | None = None,
+    ) -> None:
+        super().__init__(RESOURCE_MANAGER_ENDPOINT, fencing_token)
+        self._rpc = rpc_service
+        self._driver = driver
+        self._launch_context = launch_context
+        self.worker_spec = worker_spec
+        self.settings = settings
+        self.slot_manager = SlotManager(self, settings.slots_per_worker, settings.max_slots, settings.idle_timeout)
+        self._task_executors: dict[str, _TaskExecutorConnection] = {}
+        self._pending_workers: set[str] = set()
+        self._job_masters: dict[str, _JobMasterConnection] = {}
+        self._te_heartbeats = HeartbeatManager("resourcemanager", settings.heartbeat_interval, settings.heartbeat_timeout, self._task_executor_heartbeat_timeout)
+        self._jm_heartbeats = HeartbeatManager("resourcemanager", settings.heartbeat_interval, settings.heartbeat_timeout, self._job_master_heartbeat_timeout)
+        self.fatal_error: Exception | None = None
+
+    @property
+    def address(self) -> str:
+        return self._rpc.address
+
+    async def on_start(self) -> None:
+        await self._driver.initialize(self, self._launch_context)
+        self._te_heartbeats.start()
+        self._jm_heartbeats.start()
+        self.spawn(self._check_idle_loop(), "idle-check")
+
+    async def on_stop(self) -> None:
+        await self._te_heartbeats.stop()
+        await self._jm_heartbeats.stop()
+
+    async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
+        """Release every worker and tell the backend how the application ended."""
+        await self._driver.terminate()
+        await self._driver.deregister_application(status, diagnostics)
+
+    # ---- JobMaster side --------------------------------------------------------------
+
+    @rpc
+    async def register_job_master(self, job_id: str, address: str, job_master_id: str) -> dict[str, Any]:
+        gateway = JobMasterGateway(self._rpc, address, JOB_MASTER_ENDPOINT, job_master_id)
+        self._job_masters[job_id] = _JobMasterConnection(job_id, gateway)
+        self._jm_heartbeats.monitor_target(job_id, lambda: gateway.heartbeat_from_resource_manager(self.fencing_token))
+        log.info("JobMaster for job %s registered", job_id)
+        return {"resource_manager_id": self.fencing_token}
+
+    @rpc
+    async def declare_required_resources(self, job_id: str, required_slots: int) -> None:
+        if job_id not in self._job_masters:
+            raise JobClusterError(f"job {job_id} has no registered JobMaster")
+        log.info("job %s requires %d slots", job_id, required_slots)
+        self.slot_manager.declare_resource_requirements(job_id, required_slots)
+
+    async def _job_master_heartbeat_timeout(self, job_id: str) -> None:
+        self._job_masters.pop(job_id, None)
+        self.slot_manager.declare_resource_requirements(job_id, 0)
+
+    # ---- TaskExecutor side -----------------------------------------------------------
+
+    @rpc
+    async def register_task_executor(self, registration: dict[str, Any], slot_report: dict[str, Any]) -> dict[str, Any]:
+        reg = TaskExecutorRegistration.model_validate(registration)
+        report = SlotReport.model_validate(slot_report)
+        if reg.resource_id in self._task_executors:
+            self._close_task_executor(reg.resource_id, "re-registration")
+        gateway = TaskExecutorGateway(self._rpc, reg.address, reg.resource_id)
+        self._task_executors[reg.resource_id] = _TaskExecutorConnection(reg, gateway, time.time())
+        self._pending_workers.discard(reg.resource_id)
+        self._te_heartbeats.monitor_target(reg.resource_id, lambda: self._heartbeat_task_executor(reg.resource_id))
+        total = reg.process_spec.get("total_process", 0)
+        log.info(
+            "TaskExecutor %s registered at %s: %d slots, process memory %s",
+            reg.resource_id, reg.address, reg.num_slots, format_memory_size(total),
+        )
+        self.slot_manager.register_task_executor(reg.resource_id, report)
+        return {"resource_manager_id": self.fencing_token}
+
+    async def _heartbeat_task_executor(self, resource_id: str) -> None:
+        conn = self._task_executors.get(resource_id)
+        if conn is not None:
+            await conn.gateway.heartbeat_from_resource_manager(self.fencing_token)
+
+    @rpc
+    async def notify_slot_available(self, slot_id: dict[str, Any], allocation_id: str) -> None:
+        self.slot_manager.free_slot(SlotID.model_validate(slot_id), allocation_id)
+
+    @rpc
+    async def disconnect_task_manager(self, resource_id: str, cause: str) -> None:
+        self._close_task_executor(resource_id, cause)
+
+    async def _task_executor_heartbeat_timeout(self, resource_id: str) -> None:
+        self._close_task_executor(resource_id, "heartbeat timeout")
+        self.spawn(self._driver.release_resource(resource_id), f"release-{resource_id}")
+
+    def _close_task_executor(self, resource_id: str, cause: str) -> None:
+        conn = self._task_executors.pop(resource_id, None)
+        if conn is None:
+            return
+        log.warning("TaskExecutor %s disconnected: %s", resource_id, cause)
+        self._te_heartbeats.unmonitor_target(resource_id)
+        self.slot_manager.unregister_task_executor(resource_id)
+        for jm in self._job_masters.values():
+            self.spawn(self._notify_job_master_lost(jm, resource_id, cause), f"notify-lost-{resource_id}")
+
+    async def _notify_job_master_lost(self, jm: _JobMasterConnection, resource_id: str, cause: str) -> None:
+        try:
+            await jm.gateway.disconnect_task_manager(resource_id, cause)
+        except RpcError as exc:
+            log.warning("could not tell JobMaster of job %s that %s is gone: %s", jm.job_id, resource_id, exc)
+
+    # ---- SlotManagerActions ----------------------------------------------------------
+
+    def allocate_slot(self, slot_id: SlotID, job_id: str, allocation_id: str) -> None:
+        self.spawn(self._allocate_slot(slot_id, job_id, allocation_id), f"allocate-{slot_id}")
+
+    async def _allocate_slot(self, slot_id: SlotID, job_id: str, allocation_id: str) -> None:
+        conn = self._task_executors.get(slot_id.resource_id)
+        jm = self._job_masters.get(job_id)
+        try:
+            if conn is None or jm is None:
+                raise JobClusterError("TaskExecutor or JobMaster no longer registered")
+            await conn.gateway.request_slot(slot_id, job_id, allocation_id, jm.gateway.address, jm.gateway.fencing_token, self.fencing_token)
+        except (JobClusterError, asyncio.TimeoutError) as exc:
+            log.warning("allocation of slot %s for job %s failed: %s", slot_id, job_id, exc)
+            self.slot_manager.slot_allocation_failed(slot_id, allocation_id)
+            return
+        log.info("slot %s allocated to job %s (allocation %s)", slot_id, job_id, allocation_id)
+        self.slot_manager.slot_allocated(slot_id, allocation_id)
+
+    def request_new_worker(self) -> bool:
+        self.spawn(self._request_worker(), "request-worker")
+        return True
+
+    async def _request_worker(self) -> None:
+        spec = self.worker_spec
+        try:
+            resource_id = await self._driver.request_resource(spec)
+        except JobClusterError as exc:
+            log.error("could not start a TaskExecutor: %s", exc)
+            await asyncio.sleep(1.0)  # do not spin on a backend that keeps refusing
+            self.slot_manager.worker_start_failed()
+            return
+        self._pending_workers.add(resource_id)
+        log.info(
+            "requested TaskExecutor %s: %d slots, process memory %s", resource_id, spec.num_slots, format_memory_size(spec.total_process)
+        )
+
+    def release_task_executor(self, resource_id: str, reason: str) -> None:
+        log.info("releasing TaskExecutor %s (%s)", resource_id, reason)
+        self._close_task_executor(resource_id, reason)
+        self.spawn(self._driver.release_resource(resource_id), f"release-{resource_id}")
+
+    async def _check_idle_loop(self) -> None:
+        while True:
+            await asyncio.sleep(max(1.0, self.settings.idle_timeout / 4))
+            self.slot_manager.check_idle_task_executors()
+
+    # ---- ResourceEventHandler (driver events) ----------------------------------------
+
+    async def on_worker_terminated(self, resource_id: str, diagnostics: str) -> None:
+        log.warning("worker %s terminated: %s", resource_id, diagnostics)
+        if resource_id in self._pending_workers:
+            self._pending_workers.discard(resource_id)
+            self.slot_manager.worker_start_failed()
+        else:
+            self._close_task_executor(resource_id, f"worker terminated: {diagnostics}")
+
+    async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None:
+        self._pending_workers.update(resource_ids)
+        self.slot_manager.pending_workers += len(resource_ids)
+
+    async def on_error(self, error: Exception) -> None:
+        log.error("fatal error in the ResourceManager driver: %s", error)
+        self.fatal_error = error
+
+    # ---- views for REST ---------------------------------------------------------------
+
+    @rpc
+    async def request_task_manager_info(self) -> list[dict[str, Any]]:
+        infos = []
+        for resource_id, conn in self._task_executors.items():
+            entry = self.slot_manager.task_managers.get(resource_id)
+            free = sum(1 for s in entry.slots.values() if s.job_id is None) if entry else 0
+            infos.append(
+                {
+                    "id": resource_id,
+                    "path": conn.registration.address,
+                    "host": conn.registration.host,
+                    "pid": conn.registration.pid,
+                    "timeSinceLastHeartbeat": 0,
+                    "slotsNumber": conn.registration.num_slots,
+                    "freeSlots": free,
+                    "memoryConfiguration": conn.registration.process_spec,
+                    "registeredAt": int(conn.registered_at * 1000),
+                }
+            )
+        return infos
+
+    @rpc
+    async def request_resource_overview(self) -> dict[str, Any]:
+        return {
+            "taskmanagers": len(self._task_executors),
+            "slots-total": self.slot_manager.registered_slots(),
+            "slots-available": self.slot_manager.free_slots(),
+            "pending-taskmanagers": len(self._pending_workers),
+        }

@@ -1,0 +1,203 @@
+"""The SlotManager: matches declared slot requirements with TaskExecutor slots.
+
+It is plain, synchronous bookkeeping owned by the ResourceManager and only
+touched on its loop. Every change (requirements declared, a TaskExecutor
+registered or lost, a slot allocated or freed, a worker requested or failed)
+ends in :meth:`check_resource_requirements`, which (1) assigns free slots to
+jobs that still miss slots, and (2) asks for new workers for what free and
+pending slots cannot cover, within ``slotmanager.number-of-slots.max``.
+What to do is handed to :class:`SlotManagerActions`, so this logic is tested
+without any process, network or cluster.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from jobcluster.runtime.messages import SlotID, SlotReport, new_allocation_id
+
+log = logging.getLogger(__name__)
+
+
+class SlotState(enum.Enum):
+    FREE = "FREE"
+    PENDING = "PENDING"  # requested from the TaskExecutor, not yet confirmed
+    ALLOCATED = "ALLOCATED"
+
+
+@dataclass
+class Slot:
+    slot_id: SlotID
+    state: SlotState = SlotState.FREE
+    job_id: str | None = None
+    allocation_id: str | None = None
+
+
+@dataclass
+class TaskManagerEntry:
+    resource_id: str
+    slots: dict[int, Slot]
+    idle_since: float | None = field(default_factory=time.monotonic)
+
+    def is_idle(self) -> bool:
+        return all(s.state is SlotState.FREE for s in self.slots.values())
+
+
+class SlotManagerActions(Protocol):
+    """What the SlotManager asks its ResourceManager to do."""
+
+    def allocate_slot(self, slot_id: SlotID, job_id: str, allocation_id: str) -> None:
+        """Ask the TaskExecutor for the slot; report back with slot_allocated / slot_allocation_failed."""
+
+    def request_new_worker(self) -> bool:
+        """Ask the driver for one more TaskExecutor; False if it cannot be asked now."""
+
+    def release_task_executor(self, resource_id: str, reason: str) -> None:
+        """Stop and release an idle TaskExecutor."""
+
+
+class SlotManager:
+    """Requirements vs. registered and pending slots (Flink's declarative SlotManager).
+
+    ``slots_per_worker``: slots a newly requested TaskExecutor brings
+    (``taskmanager.numberOfTaskSlots``); ``max_slots``: cap on registered plus
+    pending slots (``slotmanager.number-of-slots.max``); ``idle_timeout``:
+    seconds after which a TaskExecutor with only free slots is released
+    (``resourcemanager.taskmanager-timeout``).
+    """
+
+    def __init__(self, actions: SlotManagerActions, slots_per_worker: int, max_slots: int | None, idle_timeout: float) -> None:
+        self._actions = actions
+        self.slots_per_worker = slots_per_worker
+        self.max_slots = max_slots
+        self.idle_timeout = idle_timeout
+        self.task_managers: dict[str, TaskManagerEntry] = {}
+        self.requirements: dict[str, int] = {}
+        self.pending_workers = 0
+
+    # ---- inputs -------------------------------------------------------------------------
+
+    def declare_resource_requirements(self, job_id: str, required_slots: int) -> None:
+        """The JobMaster of ``job_id`` needs ``required_slots`` slots in total (0 = none)."""
+        if required_slots <= 0:
+            self.requirements.pop(job_id, None)
+        else:
+            self.requirements[job_id] = required_slots
+        self.check_resource_requirements()
+
+    def register_task_executor(self, resource_id: str, report: SlotReport) -> None:
+        """A TaskExecutor registered with the slots in ``report``; it fulfils one pending worker."""
+        slots = {
+            s.slot_id.slot_number: Slot(
+                s.slot_id,
+                SlotState.ALLOCATED if s.allocation_id else SlotState.FREE,
+                s.job_id,
+                s.allocation_id,
+            )
+            for s in report.slots
+        }
+        self.task_managers[resource_id] = TaskManagerEntry(resource_id, slots)
+        self.pending_workers = max(0, self.pending_workers - 1)
+        self.check_resource_requirements()
+
+    def unregister_task_executor(self, resource_id: str) -> None:
+        """The TaskExecutor is gone; its slots and their allocations with it."""
+        if self.task_managers.pop(resource_id, None) is not None:
+            self.check_resource_requirements()
+
+    def worker_start_failed(self) -> None:
+        """A requested worker terminated before it registered."""
+        self.pending_workers = max(0, self.pending_workers - 1)
+        self.check_resource_requirements()
+
+    def slot_allocated(self, slot_id: SlotID, allocation_id: str) -> None:
+        slot = self._slot(slot_id)
+        if slot is not None and slot.allocation_id == allocation_id:
+            slot.state = SlotState.ALLOCATED
+
+    def slot_allocation_failed(self, slot_id: SlotID, allocation_id: str) -> None:
+        slot = self._slot(slot_id)
+        if slot is not None and slot.allocation_id == allocation_id:
+            self._free(slot)
+        self.check_resource_requirements()
+
+    def free_slot(self, slot_id: SlotID, allocation_id: str) -> None:
+        """The job gave the slot back."""
+        slot = self._slot(slot_id)
+        if slot is not None and slot.allocation_id == allocation_id:
+            self._free(slot)
+            self.check_resource_requirements()
+
+    def check_idle_task_executors(self, now: float | None = None) -> None:
+        """Release TaskExecutors whose slots were all free for longer than the idle timeout."""
+        now = time.monotonic() if now is None else now
+        if self.requirements:
+            return
+        for entry in list(self.task_managers.values()):
+            if entry.is_idle() and entry.idle_since is not None and now - entry.idle_since >= self.idle_timeout:
+                del self.task_managers[entry.resource_id]
+                self._actions.release_task_executor(entry.resource_id, "idle")
+
+    # ---- views --------------------------------------------------------------------------
+
+    def registered_slots(self) -> int:
+        return sum(len(tm.slots) for tm in self.task_managers.values())
+
+    def free_slots(self) -> int:
+        return sum(1 for tm in self.task_managers.values() for s in tm.slots.values() if s.state is SlotState.FREE)
+
+    def slots_of_job(self, job_id: str) -> int:
+        return sum(1 for tm in self.task_managers.values() for s in tm.slots.values() if s.job_id == job_id)
+
+    # ---- the one decision ---------------------------------------------------------------
+
+    def check_resource_requirements(self) -> None:
+        """Assign free slots to unmet requirements, then request workers for the rest."""
+        missing_total = 0
+        for job_id, required in self.requirements.items():
+            missing = required - self.slots_of_job(job_id)
+            for slot in self._free_slot_iter():
+                if missing <= 0:
+                    break
+                slot.state, slot.job_id, slot.allocation_id = SlotState.PENDING, job_id, new_allocation_id()
+                self._mark_busy(slot.slot_id.resource_id)
+                self._actions.allocate_slot(slot.slot_id, job_id, slot.allocation_id)
+                missing -= 1
+            missing_total += max(0, missing)
+        uncovered = missing_total - self.pending_workers * self.slots_per_worker
+        for _ in range(math.ceil(max(0, uncovered) / self.slots_per_worker)):
+            if not self._may_add_worker():
+                log.warning("not requesting another TaskExecutor: slotmanager.number-of-slots.max=%s reached", self.max_slots)
+                break
+            if not self._actions.request_new_worker():
+                break
+            self.pending_workers += 1
+
+    def _may_add_worker(self) -> bool:
+        if self.max_slots is None:
+            return True
+        return self.registered_slots() + (self.pending_workers + 1) * self.slots_per_worker <= self.max_slots
+
+    def _free_slot_iter(self):
+        for tm in self.task_managers.values():
+            for slot in tm.slots.values():
+                if slot.state is SlotState.FREE:
+                    yield slot
+
+    def _slot(self, slot_id: SlotID) -> Slot | None:
+        tm = self.task_managers.get(slot_id.resource_id)
+        return tm.slots.get(slot_id.slot_number) if tm else None
+
+    def _free(self, slot: Slot) -> None:
+        slot.state, slot.job_id, slot.allocation_id = SlotState.FREE, None, None
+        tm = self.task_managers.get(slot.slot_id.resource_id)
+        if tm is not None and tm.is_idle():
+            tm.idle_since = time.monotonic()
+
+    def _mark_busy(self, resource_id: str) -> None:
+        self.task_managers[resource_id].idle_since = None

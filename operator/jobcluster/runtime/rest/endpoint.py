@@ -1,0 +1,122 @@
+"""The cluster's REST endpoint, with Flink-compatible paths.
+
+It serves what the client needs (overview, job list, job details, execution
+result, cancel, TaskManagers) in the shapes Flink's REST API uses, so tools
+written for Flink's API can read the basics. It is the public face of the
+cluster and carries no secret; bind it to an address only trusted clients reach.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from typing import Any, Awaitable, Callable
+
+from aiohttp import web
+
+from jobcluster.errors import DeploymentError, JobNotFoundError
+from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
+
+log = logging.getLogger(__name__)
+
+ResourceView = Callable[[], Awaitable[Any]]
+
+
+class RestEndpoint:
+    """aiohttp server for ``dispatcher`` plus ResourceManager views (``task_managers``, ``resource_overview``)."""
+
+    def __init__(self, dispatcher: MiniDispatcher, task_managers: ResourceView, resource_overview: ResourceView,
+                 host: str, port: int, version: str) -> None:
+        self._dispatcher = dispatcher
+        self._task_managers = task_managers
+        self._resource_overview = resource_overview
+        self.host = host
+        self.port = port
+        self._version = version
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        """Bind and serve; DeploymentError when the port cannot be bound (e.g. taken)."""
+        app = web.Application(middlewares=[self._errors])
+        app.router.add_get("/overview", self._overview)
+        app.router.add_get("/config", self._config)
+        app.router.add_get("/jobs", self._jobs)
+        app.router.add_get("/jobs/overview", self._jobs_overview)
+        app.router.add_get("/jobs/{job_id}", self._job)
+        app.router.add_patch("/jobs/{job_id}", self._cancel)
+        app.router.add_get("/jobs/{job_id}/execution-result", self._execution_result)
+        app.router.add_get("/taskmanagers", self._taskmanagers)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        try:
+            await site.start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            if exc.errno == errno.EADDRINUSE:
+                raise DeploymentError(
+                    f"rest.port {self.port} on {self.host} is already in use; choose another port with -D rest.port=PORT, or 0 for any free port"
+                ) from exc
+            raise DeploymentError(f"could not start the REST endpoint on {self.host}:{self.port}: {exc}") from exc
+        if self.port == 0 and site._server is not None:
+            self.port = site._server.sockets[0].getsockname()[1]
+        log.info("REST endpoint listening at %s", self.url)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @web.middleware
+    async def _errors(self, request: web.Request, handler):
+        try:
+            return await handler(request)
+        except JobNotFoundError as exc:
+            return web.json_response({"errors": [str(exc)]}, status=404)
+
+    async def _overview(self, request: web.Request) -> web.Response:
+        resources = await self._resource_overview()
+        states = [self._dispatcher.job_details(j)["state"] for j in self._dispatcher.job_ids()]
+        return web.json_response({
+            **resources,
+            "jobs-running": sum(1 for s in states if s not in ("FINISHED", "FAILED", "CANCELED")),
+            "jobs-finished": states.count("FINISHED"),
+            "jobs-cancelled": states.count("CANCELED"),
+            "jobs-failed": states.count("FAILED"),
+            "flink-version": f"jobcluster {self._version}",
+        })
+
+    async def _config(self, request: web.Request) -> web.Response:
+        return web.json_response({"refresh-interval": 3000, "flink-version": f"jobcluster {self._version}", "features": {}})
+
+    async def _jobs(self, request: web.Request) -> web.Response:
+        return web.json_response({"jobs": [{"id": j, "status": self._dispatcher.job_details(j)["state"]} for j in self._dispatcher.job_ids()]})
+
+    async def _jobs_overview(self, request: web.Request) -> web.Response:
+        jobs = []
+        for job_id in self._dispatcher.job_ids():
+            d = self._dispatcher.job_details(job_id)
+            jobs.append({k: d[k] for k in ("jid", "name", "state", "start-time", "end-time", "duration")} | {"last-modification": max(d["timestamps"].values())})
+        return web.json_response({"jobs": jobs})
+
+    async def _job(self, request: web.Request) -> web.Response:
+        return web.json_response(self._dispatcher.job_details(request.match_info["job_id"]))
+
+    async def _execution_result(self, request: web.Request) -> web.Response:
+        result = self._dispatcher.job_result(request.match_info["job_id"])
+        if result is None:
+            return web.json_response({"status": {"id": "IN_PROGRESS"}})
+        return web.json_response(result.to_rest())
+
+    async def _cancel(self, request: web.Request) -> web.Response:
+        mode = request.query.get("mode", "cancel")
+        if mode != "cancel":
+            return web.json_response({"errors": [f"mode {mode!r} is not supported; use mode=cancel"]}, status=400)
+        await self._dispatcher.cancel_job(request.match_info["job_id"])
+        return web.json_response({}, status=202)
+
+    async def _taskmanagers(self, request: web.Request) -> web.Response:
+        return web.json_response({"taskmanagers": await self._task_managers()})

@@ -1,0 +1,87 @@
+"""Process bootstrap of a TaskExecutor (Flink's TaskManagerRunner).
+
+``python -m jobcluster.runtime.taskexecutor [-D key=value ...]``: the
+environment names the cluster (cluster_dir.py); the ``-D`` options are the
+dynamic configs of the TaskExecutorProcessSpec the ResourceManager asked for,
+which pin every memory component, so the process spec derived here is
+exactly the one the container was sized for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+from jobcluster.config import options
+from jobcluster.config.loader import load_configuration, parse_dynamic_property
+from jobcluster.errors import JobClusterError
+from jobcluster.logging_setup import configure_process_logging
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.rpc.service import RpcService
+from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.taskexecutor.task_executor import TaskExecutor, TaskExecutorSettings
+from jobcluster.spark.processes import SparkMasterAddress, SparkWorker
+from jobcluster.spark.sizing import spark_sizing_for_task_executor
+
+log = logging.getLogger(__name__)
+
+
+async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
+    env = os.environ
+    cluster_dir = Path(env[layout.ENV_CLUSTER_DIR])
+    log_dir = Path(env[layout.ENV_LOG_DIR])
+    resource_id = env[layout.ENV_RESOURCE_ID]
+    host = env.get(layout.ENV_BIND_HOST, "127.0.0.1")
+    config = load_configuration(cluster_dir, dynamic_properties)
+    spec = task_executor_process_spec_from_config(config)
+    sizing = spark_sizing_for_task_executor(spec)
+    log.info("TaskExecutor %s: %d slots, JVM options for Spark executors %s", resource_id, spec.num_slots, spec.jvm_args())
+
+    def spark_worker(master: SparkMasterAddress) -> SparkWorker:
+        return SparkWorker(
+            host, master, cores=sizing.worker_cores, memory_mib=sizing.worker_memory_mib,
+            work_dir=log_dir / f"{resource_id}-work", log_dir=log_dir, daemon_env=sizing.worker_daemon_env(),
+            name=f"spark-worker-{resource_id}",
+        )
+
+    rpc = RpcService(host, env[layout.ENV_CLUSTER_SECRET], config.get(options.RPC_ASK_TIMEOUT))
+    await rpc.start()
+    done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    async def on_fatal(reason: str) -> None:
+        if not done.done():
+            done.set_result(reason)
+
+    task_executor = TaskExecutor(
+        rpc, resource_id, spec, env[layout.ENV_RESOURCE_MANAGER_ADDRESS], env[layout.ENV_RESOURCE_MANAGER_ID],
+        TaskExecutorSettings(
+            registration_timeout=config.get(options.TASK_MANAGER_REGISTRATION_TIMEOUT),
+            heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
+        ),
+        spark_worker, on_fatal,
+    )
+    try:
+        await rpc.start_endpoint(task_executor)
+        reason = await done
+        log.info("TaskExecutor %s stops: %s", resource_id, reason)
+    finally:
+        await rpc.stop()
+    return 0
+
+
+def main() -> None:
+    configure_process_logging()
+    parser = argparse.ArgumentParser(prog="jobcluster-taskexecutor", description="A TaskExecutor of a jobcluster job cluster.")
+    parser.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args()
+    try:
+        dynamic = dict(parse_dynamic_property(d) for d in args.dynamic)
+        code = asyncio.run(run_task_executor(dynamic))
+    except JobClusterError as exc:
+        log.error("TaskExecutor failed: %s", exc, exc_info=True)
+        code = 1
+    sys.exit(code)

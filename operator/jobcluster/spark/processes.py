@@ -1,0 +1,141 @@
+"""The Spark standalone daemons of a job cluster.
+
+The JobManager runs a Spark master; each TaskExecutor runs one Spark worker
+pointed at it. Both are started through ``spark-class`` in the foreground, as
+children that die with their owner, on ports chosen by us so that their
+addresses are known without parsing logs. Their state is read from the
+master's JSON status page (``/json/``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from jobcluster.errors import SparkError
+from jobcluster.processes import ChildProcess, find_free_port
+from jobcluster.spark.home import spark_env, spark_home
+
+log = logging.getLogger(__name__)
+
+STATUS_TIMEOUT = 5.0  # seconds for one status request
+
+
+@dataclass(frozen=True)
+class SparkMasterAddress:
+    """``url``: ``spark://host:port`` for workers and drivers; ``web_url``: the master UI."""
+
+    url: str
+    web_url: str
+
+
+async def fetch_json(url: str, timeout: float = STATUS_TIMEOUT) -> Any:
+    """GET ``url`` and decode JSON; raises SparkError on any failure."""
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
+            async with session.get(url) as resp:
+                resp.raise_for_status()
+                return await resp.json(content_type=None)
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        raise SparkError(f"GET {url} failed: {exc!r}") from exc
+
+
+async def _wait_for(condition, what: str, timeout: float, process: ChildProcess) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not process.running():
+            raise SparkError(f"{process.name} exited while waiting for {what}; see {process.log_file}")
+        try:
+            result = await condition()
+            if result:
+                return result
+        except SparkError:
+            pass
+        await asyncio.sleep(0.5)
+    raise SparkError(f"timed out after {timeout:.0f} s waiting for {what}; see {process.log_file}")
+
+
+class SparkMaster:
+    """A Spark standalone master bound to ``host``.
+
+    ``daemon_env``: SPARK_DAEMON_MEMORY / SPARK_DAEMON_JAVA_OPTS from the
+    JobManager's memory mapping.
+    """
+
+    def __init__(self, host: str, log_dir: Path, daemon_env: dict[str, str]) -> None:
+        self.host = host
+        self.port = find_free_port(host)
+        self.web_port = find_free_port(host)
+        self.address = SparkMasterAddress(f"spark://{host}:{self.port}", f"http://{host}:{self.web_port}")
+        argv = [
+            str(spark_home() / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
+            "--host", host, "--port", str(self.port), "--webui-port", str(self.web_port),
+        ]
+        self.process = ChildProcess("spark-master", argv, spark_env(daemon_env), log_dir / "spark-master.log")
+
+    async def start(self, timeout: float = 60.0) -> None:
+        """Start the master and wait until its status page says ALIVE."""
+        await self.process.start()
+
+        async def alive() -> bool:
+            return (await self.status()).get("status") == "ALIVE"
+
+        await _wait_for(alive, "the Spark master", timeout, self.process)
+        log.info("Spark master running at %s (UI %s)", self.address.url, self.address.web_url)
+
+    async def status(self) -> dict[str, Any]:
+        return await fetch_json(f"{self.address.web_url}/json/")
+
+    async def stop(self) -> None:
+        await self.process.stop()
+
+
+async def alive_worker_ids(master_web_url: str) -> set[str]:
+    """``host:port`` of every ALIVE worker the master knows."""
+    status = await fetch_json(f"{master_web_url}/json/")
+    return {f"{w['host']}:{w['port']}" for w in status.get("workers", []) if w.get("state") == "ALIVE"}
+
+
+class SparkWorker:
+    """One Spark standalone worker: ``cores`` and ``memory_mib`` for executors."""
+
+    def __init__(
+        self, host: str, master: SparkMasterAddress, cores: int, memory_mib: int, work_dir: Path, log_dir: Path,
+        daemon_env: dict[str, str], name: str = "spark-worker",
+    ) -> None:
+        self.host = host
+        self.master = master
+        self.port = find_free_port(host)
+        self.web_port = find_free_port(host)
+        self.cores = cores
+        self.memory_mib = memory_mib
+        argv = [
+            str(spark_home() / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker",
+            "--host", host, "--port", str(self.port), "--webui-port", str(self.web_port),
+            "--cores", str(cores), "--memory", f"{memory_mib}m", "--work-dir", str(work_dir), master.url,
+        ]
+        env = spark_env({"SPARK_LOCAL_IP": host, **daemon_env})
+        self.process = ChildProcess(name, argv, env, log_dir / f"{name}.log")
+
+    @property
+    def worker_id(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def start(self, timeout: float = 90.0) -> None:
+        """Start the worker and wait until the master lists it ALIVE."""
+        await self.process.start()
+
+        async def registered() -> bool:
+            return self.worker_id in await alive_worker_ids(self.master.web_url)
+
+        await _wait_for(registered, f"Spark worker {self.worker_id} to register at {self.master.url}", timeout, self.process)
+        log.info("Spark worker %s registered at %s: %d cores, %d MiB", self.worker_id, self.master.url, self.cores, self.memory_mib)
+
+    async def stop(self) -> None:
+        await self.process.stop()
