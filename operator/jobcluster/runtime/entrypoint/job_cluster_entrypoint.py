@@ -94,14 +94,14 @@ class JobClusterEntrypoint:
         await rpc.start()
         stack.push_async_callback(rpc.stop)
 
-        spark_master = SparkMaster(ctx.bind_host, ctx.log_dir, jm_sizing.master_daemon_env())
+        spark_master = SparkMaster(ctx.bind_host, ctx.log_dir, jm_sizing.master_env())
         stack.push_async_callback(spark_master.stop)
         await spark_master.start()
 
         driver: ResourceManagerDriver = self._create_driver(config)
         resource_manager_id = uuid.uuid4().hex
         resource_manager = ResourceManager(
-            rpc, driver, self._launch_context(rpc.address, resource_manager_id), tm_spec,
+            rpc, driver, self._launch_context(rpc.address, resource_manager_id), config, tm_spec.worker_resource_spec(),
             ResourceManagerSettings(
                 heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
                 heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),

@@ -84,6 +84,7 @@ class JobMaster(FencedRpcEndpoint):
         self.restarts = 0
         self.progress: SparkProgress | None = None
         self._application: SparkApplication | None = None
+        self._application_task: asyncio.Task[None] | None = None
         self._task_executors: dict[str, TaskExecutorGateway] = {}
         self._heartbeats = HeartbeatManager("jobmaster", settings.heartbeat_interval, settings.heartbeat_timeout, self._task_executor_timeout)
         self._cancel_requested = False
@@ -112,7 +113,7 @@ class JobMaster(FencedRpcEndpoint):
 
     async def _slot_request_timeout(self) -> None:
         await asyncio.sleep(self.settings.slot_request_timeout)
-        if self._application is None and not self.status.is_terminal:
+        if self._application_task is None and not self.status.is_terminal:
             await self._finish(
                 JobStatus.FAILED,
                 f"NoResourceAvailableException: could not acquire the {self.slot_pool.required_slots} required slots within "
@@ -141,8 +142,8 @@ class JobMaster(FencedRpcEndpoint):
             if self.slot_pool.offer(PooledSlot(offer.allocation_id, resource_id, offer.slot_index)):
                 accepted.append(offer.allocation_id)
         log.info("SlotPool holds %d of %d slots", self.slot_pool.size, self.slot_pool.required_slots)
-        if self.slot_pool.has_required_slots() and self._application is None and not self._cancel_requested:
-            self.spawn(self._run_application(), "application")
+        if self.slot_pool.has_required_slots() and self._application_task is None and not self._cancel_requested:
+            self._application_task = self.spawn(self._run_application(), "application")
         return accepted
 
     @rpc
@@ -172,7 +173,7 @@ class JobMaster(FencedRpcEndpoint):
 
     async def _run_application(self) -> None:
         strategy = self.graph.execution_config.restart_strategy
-        while not (self._cancel_requested or self.result):
+        while not self._cancel_requested:
             self._application = SparkApplication(
                 self.graph, self._staging_dir, self.spark_master, self._host, self._log_dir, self._sizing_conf, self.restarts + 1
             )
@@ -182,21 +183,20 @@ class JobMaster(FencedRpcEndpoint):
             code = await self._application.wait()
             poller.cancel()
             await asyncio.gather(poller, return_exceptions=True)
-            if self._cancel_requested:
-                await self._finish(JobStatus.CANCELED, None)
-                return
-            if code == 0:
+            if code == 0 and not self._cancel_requested:
                 await self._finish(JobStatus.FINISHED, None)
                 return
+            if self._cancel_requested:
+                break
             cause = f"the PySpark program exited with code {code}:\n{self._application.error_tail()}"
-            if strategy.type == "fixed-delay" and self.restarts < strategy.attempts:
-                self.restarts += 1
-                log.warning("job failed (%s); restart %d of %d in %.1f s", cause.splitlines()[0], self.restarts, strategy.attempts, strategy.delay_seconds)
-                self._set_status(JobStatus.RESTARTING)
-                await asyncio.sleep(strategy.delay_seconds)
-                continue
-            await self._finish(JobStatus.FAILED, cause)
-            return
+            if strategy.type != "fixed-delay" or self.restarts >= strategy.attempts:
+                await self._finish(JobStatus.FAILED, cause)
+                return
+            self.restarts += 1
+            log.warning("job failed (%s); restart %d of %d in %.1f s", cause.splitlines()[0], self.restarts, strategy.attempts, strategy.delay_seconds)
+            self._set_status(JobStatus.RESTARTING)
+            await asyncio.sleep(strategy.delay_seconds)
+        await self._finish(JobStatus.CANCELED, None)
 
     async def _follow_progress(self, application: SparkApplication) -> None:
         while True:
@@ -217,7 +217,7 @@ class JobMaster(FencedRpcEndpoint):
         self._set_status(JobStatus.CANCELLING)
         if self._application is not None and self._application.process.running():
             await self._application.stop()  # _run_application then finishes as CANCELED
-        elif self._application is None:
+        elif self._application_task is None:
             await self._finish(JobStatus.CANCELED, None)
 
     async def _finish(self, status: JobStatus, failure_cause: str | None) -> None:

@@ -17,7 +17,9 @@ from typing import Any
 from jobcluster.errors import JobClusterError, RpcError
 from jobcluster.heartbeat.manager import HeartbeatManager
 from jobcluster.memory.size import format_memory_size
-from jobcluster.memory.spec import TaskExecutorProcessSpec
+from jobcluster.config.configuration import Configuration
+from jobcluster.memory.spec import WorkerResourceSpec
+from jobcluster.memory.taskexecutor import process_spec_from_worker_spec
 from jobcluster.rpc.endpoint import FencedRpcEndpoint, rpc
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.jobmaster.gateway import JobMasterGateway, JOB_MASTER_ENDPOINT
@@ -64,14 +66,22 @@ class _JobMasterConnection:
 
 
 class ResourceManager(FencedRpcEndpoint):
-    """Flink's ActiveResourceManager with a pluggable driver."""
+    """Flink's ActiveResourceManager with a pluggable driver.
+
+    Workers are requested as ``worker_resource_spec`` (the task heap, task
+    off-heap, network and managed memory and slots of one TaskExecutor); each
+    request turns it into a TaskExecutorProcessSpec with the configured framework
+    memory, metaspace and overhead, and the driver starts a container of exactly
+    that size.
+    """
 
     def __init__(
         self,
         rpc_service: RpcService,
         driver: ResourceManagerDriver,
         launch_context: TaskExecutorLaunchContext,
-        worker_spec: TaskExecutorProcessSpec,
+        config: Configuration,
+        worker_resource_spec: WorkerResourceSpec,
         settings: ResourceManagerSettings,
         fencing_token: str | None = None,
     ) -> None:
@@ -79,7 +89,8 @@ class ResourceManager(FencedRpcEndpoint):
         self._rpc = rpc_service
         self._driver = driver
         self._launch_context = launch_context
-        self.worker_spec = worker_spec
+        self._config = config
+        self.worker_resource_spec = worker_resource_spec
         self.settings = settings
         self.slot_manager = SlotManager(self, settings.slots_per_worker, settings.max_slots, settings.idle_timeout)
         self._task_executors: dict[str, _TaskExecutorConnection] = {}
@@ -206,7 +217,7 @@ class ResourceManager(FencedRpcEndpoint):
         return True
 
     async def _request_worker(self) -> None:
-        spec = self.worker_spec
+        spec = process_spec_from_worker_spec(self._config, self.worker_resource_spec)
         try:
             resource_id = await self._driver.request_resource(spec)
         except JobClusterError as exc:

@@ -44,7 +44,7 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
     def spark_worker(master: SparkMasterAddress) -> SparkWorker:
         return SparkWorker(
             host, master, cores=sizing.worker_cores, memory_mib=sizing.worker_memory_mib,
-            work_dir=log_dir / f"{resource_id}-work", log_dir=log_dir, daemon_env=sizing.worker_daemon_env(),
+            work_dir=log_dir / f"{resource_id}-work", log_dir=log_dir, daemon_env=sizing.worker_env(),
             name=f"spark-worker-{resource_id}",
         )
 

@@ -88,7 +88,9 @@ class TaskExecutor(RpcEndpoint):
     async def _register_at_resource_manager(self) -> None:
         registration = TaskExecutorRegistration(
             resource_id=self.resource_id, address=self._rpc.address, num_slots=self.process_spec.num_slots,
-            process_spec=self.process_spec.to_dict(), pid=os.getpid(), host=socket.gethostname(),
+            process_spec={**self.process_spec.to_dict(), "total_flink": self.process_spec.total_flink,
+                          "total_process": self.process_spec.total_process},
+            pid=os.getpid(), host=socket.gethostname(),
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.registration_timeout

@@ -1,0 +1,405 @@
+"""What runs inside a container, and with which limits: process spec to Spark settings.
+
+Why: Flink's memory model sizes a container; inside ours run Spark JVMs and
+Python processes.  For the container to be honest, every Flink component
+becomes exactly one explicit limit of one of them, so that the sum of all
+limits plus the JVM overhead never exceeds the container (the overhead
+stays the only unlimited budget: thread stacks, code caches, GC structures
+and the Python processes).  A configuration that Spark itself would refuse is
+refused here, before anything is deployed, with the option to change.
+
+TaskExecutor container (Spark worker daemon + one executor with all slots):
+
+==================  =====================================================
+Flink component     Spark limit
+==================  =====================================================
+framework heap      worker daemon heap (``SPARK_DAEMON_MEMORY``)
+framework off-heap  worker daemon ``-XX:MaxDirectMemorySize``
+task heap           ``spark.executor.memory``; also the worker ``--memory``
+task off-heap       ``spark.executor.pyspark.memory`` (unset when < 1 MiB)
+network             executor ``-XX:MaxDirectMemorySize`` (Netty buffers)
+managed             ``spark.memory.offHeap.size`` (disabled when < 1 MiB)
+JVM metaspace       3/8 worker daemon, rest executor ``-XX:MaxMetaspaceSize``
+JVM overhead        not limited: TaskExecutor process, PySpark workers, JVM native
+==================  =====================================================
+
+JobManager container (Spark master daemon + the driver, client mode):
+
+==================  =====================================================
+JVM heap            ``spark.driver.memory``
+off-heap            1/2 master daemon heap, 1/8 master daemon direct memory,
+                    rest driver ``-XX:MaxDirectMemorySize``
+JVM metaspace       3/8 master daemon, rest driver ``-XX:MaxMetaspaceSize``
+JVM overhead        not limited: entrypoint process, PySpark driver process, JVM native
+==================  =====================================================
+
+Spark takes memory in whole MiB, so every limit is floored to MiB (limits
+never exceed their component).  Minimums: executor and driver heap 450 MiB
+(Spark refuses less: 1.5 x its 300 MiB reserved system memory), daemon heap
+64 MiB, executor and driver metaspace 64 MiB, at least one core.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from jobcluster.config import options as o
+from jobcluster.errors import SparkError
+from jobcluster.memory.size import MiB, floor_mib, format_memory_size
+from jobcluster.memory.spec import JobManagerProcessSpec, TaskExecutorProcessSpec
+
+#: Spark refuses an executor or driver heap below 1.5 x 300 MiB reserved system memory.
+SPARK_MIN_JVM_HEAP_MIB = 450
+#: Below this a Spark master or worker daemon does not start reliably.
+SPARK_MIN_DAEMON_HEAP_MIB = 64
+#: Classes of Spark, Scala and py4j need about this much metaspace in an executor or driver.
+SPARK_MIN_METASPACE_MIB = 64
+#: Netty's shuffle/transport buffers need some direct memory; below this executors fail on the first fetch.
+SPARK_MIN_EXECUTOR_DIRECT_MIB = 16
+#: Share of JVM metaspace given to the daemon (worker or master); the rest goes to the executor/driver.
+DAEMON_METASPACE_EIGHTHS = 3
+#: Shares of the JobManager off-heap memory: master daemon heap and master daemon direct memory
+#: (in eighths); the driver's direct memory gets the rest.
+MASTER_HEAP_EIGHTHS = 4
+MASTER_DIRECT_EIGHTHS = 1
+
+
+class SparkSizingError(SparkError):
+    """Spark cannot run a process spec; ``problems`` lists each violated minimum with its remedy."""
+
+    def __init__(self, message: str, problems: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+class MemoryCap(NamedTuple):
+    """One explicit limit inside a container: ``name`` and ``bytes`` (whole MiB), the Flink
+    ``component`` it comes from and the Spark/JVM ``setting`` that enforces it."""
+
+    name: str
+    bytes: int
+    component: str
+    setting: str
+
+
+def _mib(size_mib: int) -> str:
+    return f"{size_mib}m"
+
+
+def _eighths(size: int, eighths: int) -> int:
+    """Whole MiB of ``eighths/8`` of ``size`` bytes."""
+    return floor_mib(size * eighths // 8)
+
+
+@dataclass(frozen=True)
+class SparkDaemonSizing:
+    """Limits of a Spark master or worker daemon JVM, in MiB."""
+
+    heap_mib: int
+    direct_mib: int
+    metaspace_mib: int
+
+    def env(self) -> dict[str, str]:
+        """``SPARK_DAEMON_MEMORY`` (becomes -Xmx) and ``SPARK_DAEMON_JAVA_OPTS`` for spark-class."""
+        return {
+            "SPARK_DAEMON_MEMORY": _mib(self.heap_mib),
+            "SPARK_DAEMON_JAVA_OPTS": (
+                f"-XX:MaxDirectMemorySize={_mib(self.direct_mib)} "
+                f"-XX:MaxMetaspaceSize={_mib(self.metaspace_mib)}"
+            ),
+        }
+
+
+@dataclass(frozen=True)
+class TaskExecutorSparkSizing:
+    """Everything the launcher of a TaskExecutor container needs (sizes in MiB unless named bytes).
+
+    ``worker_env()`` and ``worker_args()`` start the worker daemon;
+    ``executor_conf()`` is the Spark configuration of the job's executors on it.
+    """
+
+    worker_daemon: SparkDaemonSizing
+    worker_cores: int
+    worker_memory_mib: int
+    executor_cores: int
+    executor_heap_mib: int
+    executor_direct_mib: int
+    executor_metaspace_mib: int
+    executor_off_heap_mib: int
+    pyspark_memory_mib: int
+    jvm_overhead: int
+    total_process: int
+
+    def worker_env(self) -> dict[str, str]:
+        """Environment of the worker daemon (``SPARK_DAEMON_MEMORY``, ``SPARK_DAEMON_JAVA_OPTS``)."""
+        return self.worker_daemon.env()
+
+    def worker_args(self) -> list[str]:
+        """Arguments of ``org.apache.spark.deploy.worker.Worker``: ``--cores N --memory Mm``."""
+        return ["--cores", str(self.worker_cores), "--memory", _mib(self.worker_memory_mib)]
+
+    def executor_conf(self) -> dict[str, str]:
+        """Spark configuration of the executors (``spark.executor.*``, ``spark.memory.offHeap.*``)."""
+        conf = {
+            "spark.executor.memory": _mib(self.executor_heap_mib),
+            "spark.executor.cores": str(self.executor_cores),
+            "spark.executor.extraJavaOptions": (
+                f"-XX:MaxDirectMemorySize={_mib(self.executor_direct_mib)} "
+                f"-XX:MaxMetaspaceSize={_mib(self.executor_metaspace_mib)}"
+            ),
+            "spark.memory.offHeap.enabled": "true" if self.executor_off_heap_mib > 0 else "false",
+            # Spark refuses to start an executor whose direct memory is not above this (default 200m);
+            # remote blocks larger than half the network memory are streamed to disk instead.
+            "spark.network.maxRemoteBlockSizeFetchToMem": _mib(max(1, self.executor_direct_mib // 2)),
+        }
+        if self.executor_off_heap_mib > 0:
+            conf["spark.memory.offHeap.size"] = _mib(self.executor_off_heap_mib)
+        if self.pyspark_memory_mib > 0:
+            conf["spark.executor.pyspark.memory"] = _mib(self.pyspark_memory_mib)
+        return conf
+
+    def caps(self) -> tuple[MemoryCap, ...]:
+        """Every explicit limit in the container, in bytes (zero when a limit is not set)."""
+        daemon = self.worker_daemon
+        off_heap = (
+            f"spark.memory.offHeap.size={_mib(self.executor_off_heap_mib)}"
+            if self.executor_off_heap_mib else "spark.memory.offHeap.enabled=false"
+        )
+        pyspark = (
+            f"spark.executor.pyspark.memory={_mib(self.pyspark_memory_mib)}"
+            if self.pyspark_memory_mib else "spark.executor.pyspark.memory not set (Python uses overhead)"
+        )
+        return (
+            MemoryCap("worker daemon heap", daemon.heap_mib * MiB, "framework_heap",
+                      f"SPARK_DAEMON_MEMORY={_mib(daemon.heap_mib)}"),
+            MemoryCap("worker daemon direct memory", daemon.direct_mib * MiB, "framework_off_heap",
+                      f"SPARK_DAEMON_JAVA_OPTS -XX:MaxDirectMemorySize={_mib(daemon.direct_mib)}"),
+            MemoryCap("worker daemon metaspace", daemon.metaspace_mib * MiB, "jvm_metaspace",
+                      f"SPARK_DAEMON_JAVA_OPTS -XX:MaxMetaspaceSize={_mib(daemon.metaspace_mib)}"),
+            MemoryCap("executor heap", self.executor_heap_mib * MiB, "task_heap",
+                      f"spark.executor.memory={_mib(self.executor_heap_mib)}, "
+                      f"worker --memory {_mib(self.worker_memory_mib)}"),
+            MemoryCap("executor direct memory", self.executor_direct_mib * MiB, "network",
+                      f"spark.executor.extraJavaOptions -XX:MaxDirectMemorySize={_mib(self.executor_direct_mib)}"),
+            MemoryCap("executor metaspace", self.executor_metaspace_mib * MiB, "jvm_metaspace",
+                      f"spark.executor.extraJavaOptions -XX:MaxMetaspaceSize={_mib(self.executor_metaspace_mib)}"),
+            MemoryCap("executor off-heap memory", self.executor_off_heap_mib * MiB, "managed", off_heap),
+            MemoryCap("PySpark workers", self.pyspark_memory_mib * MiB, "task_off_heap", pyspark),
+        )
+
+    @property
+    def total_capped(self) -> int:
+        """Sum of every explicit limit, bytes."""
+        return sum(cap.bytes for cap in self.caps())
+
+    @property
+    def headroom(self) -> int:
+        """total process - (limits + JVM overhead), bytes; never negative (the MiB flooring slack)."""
+        return self.total_process - self.total_capped - self.jvm_overhead
+
+    def problems(self) -> tuple[str, ...]:
+        """Each Spark minimum this sizing misses, with the option to change; empty when Spark can run it."""
+        found = []
+        if self.executor_heap_mib < SPARK_MIN_JVM_HEAP_MIB:
+            found.append(
+                f"the Spark executor heap would be {self.executor_heap_mib} MiB (task heap), below Spark's "
+                f"minimum of {SPARK_MIN_JVM_HEAP_MIB} MiB (1.5 x its 300 MiB reserved memory); raise "
+                f"{o.TASK_MANAGER_TOTAL_PROCESS_MEMORY.key} (or {o.TASK_MANAGER_TOTAL_FLINK_MEMORY.key}), "
+                f"or set {o.TASK_MANAGER_TASK_HEAP_MEMORY.key} to at least {SPARK_MIN_JVM_HEAP_MIB}m"
+            )
+        if self.worker_daemon.heap_mib < SPARK_MIN_DAEMON_HEAP_MIB:
+            found.append(
+                f"the Spark worker daemon heap would be {self.worker_daemon.heap_mib} MiB (framework heap), "
+                f"below {SPARK_MIN_DAEMON_HEAP_MIB} MiB; raise {o.TASK_MANAGER_FRAMEWORK_HEAP_MEMORY.key} "
+                f"to at least {SPARK_MIN_DAEMON_HEAP_MIB}m"
+            )
+        if self.executor_metaspace_mib < SPARK_MIN_METASPACE_MIB:
+            found.append(
+                f"the Spark executor metaspace would be {self.executor_metaspace_mib} MiB "
+                f"({8 - DAEMON_METASPACE_EIGHTHS}/8 of JVM metaspace), below {SPARK_MIN_METASPACE_MIB} MiB; "
+                f"raise {o.TASK_MANAGER_JVM_METASPACE.key} to at least {_metaspace_needed_mib()}m"
+            )
+        if self.executor_direct_mib < SPARK_MIN_EXECUTOR_DIRECT_MIB:
+            found.append(
+                f"the Spark executor direct memory would be {self.executor_direct_mib} MiB (network memory), "
+                f"below {SPARK_MIN_EXECUTOR_DIRECT_MIB} MiB for Netty's shuffle buffers; raise "
+                f"{o.TASK_MANAGER_NETWORK_MEMORY_MIN.key} to at least {SPARK_MIN_EXECUTOR_DIRECT_MIB}m"
+            )
+        if self.executor_cores < 1:
+            found.append(f"a Spark executor needs at least one core; raise {o.NUM_TASK_SLOTS.key}")
+        return tuple(found)
+
+
+@dataclass(frozen=True)
+class JobManagerSparkSizing:
+    """Everything the JobManager container's launcher needs (sizes in MiB unless named bytes).
+
+    ``master_env()`` starts the master daemon; ``driver_conf()`` goes to
+    spark-submit (client mode: the driver JVM runs in this container).
+    """
+
+    master_daemon: SparkDaemonSizing
+    driver_heap_mib: int
+    driver_direct_mib: int
+    driver_metaspace_mib: int
+    jvm_overhead: int
+    total_process: int
+
+    def master_env(self) -> dict[str, str]:
+        """Environment of the master daemon (``SPARK_DAEMON_MEMORY``, ``SPARK_DAEMON_JAVA_OPTS``)."""
+        return self.master_daemon.env()
+
+    def driver_conf(self) -> dict[str, str]:
+        """``spark.driver.memory`` and ``spark.driver.extraJavaOptions`` for spark-submit."""
+        return {
+            "spark.driver.memory": _mib(self.driver_heap_mib),
+            "spark.driver.extraJavaOptions": (
+                f"-XX:MaxDirectMemorySize={_mib(self.driver_direct_mib)} "
+                f"-XX:MaxMetaspaceSize={_mib(self.driver_metaspace_mib)}"
+            ),
+        }
+
+    def caps(self) -> tuple[MemoryCap, ...]:
+        """Every explicit limit in the container, in bytes."""
+        daemon = self.master_daemon
+        return (
+            MemoryCap("driver heap", self.driver_heap_mib * MiB, "jvm_heap",
+                      f"spark.driver.memory={_mib(self.driver_heap_mib)}"),
+            MemoryCap("driver direct memory", self.driver_direct_mib * MiB, "off_heap",
+                      f"spark.driver.extraJavaOptions -XX:MaxDirectMemorySize={_mib(self.driver_direct_mib)}"),
+            MemoryCap("driver metaspace", self.driver_metaspace_mib * MiB, "jvm_metaspace",
+                      f"spark.driver.extraJavaOptions -XX:MaxMetaspaceSize={_mib(self.driver_metaspace_mib)}"),
+            MemoryCap("master daemon heap", daemon.heap_mib * MiB, "off_heap",
+                      f"SPARK_DAEMON_MEMORY={_mib(daemon.heap_mib)}"),
+            MemoryCap("master daemon direct memory", daemon.direct_mib * MiB, "off_heap",
+                      f"SPARK_DAEMON_JAVA_OPTS -XX:MaxDirectMemorySize={_mib(daemon.direct_mib)}"),
+            MemoryCap("master daemon metaspace", daemon.metaspace_mib * MiB, "jvm_metaspace",
+                      f"SPARK_DAEMON_JAVA_OPTS -XX:MaxMetaspaceSize={_mib(daemon.metaspace_mib)}"),
+        )
+
+    @property
+    def total_capped(self) -> int:
+        """Sum of every explicit limit, bytes."""
+        return sum(cap.bytes for cap in self.caps())
+
+    @property
+    def headroom(self) -> int:
+        """total process - (limits + JVM overhead), bytes; never negative."""
+        return self.total_process - self.total_capped - self.jvm_overhead
+
+    def problems(self) -> tuple[str, ...]:
+        """Each Spark minimum this sizing misses, with the option to change; empty when Spark can run it."""
+        found = []
+        if self.driver_heap_mib < SPARK_MIN_JVM_HEAP_MIB:
+            found.append(
+                f"the Spark driver heap would be {self.driver_heap_mib} MiB (JVM heap), below Spark's minimum "
+                f"of {SPARK_MIN_JVM_HEAP_MIB} MiB (1.5 x its 300 MiB reserved memory); raise "
+                f"{o.JOB_MANAGER_TOTAL_PROCESS_MEMORY.key} (or {o.JOB_MANAGER_TOTAL_FLINK_MEMORY.key}), "
+                f"or set {o.JOB_MANAGER_JVM_HEAP_MEMORY.key} to at least {SPARK_MIN_JVM_HEAP_MIB}m"
+            )
+        if self.master_daemon.heap_mib < SPARK_MIN_DAEMON_HEAP_MIB:
+            needed = SPARK_MIN_DAEMON_HEAP_MIB * 8 // MASTER_HEAP_EIGHTHS
+            found.append(
+                f"the Spark master daemon heap would be {self.master_daemon.heap_mib} MiB "
+                f"({MASTER_HEAP_EIGHTHS}/8 of off-heap memory), below {SPARK_MIN_DAEMON_HEAP_MIB} MiB; "
+                f"raise {o.JOB_MANAGER_OFF_HEAP_MEMORY.key} to at least {needed}m"
+            )
+        if self.driver_metaspace_mib < SPARK_MIN_METASPACE_MIB:
+            found.append(
+                f"the Spark driver metaspace would be {self.driver_metaspace_mib} MiB "
+                f"({8 - DAEMON_METASPACE_EIGHTHS}/8 of JVM metaspace), below {SPARK_MIN_METASPACE_MIB} MiB; "
+                f"raise {o.JOB_MANAGER_JVM_METASPACE.key} to at least {_metaspace_needed_mib()}m"
+            )
+        return tuple(found)
+
+
+#: The name under which the TaskExecutor container's sizing is also known (a Spark worker's container).
+SparkWorkerSizing = TaskExecutorSparkSizing
+
+
+def spark_sizing_for_task_executor(
+    spec: TaskExecutorProcessSpec, *, check: bool = True
+) -> TaskExecutorSparkSizing:
+    """Map a TaskExecutor process spec to its Spark worker daemon and executor limits.
+
+    With ``check`` (the default) a sizing below Spark's minimums is refused;
+    ``check=False`` returns it anyway (for display; see ``problems()``).
+
+    Raises:
+        SparkSizingError: Spark cannot run it; the message names the options to raise.
+    """
+    daemon_metaspace_mib = _eighths(spec.jvm_metaspace, DAEMON_METASPACE_EIGHTHS)
+    executor_heap_mib = floor_mib(spec.task_heap)
+    sizing = TaskExecutorSparkSizing(
+        worker_daemon=SparkDaemonSizing(
+            heap_mib=floor_mib(spec.framework_heap),
+            direct_mib=floor_mib(spec.framework_off_heap),
+            metaspace_mib=daemon_metaspace_mib,
+        ),
+        worker_cores=spec.num_slots,
+        worker_memory_mib=executor_heap_mib,
+        executor_cores=spec.num_slots,
+        executor_heap_mib=executor_heap_mib,
+        executor_direct_mib=floor_mib(spec.network),
+        executor_metaspace_mib=floor_mib(spec.jvm_metaspace - daemon_metaspace_mib * MiB),
+        executor_off_heap_mib=floor_mib(spec.managed),
+        pyspark_memory_mib=floor_mib(spec.task_off_heap),
+        jvm_overhead=spec.jvm_overhead,
+        total_process=spec.total_process,
+    )
+    _ensure_within(sizing.headroom, "TaskExecutor")
+    if check:
+        _refuse(sizing.problems(), "TaskExecutor", spec.total_process)
+    return sizing
+
+
+def spark_sizing_for_job_manager(
+    spec: JobManagerProcessSpec, *, check: bool = True
+) -> JobManagerSparkSizing:
+    """Map a JobManager process spec to its Spark master daemon and driver limits.
+
+    Raises:
+        SparkSizingError: Spark cannot run it (with ``check``); the message names the options to raise.
+    """
+    master_heap_mib = _eighths(spec.off_heap, MASTER_HEAP_EIGHTHS)
+    master_direct_mib = _eighths(spec.off_heap, MASTER_DIRECT_EIGHTHS)
+    master_metaspace_mib = _eighths(spec.jvm_metaspace, DAEMON_METASPACE_EIGHTHS)
+    sizing = JobManagerSparkSizing(
+        master_daemon=SparkDaemonSizing(
+            heap_mib=master_heap_mib, direct_mib=master_direct_mib, metaspace_mib=master_metaspace_mib
+        ),
+        driver_heap_mib=floor_mib(spec.jvm_heap),
+        driver_direct_mib=floor_mib(spec.off_heap - (master_heap_mib + master_direct_mib) * MiB),
+        driver_metaspace_mib=floor_mib(spec.jvm_metaspace - master_metaspace_mib * MiB),
+        jvm_overhead=spec.jvm_overhead,
+        total_process=spec.total_process,
+    )
+    _ensure_within(sizing.headroom, "JobManager")
+    if check:
+        _refuse(sizing.problems(), "JobManager", spec.total_process)
+    return sizing
+
+
+def _refuse(problems: tuple[str, ...], process: str, total_process: int) -> None:
+    if problems:
+        raise SparkSizingError(
+            f"Spark cannot run the {process} container of {format_memory_size(total_process)}: "
+            + "; ".join(problems) + ".",
+            problems,
+        )
+
+
+def _ensure_within(headroom: int, process: str) -> None:
+    # Holds by construction (each limit is a floored share of one component);
+    # checked so that a future mapping change cannot silently oversubscribe.
+    if headroom < 0:
+        raise SparkError(f"The Spark limits of the {process} exceed its container by {-headroom} bytes.")
+
+
+def _metaspace_needed_mib() -> int:
+    """Smallest JVM metaspace (MiB) whose executor/driver share reaches the metaspace minimum."""
+    size = SPARK_MIN_METASPACE_MIB
+    while size - (size * DAEMON_METASPACE_EIGHTHS // 8) < SPARK_MIN_METASPACE_MIB:
+        size += 1
+    return size

@@ -1,0 +1,134 @@
+"""Bad input and failures on the local target: a clear error, a non-zero exit, nothing left running or staged."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import requests
+
+from conftest import PROGRAMS, REPO, WORDCOUNT, independent_word_count, jobcluster, read_word_counts, staging_dirs
+
+
+def assert_refused(result: subprocess.CompletedProcess, *phrases: str) -> None:
+    assert result.returncode != 0, result
+    text = result.stderr
+    for phrase in phrases:
+        assert phrase in text, f"{phrase!r} not in stderr:\n{text}"
+    assert "Traceback" not in text, text
+
+
+def test_missing_program(home):
+    assert_refused(jobcluster("run", "no/such/program.py"), "no/such/program.py does not exist")
+    assert staging_dirs(home) == []
+
+
+def test_program_that_raises_fails_the_job(home):
+    result = jobcluster("run", "-p", "1", "-D", "taskmanager.numberOfTaskSlots=1", str(PROGRAMS / "failing.py"))
+    assert result.returncode == 1
+    assert re.search(r"Job [0-9a-f]{32} \(failing\) FAILED", result.stderr), result.stderr
+    assert "this pipeline fails on purpose" in result.stderr
+    assert staging_dirs(home) == []
+
+
+def test_parallelism_must_be_a_positive_integer(home):
+    assert_refused(jobcluster("run", "-p", "0", str(WORDCOUNT)), "-p", "0")
+    assert_refused(jobcluster("run", "-p", "four", str(WORDCOUNT)), "four", "is not a valid integer")
+    assert staging_dirs(home) == []
+
+
+def test_unknown_target(home):
+    assert_refused(jobcluster("run", "-t", "mesos", str(WORDCOUNT)), "unknown execution.target 'mesos'", "local")
+
+
+def test_memory_configuration_flink_rejects(home):
+    result = jobcluster("run", "-D", "taskmanager.memory.process.size=300m", str(WORDCOUNT))
+    assert_refused(result, "TaskManager memory configuration failed")
+    assert staging_dirs(home) == []
+
+
+def test_task_manager_too_small_for_spark(home):
+    result = jobcluster("run", "-D", "taskmanager.memory.process.size=1728m", str(WORDCOUNT))
+    assert_refused(result, "Spark")
+    assert "taskmanager.memory" in result.stderr
+    assert staging_dirs(home) == []
+
+
+def test_rest_port_already_taken(home, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = jobcluster("run", "-D", f"rest.port={port}", str(WORDCOUNT), "--input", "x", "--output", str(tmp_path / "o"))
+    assert_refused(result, f"rest.port {port}", "already in use")
+    assert staging_dirs(home) == []
+
+
+def test_cancel_unknown_job(home):
+    assert_refused(jobcluster("cancel", "0123456789abcdef0123456789abcdef"), "no running job with JobID 0123456789abcdef0123456789abcdef")
+
+
+def _slow_run_args(corpus: Path, out: Path, *extra: str) -> list[str]:
+    return ["run", "-p", "4", "-D", "taskmanager.numberOfTaskSlots=2", *extra, "--py-files", str(WORDCOUNT),
+            str(PROGRAMS / "slow_wordcount.py"), "--input", str(corpus), "--output", str(out), "--delay", "3"]
+
+
+def test_detached_run_list_and_cancel(home, corpus, tmp_path):
+    result = jobcluster(*_slow_run_args(corpus, tmp_path / "out", "-d"), check=True)
+    job_id = re.search(r"JobID ([0-9a-f]{32})", result.stdout).group(1)
+    assert f"jobcluster cancel {job_id}" in result.stdout
+
+    listing = jobcluster("list", check=True)
+    assert job_id in listing.stdout and "slow_wordcount" in listing.stdout
+
+    cancelled = jobcluster("cancel", job_id, check=True)
+    assert f"Cancelled job {job_id}" in cancelled.stdout
+    deadline = time.monotonic() + 60
+    while staging_dirs(home) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert staging_dirs(home) == [], "the cancelled cluster shut down and removed its staging directory"
+    assert job_id not in jobcluster("list", check=True).stdout
+
+
+def _cluster_rest_url(home: Path, timeout: float = 120) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for rest in (home / "clusters").glob("*/rest.json"):
+            return json.loads(rest.read_text())["rest_url"]
+        time.sleep(0.5)
+    raise AssertionError("no cluster came up")
+
+
+def test_killed_task_executor_is_replaced_and_the_job_finishes(home, corpus, tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "jobcluster", *_slow_run_args(corpus, out)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        rest = _cluster_rest_url(home)
+        victim = None
+        deadline = time.monotonic() + 300
+        while victim is None and time.monotonic() < deadline:
+            jobs = requests.get(f"{rest}/jobs/overview", timeout=5).json()["jobs"]
+            if jobs:
+                details = requests.get(f"{rest}/jobs/{jobs[0]['jid']}", timeout=5).json()
+                spark = details.get("spark") or {}
+                if details["state"] == "RUNNING" and spark.get("tasks_completed", 0) >= 1:
+                    victim = requests.get(f"{rest}/taskmanagers", timeout=5).json()["taskmanagers"][0]
+            time.sleep(0.5)
+        assert victim is not None, "the job never got running"
+        psutil.Process(victim["pid"]).send_signal(signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, stderr
+    registered = set(re.findall(r"TaskExecutor (\S+) registered", stderr))
+    assert len(registered) == 3 and victim["id"] in registered, stderr
+    assert read_word_counts(out) == independent_word_count(corpus)

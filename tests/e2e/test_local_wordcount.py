@@ -1,0 +1,37 @@
+"""WordCount through the CLI on the local target: correct counts, the cluster's shape, nothing left behind."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import WORDCOUNT, independent_word_count, jobcluster, read_word_counts, staging_dirs
+
+
+def test_wordcount_on_two_task_executors_with_two_slots(home, corpus, tmp_path):
+    out = tmp_path / "out"
+    result = jobcluster(
+        "run", "-t", "local", "-p", "4", "-D", "taskmanager.numberOfTaskSlots=2",
+        str(WORDCOUNT), "--input", str(corpus), "--output", str(out), check=True,
+    )
+    expected = independent_word_count(corpus)
+    assert read_word_counts(out) == expected
+
+    registered = set(re.findall(r"TaskExecutor (\S+) registered: 2 slots", result.stderr))
+    assert len(registered) == 2, result.stderr
+    assert "Slots offered to the job: 4/4" in result.stderr
+    assert re.search(r"Job [0-9a-f]{32} is RUNNING", result.stderr)
+    assert re.search(r"FINISHED in \d+\.\d s", result.stderr)
+
+    top_word, top_count = sorted(expected.items(), key=lambda wc: (-wc[1], wc[0]))[0]
+    assert re.search(rf"^\s+{top_count}\s+{top_word}$", result.stdout, re.M), result.stdout
+    assert staging_dirs(home) == [], "the staging directory is removed when the job ends"
+    assert list((home / "log").glob("*/jobmanager.log")), "logs are kept"
+
+
+def test_parallelism_one_with_one_slot_per_task_executor(home, corpus, tmp_path):
+    out = tmp_path / "out"
+    small = corpus if corpus.is_file() else sorted(p for p in corpus.rglob("*") if p.is_file())[0]
+    result = jobcluster("run", "-p", "1", "-D", "taskmanager.numberOfTaskSlots=1", str(WORDCOUNT),
+                        "--input", str(small), "--output", str(out), check=True)
+    assert read_word_counts(out) == independent_word_count(small)
+    assert len(set(re.findall(r"TaskExecutor (\S+) registered: 1 slots", result.stderr))) == 1
