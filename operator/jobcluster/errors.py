@@ -44,3 +44,7 @@ class ClusterClientError(JobClusterError):
 
 class JobNotFoundError(ClusterClientError):
     """No running cluster knows the requested job id."""
+
+
+class JvmGatewayError(DeploymentError):
+    """The py4j gateway JVM (Hadoop's Java clients) could not be started or stopped."""

@@ -1,7 +1,7 @@
 """WordCount that takes its time: each partition sleeps before counting.
 
 Used to kill a TaskExecutor, or cancel the job, while Spark tasks still run.
-It reuses the example's tokenizer, shipped with ``--py-files``.
+It reuses the example's input reading and tokenizer, shipped with ``--py-files``.
 """
 
 import argparse
@@ -10,13 +10,14 @@ from operator import add
 
 from pyspark.sql import SparkSession
 
-from wordcount import tokenize
+from wordcount import input_files, read_lines, tokenize
 
 
-def slow_tokenize(lines, delay):
+def slow_words(paths, delay):
     time.sleep(delay)
-    for line in lines:
-        yield from tokenize(line)
+    for path in paths:
+        for line in read_lines(path):
+            yield from tokenize(line)
 
 
 def main() -> None:
@@ -27,8 +28,9 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=24)
     args = parser.parse_args()
     spark = SparkSession.builder.appName("SlowWordCount").getOrCreate()
-    lines = spark.read.option("recursiveFileLookup", "true").text(args.input).rdd.map(lambda r: r.value).repartition(args.partitions)
-    counts = lines.mapPartitions(lambda it: slow_tokenize(it, args.delay)).map(lambda w: (w, 1)).reduceByKey(add)
+    files = input_files(args.input)
+    words = spark.sparkContext.parallelize(files, min(len(files), args.partitions)).mapPartitions(lambda it: slow_words(it, args.delay))
+    counts = words.map(lambda w: (w, 1)).reduceByKey(add)
     spark.createDataFrame(counts.map(lambda wc: (f"{wc[0]}\t{wc[1]}",)), ["value"]).write.mode("overwrite").text(args.output)
     print("done")
     spark.stop()

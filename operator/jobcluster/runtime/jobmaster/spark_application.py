@@ -117,7 +117,7 @@ class SparkApplication:
             jobs_total=len(jobs),
             jobs_completed=sum(1 for j in jobs if j.get("status") == "SUCCEEDED"),
             tasks_total=sum(j.get("numTasks", 0) for j in jobs),
-            tasks_completed=sum(j.get("numCompletedTasks", 0) for j in jobs),
+            tasks_completed=sum(j.get("numCompletedTasks", 0) + j.get("numSkippedTasks", 0) for j in jobs),
             tasks_failed=sum(j.get("numFailedTasks", 0) for j in jobs),
             executors=sum(1 for e in executors if e.get("id") != "driver" and e.get("isActive", True)),
         )
