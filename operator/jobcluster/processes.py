@@ -4,14 +4,20 @@ Every process jobcluster starts (entrypoint, TaskExecutors, Spark daemons,
 the Spark driver) is started in a session of its own, so that it and all its
 descendants can be found and stopped together. psutil does the finding;
 stopping is SIGTERM to the whole tree, then SIGKILL after a grace period.
+Children of a :class:`ChildProcess` also get SIGTERM from the kernel when
+their owner dies without cleaning up (Linux's parent-death signal), so a
+killed JobManager or TaskExecutor does not leave Spark daemons behind.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 import os
+import signal
 import socket
+import sys
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -69,6 +75,21 @@ def session_members(session_id: int) -> list[psutil.Process]:
     return members
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _terminate_with_parent(parent_pid: int):
+    """A ``preexec_fn`` asking the kernel to SIGTERM the child when ``parent_pid`` ends (Linux only)."""
+
+    def preexec() -> None:
+        if sys.platform.startswith("linux"):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
 class ChildProcess:
     """An asyncio subprocess in its own session, with output to a log file.
 
@@ -100,7 +121,7 @@ class ChildProcess:
         with open(self.log_file, "ab") as err, open(stdout_file, "ab") as out:
             self.process = await asyncio.create_subprocess_exec(
                 *self.argv, env=self.env, cwd=self.cwd, stdout=out, stderr=err,
-                stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
+                stdin=asyncio.subprocess.DEVNULL, start_new_session=True, preexec_fn=_terminate_with_parent(os.getpid()),
             )
         log.debug("started %s (pid %s): %s", self.name, self.process.pid, " ".join(self.argv))
 

@@ -126,10 +126,31 @@ class SparkApplication:
         return _tail(self.stdout_file)
 
     def error_tail(self) -> str:
-        """The end of the driver's stderr: where a Python traceback lands."""
-        text = _tail(self.process.log_file, 16 * 1024)
-        marker = text.rfind("Traceback (most recent call last)")
-        return text[marker:] if marker >= 0 else "\n".join(text.splitlines()[-30:])
+        """Why the driver failed: its last Python traceback, else the end of its log.
+
+        spark-submit merges the Python driver's stderr into its stdout, so a
+        PySpark program's traceback is in the stdout file; Spark's own errors
+        are in the log.
+        """
+        for text in (_tail(self.stdout_file, 32 * 1024), _tail(self.process.log_file, 32 * 1024)):
+            traceback = last_python_traceback(text)
+            if traceback:
+                return traceback
+        return "\n".join(_tail(self.process.log_file, 16 * 1024).splitlines()[-30:])
+
+
+def last_python_traceback(text: str) -> str | None:
+    """The last ``Traceback (most recent call last):`` block of ``text``, up to its exception line."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
+    if not starts:
+        return None
+    block = [lines[starts[-1]]]
+    for line in lines[starts[-1] + 1:]:
+        block.append(line)
+        if line and not line[0].isspace():  # the exception line ends the block
+            break
+    return "\n".join(block)
 
 
 def _tail(path: Path, limit: int = OUTPUT_TAIL_BYTES) -> str:

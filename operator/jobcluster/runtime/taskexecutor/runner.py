@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -64,6 +65,8 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
         ),
         spark_worker, on_fatal,
     )
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(sig, lambda s=sig: done.done() or done.set_result(f"received {signal.Signals(s).name}"))
     try:
         await rpc.start_endpoint(task_executor)
         reason = await done
