@@ -70,6 +70,12 @@ class ProgressPrinter:
         if result.failure_cause:
             _say(f"Cause: {result.failure_cause.rstrip()}")
 
+    def shut_down(self, cluster_id: str, gone: bool) -> None:
+        if gone:
+            _say(f"Job cluster {cluster_id} has shut down.")
+        else:
+            _say(f"Job cluster {cluster_id} is still shutting down; see its logs if it does not go away.")
+
 
 def _mib(value: int | None) -> str:
     return "?" if value is None else f"{value / (1 << 20):.0f} MiB"

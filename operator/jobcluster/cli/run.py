@@ -16,6 +16,8 @@ from jobcluster.client.program import build_job_graph
 from jobcluster.config import options
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 
+SHUTDOWN_TIMEOUT = 60.0  # seconds an attached run waits for its cluster to be gone
+
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("-t", "--target", default=None, metavar="TARGET",
@@ -60,4 +62,5 @@ def run(target, parallelism, conf_dir, dynamic_properties, detached, py_files, p
         click.echo(f"\nInterrupted. The job keeps running; cancel it with: jobcluster cancel {graph.job_id}", err=True)
         sys.exit(130)
     printer.result(result)
+    printer.shut_down(job_client.cluster_client.cluster_id, job_client.cluster_client.wait_until_shut_down(SHUTDOWN_TIMEOUT))
     sys.exit(0 if result.succeeded else 1)

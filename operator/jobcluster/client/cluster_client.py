@@ -7,6 +7,7 @@ Flink's (``/jobs/overview``, ``/jobs/{id}``, ``/jobs/{id}/execution-result``,
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import requests
@@ -57,6 +58,19 @@ class RestClusterClient:
 
     def task_managers(self) -> list[dict[str, Any]]:
         return self._request("GET", "/taskmanagers")["taskmanagers"]
+
+    def wait_until_shut_down(self, timeout: float) -> bool:
+        """Poll until the cluster's REST API is gone (the cluster stops it last); False after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                self._session.get(f"{self.rest_url}/overview", timeout=self.timeout)
+            except requests.ConnectionError:
+                return True
+            except requests.RequestException:
+                pass
+            time.sleep(0.5)
+        return False
 
     def close(self) -> None:
         self._session.close()

@@ -263,8 +263,11 @@ class JvmGateway:
         proc, self._proc = self._proc, None
         try:
             if gateway is not None:
+                # shutdown(), not close(): it also marks the client
+                # disconnected, so JavaObjects garbage-collected later do not
+                # try (and log errors) to reach the stopped JVM.
                 try:
-                    gateway.close()
+                    gateway.shutdown()
                 except Exception:  # noqa: BLE001 - the JVM is stopped below either way
                     pass
             if proc is not None and not _stop_process(proc, self.stop_timeout):

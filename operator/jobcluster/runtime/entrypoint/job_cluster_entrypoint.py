@@ -3,8 +3,9 @@
 It reads the staged configuration and JobGraph, starts the services (RPC,
 REST), the Spark master, the active ResourceManager with the target's driver,
 and the MiniDispatcher that runs the job. When the job is terminal it shuts
-everything down in reverse order, removes the staged files, and exits with
-the ApplicationStatus code: 0 succeeded, 1 failed, 2 canceled.
+everything down in reverse order, removes the staged files, stops the REST
+endpoint last, and exits with the ApplicationStatus code: 0 succeeded,
+1 failed, 2 canceled.
 """
 
 from __future__ import annotations
@@ -79,8 +80,6 @@ class JobClusterEntrypoint:
         graph = read_job_graph(layout.job_graph_file(ctx.cluster_dir))
         async with AsyncExitStack() as stack:
             status = await self._run_cluster(stack, config, graph)
-        if not config.get(options.CLUSTER_STAGING_KEEP):
-            shutil.rmtree(ctx.cluster_dir, ignore_errors=True)
         log.info("cluster %s shut down: application %s", ctx.cluster_id, status.name)
         return status
 
@@ -89,6 +88,12 @@ class JobClusterEntrypoint:
         jm_sizing = spark_sizing_for_job_manager(job_manager_process_spec_from_config(config))
         tm_spec = task_executor_process_spec_from_config(config)
         tm_sizing = spark_sizing_for_task_executor(tm_spec)
+
+        rest = RestEndpoint(config.get(options.REST_ADDRESS), config.get(options.REST_PORT), jobcluster.__version__)
+        await rest.start()
+        stack.push_async_callback(rest.stop)
+        if not config.get(options.CLUSTER_STAGING_KEEP):
+            stack.callback(shutil.rmtree, ctx.cluster_dir, ignore_errors=True)
 
         rpc = RpcService(ctx.bind_host, ctx.secret, config.get(options.RPC_ASK_TIMEOUT))
         await rpc.start()
@@ -136,13 +141,7 @@ class JobClusterEntrypoint:
         stack.push_async_callback(rpc.stop_endpoint, dispatcher)
         await rpc.start_endpoint(dispatcher)
 
-        rest = RestEndpoint(
-            dispatcher, resource_manager.request_task_manager_info, resource_manager.request_resource_overview,
-            config.get(options.REST_ADDRESS), config.get(options.REST_PORT), jobcluster.__version__,
-        )
-        stack.push_async_callback(rest.stop)
-        await rest.start()
-
+        rest.serve(dispatcher, resource_manager.request_task_manager_info, resource_manager.request_resource_overview)
         job_master = dispatcher.job_master
         assert job_master is not None
         stack.push_async_callback(rpc.stop_endpoint, job_master)

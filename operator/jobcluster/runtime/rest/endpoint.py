@@ -23,13 +23,18 @@ ResourceView = Callable[[], Awaitable[Any]]
 
 
 class RestEndpoint:
-    """aiohttp server for ``dispatcher`` plus ResourceManager views (``task_managers``, ``resource_overview``)."""
+    """aiohttp server for the dispatcher plus ResourceManager views (``task_managers``, ``resource_overview``).
 
-    def __init__(self, dispatcher: MiniDispatcher, task_managers: ResourceView, resource_overview: ResourceView,
-                 host: str, port: int, version: str) -> None:
-        self._dispatcher = dispatcher
-        self._task_managers = task_managers
-        self._resource_overview = resource_overview
+    It is started first and stopped last, so that the port is checked before
+    anything else starts, and so that a client sees the REST API go away only
+    once the whole cluster is gone. Until :meth:`serve` binds the cluster's
+    components, requests are answered with 503.
+    """
+
+    def __init__(self, host: str, port: int, version: str) -> None:
+        self._dispatcher: MiniDispatcher | None = None
+        self._task_managers: ResourceView | None = None
+        self._resource_overview: ResourceView | None = None
         self.host = host
         self.port = port
         self._version = version
@@ -66,12 +71,20 @@ class RestEndpoint:
             self.port = site._server.sockets[0].getsockname()[1]
         log.info("REST endpoint listening at %s", self.url)
 
+    def serve(self, dispatcher: MiniDispatcher, task_managers: ResourceView, resource_overview: ResourceView) -> None:
+        """Start answering with the cluster's components."""
+        self._dispatcher = dispatcher
+        self._task_managers = task_managers
+        self._resource_overview = resource_overview
+
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
 
     @web.middleware
     async def _errors(self, request: web.Request, handler):
+        if self._dispatcher is None:
+            return web.json_response({"errors": ["the cluster is starting"]}, status=503)
         try:
             return await handler(request)
         except JobNotFoundError as exc:

@@ -1,0 +1,1 @@
+"""The Hadoop (HDFS + YARN) test cluster: build.sh resolves it, cluster.py runs it."""

@@ -1,0 +1,434 @@
+"""A real HDFS + YARN cluster on this machine: NameNode, DataNode,
+ResourceManager and one NodeManager, each its own JVM.
+
+Why: jobcluster's YARN backend must be tested against the daemons it will meet
+in production, not a mock (see ARCHITECTURE.md, "Testing against the real
+thing"). The daemons are Hadoop's own classes, run straight from the jars that
+``build.sh`` resolves from Maven Central; no Hadoop distribution, no
+``start-*.sh`` scripts, no ssh.
+
+Shape of a cluster (all under one base directory)::
+
+    base/conf/   HADOOP_CONF_DIR: core/hdfs/yarn-site.xml, capacity-scheduler.xml, log4j
+    base/logs/   <daemon>.log for each JVM, userlogs/ for YARN containers
+    base/data/   HDFS name and data dirs, NodeManager local dirs
+
+Use it as a context manager, or ``start()`` / ``stop()``. By hand, for
+debugging (stops on Ctrl-C)::
+
+    .venv/bin/python -m tests.infra.hadoop.cluster
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+
+from tests.infra.hadoop import processes
+from tests.infra.hadoop.siteconf import LOOPBACK, Layout, NodeResources, Ports, conf_files
+
+HERE = Path(__file__).resolve().parent
+BUILD_SCRIPT = HERE / "build.sh"
+
+NAMENODE = "org.apache.hadoop.hdfs.server.namenode.NameNode"
+DATANODE = "org.apache.hadoop.hdfs.server.datanode.DataNode"
+RESOURCEMANAGER = "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"
+NODEMANAGER = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
+
+# Hadoop 3.3 supports Java 8 and 11 only. On Java 17 the ResourceManager and
+# NodeManager die at start without java.lang opened: their web apps run on
+# Guice 4, whose cglib defines classes through ClassLoader.defineClass
+# reflectively (InaccessibleObjectException; seen with 3.3.6 on 17.0.15).
+# The HDFS daemons showed no such error. The other packages are those Spark
+# opens on 17 for the same Netty/Jersey/Hadoop IPC code, kept for paths the
+# smoke tests do not reach (web UI pages, REST serialization); harmless on 11.
+JAVA17_OPENS = [
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/java.net=ALL-UNNAMED",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+    "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
+]
+
+HTTP_TIMEOUT = 3.0
+"""Seconds for one readiness probe (NameNode JMX, ResourceManager REST)."""
+
+
+class HadoopClusterError(RuntimeError):
+    """The test cluster could not be built, started or probed."""
+
+
+def build_classpath(timeout: float = 1800.0) -> str:
+    """Run build.sh (a no-op once the cache is complete) and return the
+    daemons' classpath. ``timeout`` covers a cold Maven download."""
+    try:
+        out = subprocess.run(
+            ["bash", str(BUILD_SCRIPT)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise HadoopClusterError(f"{BUILD_SCRIPT} did not finish in {timeout:.0f} s") from e
+    if out.returncode != 0:
+        raise HadoopClusterError(
+            f"{BUILD_SCRIPT} failed (exit {out.returncode}):\n{out.stderr[-4000:]}"
+        )
+    classpath_file = Path(out.stdout.strip().splitlines()[-1])
+    return classpath_file.read_text().strip()
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not os.access(java, os.X_OK):
+        raise HadoopClusterError("no 'java' on PATH (or in $JAVA_HOME); install a JDK 11 or 17")
+    return java
+
+
+class HadoopCluster:
+    """One NameNode, one DataNode, one ResourceManager, one NodeManager.
+
+    ``base_dir``: where conf, logs and data go; a new temp dir by default
+    (removed by ``stop(keep_logs=False)``). ``heap``: -Xmx of each daemon.
+    ``startup_timeout``: seconds, from the first JVM started until HDFS is out
+    of safe mode with a live DataNode, WebHDFS answers and the NodeManager is
+    RUNNING in the ResourceManager (~25-40 s on 2 cores).
+    """
+
+    def __init__(
+        self,
+        base_dir: Path | None = None,
+        *,
+        resources: NodeResources | None = None,
+        heap: str = "256m",
+        startup_timeout: float = 180.0,
+    ) -> None:
+        self._owns_base = base_dir is None
+        base = Path(base_dir or tempfile.mkdtemp(prefix="jobcluster-hadoop-")).resolve()
+        self.layout = Layout(base)
+        self.resources = resources or NodeResources.for_this_machine()
+        self.heap = heap
+        self.startup_timeout = startup_timeout
+        self.ports: Ports | None = None
+        self._procs: dict[str, subprocess.Popen] = {}
+        self._marker = f"-Djobcluster.hadoop.cluster={base}"
+
+    # -- addresses -----------------------------------------------------------
+
+    def _p(self) -> Ports:
+        if self.ports is None:
+            raise HadoopClusterError("the cluster is not started")
+        return self.ports
+
+    @property
+    def hadoop_conf_dir(self) -> Path:
+        """Directory to use as HADOOP_CONF_DIR (and to put on a JVM classpath)."""
+        return self.layout.conf_dir
+
+    @property
+    def log_dir(self) -> Path:
+        """Daemon logs (``<daemon>.log``) and YARN container logs (``userlogs/``)."""
+        return self.layout.log_dir
+
+    @property
+    def fs_default_fs(self) -> str:
+        """``hdfs://127.0.0.1:<port>``, the NameNode's RPC address as fs.defaultFS."""
+        return f"hdfs://{LOOPBACK}:{self._p().namenode_rpc}"
+
+    @property
+    def namenode_address(self) -> str:
+        """``127.0.0.1:<port>``, the NameNode RPC address."""
+        return f"{LOOPBACK}:{self._p().namenode_rpc}"
+
+    @property
+    def webhdfs_url(self) -> str:
+        """``http://127.0.0.1:<port>``, for the ``hdfs`` package's clients."""
+        return f"http://{LOOPBACK}:{self._p().namenode_http}"
+
+    @property
+    def resourcemanager_address(self) -> str:
+        """``127.0.0.1:<port>``, yarn.resourcemanager.address (YarnClient)."""
+        return f"{LOOPBACK}:{self._p().rm_client}"
+
+    @property
+    def resourcemanager_scheduler_address(self) -> str:
+        """``127.0.0.1:<port>``, where ApplicationMasters register (AMRMClient)."""
+        return f"{LOOPBACK}:{self._p().rm_scheduler}"
+
+    @property
+    def resourcemanager_web_url(self) -> str:
+        """``http://127.0.0.1:<port>``, the RM web UI and REST API (/ws/v1/cluster)."""
+        return f"http://{LOOPBACK}:{self._p().rm_webapp}"
+
+    def client_env(self) -> dict[str, str]:
+        """Environment entries a client process needs to reach this cluster."""
+        return {"HADOOP_CONF_DIR": str(self.hadoop_conf_dir)}
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def start(self) -> HadoopCluster:
+        """Write the configuration, format HDFS, start the four daemons and
+        wait until they serve. On any failure everything started is stopped
+        (logs kept) and HadoopClusterError says which daemon and shows the end
+        of its log. A port taken between choosing and binding it (another
+        process on this machine) costs one retry with fresh ports."""
+        if self._procs:
+            raise HadoopClusterError("the cluster is already started")
+        classpath = build_classpath()
+        for attempt in (1, 2):
+            try:
+                self._start_once(classpath)
+                return self
+            except HadoopClusterError:
+                self.stop(keep_logs=True)
+                if attempt == 2 or not self._lost_a_port():
+                    raise
+            except BaseException:
+                self.stop(keep_logs=True)
+                raise
+        raise AssertionError("unreachable")
+
+    def _start_once(self, classpath: str) -> None:
+        self.ports = Ports.allocate()
+        for d in (self.layout.conf_dir, self.layout.log_dir, self.layout.data_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        for name, text in conf_files(self.ports, self.layout, self.resources).items():
+            (self.layout.conf_dir / name).write_text(text)
+        self._format_namenode(classpath)
+        for name, main in (
+            ("namenode", NAMENODE),
+            ("datanode", DATANODE),
+            ("resourcemanager", RESOURCEMANAGER),
+            ("nodemanager", NODEMANAGER),
+        ):
+            self._procs[name] = processes.spawn(
+                self._argv(classpath, name, main),
+                env=self._env(),
+                log_path=self.log_dir / f"{name}.log",
+                cwd=self.layout.base,
+            )
+        self._wait_ready()
+
+    def _lost_a_port(self) -> bool:
+        """Whether a daemon of the last attempt failed to bind its port;
+        its log is renamed so the retry starts a fresh one."""
+        lost = False
+        for log in self.log_dir.glob("*.log"):
+            if "java.net.BindException" in log.read_text(errors="replace"):
+                log.rename(log.with_suffix(".bindfailure.log"))
+                lost = True
+        return lost
+
+    def stop(self, *, keep_logs: bool = False) -> None:
+        """Stop every daemon and container (bounded: ~35 s at worst). With
+        ``keep_logs`` only ``data/`` is removed; otherwise a base dir this
+        object created is removed entirely."""
+        procs, self._procs = self._procs, {}
+        # The NodeManager first, while the ResourceManager can still take its
+        # unregistration (else it retries for a minute); then the rest. The
+        # NodeManager gets 5 s: it unregisters and kills its containers at
+        # once, then idles ~17 s (waiting for finished applications, and for
+        # its log-deletion scheduler), which a throwaway cluster can skip.
+        first = [procs.pop("nodemanager")] if "nodemanager" in procs else []
+        processes.terminate(first, timeout=5)
+        processes.terminate(procs.values(), timeout=15)
+        processes.sweep(self._marker, self.layout.base)
+        if keep_logs or not self._owns_base:
+            shutil.rmtree(self.layout.data_dir, ignore_errors=True)
+        else:
+            shutil.rmtree(self.layout.base, ignore_errors=True)
+
+    def __enter__(self) -> HadoopCluster:
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.stop(keep_logs=exc_type is not None)
+
+    # -- internals -------------------------------------------------------------
+
+    def _argv(self, classpath: str, name: str, main: str, *args: str) -> list[str]:
+        log_dir = str(self.log_dir)
+        return [
+            _java(),
+            f"-Xmx{self.heap}",
+            "-XX:+UseSerialGC",
+            "-XX:+ExitOnOutOfMemoryError",
+            "-Djava.net.preferIPv4Stack=true",
+            *JAVA17_OPENS,
+            f"-Dproc_{name}",
+            self._marker,
+            f"-Dhadoop.log.dir={log_dir}",
+            f"-Dyarn.log.dir={log_dir}",
+            f"-Dhadoop.log.file={name}.log",
+            f"-Dhadoop.home.dir={self.layout.base}",
+            f"-Dhadoop.id.str={getpass.getuser()}",
+            "-Dhadoop.root.logger=INFO,console",
+            "-cp",
+            f"{self.hadoop_conf_dir}:{classpath}",
+            main,
+            *args,
+        ]
+
+    def _env(self) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            # Never let the caller's Hadoop or Java setup leak into the daemons.
+            if k not in ("CLASSPATH", "HADOOP_TOKEN_FILE_LOCATION", "HADOOP_USER_NAME", "HADOOP_HOME")
+        }
+        env["HADOOP_CONF_DIR"] = str(self.hadoop_conf_dir)
+        env["HADOOP_LOG_DIR"] = str(self.log_dir)
+        # The NodeManager passes JAVA_HOME on to containers (env-whitelist).
+        env.setdefault("JAVA_HOME", str(Path(os.path.realpath(_java())).parent.parent))
+        return env
+
+    def _format_namenode(self, classpath: str) -> None:
+        log = self.log_dir / "namenode-format.log"
+        with open(log, "ab") as out:
+            try:
+                rc = subprocess.run(
+                    self._argv(classpath, "namenode-format", NAMENODE, "-format", "-nonInteractive", "-force"),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=self._env(),
+                    cwd=self.layout.base,
+                    timeout=120,
+                ).returncode
+            except subprocess.TimeoutExpired as e:
+                raise HadoopClusterError(f"formatting HDFS took over 120 s; see {log}") from e
+        if rc != 0:
+            raise HadoopClusterError(f"formatting HDFS failed (exit {rc}):\n{processes.tail(log)}")
+
+    def _check_alive(self) -> None:
+        for name, proc in self._procs.items():
+            if proc.poll() is not None:
+                log = self.log_dir / f"{name}.log"
+                raise HadoopClusterError(
+                    f"the {name} exited with code {proc.returncode} during startup; "
+                    f"end of {log}:\n{processes.tail(log)}"
+                )
+
+    def _hdfs_ready(self) -> str | None:
+        """None when the NameNode is out of safe mode with a live DataNode
+        and WebHDFS answers, else what it is still waiting for."""
+        url = f"{self.webhdfs_url}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo"
+        try:
+            beans = requests.get(url, timeout=HTTP_TIMEOUT).json().get("beans", [])
+        except (requests.RequestException, ValueError) as e:
+            return f"NameNode JMX not answering ({e.__class__.__name__})"
+        if not beans:
+            return "NameNode JMX has no NameNodeInfo yet"
+        if beans[0].get("Safemode"):
+            return f"HDFS in safe mode: {beans[0]['Safemode']}"
+        if not json.loads(beans[0].get("LiveNodes") or "{}"):
+            return "no live DataNode"
+        # WebHDFS is what tests use; its first request also warms it up (~5 s).
+        url = f"{self.webhdfs_url}/webhdfs/v1/?op=GETFILESTATUS&user.name={getpass.getuser()}"
+        try:
+            if requests.get(url, timeout=HTTP_TIMEOUT * 5).status_code != 200:
+                return "WebHDFS not answering 200 yet"
+        except requests.RequestException as e:
+            return f"WebHDFS not answering ({e.__class__.__name__})"
+        return None
+
+    def _yarn_ready(self) -> str | None:
+        """None when the ResourceManager lists a RUNNING NodeManager."""
+        url = f"{self.resourcemanager_web_url}/ws/v1/cluster/nodes"
+        try:
+            body = requests.get(url, timeout=HTTP_TIMEOUT, headers={"Accept": "application/json"}).json()
+        except (requests.RequestException, ValueError) as e:
+            return f"ResourceManager REST not answering ({e.__class__.__name__})"
+        nodes = (body.get("nodes") or {}).get("node") or []
+        if not any(n.get("state") == "RUNNING" for n in nodes):
+            states = [n.get("state") for n in nodes]
+            return f"no RUNNING NodeManager (nodes: {states})"
+        return None
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        waiting_for: str | None = "startup"
+        while True:
+            self._check_alive()
+            waiting_for = self._hdfs_ready() or self._yarn_ready()
+            if waiting_for is None:
+                return
+            if time.monotonic() > deadline:
+                raise HadoopClusterError(
+                    f"the Hadoop test cluster was not ready after {self.startup_timeout:.0f} s: "
+                    f"{waiting_for}; logs in {self.log_dir}"
+                )
+            time.sleep(0.5)
+
+    def describe(self) -> str:
+        """Human-readable addresses, for the debugging CLI and test output."""
+        return "\n".join(
+            [
+                f"HADOOP_CONF_DIR={self.hadoop_conf_dir}",
+                f"fs.defaultFS     {self.fs_default_fs}",
+                f"WebHDFS          {self.webhdfs_url}/webhdfs/v1/",
+                f"ResourceManager  {self.resourcemanager_address} (web {self.resourcemanager_web_url})",
+                f"RM scheduler     {self.resourcemanager_scheduler_address}",
+                f"NodeManager      {self.resources.memory_mb} MiB, {self.resources.vcores} vcores",
+                f"logs             {self.log_dir}",
+            ]
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start a cluster, print its addresses, run until Ctrl-C (or SIGTERM)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.infra.hadoop.cluster",
+        description="Run the jobcluster Hadoop test cluster (HDFS + YARN) until Ctrl-C.",
+    )
+    parser.add_argument("--base-dir", type=Path, help="keep conf/logs/data here (default: a new temp dir)")
+    parser.add_argument("--nm-memory-mb", type=int, help="NodeManager memory (default: sized for this machine)")
+    parser.add_argument("--nm-vcores", type=int, help="NodeManager vcores (default: sized for this machine)")
+    args = parser.parse_args(argv)
+
+    resources = NodeResources.for_this_machine()
+    resources = NodeResources(args.nm_memory_mb or resources.memory_mb, args.nm_vcores or resources.vcores)
+    cluster = HadoopCluster(args.base_dir, resources=resources)
+    # Ctrl-C even when started from a script that ignores SIGINT (e.g. `... &`).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print("starting the Hadoop test cluster ...", flush=True)
+    try:
+        cluster.start()
+        print(cluster.describe(), flush=True)
+        print(f"\nexport HADOOP_CONF_DIR={cluster.hadoop_conf_dir}\nCtrl-C stops it.", flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    except HadoopClusterError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        print("stopping ...", flush=True)
+        cluster.stop(keep_logs=True)
+        print(f"stopped; logs kept in {cluster.log_dir}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

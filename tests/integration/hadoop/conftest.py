@@ -1,0 +1,64 @@
+"""Session fixtures for tests against the real Hadoop test cluster.
+
+The cluster (tests/infra/hadoop) starts once per session, and only when a
+test that needs it is selected: ``hadoop_cluster`` is a lazy session fixture.
+Its teardown always stops every daemon and container; when any test of the
+session failed it keeps the logs (daemons and YARN containers) and prints
+where they are.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# `tests.infra...` must import under a plain `pytest` as well as under
+# `python -m pytest` (which puts the working directory on sys.path).
+REPO = Path(__file__).resolve().parents[3]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from jobcluster.backends.yarn.gateway import JvmGateway  # noqa: E402
+from tests.infra.hadoop.cluster import HadoopCluster  # noqa: E402
+
+
+_kept_logs: list[Path] = []
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say where the logs of a failed session's cluster are, after the results."""
+    for path in _kept_logs:
+        terminalreporter.write_line(f"Hadoop test cluster logs kept in {path}", yellow=True)
+
+
+@pytest.fixture(scope="session")
+def hadoop_cluster(request: pytest.FixtureRequest) -> Iterator[HadoopCluster]:
+    """A running NameNode, DataNode, ResourceManager and NodeManager."""
+    cluster = HadoopCluster()
+    try:
+        cluster.start()
+    except BaseException:
+        # start() has stopped what it started and kept the logs; its error
+        # names the daemon and shows the end of its log.
+        _kept_logs.append(cluster.log_dir)
+        raise
+    failed_before = request.session.testsfailed
+    try:
+        yield cluster
+    finally:
+        keep = request.session.testsfailed > failed_before
+        cluster.stop(keep_logs=keep)
+        if keep:
+            _kept_logs.append(cluster.log_dir)
+
+
+@pytest.fixture(scope="session")
+def yarn_jvm(hadoop_cluster: HadoopCluster) -> Iterator[JvmGateway]:
+    """A py4j JVM with pyspark's Hadoop client jars, configured for the test cluster."""
+    with JvmGateway(
+        hadoop_cluster.hadoop_conf_dir, log_file=hadoop_cluster.log_dir / "test-gateway.log"
+    ) as gateway:
+        yield gateway

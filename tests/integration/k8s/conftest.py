@@ -1,0 +1,90 @@
+"""The real Kubernetes test cluster, started once per session for tests marked ``k8s``.
+
+Why here: the cluster (tests/infra/k8s) costs ~20 s to start and its tools a
+long one-time build, so it is session-scoped, built before the first test runs
+(outside any per-test timeout) and started only when a k8s test is selected.
+Teardown always stops every daemon and pod process; the work dir (logs, pod
+output) is kept, and its path printed, only when a k8s test failed.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+_ROOT = Path(__file__).resolve().parents[3]
+if str(_ROOT) not in sys.path:  # `tests.infra` is imported as a namespace package from the repo root
+    sys.path.insert(0, str(_ROOT))
+
+from tests.infra.k8s.cluster import KubernetesCluster, build_tools  # noqa: E402
+
+_FAILED = pytest.StashKey[bool]()
+_WORK_DIR = pytest.StashKey[Path]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build (or find cached) the Kubernetes tools before any test starts its timeout clock."""
+    if not any(item.get_closest_marker("k8s") for item in session.items):
+        return
+    capture = session.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        build_tools()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and item.get_closest_marker("k8s"):
+        item.config.stash[_FAILED] = True
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    if config.stash.get(_FAILED, False) and _WORK_DIR in config.stash:
+        work = config.stash[_WORK_DIR]
+        terminalreporter.write_sep("-", "Kubernetes test cluster kept for debugging")
+        terminalreporter.write_line(f"daemon logs: {work / 'logs'}")
+        terminalreporter.write_line(f"pod output:  {work / 'node' / 'pods'}/<namespace>/<pod>/<uid>/logs")
+
+
+@pytest.fixture(scope="session")
+def k8s_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> KubernetesCluster:
+    """A running cluster: etcd, API server, controller manager, scheduler and one node agent."""
+    work_dir = tmp_path_factory.mktemp("k8s-cluster")
+    request.config.stash[_WORK_DIR] = work_dir
+    cluster = KubernetesCluster(work_dir=work_dir)
+    try:
+        cluster.start()  # stops what it started if it fails; the work dir stays
+    except BaseException:
+        request.config.stash[_FAILED] = True
+        raise
+    try:
+        yield cluster
+    finally:
+        cluster.stop(remove_work_dir=not request.config.stash.get(_FAILED, False))
+
+
+@pytest.fixture(scope="session")
+def k8s_api(k8s_cluster: KubernetesCluster):
+    """kubernetes.client.ApiClient with admin credentials."""
+    api = k8s_cluster.api_client()
+    yield api
+    api.close()
+
+
+@pytest.fixture
+def k8s_namespace(k8s_api) -> str:
+    """A fresh namespace per test, deleted afterwards (its pods with it)."""
+    import kubernetes
+
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": name}}, _request_timeout=(5, 30))
+    yield name
+    try:
+        core.delete_namespace(name, _request_timeout=(5, 30))
+    except kubernetes.client.ApiException:
+        pass
