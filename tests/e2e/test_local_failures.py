@@ -30,10 +30,12 @@ def test_missing_program(home):
     assert staging_dirs(home) == []
 
 
-def test_program_that_raises_fails_the_job(home):
-    result = jobcluster("run", "-p", "1", "-D", "taskmanager.numberOfTaskSlots=1", str(PROGRAMS / "failing.py"))
+def test_program_that_raises_fails_the_job_after_its_restarts(home):
+    result = jobcluster("run", "-p", "1", "-D", "taskmanager.numberOfTaskSlots=1", "-D", "restart-strategy.type=fixed-delay",
+                        "-D", "restart-strategy.fixed-delay.attempts=1", "-D", "restart-strategy.fixed-delay.delay=1 s",
+                        str(PROGRAMS / "failing.py"))
     assert result.returncode == 1
-    assert re.search(r"Job [0-9a-f]{32} \(failing\) FAILED", result.stderr), result.stderr
+    assert re.search(r"Job [0-9a-f]{32} \(failing\) FAILED in [\d.]+ s, 1 restart\(s\)", result.stderr), result.stderr
     assert "this pipeline fails on purpose" in result.stderr
     assert staging_dirs(home) == []
 

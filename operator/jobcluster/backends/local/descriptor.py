@@ -30,6 +30,7 @@ from jobcluster.errors import DeploymentError
 from jobcluster.jobgraph.model import JobGraph, write_job_graph
 from jobcluster.processes import kill_process_tree, session_members
 from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.spark.home import check_java
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
     def deploy_job_cluster(
         self, spec: ClusterSpecification, graph: JobGraph, program: PackagedProgram, config: Configuration
     ) -> RestClusterClient:
+        check_java()  # the local cluster's Spark daemons run on this machine
         cluster_id = f"jobcluster-{graph.job_id[:12]}"
         cluster_dir = self.home / "clusters" / cluster_id
         log_dir = self.home / "log" / cluster_id
