@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import re
 import signal
@@ -14,7 +16,9 @@ from pathlib import Path
 import psutil
 import requests
 
-from conftest import PROGRAMS, REPO, WORDCOUNT, independent_word_count, jobcluster, read_word_counts, staging_dirs
+from support import PROGRAMS, REPO, WORDCOUNT, independent_word_count, jobcluster, read_word_counts, staging_dirs
+
+pytestmark = pytest.mark.e2e
 
 
 def assert_refused(result: subprocess.CompletedProcess, *phrases: str) -> None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import re
 
-from conftest import WORDCOUNT, independent_word_count, jobcluster, read_word_counts, staging_dirs
+import pytest
+
+from support import WORDCOUNT, independent_word_count, jobcluster, read_word_counts, staging_dirs
+
+pytestmark = pytest.mark.e2e
 
 
 def test_wordcount_on_two_task_executors_with_two_slots(home, corpus, tmp_path):

@@ -59,7 +59,19 @@ def test_task_executor_mapping():
         "spark.executor.extraJavaOptions": "-XX:MaxDirectMemorySize=256m -XX:MaxMetaspaceSize=160m",
         "spark.memory.offHeap.enabled": "true",
         "spark.memory.offHeap.size": "512m",
+        "spark.network.maxRemoteBlockSizeFetchToMem": "128m",
     }
+
+
+def test_remote_blocks_larger_than_half_the_network_memory_go_to_disk():
+    # Spark refuses an executor whose direct memory is not above spark.network.maxRemoteBlockSizeFetchToMem
+    conf = spark_sizing_for_task_executor(te_spec(network=64 * MiB)).executor_conf()
+    assert conf["spark.network.maxRemoteBlockSizeFetchToMem"] == "32m"
+
+
+def test_network_memory_below_nettys_minimum_is_refused():
+    with pytest.raises(SparkSizingError, match="taskmanager.memory.network.min"):
+        spark_sizing_for_task_executor(te_spec(network=8 * MiB))
 
 
 def test_task_off_heap_caps_the_pyspark_workers():

@@ -89,9 +89,10 @@ class Layout:
 class NodeResources:
     """What the one NodeManager offers to YARN.
 
-    Deliberately more than the machine has (YARN does not check): test job
-    clusters are mostly idle JVMs, and a realistic container size (1-2 GiB)
-    must fit several times. Memory enforcement is off (see ``yarn_site``), so
+    Sized for several realistic containers (1-2 GiB) at once rather than for
+    the machine: vcores are overcommitted (YARN does not check them against
+    the CPUs), and on a small machine memory is too. Test job clusters are
+    mostly idle JVMs, and memory enforcement is off (see ``yarn_site``), so
     overcommit costs nothing until containers really use the memory.
     """
 
