@@ -37,6 +37,7 @@ import atexit
 import base64
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -218,6 +219,8 @@ class KubernetesCluster:
         self.node_cpu = node_cpu
         self.node_memory = node_memory
         self.cluster_id = uuid.uuid4().hex
+        # Pods get IPs from a random 127.N.0.0/16 so that clusters of concurrent test sessions do not collide.
+        self.pod_cidr = f"127.{random.randint(16, 254)}.0.0/16"
         self._procs: list[tuple[str, subprocess.Popen, float]] = []
         self._logs: list[Any] = []
         self._server: str | None = None
@@ -385,7 +388,7 @@ class KubernetesCluster:
                    deadline, what="the default service account")
 
         agent_args: list[Any] = [sys.executable, NODE_AGENT, "--kubeconfig", node_kc, "--node-name", self.node_name,
-                                 "--work-dir", self.node_dir]
+                                 "--work-dir", self.node_dir, "--pod-cidr", self.pod_cidr]
         if self.node_cpu:
             agent_args += ["--cpu", self.node_cpu]
         if self.node_memory:

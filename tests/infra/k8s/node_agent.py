@@ -11,7 +11,7 @@ pod status the kubelet would write, follows ``restartPolicy``, and kills the
 processes when the pod is deleted (then finalises the deletion, as the kubelet
 does).
 
-Limits (by design; see also tests/infra/k8s/README in the project README):
+Limits (by design; the README's testing section lists them too):
 
 - Images are not pulled or unpacked. ``image`` is reported, never used: the
   command must be runnable on this machine, and ``command`` must be set (there
@@ -24,7 +24,7 @@ Limits (by design; see also tests/infra/k8s/README in the project README):
   ``$POD_VOLUME_ROOT/<mountPath>``. Occurrences of a mountPath at the start of a
   word (or after ``=``, ``:`` or ``,``) in command, args, env values and
   workingDir are rewritten to that host path. Other volume types (PVCs, CSI)
-  leave the pod in ``ContainerCreating`` with a message.
+  leave the pod Pending with ``CreateContainerConfigError`` and a message.
 - No network isolation: a pod gets its own loopback address (``status.podIP``,
   also in the downward API), but nothing stops a process from binding another
   address. Service ClusterIPs are not routed (no kube-proxy);
@@ -32,8 +32,8 @@ Limits (by design; see also tests/infra/k8s/README in the project README):
 - Probes: exec, tcpSocket and httpGet startup/liveness/readiness probes run with
   the kubelet's semantics (grpc probes pass). Lifecycle hooks, resource limits
   (cgroups) and ``kubectl logs/exec/port-forward`` (no kubelet API) are not
-  implemented.
-  Container logs are files under ``<work-dir>/pods/<namespace>/<pod>/<uid>/logs``.
+  implemented. Container output goes to
+  ``<work-dir>/pods/<namespace>/<pod>/<uid>/logs/<container>.log``.
 - Restart back-off is 1 s doubling to 60 s (the kubelet uses 10 s to 300 s), so
   tests see restarts quickly.
 
@@ -90,8 +90,9 @@ BACKOFF_MAX_SECONDS = 60.0
 BACKOFF_RESET_SECONDS = 120.0
 # How long to wait for processes after SIGKILL before giving up on them.
 KILL_WAIT_SECONDS = 5.0
-# Pod IPs are taken from this range, one per pod, never 127.0.0.1 (the host IP).
-POD_CIDR = ipaddress.ip_network("127.1.0.0/16")
+# Pod IPs are taken from this range (one per pod) unless --pod-cidr says otherwise;
+# the test cluster picks a random 127.N.0.0/16 so that concurrent clusters do not collide.
+DEFAULT_POD_CIDR = "127.1.0.0/16"
 HOST_IP = "127.0.0.1"
 
 # Set in every process the agent starts; inherited by their children. Lets the
@@ -422,7 +423,9 @@ class PodWorker(threading.Thread):
                     try:
                         self.prepare()
                         self.config_error = None
-                    except PodConfigError as e:
+                    except Exception as e:  # PodConfigError, or the API server unreachable: retried
+                        if not isinstance(e, PodConfigError):
+                            e = PodConfigError(f"{type(e).__name__}: {e}")
                         if self.config_error != str(e):
                             log.warning("pod %s/%s: %s", self.namespace, self.pod_name, e)
                         self.config_error = str(e)
@@ -1000,8 +1003,12 @@ class NodeAgent:
         cpu: str | None = None,
         memory: str | None = None,
         max_pods: int = 110,
+        pod_cidr: str = DEFAULT_POD_CIDR,
     ) -> None:
         self.node_name = node_name
+        self.pod_cidr = ipaddress.ip_network(pod_cidr)
+        if not self.pod_cidr.subnet_of(ipaddress.ip_network("127.0.0.0/8")) or ipaddress.ip_address(HOST_IP) in self.pod_cidr:
+            raise ValueError(f"pod CIDR {pod_cidr} must be inside 127.0.0.0/8 and not contain {HOST_IP}")
         self.work_dir = work_dir
         self.stopping = threading.Event()
         self.procs = ProcessTable()
@@ -1074,7 +1081,7 @@ class NodeAgent:
             if uid in self.ips:
                 return self.ips[uid]
             used = set(self.ips.values())
-            for addr in POD_CIDR.hosts():
+            for addr in self.pod_cidr.hosts():
                 ip = str(addr)
                 if ip.endswith(".0") or ip.endswith(".255") or ip in used:
                     continue
@@ -1295,10 +1302,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu", help="node CPU capacity (default: this machine's CPU count)")
     parser.add_argument("--memory", help="node memory capacity (default: this machine's RAM)")
     parser.add_argument("--max-pods", type=int, default=110)
+    parser.add_argument("--pod-cidr", default=DEFAULT_POD_CIDR, help="pod IPs, inside 127.0.0.0/8")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(threadName)s %(message)s", stream=sys.stderr)
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    agent = NodeAgent(args.kubeconfig, args.node_name, args.work_dir, args.cpu, args.memory, args.max_pods)
+    agent = NodeAgent(args.kubeconfig, args.node_name, args.work_dir, args.cpu, args.memory, args.max_pods, args.pod_cidr)
 
     def on_signal(signum: int, _frame: Any) -> None:
         log.info("signal %d: stopping", signum)

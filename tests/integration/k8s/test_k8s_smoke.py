@@ -14,7 +14,6 @@ import json
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import kubernetes
 import psutil
