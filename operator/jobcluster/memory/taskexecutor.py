@@ -115,18 +115,7 @@ def task_executor_process_spec_from_config(config: Configuration) -> TaskExecuto
         raise  # Flink lets unparseable non-size values through unwrapped
     except IllegalConfigurationError as error:
         raise IllegalConfigurationError(ERROR_PREFIX + str(error)) from error
-    return TaskExecutorProcessSpec(
-        cpu_cores=cpu_cores,
-        framework_heap=flink.framework_heap,
-        framework_off_heap=flink.framework_off_heap,
-        task_heap=flink.task_heap,
-        task_off_heap=flink.task_off_heap,
-        network=flink.network,
-        managed=flink.managed,
-        jvm_metaspace=metaspace,
-        jvm_overhead=overhead,
-        num_slots=num_slots,
-    )
+    return _process_spec(flink, metaspace, overhead, cpu_cores, num_slots)
 
 
 def process_spec_from_worker_spec(
@@ -155,8 +144,12 @@ def process_spec_from_worker_spec(
     metaspace, overhead = metaspace_and_overhead_from_total_flink(
         config, TASK_MANAGER_PROCESS_OPTIONS, flink.total
     )
+    return _process_spec(flink, metaspace, overhead, worker.cpu_cores, worker.num_slots)
+
+
+def _process_spec(flink: "_FlinkMemory", metaspace: int, overhead: int, cpu_cores, num_slots: int) -> TaskExecutorProcessSpec:
     return TaskExecutorProcessSpec(
-        cpu_cores=worker.cpu_cores,
+        cpu_cores=cpu_cores,
         framework_heap=flink.framework_heap,
         framework_off_heap=flink.framework_off_heap,
         task_heap=flink.task_heap,
@@ -165,7 +158,7 @@ def process_spec_from_worker_spec(
         managed=flink.managed,
         jvm_metaspace=metaspace,
         jvm_overhead=overhead,
-        num_slots=worker.num_slots,
+        num_slots=num_slots,
     )
 
 

@@ -111,8 +111,28 @@ class SparkDaemonSizing:
         }
 
 
+class _CappedContainer:
+    """What both sizings share: explicit limits (``caps()``) that, with the JVM overhead, fit the container."""
+
+    total_process: int
+    jvm_overhead: int
+
+    def caps(self) -> tuple[MemoryCap, ...]:
+        raise NotImplementedError
+
+    @property
+    def total_capped(self) -> int:
+        """Sum of every explicit limit, bytes."""
+        return sum(cap.bytes for cap in self.caps())
+
+    @property
+    def headroom(self) -> int:
+        """total process - (limits + JVM overhead), bytes; never negative (the MiB flooring slack)."""
+        return self.total_process - self.total_capped - self.jvm_overhead
+
+
 @dataclass(frozen=True)
-class TaskExecutorSparkSizing:
+class TaskExecutorSparkSizing(_CappedContainer):
     """Everything the launcher of a TaskExecutor container needs (sizes in MiB unless named bytes).
 
     ``worker_env()`` and ``worker_args()`` start the worker daemon;
@@ -188,16 +208,6 @@ class TaskExecutorSparkSizing:
             MemoryCap("PySpark workers", self.pyspark_memory_mib * MiB, "task_off_heap", pyspark),
         )
 
-    @property
-    def total_capped(self) -> int:
-        """Sum of every explicit limit, bytes."""
-        return sum(cap.bytes for cap in self.caps())
-
-    @property
-    def headroom(self) -> int:
-        """total process - (limits + JVM overhead), bytes; never negative (the MiB flooring slack)."""
-        return self.total_process - self.total_capped - self.jvm_overhead
-
     def problems(self) -> tuple[str, ...]:
         """Each Spark minimum this sizing misses, with the option to change; empty when Spark can run it."""
         found = []
@@ -232,7 +242,7 @@ class TaskExecutorSparkSizing:
 
 
 @dataclass(frozen=True)
-class JobManagerSparkSizing:
+class JobManagerSparkSizing(_CappedContainer):
     """Everything the JobManager container's launcher needs (sizes in MiB unless named bytes).
 
     ``master_env()`` starts the master daemon; ``driver_conf()`` goes to
@@ -277,16 +287,6 @@ class JobManagerSparkSizing:
             MemoryCap("master daemon metaspace", daemon.metaspace_mib * MiB, "jvm_metaspace",
                       f"SPARK_DAEMON_JAVA_OPTS -XX:MaxMetaspaceSize={_mib(daemon.metaspace_mib)}"),
         )
-
-    @property
-    def total_capped(self) -> int:
-        """Sum of every explicit limit, bytes."""
-        return sum(cap.bytes for cap in self.caps())
-
-    @property
-    def headroom(self) -> int:
-        """total process - (limits + JVM overhead), bytes; never negative."""
-        return self.total_process - self.total_capped - self.jvm_overhead
 
     def problems(self) -> tuple[str, ...]:
         """Each Spark minimum this sizing misses, with the option to change; empty when Spark can run it."""
