@@ -59,9 +59,12 @@ class JobClient:
                 if on_update is not None:
                     on_update(self.details(), self.cluster_client.task_managers())
                 last_contact = time.monotonic()
-            except ClusterClientError:
+            except ClusterClientError as exc:
                 if time.monotonic() - last_contact > max_unreachable:
-                    raise
+                    raise ClusterClientError(
+                        f"lost contact with job cluster {self.cluster_client.cluster_id} for {max_unreachable:.0f} s before job "
+                        f"{self.job_id} reported a result; its JobManager has probably died (see the cluster's logs)"
+                    ) from exc
             time.sleep(POLL_INTERVAL)
 
 

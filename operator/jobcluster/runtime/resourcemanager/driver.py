@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -57,7 +57,6 @@ class TaskExecutorLaunchContext:
     env: dict[str, str]
     cluster_dir: Path
     log_dir: Path
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 class ResourceEventHandler(Protocol):

@@ -100,10 +100,6 @@ class ResourceManager(FencedRpcEndpoint):
         self._jm_heartbeats = HeartbeatManager("resourcemanager", settings.heartbeat_interval, settings.heartbeat_timeout, self._job_master_heartbeat_timeout)
         self.fatal_error: Exception | None = None
 
-    @property
-    def address(self) -> str:
-        return self._rpc.address
-
     async def on_start(self) -> None:
         await self._driver.initialize(self, self._launch_context)
         self._te_heartbeats.start()
