@@ -2,7 +2,7 @@
 
 Why: the Kubernetes backend, the operator and the Helm chart are tested against
 the real API server, controller manager and scheduler (built from the Go module
-proxy by build.sh), not a mock. Pods are run by a node agent (node_agent.py)
+proxy by build.sh), not a mock. Pods are run by a node agent (the node_agent package)
 as local processes, each on its own 127.x address.
 
 What start() does, on free loopback ports, each daemon in its own process group
@@ -57,7 +57,8 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = HERE / "build.sh"
-NODE_AGENT = HERE / "node_agent.py"
+# A package directory, run as a script (its __main__.py makes the repository root importable).
+NODE_AGENT = HERE / "node_agent"
 
 # Every process this cluster starts (and their children) carries this variable
 # with the cluster's id; stop() kills whatever still has it.
