@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -57,7 +56,8 @@ from typing import IO, Any
 import psutil
 from py4j.java_gateway import GatewayParameters, JavaGateway, JVMView, launch_gateway
 
-from jobcluster.errors import JvmGatewayError
+from jobcluster.errors import JvmGatewayError, SparkError
+from jobcluster.spark.home import check_java
 
 # What Spark passes to its own JVMs on Java 17 (JavaModuleOptions), which run
 # the very same jars; harmless on Java 11.
@@ -105,11 +105,10 @@ def pyspark_jars_dir() -> Path:
 
 
 def _java_executable() -> str:
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not java or not os.access(java, os.X_OK):
-        raise JvmGatewayError("no 'java' found (set JAVA_HOME or put java on PATH); Java 11 or 17 is needed")
-    return java
+    try:
+        return check_java()
+    except SparkError as exc:
+        raise JvmGatewayError(str(exc)) from exc
 
 
 class JvmGateway:
