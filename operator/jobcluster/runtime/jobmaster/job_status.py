@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -45,8 +45,6 @@ class JobResult:
 
     def to_rest(self) -> dict[str, Any]:
         """Flink's ``/jobs/{id}/execution-result`` body, with our program output added."""
-        result = asdict(self)
-        result["status"] = self.status.value
         return {
             "status": {"id": "COMPLETED"},
             "job-execution-result": {
