@@ -73,6 +73,7 @@ class JobClusterEntrypoint:
     def __init__(self, context: EntrypointContext, create_driver) -> None:
         self.context = context
         self._create_driver = create_driver
+        self.status = ApplicationStatus.UNKNOWN  # what the ResourceManager reports when it deregisters
 
     async def run(self) -> ApplicationStatus:
         ctx = self.context
@@ -118,12 +119,7 @@ class JobClusterEntrypoint:
         )
         stack.push_async_callback(rpc.stop_endpoint, resource_manager)
         await rpc.start_endpoint(resource_manager)
-        final_status: list[ApplicationStatus] = [ApplicationStatus.UNKNOWN]
-
-        async def deregister() -> None:
-            await resource_manager.deregister_application(final_status[0], None)
-
-        stack.push_async_callback(deregister)
+        stack.push_async_callback(lambda: resource_manager.deregister_application(self.status, None))
 
         rm_gateway = ResourceManagerGateway(rpc, rpc.address, RESOURCE_MANAGER_ENDPOINT, resource_manager.fencing_token)
         sizing_conf = {**jm_sizing.driver_conf(), **tm_sizing.executor_conf()}
@@ -149,8 +145,8 @@ class JobClusterEntrypoint:
         self._write_rest_info(rest.url)
         self._install_signal_handlers(dispatcher)
         log.info("job cluster %s is up: REST %s, job %s", ctx.cluster_id, rest.url, graph.job_id)
-        final_status[0] = await dispatcher.termination
-        return final_status[0]
+        self.status = await dispatcher.termination
+        return self.status
 
     def _launch_context(self, rpc_address: str, resource_manager_id: str) -> TaskExecutorLaunchContext:
         ctx = self.context
