@@ -24,6 +24,8 @@ from pathlib import Path
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
+
+
 def cluster_rss_mib(home: Path) -> float:
     total = 0
     for proc in psutil.process_iter(["cwd", "cmdline"]):
@@ -39,8 +41,21 @@ def one_run(corpus: str, parallelism: int, slots: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         env = {**os.environ, "JOBCLUSTER_HOME": str(home)}
-        argv = [sys.executable, "-m", "jobcluster", "run", "-p", str(parallelism), "-D", f"taskmanager.numberOfTaskSlots={slots}",
-                str(REPO / "examples" / "wordcount.py"), "--input", corpus, "--output", str(Path(tmp) / "out")]
+        argv = [
+            sys.executable,
+            "-m",
+            "jobcluster",
+            "run",
+            "-p",
+            str(parallelism),
+            "-D",
+            f"taskmanager.numberOfTaskSlots={slots}",
+            str(REPO / "examples" / "wordcount.py"),
+            "--input",
+            corpus,
+            "--output",
+            str(Path(tmp) / "out"),
+        ]
         start = time.monotonic()
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO)
         times: dict[str, float] = {}

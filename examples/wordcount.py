@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from collections.abc import Iterator
 from operator import add
-from typing import Iterator
 
 from pyspark.sql import SparkSession
 

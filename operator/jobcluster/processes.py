@@ -18,8 +18,8 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import psutil
 
@@ -99,7 +99,12 @@ class ChildProcess:
     """
 
     def __init__(
-        self, name: str, argv: Sequence[str], env: Mapping[str, str], log_file: Path, cwd: Path | None = None,
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        log_file: Path,
+        cwd: Path | None = None,
         stdout_file: Path | None = None,
     ) -> None:
         """``log_file`` receives stderr, and stdout too unless ``stdout_file`` is given."""
@@ -120,8 +125,14 @@ class ChildProcess:
         stdout_file = self.stdout_file or self.log_file
         with open(self.log_file, "ab") as err, open(stdout_file, "ab") as out:
             self.process = await asyncio.create_subprocess_exec(
-                *self.argv, env=self.env, cwd=self.cwd, stdout=out, stderr=err,
-                stdin=asyncio.subprocess.DEVNULL, start_new_session=True, preexec_fn=_terminate_with_parent(os.getpid()),
+                *self.argv,
+                env=self.env,
+                cwd=self.cwd,
+                stdout=out,
+                stderr=err,
+                stdin=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_terminate_with_parent(os.getpid()),
             )
         log.debug("started %s (pid %s): %s", self.name, self.process.pid, " ".join(self.argv))
 

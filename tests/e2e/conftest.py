@@ -13,7 +13,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from support import processes_of
 
 

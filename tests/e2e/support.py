@@ -16,6 +16,7 @@ WORDCOUNT = REPO / "examples" / "wordcount.py"
 PROGRAMS = Path(__file__).parent / "programs"
 CLI_TIMEOUT = 600  # seconds any one CLI call may take
 
+
 def independent_word_count(corpus: Path) -> Counter:
     """Words counted without Spark: lower-case, then maximal runs of ASCII word characters."""
     counts: Counter = Counter()
@@ -44,8 +45,11 @@ def processes_of(home: Path) -> list[psutil.Process]:
         try:
             info = proc.info
             env = info.get("environ") or {}
-            if (marker in " ".join(info.get("cmdline") or []) or marker in (info.get("cwd") or "")
-                    or marker in env.get("JOBCLUSTER_CLUSTER_DIR", "")):
+            if (
+                marker in " ".join(info.get("cmdline") or [])
+                or marker in (info.get("cwd") or "")
+                or marker in env.get("JOBCLUSTER_CLUSTER_DIR", "")
+            ):
                 found.append(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
@@ -55,7 +59,11 @@ def processes_of(home: Path) -> list[psutil.Process]:
 def jobcluster(*args: str, timeout: float = CLI_TIMEOUT, check: bool = False) -> subprocess.CompletedProcess:
     """Run the CLI as a user would; returns the finished process (text output)."""
     result = subprocess.run(
-        [sys.executable, "-m", "jobcluster", *args], capture_output=True, text=True, timeout=timeout, cwd=REPO,
+        [sys.executable, "-m", "jobcluster", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
     )
     if check and result.returncode != 0:
         raise AssertionError(f"jobcluster {' '.join(args)} exited {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import re
 import signal
@@ -14,8 +12,8 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 import requests
-
 from support import PROGRAMS, REPO, WORDCOUNT, independent_word_count, jobcluster, read_word_counts, staging_dirs
 
 pytestmark = pytest.mark.e2e
@@ -35,9 +33,20 @@ def test_missing_program(home):
 
 
 def test_program_that_raises_fails_the_job_after_its_restarts(home):
-    result = jobcluster("run", "-p", "1", "-D", "taskmanager.numberOfTaskSlots=1", "-D", "restart-strategy.type=fixed-delay",
-                        "-D", "restart-strategy.fixed-delay.attempts=1", "-D", "restart-strategy.fixed-delay.delay=1 s",
-                        str(PROGRAMS / "failing.py"))
+    result = jobcluster(
+        "run",
+        "-p",
+        "1",
+        "-D",
+        "taskmanager.numberOfTaskSlots=1",
+        "-D",
+        "restart-strategy.type=fixed-delay",
+        "-D",
+        "restart-strategy.fixed-delay.attempts=1",
+        "-D",
+        "restart-strategy.fixed-delay.delay=1 s",
+        str(PROGRAMS / "failing.py"),
+    )
     assert result.returncode == 1
     assert re.search(r"Job [0-9a-f]{32} \(failing\) FAILED in [\d.]+ s, 1 restart\(s\)", result.stderr), result.stderr
     assert "this pipeline fails on purpose" in result.stderr
@@ -82,8 +91,23 @@ def test_cancel_unknown_job(home):
 
 
 def _slow_run_args(corpus: Path, out: Path, *extra: str) -> list[str]:
-    return ["run", "-p", "4", "-D", "taskmanager.numberOfTaskSlots=2", *extra, "--py-files", str(WORDCOUNT),
-            str(PROGRAMS / "slow_wordcount.py"), "--input", str(corpus), "--output", str(out), "--delay", "3"]
+    return [
+        "run",
+        "-p",
+        "4",
+        "-D",
+        "taskmanager.numberOfTaskSlots=2",
+        *extra,
+        "--py-files",
+        str(WORDCOUNT),
+        str(PROGRAMS / "slow_wordcount.py"),
+        "--input",
+        str(corpus),
+        "--output",
+        str(out),
+        "--delay",
+        "3",
+    ]
 
 
 def test_detached_run_list_and_cancel(home, corpus, tmp_path):
@@ -114,8 +138,13 @@ def _cluster_rest_url(home: Path, timeout: float = 120) -> str:
 
 def test_killed_task_executor_is_replaced_and_the_job_finishes(home, corpus, tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "jobcluster", *_slow_run_args(corpus, out)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobcluster", *_slow_run_args(corpus, out)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         rest = _cluster_rest_url(home)
         victim = None

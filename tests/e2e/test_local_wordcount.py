@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from support import WORDCOUNT, independent_word_count, jobcluster, read_word_counts, staging_dirs
 
 pytestmark = pytest.mark.e2e
@@ -14,8 +13,19 @@ pytestmark = pytest.mark.e2e
 def test_wordcount_on_two_task_executors_with_two_slots(home, corpus, tmp_path):
     out = tmp_path / "out"
     result = jobcluster(
-        "run", "-t", "local", "-p", "4", "-D", "taskmanager.numberOfTaskSlots=2",
-        str(WORDCOUNT), "--input", str(corpus), "--output", str(out), check=True,
+        "run",
+        "-t",
+        "local",
+        "-p",
+        "4",
+        "-D",
+        "taskmanager.numberOfTaskSlots=2",
+        str(WORDCOUNT),
+        "--input",
+        str(corpus),
+        "--output",
+        str(out),
+        check=True,
     )
     expected = independent_word_count(corpus)
     assert read_word_counts(out) == expected
@@ -35,7 +45,8 @@ def test_wordcount_on_two_task_executors_with_two_slots(home, corpus, tmp_path):
 def test_parallelism_one_with_one_slot_per_task_executor(home, corpus, tmp_path):
     out = tmp_path / "out"
     small = corpus if corpus.is_file() else sorted(p for p in corpus.rglob("*") if p.is_file())[0]
-    result = jobcluster("run", "-p", "1", "-D", "taskmanager.numberOfTaskSlots=1", str(WORDCOUNT),
-                        "--input", str(small), "--output", str(out), check=True)
+    result = jobcluster(
+        "run", "-p", "1", "-D", "taskmanager.numberOfTaskSlots=1", str(WORDCOUNT), "--input", str(small), "--output", str(out), check=True
+    )
     assert read_word_counts(out) == independent_word_count(small)
     assert len(set(re.findall(r"TaskExecutor (\S+) registered: 1 slots", result.stderr))) == 1

@@ -73,9 +73,7 @@ def test_defaults_of_an_empty_configuration(option, default):
 
 
 def test_option_prints_like_flink():
-    assert o.TASK_MANAGER_TOTAL_FLINK_MEMORY.flink_text() == (
-        "Key: 'taskmanager.memory.flink.size' , default: null (fallback keys: [])"
-    )
+    assert o.TASK_MANAGER_TOTAL_FLINK_MEMORY.flink_text() == ("Key: 'taskmanager.memory.flink.size' , default: null (fallback keys: [])")
     assert o.TASK_MANAGER_NETWORK_MEMORY_FRACTION.flink_text() == (
         "Key: 'taskmanager.memory.network.fraction' , default: 0.1 "
         "(fallback keys: [{key=taskmanager.network.memory.fraction, isDeprecated=true}])"

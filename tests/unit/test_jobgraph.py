@@ -8,15 +8,25 @@ import pytest
 
 from jobcluster.errors import JobGraphError
 from jobcluster.jobgraph.model import (
-    ExecutionConfig, JobGraph, JobVertex, RestartStrategy, ResourceProfileSpec, UserArtifact, new_job_id, read_job_graph,
+    ExecutionConfig,
+    JobGraph,
+    JobVertex,
+    ResourceProfileSpec,
+    RestartStrategy,
+    UserArtifact,
+    new_job_id,
+    read_job_graph,
     write_job_graph,
 )
 
 
 def graph(**overrides) -> JobGraph:
     fields = dict(
-        job_id=new_job_id(), job_name="wc",
-        vertices=[JobVertex(id=new_job_id(), name="PySpark", program="wc.py", program_args=["--input", "x y"], parallelism=4, max_parallelism=128)],
+        job_id=new_job_id(),
+        job_name="wc",
+        vertices=[
+            JobVertex(id=new_job_id(), name="PySpark", program="wc.py", program_args=["--input", "x y"], parallelism=4, max_parallelism=128)
+        ],
         slot_profile=ResourceProfileSpec(cpu_cores=1.0, task_heap=100, task_off_heap=0, managed=50, network=10),
         user_artifacts=[UserArtifact(name="lib.zip", path="lib.zip")],
         execution_config=ExecutionConfig(restart_strategy=RestartStrategy(type="fixed-delay", attempts=3, delay_seconds=2.5)),
@@ -40,14 +50,17 @@ def test_required_slots_per_sharing_group():
     assert g.parallelism == 4
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda d: d.update(version=2), "version"),
-    (lambda d: d.update(job_id="not-hex"), "JobID"),
-    (lambda d: d["vertices"][0].update(parallelism=0), "parallelism"),
-    (lambda d: d["vertices"][0].update(max_parallelism=2), "max parallelism"),
-    (lambda d: d.update(unexpected=1), "unexpected"),
-    (lambda d: d.update(vertices=[]), "vertices"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d.update(version=2), "version"),
+        (lambda d: d.update(job_id="not-hex"), "JobID"),
+        (lambda d: d["vertices"][0].update(parallelism=0), "parallelism"),
+        (lambda d: d["vertices"][0].update(max_parallelism=2), "max parallelism"),
+        (lambda d: d.update(unexpected=1), "unexpected"),
+        (lambda d: d.update(vertices=[]), "vertices"),
+    ],
+)
 def test_invalid_files_are_refused_with_the_reason(tmp_path, mutate, message):
     data = json.loads(graph().model_dump_json())
     mutate(data)

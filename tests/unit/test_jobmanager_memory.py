@@ -31,9 +31,7 @@ def failure(mapping: dict) -> IllegalConfigurationError:
     return caught.value
 
 
-FLINK_DEFAULT = JobManagerProcessSpec(
-    jvm_heap=1073741824, off_heap=134217728, jvm_metaspace=268435456, jvm_overhead=201326592
-)
+FLINK_DEFAULT = JobManagerProcessSpec(jvm_heap=1073741824, off_heap=134217728, jvm_metaspace=268435456, jvm_overhead=201326592)
 
 
 def test_flink_default_1600m_to_the_byte():
@@ -189,8 +187,7 @@ def test_e12_heap_exceeds_total_flink():
 def test_e13_total_flink_not_above_off_heap(flink, text):
     error = failure({"jobmanager.memory.flink.size": flink})
     assert str(error) == PREFIX + (
-        f"The configured Total Flink Memory ({text}) is less than the configured Off-heap Memory "
-        "(128.000mb (134217728 bytes))."
+        f"The configured Total Flink Memory ({text}) is less than the configured Off-heap Memory (128.000mb (134217728 bytes))."
     )
 
 

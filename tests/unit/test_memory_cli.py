@@ -8,8 +8,16 @@ from click.testing import CliRunner
 from jobcluster.cli.memory import memory
 
 TASK_EXECUTOR_KEYS = [
-    "framework_heap", "task_heap", "framework_off_heap", "task_off_heap", "network", "managed",
-    "jvm_metaspace", "jvm_overhead", "total_flink", "total_process",
+    "framework_heap",
+    "task_heap",
+    "framework_off_heap",
+    "task_off_heap",
+    "network",
+    "managed",
+    "jvm_metaspace",
+    "jvm_overhead",
+    "total_flink",
+    "total_process",
 ]
 
 
@@ -25,9 +33,7 @@ def run(*args: str):
 @pytest.fixture
 def flink_conf(tmp_path):
     """A conf dir holding Flink's shipped sizes."""
-    (tmp_path / "jobcluster.yaml").write_text(
-        "taskmanager.memory.process.size: 1728m\njobmanager.memory.process.size: 1600m\n"
-    )
+    (tmp_path / "jobcluster.yaml").write_text("taskmanager.memory.process.size: 1728m\njobmanager.memory.process.size: 1600m\n")
     return tmp_path
 
 
@@ -66,8 +72,13 @@ def test_json_job_manager_flink_default(flink_conf):
 
 def test_dynamic_properties_override_the_file(flink_conf):
     result = run(
-        "-c", str(flink_conf), "--output", "json",
-        "-D", "taskmanager.memory.process.size=4g", "-Dtaskmanager.memory.managed.size=0",
+        "-c",
+        str(flink_conf),
+        "--output",
+        "json",
+        "-D",
+        "taskmanager.memory.process.size=4g",
+        "-Dtaskmanager.memory.managed.size=0",
     )
     document = json.loads(result.stdout)
     assert document["total_process"] == 4 << 30
@@ -130,10 +141,14 @@ def test_errors_exit_1_with_the_reason_on_stderr(args, text):
 
 def test_error_shows_the_cause_that_adds_information():
     result = run(
-        "-D", "taskmanager.memory.process.size=1000m",
-        "-D", "taskmanager.memory.task.heap.size=100m",
-        "-D", "taskmanager.memory.jvm-overhead.min=64m",
-        "-D", "taskmanager.memory.jvm-overhead.max=256m",
+        "-D",
+        "taskmanager.memory.process.size=1000m",
+        "-D",
+        "taskmanager.memory.task.heap.size=100m",
+        "-D",
+        "taskmanager.memory.jvm-overhead.min=64m",
+        "-D",
+        "taskmanager.memory.jvm-overhead.max=256m",
     )
     assert result.exit_code == 1
     assert "the derived Network Memory is inconsistent with its configuration" in result.stderr
@@ -145,8 +160,16 @@ def test_table_task_executor(flink_conf):
     result = run("-c", str(flink_conf))
     assert result.exit_code == 0
     out = result.stdout
-    for label in ("Framework Heap", "Task Heap", "Network", "Managed", "JVM Metaspace", "JVM Overhead",
-                  "Total Flink Memory", "Total Process Memory"):
+    for label in (
+        "Framework Heap",
+        "Task Heap",
+        "Network",
+        "Managed",
+        "JVM Metaspace",
+        "JVM Overhead",
+        "Total Flink Memory",
+        "Total Process Memory",
+    ):
         assert label in out
     assert "402653174" in out and "1.69 GiB" in out and "█" in out
     assert "-Xmx536870902 -Xms536870902 -XX:MaxDirectMemorySize=268435458 -XX:MaxMetaspaceSize=268435456" in out

@@ -217,8 +217,14 @@ def test_a_missing_config_map_key_is_a_config_error(tmp_path: Path):
     container = {"name": "main", "env": [{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "k"}}}]}
     with pytest.raises(PodConfigError, match="configmap ns/cm key 'k' not found"):
         container_environment(
-            container, tmp_path, pod=POD, pod_ip="127.5.0.1", api_host_port=("127.0.0.1", 6443),
-            read_object=lambda *_: None, node_allocatable={}, rewrite=lambda text: text,
+            container,
+            tmp_path,
+            pod=POD,
+            pod_ip="127.5.0.1",
+            api_host_port=("127.0.0.1", 6443),
+            read_object=lambda *_: None,
+            node_allocatable={},
+            rewrite=lambda text: text,
         )
 
 
@@ -271,8 +277,17 @@ def test_pod_phase():
 def status_of(runs_main, conditions, **overrides):
     args = dict(
         pod={"status": {"conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "Unknown"}]}},
-        phase="Pending", terminal_phase=None, failed=False, initialized=False, prepared=False,
-        runs_init=[], runs_main=runs_main, config_error=None, pod_ip="127.5.0.1", start_time="t0", conditions=conditions,
+        phase="Pending",
+        terminal_phase=None,
+        failed=False,
+        initialized=False,
+        prepared=False,
+        runs_init=[],
+        runs_main=runs_main,
+        config_error=None,
+        pod_ip="127.5.0.1",
+        start_time="t0",
+        conditions=conditions,
     )
     args.update(overrides)
     return pod_status(**args)

@@ -29,11 +29,16 @@ class RecordingActions:
 
 def report(resource_id: str, slots: int, allocated: dict[int, tuple[str, str]] | None = None) -> SlotReport:
     allocated = allocated or {}
-    return SlotReport(slots=[
-        SlotStatus(slot_id=SlotID(resource_id=resource_id, slot_number=i),
-                   allocation_id=allocated.get(i, (None, None))[1], job_id=allocated.get(i, (None, None))[0])
-        for i in range(slots)
-    ])
+    return SlotReport(
+        slots=[
+            SlotStatus(
+                slot_id=SlotID(resource_id=resource_id, slot_number=i),
+                allocation_id=allocated.get(i, (None, None))[1],
+                job_id=allocated.get(i, (None, None))[0],
+            )
+            for i in range(slots)
+        ]
+    )
 
 
 def manager(slots_per_worker=2, max_slots=None, idle_timeout=30.0, **kw) -> tuple[SlotManager, RecordingActions]:

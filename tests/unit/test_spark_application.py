@@ -32,8 +32,11 @@ def test_no_traceback():
 
 
 def test_parallelism_reaches_spark():
-    graph = JobGraph(job_id=new_job_id(), job_name="wc", vertices=[
-        JobVertex(id=new_job_id(), name="v", program="wc.py", parallelism=6, max_parallelism=128)])
+    graph = JobGraph(
+        job_id=new_job_id(),
+        job_name="wc",
+        vertices=[JobVertex(id=new_job_id(), name="v", program="wc.py", parallelism=6, max_parallelism=128)],
+    )
     conf = submit_conf(graph, SparkMasterAddress("spark://h:1", "http://h:2"), "127.0.0.1", 4040, {"spark.executor.memory": "703m"})
     assert conf["spark.cores.max"] == conf["spark.default.parallelism"] == conf["spark.sql.shuffle.partitions"] == "6"
     assert conf["spark.master"] == "spark://h:1" and conf["spark.submit.deployMode"] == "client"

@@ -111,7 +111,13 @@ def test_caps_cover_each_component_once():
     for component, size in by_component.items():
         assert size <= getattr(spec, component), component
     assert set(by_component) == {
-        "framework_heap", "framework_off_heap", "task_heap", "task_off_heap", "network", "managed", "jvm_metaspace"
+        "framework_heap",
+        "framework_off_heap",
+        "task_heap",
+        "task_off_heap",
+        "network",
+        "managed",
+        "jvm_metaspace",
     }
 
 
@@ -176,9 +182,7 @@ def test_task_executor_minimums(changes, option):
         spark_sizing_for_task_executor(te_spec(**changes))
 
 
-@pytest.mark.parametrize(
-    "changes", [{"task_heap": 450 * MiB}, {"framework_heap": 64 * MiB}, {"jvm_metaspace": 101 * MiB}]
-)
+@pytest.mark.parametrize("changes", [{"task_heap": 450 * MiB}, {"framework_heap": 64 * MiB}, {"jvm_metaspace": 101 * MiB}])
 def test_task_executor_minimums_are_inclusive(changes):
     spark_sizing_for_task_executor(te_spec(**changes))
 

@@ -70,9 +70,7 @@ def test_flink_default_1728m_to_the_byte():
 
 
 def test_flink_default_jvm_args():
-    assert FLINK_DEFAULT.jvm_args() == (
-        "-Xmx536870902 -Xms536870902 -XX:MaxDirectMemorySize=268435458 -XX:MaxMetaspaceSize=268435456"
-    )
+    assert FLINK_DEFAULT.jvm_args() == ("-Xmx536870902 -Xms536870902 -XX:MaxDirectMemorySize=268435458 -XX:MaxMetaspaceSize=268435456")
 
 
 def test_flink_default_dynamic_configs():
@@ -374,9 +372,7 @@ def test_e4_process_smaller_than_flink_plus_metaspace():
     )
 
 
-@pytest.mark.parametrize(
-    ("process", "overhead"), [("1600m", "64.000mb (67108864 bytes)"), ("3g", "1.500gb (1610612736 bytes)")]
-)
+@pytest.mark.parametrize(("process", "overhead"), [("1600m", "64.000mb (67108864 bytes)"), ("3g", "1.500gb (1610612736 bytes)")])
 def test_e5_overhead_rest_out_of_range(process, overhead):
     error = failure({"taskmanager.memory.flink.size": "1280m", "taskmanager.memory.process.size": process})
     assert str(error) == PREFIX + (
@@ -455,9 +451,7 @@ def test_e9_network_rest_above_max():
         }
     )
     assert "the derived Network Memory is inconsistent with its configuration" in str(error)
-    assert "is not in configured Network Memory range [64.000mb (67108864 bytes), 1024.000mb" in str(
-        error.__cause__.__cause__
-    )
+    assert "is not in configured Network Memory range [64.000mb (67108864 bytes), 1024.000mb" in str(error.__cause__.__cause__)
 
 
 @pytest.mark.parametrize(
@@ -492,15 +486,12 @@ def test_unparseable_fraction_is_not_wrapped():
 def test_e16_cpu_cores_must_be_positive(extra):
     error = failure({"taskmanager.memory.process.size": "1728m", **extra})
     assert str(error) == PREFIX + (
-        "TaskExecutors need to be started with a positive number of CPU cores. "
-        "Please configure taskmanager.cpu.cores accordingly."
+        "TaskExecutors need to be started with a positive number of CPU cores. Please configure taskmanager.cpu.cores accordingly."
     )
 
 
 def test_slots_must_be_at_least_one_even_with_cpu_cores():
-    error = failure(
-        {"taskmanager.memory.process.size": "1728m", "taskmanager.cpu.cores": "2", "taskmanager.numberOfTaskSlots": "0"}
-    )
+    error = failure({"taskmanager.memory.process.size": "1728m", "taskmanager.cpu.cores": "2", "taskmanager.numberOfTaskSlots": "0"})
     assert "Number of task slots must be at least one." in str(error)
 
 
@@ -547,9 +538,7 @@ def test_default_slot_profile_four_slots():
 
 
 def test_slot_cpu_is_rounded_down_to_8_places():
-    spec = spec_from(
-        {"taskmanager.memory.process.size": "1728m", "taskmanager.cpu.cores": "1", "taskmanager.numberOfTaskSlots": "3"}
-    )
+    spec = spec_from({"taskmanager.memory.process.size": "1728m", "taskmanager.cpu.cores": "1", "taskmanager.numberOfTaskSlots": "3"})
     assert spec.default_slot_profile().cpu_cores == Decimal("0.33333333")
 
 

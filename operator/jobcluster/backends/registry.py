@@ -35,9 +35,7 @@ def _backend(target: str) -> ModuleType:
             f"execution.target {target!r} is not available in this version yet; available targets: {', '.join(known_targets())}"
         )
     if module is None:
-        raise IllegalConfigurationError(
-            f"unknown execution.target {target!r}; available targets: {', '.join(known_targets())}"
-        )
+        raise IllegalConfigurationError(f"unknown execution.target {target!r}; available targets: {', '.join(known_targets())}")
     return importlib.import_module(module)
 
 

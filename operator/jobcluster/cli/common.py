@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -16,14 +17,20 @@ from jobcluster.errors import JobClusterError
 
 def conf_dir_option(f: Callable) -> Callable:
     return click.option(
-        "-c", "--conf-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+        "-c",
+        "--conf-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
         help="Directory holding jobcluster.yaml (default: $JOBCLUSTER_CONF_DIR, else the packaged defaults).",
     )(f)
 
 
 def dynamic_properties_option(f: Callable) -> Callable:
     return click.option(
-        "-D", "dynamic_properties", multiple=True, metavar="KEY=VALUE",
+        "-D",
+        "dynamic_properties",
+        multiple=True,
+        metavar="KEY=VALUE",
         help="Set a configuration option, overriding the file (repeatable), e.g. -D taskmanager.numberOfTaskSlots=2.",
     )(f)
 

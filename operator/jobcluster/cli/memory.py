@@ -63,17 +63,28 @@ _PARTIAL_BLOCKS = " ▏▎▍▌▋▊▉"
 
 @click.command("memory")
 @click.option(
-    "-c", "--conf-dir", "conf_dir", type=click.Path(path_type=Path), default=None,
+    "-c",
+    "--conf-dir",
+    "conf_dir",
+    type=click.Path(path_type=Path),
+    default=None,
     help=f"Directory holding {CONFIG_FILE_NAME}; a directory without the file means only the "
     "built-in defaults.  Default: $JOBCLUSTER_CONF_DIR, else the packaged configuration.",
 )
 @click.option(
-    "-D", "dynamic_properties", multiple=True, metavar="KEY=VALUE",
+    "-D",
+    "dynamic_properties",
+    multiple=True,
+    metavar="KEY=VALUE",
     help="Override one configuration key (repeatable), e.g. -D taskmanager.memory.process.size=4g.",
 )
 @click.option("--jobmanager", is_flag=True, help="Show the JobManager container instead of a TaskExecutor's.")
 @click.option(
-    "--output", "output", type=click.Choice(["table", "json"]), default="table", show_default=True,
+    "--output",
+    "output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
     help="table: a breakdown for people; json: the components in bytes.",
 )
 def memory(conf_dir: Path | None, dynamic_properties: tuple[str, ...], jobmanager: bool, output: str) -> None:
@@ -120,9 +131,7 @@ def spec_as_json(spec: TaskExecutorProcessSpec | JobManagerProcessSpec) -> dict[
 # --------------------------------------------------------------------------
 
 
-def task_executor_table(
-    spec: TaskExecutorProcessSpec, sizing: TaskExecutorSparkSizing, source: str
-) -> list[str]:
+def task_executor_table(spec: TaskExecutorProcessSpec, sizing: TaskExecutorSparkSizing, source: str) -> list[str]:
     """The human breakdown of a TaskExecutor container, one line per list item."""
     slot = spec.default_slot_profile()
     lines = [f"TaskExecutor container  ({source})", ""]
@@ -138,8 +147,7 @@ def task_executor_table(
         "",
         "Spark in this container (worker daemon + one executor)",
     ]
-    lines += _cap_rows(sizing.caps(), spec.jvm_overhead,
-                       "not limited: TaskExecutor process, PySpark workers, JVM native")
+    lines += _cap_rows(sizing.caps(), spec.jvm_overhead, "not limited: TaskExecutor process, PySpark workers, JVM native")
     lines += _sum_row(sizing.total_capped, sizing.jvm_overhead, sizing.total_process)
     lines.append(f"  worker: {' '.join(sizing.worker_args())}")
     lines += _problem_rows(sizing.problems())
@@ -158,8 +166,7 @@ def job_manager_table(
         "",
         "Spark in this container (master daemon + driver, client mode)",
     ]
-    lines += _cap_rows(sizing.caps(), spec.jvm_overhead,
-                       "not limited: entrypoint process, PySpark driver process, JVM native")
+    lines += _cap_rows(sizing.caps(), spec.jvm_overhead, "not limited: entrypoint process, PySpark driver process, JVM native")
     lines += _sum_row(sizing.total_capped, sizing.jvm_overhead, sizing.total_process)
     lines += _problem_rows(sizing.problems())
     return lines
@@ -171,9 +178,7 @@ def _component_rows(spec, components) -> list[str]:
     for name, label in components:
         size = getattr(spec, name)
         share = size / total if total else 0.0
-        rows.append(
-            f"  {label:<22}{format_binary(size):>10}  {size:>12}  {_bar(share):<{_BAR_WIDTH}} {share:6.1%}"
-        )
+        rows.append(f"  {label:<22}{format_binary(size):>10}  {size:>12}  {_bar(share):<{_BAR_WIDTH}} {share:6.1%}")
     rows.append("  " + "-" * (22 + 10 + 2 + 12))
     rows.append(f"  {'Total Flink Memory':<22}{format_binary(spec.total_flink):>10}  {spec.total_flink:>12}")
     rows.append(f"  {'Total Process Memory':<22}{format_binary(total):>10}  {total:>12}")
@@ -183,9 +188,7 @@ def _component_rows(spec, components) -> list[str]:
 def _cap_rows(caps: tuple[MemoryCap, ...], overhead: int, overhead_text: str) -> list[str]:
     rows = [f"  {'Flink component':<20}   {'becomes':<28}{'limit':>10}  setting"]
     for cap in caps:
-        rows.append(
-            f"  {_LABELS[cap.component]:<20} → {cap.name:<28}{format_binary(cap.bytes):>10}  {cap.setting}"
-        )
+        rows.append(f"  {_LABELS[cap.component]:<20} → {cap.name:<28}{format_binary(cap.bytes):>10}  {cap.setting}")
     rows.append(f"  {'JVM Overhead':<20} → {'(no limit)':<28}{format_binary(overhead):>10}  {overhead_text}")
     return rows
 
@@ -201,9 +204,7 @@ def _sum_row(capped: int, overhead: int, total: int) -> list[str]:
 def _problem_rows(problems: tuple[str, ...]) -> list[str]:
     if not problems:
         return []
-    return ["", "WARNING: Spark cannot run this configuration (jobcluster run refuses it):"] + [
-        f"  - {problem}" for problem in problems
-    ]
+    return ["", "WARNING: Spark cannot run this configuration (jobcluster run refuses it):"] + [f"  - {problem}" for problem in problems]
 
 
 def _bar(share: float) -> str:

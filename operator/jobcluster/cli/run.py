@@ -20,15 +20,30 @@ SHUTDOWN_TIMEOUT = 60.0  # seconds an attached run waits for its cluster to be g
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("-t", "--target", default=None, metavar="TARGET",
-              help=f"execution.target: where the job cluster runs ({', '.join(registry.known_targets())}). Default: from the configuration, else local.")
-@click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
-              help="parallelism.default: slots the job gets, and Spark's cores and default partitions.")
+@click.option(
+    "-t",
+    "--target",
+    default=None,
+    metavar="TARGET",
+    help=f"execution.target: where the job cluster runs ({', '.join(registry.known_targets())}). Default: from the configuration, else local.",
+)
+@click.option(
+    "-p",
+    "--parallelism",
+    type=click.IntRange(min=1),
+    default=None,
+    help="parallelism.default: slots the job gets, and Spark's cores and default partitions.",
+)
 @conf_dir_option
 @dynamic_properties_option
 @click.option("-d", "--detached", is_flag=True, help="Return once the job is submitted, printing how to follow and cancel it.")
-@click.option("--py-files", "py_files", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Extra .py/.zip files for the program (repeatable).")
+@click.option(
+    "--py-files",
+    "py_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Extra .py/.zip files for the program (repeatable).",
+)
 @click.argument("program", type=click.Path(path_type=Path))
 @click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
 @reports_errors
@@ -41,9 +56,13 @@ def run(target, parallelism, conf_dir, dynamic_properties, detached, py_files, p
           examples/wordcount.py --input docs/ --output out/
     """
     config = load_cli_configuration(
-        conf_dir, dynamic_properties,
-        **{options.EXECUTION_TARGET.key: target, options.PARALLELISM_DEFAULT.key: parallelism,
-           options.EXECUTION_ATTACHED.key: "false" if detached else "true"},
+        conf_dir,
+        dynamic_properties,
+        **{
+            options.EXECUTION_TARGET.key: target,
+            options.PARALLELISM_DEFAULT.key: parallelism,
+            options.EXECUTION_ATTACHED.key: "false" if detached else "true",
+        },
     )
     target = config.get(options.EXECUTION_TARGET)
     descriptor = registry.cluster_descriptor(target, config)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.errors import ClusterClientError
@@ -71,7 +72,11 @@ class JobClient:
 def _to_result(body: dict[str, Any]) -> JobExecutionResult:
     failure = body.get("failure-cause")
     return JobExecutionResult(
-        job_id=body["id"], job_name=body.get("job-name", ""), status=body["job-status"], duration_ms=body.get("net-runtime", 0),
-        program_output=body.get("program-output", ""), failure_cause=failure.get("stack-trace") if failure else None,
+        job_id=body["id"],
+        job_name=body.get("job-name", ""),
+        status=body["job-status"],
+        duration_ms=body.get("net-runtime", 0),
+        program_output=body.get("program-output", ""),
+        failure_cause=failure.get("stack-trace") if failure else None,
         restarts=body.get("restarts", 0),
     )

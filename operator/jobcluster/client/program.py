@@ -57,13 +57,20 @@ def build_job_graph(program: PackagedProgram, config: Configuration, tm_spec: Ta
         job_name=name,
         vertices=[
             JobVertex(
-                id=new_job_id(), name=f"PySpark: {program.script.name}", program=program.script.name,
-                program_args=list(program.args), parallelism=parallelism, max_parallelism=max_parallelism,
+                id=new_job_id(),
+                name=f"PySpark: {program.script.name}",
+                program=program.script.name,
+                program_args=list(program.args),
+                parallelism=parallelism,
+                max_parallelism=max_parallelism,
             )
         ],
         slot_profile=ResourceProfileSpec(
-            cpu_cores=float(profile.cpu_cores), task_heap=profile.task_heap, task_off_heap=profile.task_off_heap,
-            managed=profile.managed, network=profile.network,
+            cpu_cores=float(profile.cpu_cores),
+            task_heap=profile.task_heap,
+            task_off_heap=profile.task_off_heap,
+            managed=profile.managed,
+            network=profile.network,
         ),
         user_artifacts=[UserArtifact(name=p.name, path=p.name) for p in program.artifacts],
         execution_config=ExecutionConfig(

@@ -88,9 +88,7 @@ class Configuration:
         except ValueError as error:
             # Flink's exact sentences; the parser's reason stays in the chained cause.
             if option.kind == "memory":
-                raise IllegalConfigurationError(
-                    f"Cannot read memory size from config option '{option.key}'."
-                ) from error
+                raise IllegalConfigurationError(f"Cannot read memory size from config option '{option.key}'.") from error
             raise InvalidValueError(f"Could not parse value '{text}' for key '{key}'.") from error
 
     def get_optional(self, option: ConfigOption) -> Any | None:

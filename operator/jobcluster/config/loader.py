@@ -51,9 +51,7 @@ def load_configuration(
     """
     directory = Path(conf_dir) if conf_dir is not None else default_conf_dir()
     if not directory.is_dir():
-        raise IllegalConfigurationError(
-            f"The configuration directory '{directory}' does not exist or is not a directory."
-        )
+        raise IllegalConfigurationError(f"The configuration directory '{directory}' does not exist or is not a directory.")
     config = Configuration()
     path = directory / CONFIG_FILE_NAME
     if path.is_file():
@@ -81,8 +79,7 @@ def read_config_file(path: Path) -> dict[str, str]:
         return {}
     if not isinstance(document, Mapping):
         raise IllegalConfigurationError(
-            f"Configuration file '{path}' must hold a mapping of keys to values, "
-            f"not a {type(document).__name__}."
+            f"Configuration file '{path}' must hold a mapping of keys to values, not a {type(document).__name__}."
         )
     flat: dict[str, str] = {}
     _flatten(document, "", flat)

@@ -58,10 +58,7 @@ class ConfigOption:
         """
         fallbacks = [f"{{key={k}, isDeprecated=false}}" for k in self.fallback_keys]
         fallbacks += [f"{{key={k}, isDeprecated=true}}" for k in self.deprecated_keys]
-        return (
-            f"Key: '{self.key}' , default: {self._default_text()} "
-            f"(fallback keys: [{', '.join(fallbacks)}])"
-        )
+        return f"Key: '{self.key}' , default: {self._default_text()} (fallback keys: [{', '.join(fallbacks)}])"
 
     def _default_text(self) -> str:
         value = self.default
@@ -98,21 +95,28 @@ def _fraction(text: str) -> float:
 # --------------------------------------------------------------------------
 
 EXECUTION_TARGET = ConfigOption(
-    "execution.target", "str", "local",
+    "execution.target",
+    "str",
+    "local",
     description="Where the job cluster runs: 'local' (processes on this machine), "
     "'yarn-per-job' or 'kubernetes-application'. Picks the PipelineExecutor and ClusterDescriptor.",
 )
 EXECUTION_ATTACHED = ConfigOption(
-    "execution.attached", "bool", False,
-    description="If true the client waits for the job's result and prints it; "
-    "if false it prints the cluster/application id and returns.",
+    "execution.attached",
+    "bool",
+    False,
+    description="If true the client waits for the job's result and prints it; if false it prints the cluster/application id and returns.",
 )
 PIPELINE_NAME = ConfigOption(
-    "pipeline.name", "str", None,
+    "pipeline.name",
+    "str",
+    None,
     description="Name of the job; defaults to the program's file name when unset.",
 )
 PARALLELISM_DEFAULT = ConfigOption(
-    "parallelism.default", "int", 1,
+    "parallelism.default",
+    "int",
+    1,
     description="Parallelism of the job: number of slots requested, and Spark's default parallelism.",
 )
 
@@ -121,93 +125,126 @@ PARALLELISM_DEFAULT = ConfigOption(
 # --------------------------------------------------------------------------
 
 MAX_PARALLELISM = ConfigOption(
-    "pipeline.max-parallelism", "int", -1,
+    "pipeline.max-parallelism",
+    "int",
+    -1,
     description="Upper bound the job's parallelism may be scaled to; -1 = max(128, parallelism).",
 )
 NUM_TASK_SLOTS = ConfigOption(
-    "taskmanager.numberOfTaskSlots", "int", 1,
+    "taskmanager.numberOfTaskSlots",
+    "int",
+    1,
     description="Slots per TaskExecutor; each slot is one Spark core of the TaskExecutor's worker. "
     "Also the default CPU cores of a TaskExecutor.",
 )
 TASK_MANAGER_CPU_CORES = ConfigOption(
-    "taskmanager.cpu.cores", "double", None,
+    "taskmanager.cpu.cores",
+    "double",
+    None,
     description="CPU cores of a TaskExecutor (container vcores). Unset: taskmanager.numberOfTaskSlots.",
 )
 
 TASK_MANAGER_TOTAL_PROCESS_MEMORY = ConfigOption(
-    "taskmanager.memory.process.size", "memory", None,
+    "taskmanager.memory.process.size",
+    "memory",
+    None,
     description="Total Process Memory of a TaskExecutor container (bytes, Flink size syntax): "
     "Total Flink Memory + JVM Metaspace + JVM Overhead. The container is requested with this size.",
 )
 TASK_MANAGER_TOTAL_FLINK_MEMORY = ConfigOption(
-    "taskmanager.memory.flink.size", "memory", None,
+    "taskmanager.memory.flink.size",
+    "memory",
+    None,
     description="Total Flink Memory of a TaskExecutor: framework and task heap and off-heap, "
     "network and managed memory. Excludes JVM Metaspace and JVM Overhead.",
 )
 TASK_MANAGER_FRAMEWORK_HEAP_MEMORY = ConfigOption(
-    "taskmanager.memory.framework.heap.size", "memory", 128 * _MiB,
+    "taskmanager.memory.framework.heap.size",
+    "memory",
+    128 * _MiB,
     description="Framework Heap Memory of a TaskExecutor; becomes the Spark worker daemon heap.",
 )
 TASK_MANAGER_TASK_HEAP_MEMORY = ConfigOption(
-    "taskmanager.memory.task.heap.size", "memory", None,
+    "taskmanager.memory.task.heap.size",
+    "memory",
+    None,
     description="Task Heap Memory of a TaskExecutor; becomes the Spark executor heap "
     "(spark.executor.memory). Unset: the rest of Total Flink Memory.",
 )
 TASK_MANAGER_FRAMEWORK_OFF_HEAP_MEMORY = ConfigOption(
-    "taskmanager.memory.framework.off-heap.size", "memory", 128 * _MiB,
-    description="Framework Off-Heap Memory of a TaskExecutor; becomes the Spark worker daemon's "
-    "direct-memory limit.",
+    "taskmanager.memory.framework.off-heap.size",
+    "memory",
+    128 * _MiB,
+    description="Framework Off-Heap Memory of a TaskExecutor; becomes the Spark worker daemon's direct-memory limit.",
 )
 TASK_MANAGER_TASK_OFF_HEAP_MEMORY = ConfigOption(
-    "taskmanager.memory.task.off-heap.size", "memory", 0,
+    "taskmanager.memory.task.off-heap.size",
+    "memory",
+    0,
     description="Task Off-Heap Memory of a TaskExecutor; becomes spark.executor.pyspark.memory "
     "(the PySpark workers' limit) when greater than zero.",
 )
 TASK_MANAGER_MANAGED_MEMORY_SIZE = ConfigOption(
-    "taskmanager.memory.managed.size", "memory", None,
+    "taskmanager.memory.managed.size",
+    "memory",
+    None,
     deprecated_keys=("taskmanager.memory.size",),
     description="Managed Memory of a TaskExecutor (native memory); becomes Spark's off-heap "
     "memory (spark.memory.offHeap.size). Unset: taskmanager.memory.managed.fraction of Total Flink Memory.",
 )
 TASK_MANAGER_MANAGED_MEMORY_FRACTION = ConfigOption(
-    "taskmanager.memory.managed.fraction", "float", _fraction("0.4"),
+    "taskmanager.memory.managed.fraction",
+    "float",
+    _fraction("0.4"),
     description="Fraction of Total Flink Memory used as Managed Memory when "
     "taskmanager.memory.managed.size is unset (32-bit float, in [0, 1)).",
 )
 TASK_MANAGER_NETWORK_MEMORY_MIN = ConfigOption(
-    "taskmanager.memory.network.min", "memory", 64 * _MiB,
+    "taskmanager.memory.network.min",
+    "memory",
+    64 * _MiB,
     deprecated_keys=("taskmanager.network.memory.min",),
     description="Lower bound of the Network Memory of a TaskExecutor (JVM direct memory); "
     "the network becomes the Spark executor's direct-memory limit.",
 )
 TASK_MANAGER_NETWORK_MEMORY_MAX = ConfigOption(
-    "taskmanager.memory.network.max", "memory", LONG_MAX,
+    "taskmanager.memory.network.max",
+    "memory",
+    LONG_MAX,
     deprecated_keys=("taskmanager.network.memory.max",),
-    description="Upper bound of the Network Memory of a TaskExecutor. Default: unlimited "
-    "(2**63-1 bytes, as in Flink 1.17 and later).",
+    description="Upper bound of the Network Memory of a TaskExecutor. Default: unlimited (2**63-1 bytes, as in Flink 1.17 and later).",
 )
 TASK_MANAGER_NETWORK_MEMORY_FRACTION = ConfigOption(
-    "taskmanager.memory.network.fraction", "float", _fraction("0.1"),
+    "taskmanager.memory.network.fraction",
+    "float",
+    _fraction("0.1"),
     deprecated_keys=("taskmanager.network.memory.fraction",),
-    description="Fraction of Total Flink Memory used as Network Memory, capped to "
-    "[network.min, network.max] (32-bit float, in [0, 1)).",
+    description="Fraction of Total Flink Memory used as Network Memory, capped to [network.min, network.max] (32-bit float, in [0, 1)).",
 )
 TASK_MANAGER_JVM_METASPACE = ConfigOption(
-    "taskmanager.memory.jvm-metaspace.size", "memory", 256 * _MiB,
+    "taskmanager.memory.jvm-metaspace.size",
+    "memory",
+    256 * _MiB,
     description="JVM Metaspace of a TaskExecutor container; split between the Spark worker "
     "daemon (3/8) and the Spark executor (the rest) as -XX:MaxMetaspaceSize.",
 )
 TASK_MANAGER_JVM_OVERHEAD_MIN = ConfigOption(
-    "taskmanager.memory.jvm-overhead.min", "memory", 192 * _MiB,
+    "taskmanager.memory.jvm-overhead.min",
+    "memory",
+    192 * _MiB,
     description="Lower bound of the JVM Overhead of a TaskExecutor container: native memory no "
     "limit covers (thread stacks, code cache, the TaskExecutor and PySpark Python processes).",
 )
 TASK_MANAGER_JVM_OVERHEAD_MAX = ConfigOption(
-    "taskmanager.memory.jvm-overhead.max", "memory", 1 * _GiB,
+    "taskmanager.memory.jvm-overhead.max",
+    "memory",
+    1 * _GiB,
     description="Upper bound of the JVM Overhead of a TaskExecutor container.",
 )
 TASK_MANAGER_JVM_OVERHEAD_FRACTION = ConfigOption(
-    "taskmanager.memory.jvm-overhead.fraction", "float", _fraction("0.1"),
+    "taskmanager.memory.jvm-overhead.fraction",
+    "float",
+    _fraction("0.1"),
     description="Fraction of Total Process Memory used as JVM Overhead, capped to "
     "[jvm-overhead.min, jvm-overhead.max] (32-bit float, in [0, 1)).",
 )
@@ -217,45 +254,61 @@ TASK_MANAGER_JVM_OVERHEAD_FRACTION = ConfigOption(
 # --------------------------------------------------------------------------
 
 JOB_MANAGER_TOTAL_PROCESS_MEMORY = ConfigOption(
-    "jobmanager.memory.process.size", "memory", None,
+    "jobmanager.memory.process.size",
+    "memory",
+    None,
     description="Total Process Memory of the JobManager container (bytes, Flink size syntax): "
     "Total Flink Memory + JVM Metaspace + JVM Overhead.",
 )
 JOB_MANAGER_TOTAL_FLINK_MEMORY = ConfigOption(
-    "jobmanager.memory.flink.size", "memory", None,
+    "jobmanager.memory.flink.size",
+    "memory",
+    None,
     description="Total Flink Memory of the JobManager: JVM Heap + Off-Heap Memory.",
 )
 JOB_MANAGER_JVM_HEAP_MEMORY = ConfigOption(
-    "jobmanager.memory.heap.size", "memory", None,
-    description="JVM Heap of the JobManager; becomes the Spark driver heap (spark.driver.memory). "
-    "Unset: the rest of Total Flink Memory.",
+    "jobmanager.memory.heap.size",
+    "memory",
+    None,
+    description="JVM Heap of the JobManager; becomes the Spark driver heap (spark.driver.memory). Unset: the rest of Total Flink Memory.",
 )
 JOB_MANAGER_OFF_HEAP_MEMORY = ConfigOption(
-    "jobmanager.memory.off-heap.size", "memory", 128 * _MiB,
+    "jobmanager.memory.off-heap.size",
+    "memory",
+    128 * _MiB,
     description="Off-Heap Memory of the JobManager; becomes the Spark master daemon (heap and "
     "direct memory) and the Spark driver's direct-memory limit.",
 )
 JOB_MANAGER_JVM_DIRECT_MEMORY_LIMIT_ENABLED = ConfigOption(
-    "jobmanager.memory.enable-jvm-direct-memory-limit", "bool", False,
+    "jobmanager.memory.enable-jvm-direct-memory-limit",
+    "bool",
+    False,
     description="Whether the JobManager's Flink JVM arguments carry -XX:MaxDirectMemorySize "
     "(= Off-Heap Memory). The Spark JVMs are always limited.",
 )
 JOB_MANAGER_JVM_METASPACE = ConfigOption(
-    "jobmanager.memory.jvm-metaspace.size", "memory", 256 * _MiB,
-    description="JVM Metaspace of the JobManager container; split between the Spark master "
-    "daemon (3/8) and the Spark driver (the rest).",
+    "jobmanager.memory.jvm-metaspace.size",
+    "memory",
+    256 * _MiB,
+    description="JVM Metaspace of the JobManager container; split between the Spark master daemon (3/8) and the Spark driver (the rest).",
 )
 JOB_MANAGER_JVM_OVERHEAD_MIN = ConfigOption(
-    "jobmanager.memory.jvm-overhead.min", "memory", 192 * _MiB,
+    "jobmanager.memory.jvm-overhead.min",
+    "memory",
+    192 * _MiB,
     description="Lower bound of the JVM Overhead of the JobManager container: native memory no "
     "limit covers (thread stacks, the entrypoint and PySpark driver Python processes).",
 )
 JOB_MANAGER_JVM_OVERHEAD_MAX = ConfigOption(
-    "jobmanager.memory.jvm-overhead.max", "memory", 1 * _GiB,
+    "jobmanager.memory.jvm-overhead.max",
+    "memory",
+    1 * _GiB,
     description="Upper bound of the JVM Overhead of the JobManager container.",
 )
 JOB_MANAGER_JVM_OVERHEAD_FRACTION = ConfigOption(
-    "jobmanager.memory.jvm-overhead.fraction", "float", _fraction("0.1"),
+    "jobmanager.memory.jvm-overhead.fraction",
+    "float",
+    _fraction("0.1"),
     description="Fraction of Total Process Memory used as JVM Overhead, capped to "
     "[jvm-overhead.min, jvm-overhead.max] (32-bit float, in [0, 1)).",
 )
@@ -265,45 +318,59 @@ JOB_MANAGER_JVM_OVERHEAD_FRACTION = ConfigOption(
 # --------------------------------------------------------------------------
 
 HEARTBEAT_INTERVAL = ConfigOption(
-    "heartbeat.interval", "duration", 10.0,
+    "heartbeat.interval",
+    "duration",
+    10.0,
     description="Time between heartbeat requests (seconds; Flink duration syntax, plain number = ms).",
 )
 HEARTBEAT_TIMEOUT = ConfigOption(
-    "heartbeat.timeout", "duration", 50.0,
+    "heartbeat.timeout",
+    "duration",
+    50.0,
     description="Time without a heartbeat after which the peer counts as lost (seconds).",
 )
 RESOURCE_MANAGER_TASK_MANAGER_TIMEOUT = ConfigOption(
-    "resourcemanager.taskmanager-timeout", "duration", 30.0,
-    description="Idle time after which the ResourceManager releases a TaskExecutor without "
-    "allocated slots (seconds).",
+    "resourcemanager.taskmanager-timeout",
+    "duration",
+    30.0,
+    description="Idle time after which the ResourceManager releases a TaskExecutor without allocated slots (seconds).",
 )
 TASK_MANAGER_REGISTRATION_TIMEOUT = ConfigOption(
-    "taskmanager.registration.timeout", "duration", 300.0,
-    description="Time a TaskExecutor keeps trying to register at the ResourceManager before it "
-    "gives up and exits (seconds).",
+    "taskmanager.registration.timeout",
+    "duration",
+    300.0,
+    description="Time a TaskExecutor keeps trying to register at the ResourceManager before it gives up and exits (seconds).",
 )
 SLOT_REQUEST_TIMEOUT = ConfigOption(
-    "slot.request.timeout", "duration", 300.0,
+    "slot.request.timeout",
+    "duration",
+    300.0,
     description="Time the JobMaster waits for the slots it requested before failing the job (seconds).",
 )
 SLOT_MANAGER_MAX_SLOTS = ConfigOption(
-    "slotmanager.number-of-slots.max", "int", INT_MAX,
-    description="Upper bound of slots in the cluster; no worker is requested beyond it. "
-    "Default: unlimited (2**31-1).",
+    "slotmanager.number-of-slots.max",
+    "int",
+    INT_MAX,
+    description="Upper bound of slots in the cluster; no worker is requested beyond it. Default: unlimited (2**31-1).",
 )
 RPC_ASK_TIMEOUT = ConfigOption(
-    "pekko.ask.timeout", "duration", 10.0,
+    "pekko.ask.timeout",
+    "duration",
+    10.0,
     deprecated_keys=("akka.ask.timeout",),
     description="Timeout of every remote call between cluster components (seconds).",
 )
 REST_ADDRESS = ConfigOption(
-    "rest.address", "str", "127.0.0.1",
+    "rest.address",
+    "str",
+    "127.0.0.1",
     description="Address the JobManager's REST endpoint binds to and advertises.",
 )
 REST_PORT = ConfigOption(
-    "rest.port", "int", 8081,
-    description="Port of the JobManager's REST endpoint; 0 picks any free port "
-    "(several per-job clusters can then share a machine).",
+    "rest.port",
+    "int",
+    8081,
+    description="Port of the JobManager's REST endpoint; 0 picks any free port (several per-job clusters can then share a machine).",
 )
 
 # --------------------------------------------------------------------------
@@ -311,17 +378,23 @@ REST_PORT = ConfigOption(
 # --------------------------------------------------------------------------
 
 RESTART_STRATEGY = ConfigOption(
-    "restart-strategy.type", "str", "none",
+    "restart-strategy.type",
+    "str",
+    "none",
     fallback_keys=("restart-strategy",),
     description="What the JobMaster does when the job fails: 'none' (fail the job) or "
     "'fixed-delay' (rerun up to restart-strategy.fixed-delay.attempts times).",
 )
 RESTART_ATTEMPTS = ConfigOption(
-    "restart-strategy.fixed-delay.attempts", "int", 1,
+    "restart-strategy.fixed-delay.attempts",
+    "int",
+    1,
     description="Number of reruns with the fixed-delay restart strategy.",
 )
 RESTART_DELAY = ConfigOption(
-    "restart-strategy.fixed-delay.delay", "duration", 1.0,
+    "restart-strategy.fixed-delay.delay",
+    "duration",
+    1.0,
     description="Pause before each rerun with the fixed-delay restart strategy (seconds).",
 )
 
@@ -330,12 +403,11 @@ RESTART_DELAY = ConfigOption(
 # --------------------------------------------------------------------------
 
 CLUSTER_STAGING_KEEP = ConfigOption(
-    "jobcluster.staging.keep", "bool", False,
-    description="Keep the staged artifacts (program files, JobGraph, effective configuration) "
-    "after the job ends, for debugging.",
+    "jobcluster.staging.keep",
+    "bool",
+    False,
+    description="Keep the staged artifacts (program files, JobGraph, effective configuration) after the job ends, for debugging.",
 )
 
 #: Every option above, in documentation order.
-ALL_OPTIONS: tuple[ConfigOption, ...] = tuple(
-    value for value in list(globals().values()) if isinstance(value, ConfigOption)
-)
+ALL_OPTIONS: tuple[ConfigOption, ...] = tuple(value for value in list(globals().values()) if isinstance(value, ConfigOption))

@@ -57,15 +57,12 @@ def parse_memory_size(text: str) -> int:
     digits = _LEADING_DIGITS.match(trimmed).group(0)
     if not digits:
         raise ValueError(f"memory size {trimmed!r} does not start with a number")
-    unit = trimmed[len(digits):].strip().lower()
+    unit = trimmed[len(digits) :].strip().lower()
     number = int(digits)
     if number > LONG_MAX:
         raise ValueError(f"the number {digits!r} does not fit into 64 bits")
     if unit and unit not in _MEMORY_UNITS:
-        raise ValueError(
-            f"memory size unit {unit!r} is not one of "
-            "b|bytes, k|kb|kibibytes, m|mb|mebibytes, g|gb|gibibytes, t|tb|tebibytes"
-        )
+        raise ValueError(f"memory size unit {unit!r} is not one of b|bytes, k|kb|kibibytes, m|mb|mebibytes, g|gb|gibibytes, t|tb|tebibytes")
     result = number * _MEMORY_UNITS.get(unit, 1)
     if result > LONG_MAX:
         raise ValueError(f"memory size {trimmed!r} does not fit into 64 bits of bytes")
@@ -103,7 +100,7 @@ def parse_duration(text: str) -> float:
     digits = _LEADING_DIGITS.match(trimmed).group(0)
     if not digits:
         raise ValueError(f"duration {trimmed!r} does not start with a number")
-    unit = trimmed[len(digits):].strip().lower()
+    unit = trimmed[len(digits) :].strip().lower()
     if unit and unit not in _DURATION_UNITS:
         raise ValueError(f"duration unit {unit!r} is not one of d, h, min, s, ms, us, ns")
     seconds = Decimal(int(digits)) * _DURATION_UNITS.get(unit, Decimal("0.001"))
@@ -198,9 +195,7 @@ def round_to_float32(value: Decimal | float | int) -> float:
         if math.isinf(neighbour):
             continue
         distance = abs(Decimal(neighbour) - exact)
-        if distance < best_distance or (
-            distance == best_distance and _float32_bits(neighbour) % 2 == 0
-        ):
+        if distance < best_distance or (distance == best_distance and _float32_bits(neighbour) % 2 == 0):
             best, best_distance = neighbour, distance
     return best
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from jobcluster.errors import RpcError
 
@@ -69,7 +70,7 @@ class HeartbeatManager:
         request, last_seen = entry
         try:
             await asyncio.wait_for(request(), timeout=self.interval)
-        except (RpcError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, RpcError) as exc:
             if target_id in self._targets and time.monotonic() - last_seen > self.timeout:
                 self.unmonitor_target(target_id)
                 log.warning("%s: heartbeat of %s timed out after %.0f s (%s)", self.owner, target_id, self.timeout, exc)

@@ -73,7 +73,7 @@ class JobVertex(_Model):
     slot_sharing_group: str = "default"
 
     @model_validator(mode="after")
-    def _max_not_below_parallelism(self) -> "JobVertex":
+    def _max_not_below_parallelism(self) -> JobVertex:
         if self.max_parallelism < self.parallelism:
             raise ValueError(f"max parallelism {self.max_parallelism} is below parallelism {self.parallelism}")
         return self

@@ -94,13 +94,17 @@ def _cap(what: str, size: int, capped: RangeFraction) -> int:
     if size > capped.max:
         log.info(
             "%s from its fraction (%s) is above its maximum; using the maximum %s",
-            what, format_memory_size(size), format_memory_size(capped.max),
+            what,
+            format_memory_size(size),
+            format_memory_size(capped.max),
         )
         return capped.max
     if size < capped.min:
         log.info(
             "%s from its fraction (%s) is below its minimum; using the minimum %s",
-            what, format_memory_size(size), format_memory_size(capped.min),
+            what,
+            format_memory_size(size),
+            format_memory_size(capped.min),
         )
         return capped.min
     return size

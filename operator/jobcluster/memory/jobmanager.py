@@ -30,7 +30,8 @@ from jobcluster.memory.process import (
     metaspace_and_overhead_from_total_process,
     select_path,
 )
-from jobcluster.memory.size import MiB, add, format_memory_size as fmt
+from jobcluster.memory.size import MiB, add
+from jobcluster.memory.size import format_memory_size as fmt
 from jobcluster.memory.spec import JobManagerProcessSpec
 
 log = logging.getLogger(__name__)
@@ -49,10 +50,7 @@ JOB_MANAGER_PROCESS_OPTIONS = ProcessMemoryOptions(
     jvm_overhead_fraction=o.JOB_MANAGER_JVM_OVERHEAD_FRACTION,
 )
 
-_CONSISTENCY_HINT = (
-    "Please, make the configuration consistent or configure only one option: "
-    "either JVM Heap or Total Flink Memory."
-)
+_CONSISTENCY_HINT = "Please, make the configuration consistent or configure only one option: either JVM Heap or Total Flink Memory."
 
 
 def job_manager_process_spec_from_config(config: Configuration) -> JobManagerProcessSpec:
@@ -69,28 +67,20 @@ def job_manager_process_spec_from_config(config: Configuration) -> JobManagerPro
         path = select_path(config, JOB_MANAGER_PROCESS_OPTIONS)
         if path is DerivationPath.FINE_GRAINED:
             heap, off_heap = _flink_memory_from_heap(config)
-            metaspace, overhead = metaspace_and_overhead_from_total_flink(
-                config, JOB_MANAGER_PROCESS_OPTIONS, add(heap, off_heap)
-            )
+            metaspace, overhead = metaspace_and_overhead_from_total_flink(config, JOB_MANAGER_PROCESS_OPTIONS, add(heap, off_heap))
         elif path is DerivationPath.TOTAL_FLINK:
             total_flink = read_memory(config, o.JOB_MANAGER_TOTAL_FLINK_MEMORY)
             heap, off_heap = _flink_memory_from_total(config, total_flink)
-            metaspace, overhead = metaspace_and_overhead_from_total_flink(
-                config, JOB_MANAGER_PROCESS_OPTIONS, total_flink
-            )
+            metaspace, overhead = metaspace_and_overhead_from_total_flink(config, JOB_MANAGER_PROCESS_OPTIONS, total_flink)
         else:
             total_process = read_memory(config, o.JOB_MANAGER_TOTAL_PROCESS_MEMORY)
-            metaspace, overhead = metaspace_and_overhead_from_total_process(
-                config, JOB_MANAGER_PROCESS_OPTIONS, total_process
-            )
+            metaspace, overhead = metaspace_and_overhead_from_total_process(config, JOB_MANAGER_PROCESS_OPTIONS, total_process)
             heap, off_heap = _flink_memory_from_total(config, total_process - metaspace - overhead)
     except InvalidValueError:
         raise  # Flink lets unparseable non-size values through unwrapped
     except IllegalConfigurationError as error:
         raise IllegalConfigurationError(ERROR_PREFIX + str(error)) from error
-    return JobManagerProcessSpec(
-        jvm_heap=heap, off_heap=off_heap, jvm_metaspace=metaspace, jvm_overhead=overhead
-    )
+    return JobManagerProcessSpec(jvm_heap=heap, off_heap=off_heap, jvm_metaspace=metaspace, jvm_overhead=overhead)
 
 
 def _flink_memory_from_heap(config: Configuration) -> tuple[int, int]:
@@ -114,9 +104,11 @@ def _flink_memory_from_heap(config: Configuration) -> tuple[int, int]:
             derived = total_flink - heap
             if derived != off_heap:
                 log.info(
-                    "JobManager Off-Heap Memory is Total Flink Memory (%s) minus JVM Heap (%s) = %s; "
-                    "the default %s is not used",
-                    fmt(total_flink), fmt(heap), fmt(derived), fmt(off_heap),
+                    "JobManager Off-Heap Memory is Total Flink Memory (%s) minus JVM Heap (%s) = %s; the default %s is not used",
+                    fmt(total_flink),
+                    fmt(heap),
+                    fmt(derived),
+                    fmt(off_heap),
                 )
             off_heap = derived
     _warn_if_small(heap)
@@ -127,8 +119,7 @@ def _flink_memory_from_total(config: Configuration, total_flink: int) -> tuple[i
     off_heap = read_memory(config, o.JOB_MANAGER_OFF_HEAP_MEMORY)
     if total_flink <= off_heap:
         raise IllegalConfigurationError(
-            f"The configured Total Flink Memory ({fmt(total_flink)}) is less than the configured "
-            f"Off-heap Memory ({fmt(off_heap)})."
+            f"The configured Total Flink Memory ({fmt(total_flink)}) is less than the configured Off-heap Memory ({fmt(off_heap)})."
         )
     heap = total_flink - off_heap
     _warn_if_small(heap)
@@ -139,5 +130,6 @@ def _warn_if_small(heap: int) -> None:
     if heap < RECOMMENDED_MIN_HEAP:
         log.warning(
             "JobManager JVM Heap (%s) is below the recommended minimum %s; the JobManager may not work well",
-            fmt(heap), fmt(RECOMMENDED_MIN_HEAP),
+            fmt(heap),
+            fmt(RECOMMENDED_MIN_HEAP),
         )

@@ -34,7 +34,8 @@ from jobcluster.memory.capped import (
     read_memory,
     read_range_options,
 )
-from jobcluster.memory.size import add, format_memory_size as fmt, multiply
+from jobcluster.memory.size import add, multiply
+from jobcluster.memory.size import format_memory_size as fmt
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +83,7 @@ def select_path(config: Configuration, options: ProcessMemoryOptions) -> Derivat
     )
 
 
-def metaspace_and_overhead_from_total_process(
-    config: Configuration, options: ProcessMemoryOptions, total_process: int
-) -> tuple[int, int]:
+def metaspace_and_overhead_from_total_process(config: Configuration, options: ProcessMemoryOptions, total_process: int) -> tuple[int, int]:
     """Path C: (metaspace, overhead) of a configured Total Process Memory, in bytes.
 
     Raises:
@@ -101,9 +100,7 @@ def metaspace_and_overhead_from_total_process(
     return metaspace, overhead
 
 
-def metaspace_and_overhead_from_total_flink(
-    config: Configuration, options: ProcessMemoryOptions, total_flink: int
-) -> tuple[int, int]:
+def metaspace_and_overhead_from_total_flink(config: Configuration, options: ProcessMemoryOptions, total_flink: int) -> tuple[int, int]:
     """Paths A and B (and worker specs): (metaspace, overhead) around a known Total Flink Memory.
 
     Raises:
@@ -114,9 +111,7 @@ def metaspace_and_overhead_from_total_flink(
     metaspace = read_memory(config, options.jvm_metaspace)
     flink_and_metaspace = add(total_flink, metaspace)
     if not config.contains(options.total_process):
-        overhead = derive_with_inverse_fraction(
-            "JVM Overhead", flink_and_metaspace, _overhead_range(config, options)
-        )
+        overhead = derive_with_inverse_fraction("JVM Overhead", flink_and_metaspace, _overhead_range(config, options))
         return metaspace, overhead
 
     total_process = read_memory(config, options.total_process)
@@ -130,18 +125,16 @@ def metaspace_and_overhead_from_total_flink(
     capped = _overhead_range(config, options)
     if not is_within(overhead, capped):
         raise IllegalConfigurationError(
-            f"Derived JVM Overhead size ({fmt(overhead)}) is not in configured JVM Overhead range "
-            f"[{fmt(capped.min)}, {fmt(capped.max)}]."
+            f"Derived JVM Overhead size ({fmt(overhead)}) is not in configured JVM Overhead range [{fmt(capped.min)}, {fmt(capped.max)}]."
         )
     if config.contains(options.jvm_overhead_fraction) and overhead != multiply(total_process, capped.fraction):
         log.info(
             "JVM Overhead is the rest of Total Process Memory (%s); the configured fraction %s is not used",
-            fmt(overhead), capped.fraction,
+            fmt(overhead),
+            capped.fraction,
         )
     return metaspace, overhead
 
 
 def _overhead_range(config: Configuration, options: ProcessMemoryOptions) -> RangeFraction:
-    return read_range_options(
-        config, options.jvm_overhead_min, options.jvm_overhead_max, options.jvm_overhead_fraction
-    )
+    return read_range_options(config, options.jvm_overhead_min, options.jvm_overhead_max, options.jvm_overhead_fraction)

@@ -90,9 +90,7 @@ def multiply(size: int, fraction: float) -> int:
         raise IllegalConfigurationError(f"Cannot multiply a memory size by a negative number ({fraction!r}).")
     product = _EXACT.multiply(Decimal(size), Decimal(repr(float(fraction))))
     if product > LONG_MAX:
-        raise IllegalConfigurationError(
-            f"Multiplying {size} bytes by {fraction!r} exceeds the 64-bit range of memory sizes."
-        )
+        raise IllegalConfigurationError(f"Multiplying {size} bytes by {fraction!r} exceeds the 64-bit range of memory sizes.")
     return int(product)
 
 
@@ -114,8 +112,7 @@ def add(*sizes: int) -> int:
     total = sum(sizes)
     if total > LONG_MAX:
         raise IllegalConfigurationError(
-            "The configured memory sizes add up to more than 2**63-1 bytes "
-            f"({' + '.join(str(s) for s in sizes)})."
+            f"The configured memory sizes add up to more than 2**63-1 bytes ({' + '.join(str(s) for s in sizes)})."
         )
     return total
 

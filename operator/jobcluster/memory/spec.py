@@ -62,9 +62,7 @@ def _check_sizes(instance: Any, names: tuple[str, ...]) -> None:
     for name in names:
         value = getattr(instance, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise IllegalConfigurationError(
-                f"{type(instance).__name__}.{name} must be a non-negative number of bytes, got {value!r}."
-            )
+            raise IllegalConfigurationError(f"{type(instance).__name__}.{name} must be a non-negative number of bytes, got {value!r}.")
 
 
 def _check_cpu(instance: Any) -> None:
@@ -246,8 +244,14 @@ class TaskExecutorProcessSpec:
     num_slots: int
 
     _SIZES = (
-        "framework_heap", "framework_off_heap", "task_heap", "task_off_heap",
-        "network", "managed", "jvm_metaspace", "jvm_overhead",
+        "framework_heap",
+        "framework_off_heap",
+        "task_heap",
+        "task_off_heap",
+        "network",
+        "managed",
+        "jvm_metaspace",
+        "jvm_overhead",
     )
 
     def __post_init__(self) -> None:
@@ -259,10 +263,7 @@ class TaskExecutorProcessSpec:
     @property
     def total_flink(self) -> int:
         """Total Flink Memory in bytes."""
-        return (
-            self.framework_heap + self.task_heap + self.framework_off_heap
-            + self.task_off_heap + self.network + self.managed
-        )
+        return self.framework_heap + self.task_heap + self.framework_off_heap + self.task_off_heap + self.network + self.managed
 
     @property
     def total_process(self) -> int:
@@ -282,10 +283,7 @@ class TaskExecutorProcessSpec:
     def jvm_args(self) -> str:
         """Flink's TaskManager JVM flags: ``-Xmx<heap> -Xms<heap> -XX:MaxDirectMemorySize=<direct> -XX:MaxMetaspaceSize=<metaspace>`` (raw bytes)."""
         heap = self.jvm_heap
-        return (
-            f"-Xmx{heap} -Xms{heap} -XX:MaxDirectMemorySize={self.jvm_direct} "
-            f"-XX:MaxMetaspaceSize={self.jvm_metaspace}"
-        )
+        return f"-Xmx{heap} -Xms{heap} -XX:MaxDirectMemorySize={self.jvm_direct} -XX:MaxMetaspaceSize={self.jvm_metaspace}"
 
     def dynamic_configs(self) -> dict[str, str]:
         """The options that pin every component when the TaskExecutor re-reads its configuration.
@@ -318,9 +316,7 @@ class TaskExecutorProcessSpec:
 
     def worker_resource_spec(self) -> WorkerResourceSpec:
         """The four task-facing memories, CPU and slots of this spec."""
-        return WorkerResourceSpec(
-            self.cpu_cores, self.task_heap, self.task_off_heap, self.network, self.managed, self.num_slots
-        )
+        return WorkerResourceSpec(self.cpu_cores, self.task_heap, self.task_off_heap, self.network, self.managed, self.num_slots)
 
     def total_resource_profile(self) -> ResourceProfile:
         """Everything this TaskExecutor offers to slots, as one profile."""

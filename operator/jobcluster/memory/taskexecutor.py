@@ -48,7 +48,8 @@ from jobcluster.memory.process import (
     metaspace_and_overhead_from_total_process,
     select_path,
 )
-from jobcluster.memory.size import LONG_MAX, add, format_memory_size as fmt, multiply
+from jobcluster.memory.size import LONG_MAX, add, multiply
+from jobcluster.memory.size import format_memory_size as fmt
 from jobcluster.memory.spec import TaskExecutorProcessSpec, WorkerResourceSpec, cpu_decimal
 
 log = logging.getLogger(__name__)
@@ -94,20 +95,14 @@ def task_executor_process_spec_from_config(config: Configuration) -> TaskExecuto
         path = select_path(config, TASK_MANAGER_PROCESS_OPTIONS)
         if path is DerivationPath.FINE_GRAINED:
             flink = _flink_memory_from_fine_grained(config)
-            metaspace, overhead = metaspace_and_overhead_from_total_flink(
-                config, TASK_MANAGER_PROCESS_OPTIONS, flink.total
-            )
+            metaspace, overhead = metaspace_and_overhead_from_total_flink(config, TASK_MANAGER_PROCESS_OPTIONS, flink.total)
         elif path is DerivationPath.TOTAL_FLINK:
             total_flink = read_memory(config, o.TASK_MANAGER_TOTAL_FLINK_MEMORY)
             flink = _flink_memory_from_total(config, total_flink)
-            metaspace, overhead = metaspace_and_overhead_from_total_flink(
-                config, TASK_MANAGER_PROCESS_OPTIONS, total_flink
-            )
+            metaspace, overhead = metaspace_and_overhead_from_total_flink(config, TASK_MANAGER_PROCESS_OPTIONS, total_flink)
         else:
             total_process = read_memory(config, o.TASK_MANAGER_TOTAL_PROCESS_MEMORY)
-            metaspace, overhead = metaspace_and_overhead_from_total_process(
-                config, TASK_MANAGER_PROCESS_OPTIONS, total_process
-            )
+            metaspace, overhead = metaspace_and_overhead_from_total_process(config, TASK_MANAGER_PROCESS_OPTIONS, total_process)
             flink = _flink_memory_from_total(config, total_process - metaspace - overhead)
         cpu_cores = cpu_cores_from_config(config)
         num_slots = num_slots_from_config(config)
@@ -118,9 +113,7 @@ def task_executor_process_spec_from_config(config: Configuration) -> TaskExecuto
     return _process_spec(flink, metaspace, overhead, cpu_cores, num_slots)
 
 
-def process_spec_from_worker_spec(
-    config: Configuration, worker: WorkerResourceSpec
-) -> TaskExecutorProcessSpec:
+def process_spec_from_worker_spec(config: Configuration, worker: WorkerResourceSpec) -> TaskExecutorProcessSpec:
     """The full process spec of a worker the ResourceManager starts.
 
     Framework heap/off-heap come from the configuration, the four task-facing
@@ -141,13 +134,11 @@ def process_spec_from_worker_spec(
         network=worker.network,
         managed=worker.managed,
     )
-    metaspace, overhead = metaspace_and_overhead_from_total_flink(
-        config, TASK_MANAGER_PROCESS_OPTIONS, flink.total
-    )
+    metaspace, overhead = metaspace_and_overhead_from_total_flink(config, TASK_MANAGER_PROCESS_OPTIONS, flink.total)
     return _process_spec(flink, metaspace, overhead, worker.cpu_cores, worker.num_slots)
 
 
-def _process_spec(flink: "_FlinkMemory", metaspace: int, overhead: int, cpu_cores, num_slots: int) -> TaskExecutorProcessSpec:
+def _process_spec(flink: _FlinkMemory, metaspace: int, overhead: int, cpu_cores, num_slots: int) -> TaskExecutorProcessSpec:
     return TaskExecutorProcessSpec(
         cpu_cores=cpu_cores,
         framework_heap=flink.framework_heap,
@@ -193,8 +184,7 @@ def num_slots_from_config(config: Configuration) -> int:
     slots = config.get(o.NUM_TASK_SLOTS)
     if slots < 1:
         raise IllegalConfigurationError(
-            f"Invalid configuration value for {o.NUM_TASK_SLOTS.key} : {slots} - "
-            "Number of task slots must be at least one."
+            f"Invalid configuration value for {o.NUM_TASK_SLOTS.key} : {slots} - Number of task slots must be at least one."
         )
     return slots
 
@@ -213,9 +203,7 @@ def _flink_memory_from_fine_grained(config: Configuration) -> _FlinkMemory:
     without_network = add(framework_heap, framework_off_heap, task_heap, task_off_heap, managed)
     if config.contains(o.TASK_MANAGER_TOTAL_FLINK_MEMORY):
         total_flink = read_memory(config, o.TASK_MANAGER_TOTAL_FLINK_MEMORY)
-        network = _network_as_rest(
-            config, total_flink, framework_heap, framework_off_heap, task_heap, task_off_heap, managed
-        )
+        network = _network_as_rest(config, total_flink, framework_heap, framework_off_heap, task_heap, task_off_heap, managed)
     else:
         network = derive_with_inverse_fraction("Network Memory", without_network, _network_range(config))
     return _FlinkMemory(framework_heap, task_heap, framework_off_heap, task_off_heap, network, managed)
@@ -228,9 +216,7 @@ def _flink_memory_from_total(config: Configuration, total_flink: int) -> _FlinkM
     if config.contains(o.TASK_MANAGER_TASK_HEAP_MEMORY):
         task_heap = read_memory(config, o.TASK_MANAGER_TASK_HEAP_MEMORY)
         managed = _managed(config, total_flink)
-        network = _network_as_rest(
-            config, total_flink, framework_heap, framework_off_heap, task_heap, task_off_heap, managed
-        )
+        network = _network_as_rest(config, total_flink, framework_heap, framework_off_heap, task_heap, task_off_heap, managed)
         return _FlinkMemory(framework_heap, task_heap, framework_off_heap, task_off_heap, network, managed)
 
     managed = _managed(config, total_flink)
@@ -299,11 +285,10 @@ def _network_as_rest(
             "configured types of memory, but the derived Network Memory is inconsistent with its "
             "configuration."
         ) from error
-    if config.contains(o.TASK_MANAGER_NETWORK_MEMORY_FRACTION) and network != multiply(
-        total_flink, capped.fraction
-    ):
+    if config.contains(o.TASK_MANAGER_NETWORK_MEMORY_FRACTION) and network != multiply(total_flink, capped.fraction):
         log.info(
             "Network Memory is the rest of Total Flink Memory (%s); the configured fraction %s is not used",
-            fmt(network), capped.fraction,
+            fmt(network),
+            capped.fraction,
         )
     return network

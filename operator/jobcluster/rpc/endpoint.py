@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -80,21 +80,17 @@ class RpcService:
     def is_local(self, address: str) -> bool:
         return address == self.address
 
-    async def invoke(
-        self, address: str, endpoint_id: str, method: str, args: dict[str, Any], fencing_token: str | None
-    ) -> Any:
+    async def invoke(self, address: str, endpoint_id: str, method: str, args: dict[str, Any], fencing_token: str | None) -> Any:
         """Call ``method`` of ``endpoint_id`` at ``address``; raises RpcError or FencingTokenError."""
         if self.is_local(address):
-            return await asyncio.wait_for(
-                self._dispatch(endpoint_id, method, args, fencing_token), self.ask_timeout
-            )
+            return await asyncio.wait_for(self._dispatch(endpoint_id, method, args, fencing_token), self.ask_timeout)
         assert self._session is not None, "RpcService not started"
         url = f"{address}/rpc/{endpoint_id}/{method}"
         payload = {"args": args, "fencing_token": fencing_token}
         try:
             async with self._session.post(url, json=payload, headers={SECRET_HEADER: self._secret}) as resp:
                 body = await resp.json(content_type=None)
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
             raise RpcError(f"call {endpoint_id}.{method} at {address} failed: {exc!r}") from exc
         error = body.get("error")
         if error:

@@ -42,7 +42,7 @@ async def fetch_json(url: str, timeout: float = STATUS_TIMEOUT) -> Any:
             async with session.get(url) as resp:
                 resp.raise_for_status()
                 return await resp.json(content_type=None)
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+    except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
         raise SparkError(f"GET {url} failed: {exc!r}") from exc
 
 
@@ -74,8 +74,14 @@ class SparkMaster:
         self.web_port = find_free_port(host)
         self.address = SparkMasterAddress(f"spark://{host}:{self.port}", f"http://{host}:{self.web_port}")
         argv = [
-            str(spark_home() / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
-            "--host", host, "--port", str(self.port), "--webui-port", str(self.web_port),
+            str(spark_home() / "bin" / "spark-class"),
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            host,
+            "--port",
+            str(self.port),
+            "--webui-port",
+            str(self.web_port),
         ]
         self.process = ChildProcess("spark-master", argv, spark_env(daemon_env), log_dir / "spark-master.log")
 
@@ -106,8 +112,15 @@ class SparkWorker:
     """One Spark standalone worker: ``cores`` and ``memory_mib`` for executors."""
 
     def __init__(
-        self, host: str, master: SparkMasterAddress, cores: int, memory_mib: int, work_dir: Path, log_dir: Path,
-        daemon_env: dict[str, str], name: str = "spark-worker",
+        self,
+        host: str,
+        master: SparkMasterAddress,
+        cores: int,
+        memory_mib: int,
+        work_dir: Path,
+        log_dir: Path,
+        daemon_env: dict[str, str],
+        name: str = "spark-worker",
     ) -> None:
         self.host = host
         self.master = master
@@ -116,9 +129,21 @@ class SparkWorker:
         self.cores = cores
         self.memory_mib = memory_mib
         argv = [
-            str(spark_home() / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker",
-            "--host", host, "--port", str(self.port), "--webui-port", str(self.web_port),
-            "--cores", str(cores), "--memory", f"{memory_mib}m", "--work-dir", str(work_dir), master.url,
+            str(spark_home() / "bin" / "spark-class"),
+            "org.apache.spark.deploy.worker.Worker",
+            "--host",
+            host,
+            "--port",
+            str(self.port),
+            "--webui-port",
+            str(self.web_port),
+            "--cores",
+            str(cores),
+            "--memory",
+            f"{memory_mib}m",
+            "--work-dir",
+            str(work_dir),
+            master.url,
         ]
         env = spark_env({"SPARK_LOCAL_IP": host, **daemon_env})
         self.process = ChildProcess(name, argv, env, log_dir / f"{name}.log")

@@ -104,10 +104,7 @@ class SparkDaemonSizing:
         """``SPARK_DAEMON_MEMORY`` (becomes -Xmx) and ``SPARK_DAEMON_JAVA_OPTS`` for spark-class."""
         return {
             "SPARK_DAEMON_MEMORY": _mib(self.heap_mib),
-            "SPARK_DAEMON_JAVA_OPTS": (
-                f"-XX:MaxDirectMemorySize={_mib(self.direct_mib)} "
-                f"-XX:MaxMetaspaceSize={_mib(self.metaspace_mib)}"
-            ),
+            "SPARK_DAEMON_JAVA_OPTS": (f"-XX:MaxDirectMemorySize={_mib(self.direct_mib)} -XX:MaxMetaspaceSize={_mib(self.metaspace_mib)}"),
         }
 
 
@@ -165,8 +162,7 @@ class TaskExecutorSparkSizing(_CappedContainer):
             "spark.executor.memory": _mib(self.executor_heap_mib),
             "spark.executor.cores": str(self.executor_cores),
             "spark.executor.extraJavaOptions": (
-                f"-XX:MaxDirectMemorySize={_mib(self.executor_direct_mib)} "
-                f"-XX:MaxMetaspaceSize={_mib(self.executor_metaspace_mib)}"
+                f"-XX:MaxDirectMemorySize={_mib(self.executor_direct_mib)} -XX:MaxMetaspaceSize={_mib(self.executor_metaspace_mib)}"
             ),
             "spark.memory.offHeap.enabled": "true" if self.executor_off_heap_mib > 0 else "false",
             # Spark refuses to start an executor whose direct memory is not above this (default 200m);
@@ -184,26 +180,46 @@ class TaskExecutorSparkSizing(_CappedContainer):
         daemon = self.worker_daemon
         off_heap = (
             f"spark.memory.offHeap.size={_mib(self.executor_off_heap_mib)}"
-            if self.executor_off_heap_mib else "spark.memory.offHeap.enabled=false"
+            if self.executor_off_heap_mib
+            else "spark.memory.offHeap.enabled=false"
         )
         pyspark = (
             f"spark.executor.pyspark.memory={_mib(self.pyspark_memory_mib)}"
-            if self.pyspark_memory_mib else "spark.executor.pyspark.memory not set (Python uses overhead)"
+            if self.pyspark_memory_mib
+            else "spark.executor.pyspark.memory not set (Python uses overhead)"
         )
         return (
-            MemoryCap("worker daemon heap", daemon.heap_mib * MiB, "framework_heap",
-                      f"SPARK_DAEMON_MEMORY={_mib(daemon.heap_mib)}"),
-            MemoryCap("worker daemon direct memory", daemon.direct_mib * MiB, "framework_off_heap",
-                      f"SPARK_DAEMON_JAVA_OPTS -XX:MaxDirectMemorySize={_mib(daemon.direct_mib)}"),
-            MemoryCap("worker daemon metaspace", daemon.metaspace_mib * MiB, "jvm_metaspace",
-                      f"SPARK_DAEMON_JAVA_OPTS -XX:MaxMetaspaceSize={_mib(daemon.metaspace_mib)}"),
-            MemoryCap("executor heap", self.executor_heap_mib * MiB, "task_heap",
-                      f"spark.executor.memory={_mib(self.executor_heap_mib)}, "
-                      f"worker --memory {_mib(self.worker_memory_mib)}"),
-            MemoryCap("executor direct memory", self.executor_direct_mib * MiB, "network",
-                      f"spark.executor.extraJavaOptions -XX:MaxDirectMemorySize={_mib(self.executor_direct_mib)}"),
-            MemoryCap("executor metaspace", self.executor_metaspace_mib * MiB, "jvm_metaspace",
-                      f"spark.executor.extraJavaOptions -XX:MaxMetaspaceSize={_mib(self.executor_metaspace_mib)}"),
+            MemoryCap("worker daemon heap", daemon.heap_mib * MiB, "framework_heap", f"SPARK_DAEMON_MEMORY={_mib(daemon.heap_mib)}"),
+            MemoryCap(
+                "worker daemon direct memory",
+                daemon.direct_mib * MiB,
+                "framework_off_heap",
+                f"SPARK_DAEMON_JAVA_OPTS -XX:MaxDirectMemorySize={_mib(daemon.direct_mib)}",
+            ),
+            MemoryCap(
+                "worker daemon metaspace",
+                daemon.metaspace_mib * MiB,
+                "jvm_metaspace",
+                f"SPARK_DAEMON_JAVA_OPTS -XX:MaxMetaspaceSize={_mib(daemon.metaspace_mib)}",
+            ),
+            MemoryCap(
+                "executor heap",
+                self.executor_heap_mib * MiB,
+                "task_heap",
+                f"spark.executor.memory={_mib(self.executor_heap_mib)}, worker --memory {_mib(self.worker_memory_mib)}",
+            ),
+            MemoryCap(
+                "executor direct memory",
+                self.executor_direct_mib * MiB,
+                "network",
+                f"spark.executor.extraJavaOptions -XX:MaxDirectMemorySize={_mib(self.executor_direct_mib)}",
+            ),
+            MemoryCap(
+                "executor metaspace",
+                self.executor_metaspace_mib * MiB,
+                "jvm_metaspace",
+                f"spark.executor.extraJavaOptions -XX:MaxMetaspaceSize={_mib(self.executor_metaspace_mib)}",
+            ),
             MemoryCap("executor off-heap memory", self.executor_off_heap_mib * MiB, "managed", off_heap),
             MemoryCap("PySpark workers", self.pyspark_memory_mib * MiB, "task_off_heap", pyspark),
         )
@@ -265,8 +281,7 @@ class JobManagerSparkSizing(_CappedContainer):
         return {
             "spark.driver.memory": _mib(self.driver_heap_mib),
             "spark.driver.extraJavaOptions": (
-                f"-XX:MaxDirectMemorySize={_mib(self.driver_direct_mib)} "
-                f"-XX:MaxMetaspaceSize={_mib(self.driver_metaspace_mib)}"
+                f"-XX:MaxDirectMemorySize={_mib(self.driver_direct_mib)} -XX:MaxMetaspaceSize={_mib(self.driver_metaspace_mib)}"
             ),
         }
 
@@ -274,18 +289,32 @@ class JobManagerSparkSizing(_CappedContainer):
         """Every explicit limit in the container, in bytes."""
         daemon = self.master_daemon
         return (
-            MemoryCap("driver heap", self.driver_heap_mib * MiB, "jvm_heap",
-                      f"spark.driver.memory={_mib(self.driver_heap_mib)}"),
-            MemoryCap("driver direct memory", self.driver_direct_mib * MiB, "off_heap",
-                      f"spark.driver.extraJavaOptions -XX:MaxDirectMemorySize={_mib(self.driver_direct_mib)}"),
-            MemoryCap("driver metaspace", self.driver_metaspace_mib * MiB, "jvm_metaspace",
-                      f"spark.driver.extraJavaOptions -XX:MaxMetaspaceSize={_mib(self.driver_metaspace_mib)}"),
-            MemoryCap("master daemon heap", daemon.heap_mib * MiB, "off_heap",
-                      f"SPARK_DAEMON_MEMORY={_mib(daemon.heap_mib)}"),
-            MemoryCap("master daemon direct memory", daemon.direct_mib * MiB, "off_heap",
-                      f"SPARK_DAEMON_JAVA_OPTS -XX:MaxDirectMemorySize={_mib(daemon.direct_mib)}"),
-            MemoryCap("master daemon metaspace", daemon.metaspace_mib * MiB, "jvm_metaspace",
-                      f"SPARK_DAEMON_JAVA_OPTS -XX:MaxMetaspaceSize={_mib(daemon.metaspace_mib)}"),
+            MemoryCap("driver heap", self.driver_heap_mib * MiB, "jvm_heap", f"spark.driver.memory={_mib(self.driver_heap_mib)}"),
+            MemoryCap(
+                "driver direct memory",
+                self.driver_direct_mib * MiB,
+                "off_heap",
+                f"spark.driver.extraJavaOptions -XX:MaxDirectMemorySize={_mib(self.driver_direct_mib)}",
+            ),
+            MemoryCap(
+                "driver metaspace",
+                self.driver_metaspace_mib * MiB,
+                "jvm_metaspace",
+                f"spark.driver.extraJavaOptions -XX:MaxMetaspaceSize={_mib(self.driver_metaspace_mib)}",
+            ),
+            MemoryCap("master daemon heap", daemon.heap_mib * MiB, "off_heap", f"SPARK_DAEMON_MEMORY={_mib(daemon.heap_mib)}"),
+            MemoryCap(
+                "master daemon direct memory",
+                daemon.direct_mib * MiB,
+                "off_heap",
+                f"SPARK_DAEMON_JAVA_OPTS -XX:MaxDirectMemorySize={_mib(daemon.direct_mib)}",
+            ),
+            MemoryCap(
+                "master daemon metaspace",
+                daemon.metaspace_mib * MiB,
+                "jvm_metaspace",
+                f"SPARK_DAEMON_JAVA_OPTS -XX:MaxMetaspaceSize={_mib(daemon.metaspace_mib)}",
+            ),
         )
 
     def problems(self) -> tuple[str, ...]:
@@ -318,9 +347,7 @@ class JobManagerSparkSizing(_CappedContainer):
 SparkWorkerSizing = TaskExecutorSparkSizing
 
 
-def spark_sizing_for_task_executor(
-    spec: TaskExecutorProcessSpec, *, check: bool = True
-) -> TaskExecutorSparkSizing:
+def spark_sizing_for_task_executor(spec: TaskExecutorProcessSpec, *, check: bool = True) -> TaskExecutorSparkSizing:
     """Map a TaskExecutor process spec to its Spark worker daemon and executor limits.
 
     With ``check`` (the default) a sizing below Spark's minimums is refused;
@@ -354,9 +381,7 @@ def spark_sizing_for_task_executor(
     return sizing
 
 
-def spark_sizing_for_job_manager(
-    spec: JobManagerProcessSpec, *, check: bool = True
-) -> JobManagerSparkSizing:
+def spark_sizing_for_job_manager(spec: JobManagerProcessSpec, *, check: bool = True) -> JobManagerSparkSizing:
     """Map a JobManager process spec to its Spark master daemon and driver limits.
 
     Raises:
@@ -366,9 +391,7 @@ def spark_sizing_for_job_manager(
     master_direct_mib = _eighths(spec.off_heap, MASTER_DIRECT_EIGHTHS)
     master_metaspace_mib = _eighths(spec.jvm_metaspace, DAEMON_METASPACE_EIGHTHS)
     sizing = JobManagerSparkSizing(
-        master_daemon=SparkDaemonSizing(
-            heap_mib=master_heap_mib, direct_mib=master_direct_mib, metaspace_mib=master_metaspace_mib
-        ),
+        master_daemon=SparkDaemonSizing(heap_mib=master_heap_mib, direct_mib=master_direct_mib, metaspace_mib=master_metaspace_mib),
         driver_heap_mib=floor_mib(spec.jvm_heap),
         driver_direct_mib=floor_mib(spec.off_heap - (master_heap_mib + master_direct_mib) * MiB),
         driver_metaspace_mib=floor_mib(spec.jvm_metaspace - master_metaspace_mib * MiB),
@@ -384,8 +407,7 @@ def spark_sizing_for_job_manager(
 def _refuse(problems: tuple[str, ...], process: str, total_process: int) -> None:
     if problems:
         raise SparkSizingError(
-            f"Spark cannot run the {process} container of {format_memory_size(total_process)}: "
-            + "; ".join(problems) + ".",
+            f"Spark cannot run the {process} container of {format_memory_size(total_process)}: " + "; ".join(problems) + ".",
             problems,
         )
 

@@ -9,7 +9,6 @@ import time
 from operator import add
 
 from pyspark.sql import SparkSession
-
 from wordcount import input_files, read_lines, tokenize
 
 

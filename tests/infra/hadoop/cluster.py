@@ -89,9 +89,7 @@ def build_classpath(timeout: float = 1800.0) -> str:
     except subprocess.TimeoutExpired as e:
         raise HadoopClusterError(f"{BUILD_SCRIPT} did not finish in {timeout:.0f} s") from e
     if out.returncode != 0:
-        raise HadoopClusterError(
-            f"{BUILD_SCRIPT} failed (exit {out.returncode}):\n{out.stderr[-4000:]}"
-        )
+        raise HadoopClusterError(f"{BUILD_SCRIPT} failed (exit {out.returncode}):\n{out.stderr[-4000:]}")
     classpath_file = Path(out.stdout.strip().splitlines()[-1])
     return classpath_file.read_text().strip()
 
@@ -324,8 +322,7 @@ class HadoopCluster:
             if proc.poll() is not None:
                 log = self.log_dir / f"{name}.log"
                 raise HadoopClusterError(
-                    f"the {name} exited with code {proc.returncode} during startup; "
-                    f"end of {log}:\n{processes.tail(log)}"
+                    f"the {name} exited with code {proc.returncode} during startup; end of {log}:\n{processes.tail(log)}"
                 )
 
     def _hdfs_ready(self) -> str | None:
@@ -374,8 +371,7 @@ class HadoopCluster:
                 return
             if time.monotonic() > deadline:
                 raise HadoopClusterError(
-                    f"the Hadoop test cluster was not ready after {self.startup_timeout:.0f} s: "
-                    f"{waiting_for}; logs in {self.log_dir}"
+                    f"the Hadoop test cluster was not ready after {self.startup_timeout:.0f} s: {waiting_for}; logs in {self.log_dir}"
                 )
             time.sleep(0.5)
 

@@ -45,9 +45,7 @@ def _die_with_parent(parent_pid: int):
     return preexec
 
 
-def spawn(
-    argv: Sequence[str], *, env: Mapping[str, str], log_path: Path, cwd: Path
-) -> subprocess.Popen:
+def spawn(argv: Sequence[str], *, env: Mapping[str, str], log_path: Path, cwd: Path) -> subprocess.Popen:
     """Start ``argv`` in a new session, stdout and stderr appended to ``log_path``."""
     with open(log_path, "ab") as log:
         return subprocess.Popen(

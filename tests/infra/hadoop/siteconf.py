@@ -187,9 +187,7 @@ def yarn_site(ports: Ports, layout: Layout, resources: NodeResources) -> dict[st
         "yarn.nodemanager.resource.cpu-vcores": str(resources.vcores),
         # Containers run as processes of the NodeManager's user (no setuid
         # container-executor binary, no cgroups, no Docker).
-        "yarn.nodemanager.container-executor.class": (
-            "org.apache.hadoop.yarn.server.nodemanager.DefaultContainerExecutor"
-        ),
+        "yarn.nodemanager.container-executor.class": ("org.apache.hadoop.yarn.server.nodemanager.DefaultContainerExecutor"),
         # Memory is overcommitted on purpose (see NodeResources): do not kill
         # containers for their virtual or physical size.
         "yarn.nodemanager.vmem-check-enabled": "false",
@@ -242,10 +240,7 @@ log4j.logger.org.eclipse.jetty=WARN
 
 def to_xml(props: dict[str, str]) -> str:
     """A Hadoop ``*-site.xml`` document for ``props``."""
-    body = "".join(
-        f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
-        for k, v in props.items()
-    )
+    body = "".join(f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n" for k, v in props.items())
     return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
 
 

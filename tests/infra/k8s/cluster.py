@@ -159,8 +159,24 @@ class _Pki:
             "[ext]\nbasicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\n"
             "subjectKeyIdentifier=hash\n"
         )
-        self.run("req", "-x509", "-new", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                 "-keyout", self.ca_key, "-out", self.ca_crt, "-days", "3650", "-config", cnf)
+        self.run(
+            "req",
+            "-x509",
+            "-new",
+            "-nodes",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-keyout",
+            self.ca_key,
+            "-out",
+            self.ca_crt,
+            "-days",
+            "3650",
+            "-config",
+            cnf,
+        )
 
     def make_cert(self, name: str, cn: str, org: str | None = None, sans: list[str] | None = None) -> tuple[Path, Path]:
         key, csr, crt, cnf = (self.dir / f"{name}.{ext}" for ext in ("key", "csr", "crt", "cnf"))
@@ -170,11 +186,42 @@ class _Pki:
         if sans:
             ext += "subjectAltName=" + ",".join(sans) + "\n"
         cnf.write_text(f"[req]\ndistinguished_name=dn\nprompt=no\n[dn]\n{dn}[ext]\n{ext}")
-        self.run("req", "-new", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                 "-keyout", key, "-out", csr, "-config", cnf)
+        self.run(
+            "req",
+            "-new",
+            "-nodes",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-keyout",
+            key,
+            "-out",
+            csr,
+            "-config",
+            cnf,
+        )
         self.serial += 1
-        self.run("x509", "-req", "-in", csr, "-CA", self.ca_crt, "-CAkey", self.ca_key, "-set_serial", str(self.serial),
-                 "-days", "3650", "-out", crt, "-extfile", cnf, "-extensions", "ext")
+        self.run(
+            "x509",
+            "-req",
+            "-in",
+            csr,
+            "-CA",
+            self.ca_crt,
+            "-CAkey",
+            self.ca_key,
+            "-set_serial",
+            str(self.serial),
+            "-days",
+            "3650",
+            "-out",
+            crt,
+            "-extfile",
+            cnf,
+            "-extensions",
+            "ext",
+        )
         return crt, key
 
     def make_service_account_keys(self) -> tuple[Path, Path]:
@@ -312,9 +359,17 @@ class KubernetesCluster:
         pki.make_ca()
         sa_key, sa_pub = pki.make_service_account_keys()
         api_crt, api_key = pki.make_cert(
-            "kube-apiserver", "kube-apiserver",
-            sans=["IP:127.0.0.1", f"IP:{KUBERNETES_SERVICE_IP}", "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default",
-                  "DNS:kubernetes.default.svc", "DNS:kubernetes.default.svc.cluster.local"],
+            "kube-apiserver",
+            "kube-apiserver",
+            sans=[
+                "IP:127.0.0.1",
+                f"IP:{KUBERNETES_SERVICE_IP}",
+                "DNS:localhost",
+                "DNS:kubernetes",
+                "DNS:kubernetes.default",
+                "DNS:kubernetes.default.svc",
+                "DNS:kubernetes.default.svc.cluster.local",
+            ],
         )
         admin = pki.make_cert("admin", "jobcluster-admin", org="system:masters")
         kcm = pki.make_cert("kube-controller-manager", "system:kube-controller-manager")
@@ -339,57 +394,144 @@ class KubernetesCluster:
         session.verify = str(pki.ca_crt)
 
         etcd_url = f"http://127.0.0.1:{etcd_port}"
-        self._spawn("etcd", [
-            bin_dir / "etcd", "--name", "default", "--data-dir", self.work_dir / "etcd",
-            "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
-            "--listen-peer-urls", f"http://127.0.0.1:{etcd_peer}",
-            "--initial-advertise-peer-urls", f"http://127.0.0.1:{etcd_peer}",
-            "--initial-cluster", f"default=http://127.0.0.1:{etcd_peer}",
-            "--unsafe-no-fsync", "--log-level", "warn",
-        ])
+        self._spawn(
+            "etcd",
+            [
+                bin_dir / "etcd",
+                "--name",
+                "default",
+                "--data-dir",
+                self.work_dir / "etcd",
+                "--listen-client-urls",
+                etcd_url,
+                "--advertise-client-urls",
+                etcd_url,
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{etcd_peer}",
+                "--initial-advertise-peer-urls",
+                f"http://127.0.0.1:{etcd_peer}",
+                "--initial-cluster",
+                f"default=http://127.0.0.1:{etcd_peer}",
+                "--unsafe-no-fsync",
+                "--log-level",
+                "warn",
+            ],
+        )
         self._wait("etcd", lambda: plain.get(f"{etcd_url}/health", timeout=3).json().get("health") == "true", deadline)
 
-        self._spawn("kube-apiserver", [
-            bin_dir / "kube-apiserver",
-            "--etcd-servers", etcd_url,
-            "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", str(api_port),
-            "--tls-cert-file", api_crt, "--tls-private-key-file", api_key,
-            "--client-ca-file", pki.ca_crt,
-            "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
-            "--service-account-key-file", sa_pub, "--service-account-signing-key-file", sa_key,
-            "--service-cluster-ip-range", SERVICE_CIDR,
-            # The `kubernetes` Service's endpoints cannot be a loopback address (validation
-            # refuses it); nothing routes Service IPs here anyway (no kube-proxy).
-            "--endpoint-reconciler-type", "none",
-            "--authorization-mode", "Node,RBAC",
-            "--enable-admission-plugins", "NodeRestriction",
-            "--allow-privileged=true", "--profiling=false", "--v=1",
-        ])
+        self._spawn(
+            "kube-apiserver",
+            [
+                bin_dir / "kube-apiserver",
+                "--etcd-servers",
+                etcd_url,
+                "--bind-address",
+                "127.0.0.1",
+                "--advertise-address",
+                "127.0.0.1",
+                "--secure-port",
+                str(api_port),
+                "--tls-cert-file",
+                api_crt,
+                "--tls-private-key-file",
+                api_key,
+                "--client-ca-file",
+                pki.ca_crt,
+                "--service-account-issuer",
+                "https://kubernetes.default.svc.cluster.local",
+                "--service-account-key-file",
+                sa_pub,
+                "--service-account-signing-key-file",
+                sa_key,
+                "--service-cluster-ip-range",
+                SERVICE_CIDR,
+                # The `kubernetes` Service's endpoints cannot be a loopback address (validation
+                # refuses it); nothing routes Service IPs here anyway (no kube-proxy).
+                "--endpoint-reconciler-type",
+                "none",
+                "--authorization-mode",
+                "Node,RBAC",
+                "--enable-admission-plugins",
+                "NodeRestriction",
+                "--allow-privileged=true",
+                "--profiling=false",
+                "--v=1",
+            ],
+        )
         self._wait("kube-apiserver", lambda: session.get(f"{self.server}/readyz", timeout=5).status_code == 200, deadline)
 
-        self._spawn("kube-controller-manager", [
-            bin_dir / "kube-controller-manager",
-            "--kubeconfig", kcm_kc, "--authentication-kubeconfig", kcm_kc, "--authorization-kubeconfig", kcm_kc,
-            "--bind-address", "127.0.0.1", "--secure-port", str(kcm_port),
-            "--controllers", "*", "--leader-elect=false", "--use-service-account-credentials=true",
-            "--service-account-private-key-file", sa_key, "--root-ca-file", pki.ca_crt,
-            "--cluster-signing-cert-file", pki.ca_crt, "--cluster-signing-key-file", pki.ca_key,
-            "--cluster-name", "jobcluster-test", "--profiling=false", "--v=1",
-        ])
-        self._spawn("kube-scheduler", [
-            bin_dir / "kube-scheduler",
-            "--kubeconfig", sched_kc, "--authentication-kubeconfig", sched_kc, "--authorization-kubeconfig", sched_kc,
-            "--bind-address", "127.0.0.1", "--secure-port", str(sched_port),
-            "--leader-elect=false", "--profiling=false", "--v=1",
-        ])
+        self._spawn(
+            "kube-controller-manager",
+            [
+                bin_dir / "kube-controller-manager",
+                "--kubeconfig",
+                kcm_kc,
+                "--authentication-kubeconfig",
+                kcm_kc,
+                "--authorization-kubeconfig",
+                kcm_kc,
+                "--bind-address",
+                "127.0.0.1",
+                "--secure-port",
+                str(kcm_port),
+                "--controllers",
+                "*",
+                "--leader-elect=false",
+                "--use-service-account-credentials=true",
+                "--service-account-private-key-file",
+                sa_key,
+                "--root-ca-file",
+                pki.ca_crt,
+                "--cluster-signing-cert-file",
+                pki.ca_crt,
+                "--cluster-signing-key-file",
+                pki.ca_key,
+                "--cluster-name",
+                "jobcluster-test",
+                "--profiling=false",
+                "--v=1",
+            ],
+        )
+        self._spawn(
+            "kube-scheduler",
+            [
+                bin_dir / "kube-scheduler",
+                "--kubeconfig",
+                sched_kc,
+                "--authentication-kubeconfig",
+                sched_kc,
+                "--authorization-kubeconfig",
+                sched_kc,
+                "--bind-address",
+                "127.0.0.1",
+                "--secure-port",
+                str(sched_port),
+                "--leader-elect=false",
+                "--profiling=false",
+                "--v=1",
+            ],
+        )
         for name, port in (("kube-controller-manager", kcm_port), ("kube-scheduler", sched_port)):
             self._wait(name, lambda port=port: plain.get(f"https://127.0.0.1:{port}/healthz", timeout=5).status_code == 200, deadline)
-        self._wait("kube-controller-manager",
-                   lambda: session.get(f"{self.server}/api/v1/namespaces/default/serviceaccounts/default", timeout=5).status_code == 200,
-                   deadline, what="the default service account")
+        self._wait(
+            "kube-controller-manager",
+            lambda: session.get(f"{self.server}/api/v1/namespaces/default/serviceaccounts/default", timeout=5).status_code == 200,
+            deadline,
+            what="the default service account",
+        )
 
-        agent_args: list[Any] = [sys.executable, NODE_AGENT, "--kubeconfig", node_kc, "--node-name", self.node_name,
-                                 "--work-dir", self.node_dir, "--pod-cidr", self.pod_cidr]
+        agent_args: list[Any] = [
+            sys.executable,
+            NODE_AGENT,
+            "--kubeconfig",
+            node_kc,
+            "--node-name",
+            self.node_name,
+            "--work-dir",
+            self.node_dir,
+            "--pod-cidr",
+            self.pod_cidr,
+        ]
         if self.node_cpu:
             agent_args += ["--cpu", self.node_cpu]
         if self.node_memory:
@@ -415,8 +557,12 @@ class KubernetesCluster:
         env.pop("KUBECONFIG", None)
         proc = subprocess.Popen(
             setpriv_prefix(pdeathsig) + [str(a) for a in argv],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=env, cwd=self.work_dir, start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=self.work_dir,
+            start_new_session=True,
         )
         self._procs.append((name, proc, stop_grace))
 

@@ -24,7 +24,6 @@ if str(REPO) not in sys.path:
 from jobcluster.backends.yarn.gateway import JvmGateway  # noqa: E402
 from tests.infra.hadoop.cluster import HadoopCluster  # noqa: E402
 
-
 _kept_logs: list[Path] = []
 
 
@@ -58,7 +57,5 @@ def hadoop_cluster(request: pytest.FixtureRequest) -> Iterator[HadoopCluster]:
 @pytest.fixture(scope="session")
 def yarn_jvm(hadoop_cluster: HadoopCluster) -> Iterator[JvmGateway]:
     """A py4j JVM with pyspark's Hadoop client jars, configured for the test cluster."""
-    with JvmGateway(
-        hadoop_cluster.hadoop_conf_dir, log_file=hadoop_cluster.log_dir / "test-gateway.log"
-    ) as gateway:
+    with JvmGateway(hadoop_cluster.hadoop_conf_dir, log_file=hadoop_cluster.log_dir / "test-gateway.log") as gateway:
         yield gateway

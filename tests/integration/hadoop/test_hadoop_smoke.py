@@ -55,9 +55,7 @@ def test_webhdfs_write_and_read(hadoop_cluster: HadoopCluster) -> None:
     assert "hello.txt" in client.list("/smoke")
 
 
-def test_yarn_client_lists_the_running_nodemanager(
-    hadoop_cluster: HadoopCluster, yarn_jvm: JvmGateway, yarn_client: object
-) -> None:
+def test_yarn_client_lists_the_running_nodemanager(hadoop_cluster: HadoopCluster, yarn_jvm: JvmGateway, yarn_client: object) -> None:
     records = yarn_jvm.jvm.org.apache.hadoop.yarn.api.records
     running = yarn_jvm.gateway.new_array(records.NodeState, 1)
     running[0] = records.NodeState.RUNNING
@@ -100,10 +98,7 @@ def test_application_master_container_runs_a_shell_command(
     # The NodeManager runs this with bash -c "..." (no escaping): the command
     # must not contain double quotes; shlex.quote uses single quotes.
     shell = f"echo ok > {marker}"
-    command = (
-        f"{sys.executable} {shell_am.__file__} -- /bin/sh -c {shlex.quote(shell)}"
-        " 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr"
-    )
+    command = f"{sys.executable} {shell_am.__file__} -- /bin/sh -c {shlex.quote(shell)} 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr"
     env = {
         "HADOOP_CONF_DIR": str(hadoop_cluster.hadoop_conf_dir),
         "PYTHONPATH": f"{REPO / 'operator'}:{REPO}",
@@ -120,9 +115,7 @@ def test_application_master_container_runs_a_shell_command(
             break
         if time.monotonic() > deadline:
             yarn_client.killApplication(app_id)
-            pytest.fail(
-                f"{app_id} still {state} after {APP_TIMEOUT:.0f} s\n{_am_logs(hadoop_cluster, app_id.toString())}"
-            )
+            pytest.fail(f"{app_id} still {state} after {APP_TIMEOUT:.0f} s\n{_am_logs(hadoop_cluster, app_id.toString())}")
         time.sleep(0.5)
 
     final = report.getFinalApplicationStatus().toString()

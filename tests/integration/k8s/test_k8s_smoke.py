@@ -79,20 +79,22 @@ def test_pod_writing_a_marker_file_succeeds_with_downward_api_env(core, k8s_name
         "metadata": {"name": "marker"},
         "spec": {
             "restartPolicy": "Never",
-            "containers": [{
-                "name": "main",
-                "image": "python:3.11-slim",  # reported, never pulled
-                "command": [sys.executable, "-c", script],
-                "args": [str(marker)],
-                "env": [
-                    {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-                    {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-                    {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-                    {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-                    {"name": "GREETING", "value": "hello $(POD_NAME)"},
-                ],
-                "resources": SMALL,
-            }],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "python:3.11-slim",  # reported, never pulled
+                    "command": [sys.executable, "-c", script],
+                    "args": [str(marker)],
+                    "env": [
+                        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                        {"name": "GREETING", "value": "hello $(POD_NAME)"},
+                    ],
+                    "resources": SMALL,
+                }
+            ],
         },
     }
     core.create_namespaced_pod(k8s_namespace, pod, _request_timeout=TIMEOUT)
@@ -124,9 +126,10 @@ def test_restart_policy_is_followed(core, k8s_namespace, tmp_path):
     def pod(name: str, policy: str, command: str) -> dict:
         return {
             "metadata": {"name": name},
-            "spec": {"restartPolicy": policy, "containers": [
-                {"name": "main", "image": "busybox", "command": ["/bin/sh", "-c", command], "resources": SMALL}
-            ]},
+            "spec": {
+                "restartPolicy": policy,
+                "containers": [{"name": "main", "image": "busybox", "command": ["/bin/sh", "-c", command], "resources": SMALL}],
+            },
         }
 
     core.create_namespaced_pod(k8s_namespace, pod("never", "Never", "exit 3"), _request_timeout=TIMEOUT)
@@ -153,15 +156,19 @@ def test_deployment_pods_run_through_controller_manager_and_scheduler(core, apps
             "selector": {"matchLabels": {"app": "web"}},
             "template": {
                 "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{
-                    "name": "http",
-                    "image": "python:3.11-slim",
-                    "command": [sys.executable, "-m", "http.server", "8080", "--bind", "$(POD_IP)"],
-                    "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
-                    "ports": [{"name": "http", "containerPort": 8080}],
-                    "readinessProbe": {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 1},
-                    "resources": SMALL,
-                }]},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "http",
+                            "image": "python:3.11-slim",
+                            "command": [sys.executable, "-m", "http.server", "8080", "--bind", "$(POD_IP)"],
+                            "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+                            "ports": [{"name": "http", "containerPort": 8080}],
+                            "readinessProbe": {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 1},
+                            "resources": SMALL,
+                        }
+                    ]
+                },
             },
         },
     }
@@ -191,9 +198,7 @@ def test_deployment_pods_run_through_controller_manager_and_scheduler(core, apps
 
 
 def test_deleting_an_owner_garbage_collects_the_owned_pod_and_its_process(core, k8s_namespace):
-    owner = core.create_namespaced_config_map(
-        k8s_namespace, {"metadata": {"name": "owner"}, "data": {"k": "v"}}, _request_timeout=TIMEOUT
-    )
+    owner = core.create_namespaced_config_map(k8s_namespace, {"metadata": {"name": "owner"}, "data": {"k": "v"}}, _request_timeout=TIMEOUT)
     pod = {
         "metadata": {
             "name": "owned",
@@ -213,10 +218,14 @@ def test_deleting_an_owner_garbage_collects_the_owned_pod_and_its_process(core, 
 
 
 def test_kubectl_lists_pods_and_nodes(k8s_cluster, core, k8s_namespace):
-    core.create_namespaced_pod(k8s_namespace, {
-        "metadata": {"name": "listed"},
-        "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"], "resources": SMALL}]},
-    }, _request_timeout=TIMEOUT)
+    core.create_namespaced_pod(
+        k8s_namespace,
+        {
+            "metadata": {"name": "listed"},
+            "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"], "resources": SMALL}]},
+        },
+        _request_timeout=TIMEOUT,
+    )
     wait_for(lambda: pod_phase(core, k8s_namespace, "listed") == "Running", what="pod listed Running")
 
     out = k8s_cluster.kubectl("get", "pods", "-n", k8s_namespace, "-o", "wide").stdout
@@ -235,19 +244,22 @@ def test_helm_version_and_install_of_a_chart(k8s_cluster, core, k8s_namespace, t
     (chart / "templates").mkdir(parents=True)
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: smoke\nversion: 0.1.0\n")
     (chart / "values.yaml").write_text("message: hello\n")
-    (chart / "templates" / "configmap.yaml").write_text(textwrap.dedent("""\
+    (chart / "templates" / "configmap.yaml").write_text(
+        textwrap.dedent("""\
         apiVersion: v1
         kind: ConfigMap
         metadata:
           name: {{ .Release.Name }}-config
         data:
           message: {{ .Values.message | quote }}
-        """))
-    (chart / "templates" / "job.yaml").write_text(textwrap.dedent(f"""\
+        """)
+    )
+    (chart / "templates" / "job.yaml").write_text(
+        textwrap.dedent("""\
         apiVersion: batch/v1
         kind: Job
         metadata:
-          name: {{{{ .Release.Name }}}}-job
+          name: {{ .Release.Name }}-job
         spec:
           backoffLimit: 0
           template:
@@ -261,20 +273,36 @@ def test_helm_version_and_install_of_a_chart(k8s_cluster, core, k8s_namespace, t
                     - name: MESSAGE
                       valueFrom:
                         configMapKeyRef:
-                          name: {{{{ .Release.Name }}}}-config
+                          name: {{ .Release.Name }}-config
                           key: message
                   resources:
-                    requests: {{cpu: 10m, memory: 16Mi}}
-        """))
+                    requests: {cpu: 10m, memory: 16Mi}
+        """)
+    )
 
-    k8s_cluster.helm("install", "smoke", str(chart), "-n", k8s_namespace, "--set", "message=hi",
-                     "--wait", "--wait-for-jobs", "--timeout", "2m", timeout=180)
+    k8s_cluster.helm(
+        "install",
+        "smoke",
+        str(chart),
+        "-n",
+        k8s_namespace,
+        "--set",
+        "message=hi",
+        "--wait",
+        "--wait-for-jobs",
+        "--timeout",
+        "2m",
+        timeout=180,
+    )
 
     releases = json.loads(k8s_cluster.helm("list", "-n", k8s_namespace, "-o", "json").stdout)
     assert [(r["name"], r["status"]) for r in releases] == [("smoke", "deployed")]
     cm = core.read_namespaced_config_map("smoke-config", k8s_namespace, _request_timeout=TIMEOUT)
     assert cm.data == {"message": "hi"}
     k8s_cluster.helm("uninstall", "smoke", "-n", k8s_namespace, "--wait", timeout=180)
-    wait_for(lambda: not core.list_namespaced_config_map(
-        k8s_namespace, field_selector="metadata.name=smoke-config", _request_timeout=TIMEOUT).items,
-        what="chart resources removed")
+    wait_for(
+        lambda: (
+            not core.list_namespaced_config_map(k8s_namespace, field_selector="metadata.name=smoke-config", _request_timeout=TIMEOUT).items
+        ),
+        what="chart resources removed",
+    )

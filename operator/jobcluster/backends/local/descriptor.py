@@ -62,10 +62,17 @@ class LocalClusterDescriptor(ClusterDescriptor):
             self._stage(cluster_dir, graph, program, config)
             log_dir.mkdir(parents=True, exist_ok=True)
             process = self._launch_entrypoint(cluster_id, cluster_dir, log_dir)
-            _write_json(cluster_dir / CLUSTER_INFO_FILE, {
-                "cluster_id": cluster_id, "target": self.target, "job_id": graph.job_id, "job_name": graph.job_name,
-                "pid": process.pid, "log_dir": str(log_dir),
-            })
+            _write_json(
+                cluster_dir / CLUSTER_INFO_FILE,
+                {
+                    "cluster_id": cluster_id,
+                    "target": self.target,
+                    "job_id": graph.job_id,
+                    "job_name": graph.job_name,
+                    "pid": process.pid,
+                    "log_dir": str(log_dir),
+                },
+            )
             rest_url = self._wait_until_serving(process, cluster_dir, log_dir)
         except BaseException:
             if process is not None:
@@ -93,8 +100,13 @@ class LocalClusterDescriptor(ClusterDescriptor):
         }
         with open(log_dir / "jobmanager.log", "ab") as out:
             return subprocess.Popen(
-                [sys.executable, "-m", "jobcluster.runtime.entrypoint"], env=env, stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True, cwd=cluster_dir,
+                [sys.executable, "-m", "jobcluster.runtime.entrypoint"],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=cluster_dir,
             )
 
     def _wait_until_serving(self, process: subprocess.Popen, cluster_dir: Path, log_dir: Path) -> str:
@@ -147,5 +159,5 @@ def _startup_failure(log_dir: Path) -> str:
         return "no log was written"
     for line in reversed(lines):
         if line.startswith(layout.STARTUP_FAILURE_PREFIX):
-            return line[len(layout.STARTUP_FAILURE_PREFIX):]
+            return line[len(layout.STARTUP_FAILURE_PREFIX) :]
     return " | ".join(lines[-5:]) or "the entrypoint exited without a message"

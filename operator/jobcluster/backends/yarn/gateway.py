@@ -226,16 +226,12 @@ class JvmGateway:
             thread.join(10)
             if "value" in result:  # it came up just too late
                 _stop_process(result["value"][2], timeout=5)
-            raise JvmGatewayError(
-                f"the py4j JVM did not start within {self.startup_timeout:g} s{self._output_tail()}"
-            )
+            raise JvmGatewayError(f"the py4j JVM did not start within {self.startup_timeout:g} s{self._output_tail()}")
         if "error" in result:
             failed = _popen_in_traceback(result["error"])
             if failed is not None:  # reap it (py4j returns no handle on failure)
                 _stop_process(failed, timeout=5)
-            raise JvmGatewayError(
-                f"the py4j JVM failed to start ({result['error']!r}){self._output_tail()}"
-            ) from result["error"]
+            raise JvmGatewayError(f"the py4j JVM failed to start ({result['error']!r}){self._output_tail()}") from result["error"]
         port, token, self._proc = result["value"]
         try:
             self._gateway = JavaGateway(

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from jobcluster.errors import JobNotFoundError
 from jobcluster.rpc.endpoint import RpcEndpoint
@@ -57,7 +58,7 @@ class MiniDispatcher(RpcEndpoint):
         if self.attached:
             try:
                 await asyncio.wait_for(self._result_fetched.wait(), self.result_retrieval_timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("the attached client did not fetch the job result within %.0f s", self.result_retrieval_timeout)
         if not self.termination.done():
             self.termination.set_result(_APPLICATION_STATUS.get(result.status, ApplicationStatus.UNKNOWN))

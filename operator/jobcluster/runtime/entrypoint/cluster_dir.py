@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-CONFIG_FILE = "jobcluster.yaml"       # effective configuration, flat keys
-JOB_GRAPH_FILE = "jobgraph.json"      # the serialized JobGraph
-ARTIFACTS_DIR = "artifacts"           # the program and user artifacts
-REST_INFO_FILE = "rest.json"          # written by the entrypoint once it serves: {"rest_url", "pid"}
+CONFIG_FILE = "jobcluster.yaml"  # effective configuration, flat keys
+JOB_GRAPH_FILE = "jobgraph.json"  # the serialized JobGraph
+ARTIFACTS_DIR = "artifacts"  # the program and user artifacts
+REST_INFO_FILE = "rest.json"  # written by the entrypoint once it serves: {"rest_url", "pid"}
 STARTUP_FAILURE_PREFIX = "JOBCLUSTER STARTUP FAILED: "  # the line an entrypoint prints when it cannot start
 
 # Environment of the entrypoint and TaskExecutor processes.

@@ -56,7 +56,7 @@ class EntrypointContext:
     secret: str
 
     @classmethod
-    def from_env(cls) -> "EntrypointContext":
+    def from_env(cls) -> EntrypointContext:
         env = os.environ
         return cls(
             cluster_id=env[layout.ENV_CLUSTER_ID],
@@ -107,7 +107,11 @@ class JobClusterEntrypoint:
         driver: ResourceManagerDriver = self._create_driver(config)
         resource_manager_id = uuid.uuid4().hex
         resource_manager = ResourceManager(
-            rpc, driver, self._launch_context(rpc.address, resource_manager_id), config, tm_spec.worker_resource_spec(),
+            rpc,
+            driver,
+            self._launch_context(rpc.address, resource_manager_id),
+            config,
+            tm_spec.worker_resource_spec(),
             ResourceManagerSettings(
                 heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
                 heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
@@ -130,8 +134,18 @@ class JobClusterEntrypoint:
         )
 
         def create_job_master(on_terminal) -> JobMaster:
-            return JobMaster(rpc, graph, ctx.cluster_dir / layout.ARTIFACTS_DIR, ctx.log_dir, rm_gateway, spark_master.address,
-                             ctx.bind_host, sizing_conf, jm_settings, on_terminal)
+            return JobMaster(
+                rpc,
+                graph,
+                ctx.cluster_dir / layout.ARTIFACTS_DIR,
+                ctx.log_dir,
+                rm_gateway,
+                spark_master.address,
+                ctx.bind_host,
+                sizing_conf,
+                jm_settings,
+                on_terminal,
+            )
 
         dispatcher = MiniDispatcher(create_job_master, config.get(options.EXECUTION_ATTACHED), RESULT_RETRIEVAL_TIMEOUT)
         stack.push_async_callback(rpc.stop_endpoint, dispatcher)

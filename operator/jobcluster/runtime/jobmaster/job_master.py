@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from jobcluster.errors import JobClusterError, RpcError
 from jobcluster.heartbeat.manager import HeartbeatManager
@@ -86,7 +87,9 @@ class JobMaster(FencedRpcEndpoint):
         self._application: SparkApplication | None = None
         self._application_task: asyncio.Task[None] | None = None
         self._task_executors: dict[str, TaskExecutorGateway] = {}
-        self._heartbeats = HeartbeatManager("jobmaster", settings.heartbeat_interval, settings.heartbeat_timeout, self._task_executor_timeout)
+        self._heartbeats = HeartbeatManager(
+            "jobmaster", settings.heartbeat_interval, settings.heartbeat_timeout, self._task_executor_timeout
+        )
         self._cancel_requested = False
         self.result: JobResult | None = None
 
@@ -193,7 +196,13 @@ class JobMaster(FencedRpcEndpoint):
                 await self._finish(JobStatus.FAILED, cause)
                 return
             self.restarts += 1
-            log.warning("job failed (%s); restart %d of %d in %.1f s", cause.splitlines()[0], self.restarts, strategy.attempts, strategy.delay_seconds)
+            log.warning(
+                "job failed (%s); restart %d of %d in %.1f s",
+                cause.splitlines()[0],
+                self.restarts,
+                strategy.attempts,
+                strategy.delay_seconds,
+            )
             self._set_status(JobStatus.RESTARTING)
             await asyncio.sleep(strategy.delay_seconds)
         await self._finish(JobStatus.CANCELED, None)
@@ -205,7 +214,12 @@ class JobMaster(FencedRpcEndpoint):
                 self.progress = progress
                 log.info(
                     "Spark %s: %d/%d jobs, %d/%d tasks done, %d executors",
-                    progress.app_id, progress.jobs_completed, progress.jobs_total, progress.tasks_completed, progress.tasks_total, progress.executors,
+                    progress.app_id,
+                    progress.jobs_completed,
+                    progress.jobs_total,
+                    progress.tasks_completed,
+                    progress.tasks_total,
+                    progress.executors,
                 )
             await asyncio.sleep(PROGRESS_INTERVAL)
 
@@ -225,9 +239,14 @@ class JobMaster(FencedRpcEndpoint):
             return
         self._set_status(status)
         self.result = JobResult(
-            job_id=self.graph.job_id, job_name=self.graph.job_name, status=status, start_time=self.start_time,
-            end_time=_now_ms(), failure_cause=failure_cause,
-            program_output=self._application.output() if self._application else "", restarts=self.restarts,
+            job_id=self.graph.job_id,
+            job_name=self.graph.job_name,
+            status=status,
+            start_time=self.start_time,
+            end_time=_now_ms(),
+            failure_cause=failure_cause,
+            program_output=self._application.output() if self._application else "",
+            restarts=self.restarts,
         )
         await self._release_slots()
         await self._on_terminal(self.result)
@@ -266,8 +285,14 @@ class JobMaster(FencedRpcEndpoint):
             "restarts": self.restarts,
             "slots": {"required": self.slot_pool.required_slots, "held": self.slot_pool.size},
             "vertices": [
-                {"id": vertex.id, "name": vertex.name, "parallelism": vertex.parallelism, "maxParallelism": vertex.max_parallelism,
-                 "status": self.status.value, "spark": progress}
+                {
+                    "id": vertex.id,
+                    "name": vertex.name,
+                    "parallelism": vertex.parallelism,
+                    "maxParallelism": vertex.max_parallelism,
+                    "status": self.status.value,
+                    "spark": progress,
+                }
             ],
             "spark": progress,
         }

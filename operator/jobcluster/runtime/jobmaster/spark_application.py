@@ -70,8 +70,16 @@ def submit_conf(graph: JobGraph, master: SparkMasterAddress, host: str, ui_port:
 class SparkApplication:
     """``spark-submit`` of the JobGraph's program, with stdout and stderr to files in ``log_dir``."""
 
-    def __init__(self, graph: JobGraph, staging_dir: Path, master: SparkMasterAddress, host: str, log_dir: Path,
-                 sizing_conf: dict[str, str], attempt: int) -> None:
+    def __init__(
+        self,
+        graph: JobGraph,
+        staging_dir: Path,
+        master: SparkMasterAddress,
+        host: str,
+        log_dir: Path,
+        sizing_conf: dict[str, str],
+        attempt: int,
+    ) -> None:
         vertex = graph.vertices[0]
         self.ui_port = find_free_port(host)
         self.ui_url = f"http://{host}:{self.ui_port}"
@@ -146,7 +154,7 @@ def last_python_traceback(text: str) -> str | None:
     if not starts:
         return None
     block = [lines[starts[-1]]]
-    for line in lines[starts[-1] + 1:]:
+    for line in lines[starts[-1] + 1 :]:
         block.append(line)
         if line and not line[0].isspace():  # the exception line ends the block
             break

@@ -14,15 +14,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JobClusterError, RpcError
 from jobcluster.heartbeat.manager import HeartbeatManager
 from jobcluster.memory.size import format_memory_size
-from jobcluster.config.configuration import Configuration
 from jobcluster.memory.spec import WorkerResourceSpec
 from jobcluster.memory.taskexecutor import process_spec_from_worker_spec
 from jobcluster.rpc.endpoint import FencedRpcEndpoint, rpc
 from jobcluster.rpc.service import RpcService
-from jobcluster.runtime.jobmaster.gateway import JobMasterGateway, JOB_MASTER_ENDPOINT
+from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT, JobMasterGateway
 from jobcluster.runtime.messages import SlotID, SlotReport, TaskExecutorRegistration
 from jobcluster.runtime.resourcemanager.driver import (
     ApplicationStatus,
@@ -96,8 +96,12 @@ class ResourceManager(FencedRpcEndpoint):
         self._task_executors: dict[str, _TaskExecutorConnection] = {}
         self._pending_workers: set[str] = set()
         self._job_masters: dict[str, _JobMasterConnection] = {}
-        self._te_heartbeats = HeartbeatManager("resourcemanager", settings.heartbeat_interval, settings.heartbeat_timeout, self._task_executor_heartbeat_timeout)
-        self._jm_heartbeats = HeartbeatManager("resourcemanager", settings.heartbeat_interval, settings.heartbeat_timeout, self._job_master_heartbeat_timeout)
+        self._te_heartbeats = HeartbeatManager(
+            "resourcemanager", settings.heartbeat_interval, settings.heartbeat_timeout, self._task_executor_heartbeat_timeout
+        )
+        self._jm_heartbeats = HeartbeatManager(
+            "resourcemanager", settings.heartbeat_interval, settings.heartbeat_timeout, self._job_master_heartbeat_timeout
+        )
         self.fatal_error: Exception | None = None
 
     async def on_start(self) -> None:
@@ -151,7 +155,10 @@ class ResourceManager(FencedRpcEndpoint):
         total = reg.process_spec.get("total_process", 0)
         log.info(
             "TaskExecutor %s registered at %s: %d slots, process memory %s",
-            reg.resource_id, reg.address, reg.num_slots, format_memory_size(total),
+            reg.resource_id,
+            reg.address,
+            reg.num_slots,
+            format_memory_size(total),
         )
         self.slot_manager.register_task_executor(reg.resource_id, report)
         return {"resource_manager_id": self.fencing_token}
@@ -200,8 +207,10 @@ class ResourceManager(FencedRpcEndpoint):
         try:
             if conn is None or jm is None:
                 raise JobClusterError("TaskExecutor or JobMaster no longer registered")
-            await conn.gateway.request_slot(slot_id, job_id, allocation_id, jm.gateway.address, jm.gateway.fencing_token, self.fencing_token)
-        except (JobClusterError, asyncio.TimeoutError) as exc:
+            await conn.gateway.request_slot(
+                slot_id, job_id, allocation_id, jm.gateway.address, jm.gateway.fencing_token, self.fencing_token
+            )
+        except (TimeoutError, JobClusterError) as exc:
             log.warning("allocation of slot %s for job %s failed: %s", slot_id, job_id, exc)
             self.slot_manager.slot_allocation_failed(slot_id, allocation_id)
             return

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import errno
 import logging
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -93,26 +94,33 @@ class RestEndpoint:
     async def _overview(self, request: web.Request) -> web.Response:
         resources = await self._resource_overview()
         states = [self._dispatcher.job_details(j)["state"] for j in self._dispatcher.job_ids()]
-        return web.json_response({
-            **resources,
-            "jobs-running": sum(1 for s in states if s not in ("FINISHED", "FAILED", "CANCELED")),
-            "jobs-finished": states.count("FINISHED"),
-            "jobs-cancelled": states.count("CANCELED"),
-            "jobs-failed": states.count("FAILED"),
-            "flink-version": f"jobcluster {self._version}",
-        })
+        return web.json_response(
+            {
+                **resources,
+                "jobs-running": sum(1 for s in states if s not in ("FINISHED", "FAILED", "CANCELED")),
+                "jobs-finished": states.count("FINISHED"),
+                "jobs-cancelled": states.count("CANCELED"),
+                "jobs-failed": states.count("FAILED"),
+                "flink-version": f"jobcluster {self._version}",
+            }
+        )
 
     async def _config(self, request: web.Request) -> web.Response:
         return web.json_response({"refresh-interval": 3000, "flink-version": f"jobcluster {self._version}", "features": {}})
 
     async def _jobs(self, request: web.Request) -> web.Response:
-        return web.json_response({"jobs": [{"id": j, "status": self._dispatcher.job_details(j)["state"]} for j in self._dispatcher.job_ids()]})
+        return web.json_response(
+            {"jobs": [{"id": j, "status": self._dispatcher.job_details(j)["state"]} for j in self._dispatcher.job_ids()]}
+        )
 
     async def _jobs_overview(self, request: web.Request) -> web.Response:
         jobs = []
         for job_id in self._dispatcher.job_ids():
             d = self._dispatcher.job_details(job_id)
-            jobs.append({k: d[k] for k in ("jid", "name", "state", "start-time", "end-time", "duration")} | {"last-modification": max(d["timestamps"].values())})
+            jobs.append(
+                {k: d[k] for k in ("jid", "name", "state", "start-time", "end-time", "duration")}
+                | {"last-modification": max(d["timestamps"].values())}
+            )
         return web.json_response({"jobs": jobs})
 
     async def _job(self, request: web.Request) -> web.Response:

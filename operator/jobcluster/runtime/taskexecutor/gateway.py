@@ -20,8 +20,13 @@ class TaskExecutorGateway(RpcGateway):
         self, slot_id: SlotID, job_id: str, allocation_id: str, job_master_address: str, job_master_id: str, resource_manager_id: str
     ) -> None:
         await self.call(
-            "request_slot", slot_id=dump(slot_id), job_id=job_id, allocation_id=allocation_id,
-            job_master_address=job_master_address, job_master_id=job_master_id, resource_manager_id=resource_manager_id,
+            "request_slot",
+            slot_id=dump(slot_id),
+            job_id=job_id,
+            allocation_id=allocation_id,
+            job_master_address=job_master_address,
+            job_master_id=job_master_id,
+            resource_manager_id=resource_manager_id,
         )
 
     async def heartbeat_from_resource_manager(self, resource_manager_id: str) -> dict[str, Any]:

@@ -44,8 +44,13 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
 
     def spark_worker(master: SparkMasterAddress) -> SparkWorker:
         return SparkWorker(
-            host, master, cores=sizing.worker_cores, memory_mib=sizing.worker_memory_mib,
-            work_dir=log_dir / f"{resource_id}-work", log_dir=log_dir, daemon_env=sizing.worker_env(),
+            host,
+            master,
+            cores=sizing.worker_cores,
+            memory_mib=sizing.worker_memory_mib,
+            work_dir=log_dir / f"{resource_id}-work",
+            log_dir=log_dir,
+            daemon_env=sizing.worker_env(),
             name=f"spark-worker-{resource_id}",
         )
 
@@ -58,15 +63,22 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
             done.set_result(reason)
 
     task_executor = TaskExecutor(
-        rpc, resource_id, spec, env[layout.ENV_RESOURCE_MANAGER_ADDRESS], env[layout.ENV_RESOURCE_MANAGER_ID],
+        rpc,
+        resource_id,
+        spec,
+        env[layout.ENV_RESOURCE_MANAGER_ADDRESS],
+        env[layout.ENV_RESOURCE_MANAGER_ID],
         TaskExecutorSettings(
             registration_timeout=config.get(options.TASK_MANAGER_REGISTRATION_TIMEOUT),
             heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
         ),
-        spark_worker, on_fatal,
+        spark_worker,
+        on_fatal,
     )
     for sig in (signal.SIGTERM, signal.SIGINT):
-        asyncio.get_running_loop().add_signal_handler(sig, lambda s=sig: done.done() or done.set_result(f"received {signal.Signals(s).name}"))
+        asyncio.get_running_loop().add_signal_handler(
+            sig, lambda s=sig: done.done() or done.set_result(f"received {signal.Signals(s).name}")
+        )
     try:
         await rpc.start_endpoint(task_executor)
         reason = await done

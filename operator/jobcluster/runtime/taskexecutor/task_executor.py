@@ -16,8 +16,9 @@ import asyncio
 import logging
 import os
 import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from jobcluster.errors import JobClusterError, RpcError
 from jobcluster.heartbeat.manager import HeartbeatWatch
@@ -87,10 +88,16 @@ class TaskExecutor(RpcEndpoint):
 
     async def _register_at_resource_manager(self) -> None:
         registration = TaskExecutorRegistration(
-            resource_id=self.resource_id, address=self._rpc.address, num_slots=self.process_spec.num_slots,
-            process_spec={**self.process_spec.to_dict(), "total_flink": self.process_spec.total_flink,
-                          "total_process": self.process_spec.total_process},
-            pid=os.getpid(), host=socket.gethostname(),
+            resource_id=self.resource_id,
+            address=self._rpc.address,
+            num_slots=self.process_spec.num_slots,
+            process_spec={
+                **self.process_spec.to_dict(),
+                "total_flink": self.process_spec.total_flink,
+                "total_process": self.process_spec.total_process,
+            },
+            pid=os.getpid(),
+            host=socket.gethostname(),
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.registration_timeout
@@ -101,7 +108,9 @@ class TaskExecutor(RpcEndpoint):
                 break
             except RpcError as exc:
                 if loop.time() + backoff > deadline:
-                    await self._on_fatal(f"could not register at the ResourceManager within {self.settings.registration_timeout:.0f} s: {exc}")
+                    await self._on_fatal(
+                        f"could not register at the ResourceManager within {self.settings.registration_timeout:.0f} s: {exc}"
+                    )
                     return
                 log.info("registration at the ResourceManager failed (%s); retrying in %.1f s", exc, backoff)
                 await asyncio.sleep(backoff)
@@ -123,7 +132,12 @@ class TaskExecutor(RpcEndpoint):
 
     @rpc
     async def request_slot(
-        self, slot_id: dict[str, Any], job_id: str, allocation_id: str, job_master_address: str, job_master_id: str,
+        self,
+        slot_id: dict[str, Any],
+        job_id: str,
+        allocation_id: str,
+        job_master_address: str,
+        job_master_id: str,
         resource_manager_id: str,
     ) -> str:
         self._check_resource_manager(resource_manager_id)
@@ -162,7 +176,9 @@ class TaskExecutor(RpcEndpoint):
             connection = await job_master.register_task_executor(self.resource_id, self._rpc.address, job_id)
             self._job_masters[job_id] = job_master
             await self._ensure_spark_worker(SparkMasterAddress(connection["spark_master_url"], connection["spark_master_web_url"]))
-            offers = [SlotOffer(allocation_id=s.allocation_id, slot_index=s.index) for s in self.slot_table.slots_of_job(job_id) if not s.offered]
+            offers = [
+                SlotOffer(allocation_id=s.allocation_id, slot_index=s.index) for s in self.slot_table.slots_of_job(job_id) if not s.offered
+            ]
             if not offers:
                 return
             accepted = set(await job_master.offer_slots(self.resource_id, offers))

@@ -51,7 +51,9 @@ class TaskSlotTable:
     def slot_report(self) -> SlotReport:
         return SlotReport(
             slots=[
-                SlotStatus(slot_id=SlotID(resource_id=self.resource_id, slot_number=s.index), allocation_id=s.allocation_id, job_id=s.job_id)
+                SlotStatus(
+                    slot_id=SlotID(resource_id=self.resource_id, slot_number=s.index), allocation_id=s.allocation_id, job_id=s.job_id
+                )
                 for s in self.slots
             ]
         )

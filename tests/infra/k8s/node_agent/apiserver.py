@@ -65,8 +65,11 @@ class ApiServer:
     def patch_pod_status(self, namespace: str, name: str, status: dict) -> bool:
         try:
             self.core.patch_namespaced_pod_status(
-                name, namespace, {"status": status},
-                _content_type="application/merge-patch+json", _request_timeout=API_TIMEOUT,
+                name,
+                namespace,
+                {"status": status},
+                _content_type="application/merge-patch+json",
+                _request_timeout=API_TIMEOUT,
             )
             return True
         except ApiException as e:

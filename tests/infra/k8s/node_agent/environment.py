@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import base64
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from tests.infra.k8s.node_agent.downward_api import field_value, resource_value
 from tests.infra.k8s.node_agent.errors import PodConfigError
@@ -66,11 +66,7 @@ def container_environment(
     """The environment container c of pod starts with; root is its $POD_VOLUME_ROOT."""
     meta = pod["metadata"]
     namespace = meta["namespace"]
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ENV_DENY and not k.startswith(ENV_DENY_PREFIXES)
-    }
+    env = {k: v for k, v in os.environ.items() if k not in ENV_DENY and not k.startswith(ENV_DENY_PREFIXES)}
     host, port = api_host_port
     env.update(
         {

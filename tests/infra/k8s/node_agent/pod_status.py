@@ -60,8 +60,10 @@ def pod_status(
     conditions: Conditions,
 ) -> dict[str, Any]:
     """The status to merge-patch; pod is the object as last seen (its other conditions are kept)."""
-    ready = phase == "Running" and all(r.running and r.ready for r in runs_main) and all(
-        r.running and r.ready for r in runs_init if r.kind == "sidecar"
+    ready = (
+        phase == "Running"
+        and all(r.running and r.ready for r in runs_main)
+        and all(r.running and r.ready for r in runs_init if r.kind == "sidecar")
     )
     not_ready = "PodCompleted" if terminal_phase else "ContainersNotReady"
     init_done = initialized or not runs_init or bool(terminal_phase and not failed)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 import kubernetes
 from kubernetes.client.rest import ApiException
@@ -40,9 +40,7 @@ def watch_pods(
     selector = f"spec.nodeName={node_name}"
     while not stopping.is_set():
         try:
-            resp = core.list_pod_for_all_namespaces(
-                field_selector=selector, _request_timeout=API_TIMEOUT, _preload_content=False
-            )
+            resp = core.list_pod_for_all_namespaces(field_selector=selector, _request_timeout=API_TIMEOUT, _preload_content=False)
             listing = json.loads(resp.data)
             seen = set()
             for pod in listing["items"]:

@@ -156,7 +156,8 @@ class PodWorker(threading.Thread):
             mounts = build_root(root, c, volumes)
             self.container_mounts[c["name"]] = mounts
             envs[c["name"]] = container_environment(
-                c, root,
+                c,
+                root,
                 pod=self.pod,
                 pod_ip=self.pod_ip,
                 api_host_port=self.agent.apiserver.host_port,
@@ -238,7 +239,13 @@ class PodWorker(threading.Thread):
         for run in self.runs_init + self.runs_main:
             if run.state.get("waiting"):
                 # Never ran or waiting for a restart that will not come.
-                run.state = run.last_state or {"terminated": {"exitCode": 0 if not run.ever_ran else 1, "reason": "ContainerStatusUnknown" if run.ever_ran else "Completed", "finishedAt": now_rfc3339()}}
+                run.state = run.last_state or {
+                    "terminated": {
+                        "exitCode": 0 if not run.ever_ran else 1,
+                        "reason": "ContainerStatusUnknown" if run.ever_ran else "Completed",
+                        "finishedAt": now_rfc3339(),
+                    }
+                }
             run.done = True
         log.info("pod %s/%s: %s", self.namespace, self.pod_name, self.terminal_phase)
 

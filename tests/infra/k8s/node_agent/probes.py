@@ -20,7 +20,8 @@ import socket
 import ssl
 import subprocess
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tests.infra.k8s.node_agent.container_run import ContainerRun
 from tests.infra.k8s.node_agent.environment import expand_vars
@@ -94,8 +95,9 @@ class Prober:
         try:
             if "exec" in probe:
                 argv = [rewrite(expand_vars(a, env), mounts) for a in probe["exec"].get("command") or []]
-                proc = self.procs.spawn(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, start_new_session=True)
+                proc = self.procs.spawn(
+                    argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+                )
                 try:
                     return proc.wait(timeout=timeout) == 0
                 except subprocess.TimeoutExpired:
@@ -122,5 +124,7 @@ class Prober:
                     conn.close()
         except (OSError, ValueError, http.client.HTTPException):
             return False
-        log.warning("pod %s/%s container %s: unsupported probe %s, treated as passing", self.namespace, self.pod_name, run.name, sorted(probe))
+        log.warning(
+            "pod %s/%s container %s: unsupported probe %s, treated as passing", self.namespace, self.pod_name, run.name, sorted(probe)
+        )
         return True

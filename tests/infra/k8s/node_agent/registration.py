@@ -69,8 +69,14 @@ class NodeRegistration:
         now = now_rfc3339()
 
         def cond(type_: str, status: str, reason: str, message: str) -> dict:
-            return {"type": type_, "status": status, "reason": reason, "message": message,
-                    "lastHeartbeatTime": now, "lastTransitionTime": self.started_at}
+            return {
+                "type": type_,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": self.started_at,
+            }
 
         return [
             cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "node agent does not track memory pressure"),
@@ -87,11 +93,16 @@ class NodeRegistration:
             "addresses": [{"type": "InternalIP", "address": HOST_IP}, {"type": "Hostname", "address": self.node_name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
             "nodeInfo": {
-                "machineID": "", "systemUUID": "", "bootID": "",
-                "kernelVersion": platform.release(), "osImage": f"{platform.system()} (jobcluster node agent)",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
+                "kernelVersion": platform.release(),
+                "osImage": f"{platform.system()} (jobcluster node agent)",
                 "containerRuntimeVersion": "process://jobcluster-node-agent",
-                "kubeletVersion": "v0.0.0-jobcluster-node-agent", "kubeProxyVersion": "",
-                "operatingSystem": "linux", "architecture": node_arch(),
+                "kubeletVersion": "v0.0.0-jobcluster-node-agent",
+                "kubeProxyVersion": "",
+                "operatingSystem": "linux",
+                "architecture": node_arch(),
             },
         }
 
@@ -131,8 +142,10 @@ class NodeRegistration:
 
     def update_node_status(self) -> None:
         self.api.core.patch_node_status(
-            self.node_name, {"status": self.node_status()},
-            _content_type="application/merge-patch+json", _request_timeout=API_TIMEOUT,
+            self.node_name,
+            {"status": self.node_status()},
+            _content_type="application/merge-patch+json",
+            _request_timeout=API_TIMEOUT,
         )
         self.last_node_status = time.monotonic()
 
@@ -149,8 +162,11 @@ class NodeRegistration:
         }
         try:
             self.api.coordination.patch_namespaced_lease(
-                self.node_name, "kube-node-lease", {"spec": body["spec"]},
-                _content_type="application/merge-patch+json", _request_timeout=API_TIMEOUT,
+                self.node_name,
+                "kube-node-lease",
+                {"spec": body["spec"]},
+                _content_type="application/merge-patch+json",
+                _request_timeout=API_TIMEOUT,
             )
         except ApiException as e:
             if e.status != 404:

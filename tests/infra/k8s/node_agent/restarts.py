@@ -46,4 +46,6 @@ def schedule_restart(run: ContainerRun, pod_id: str) -> None:
     run.next_start = time.monotonic() + delay
     run.last_state = run.state
     run.restart_count += 1
-    run.state = {"waiting": {"reason": "CrashLoopBackOff", "message": f"back-off {delay:.0f}s restarting failed container={run.name} pod={pod_id}"}}
+    run.state = {
+        "waiting": {"reason": "CrashLoopBackOff", "message": f"back-off {delay:.0f}s restarting failed container={run.name} pod={pod_id}"}
+    }
