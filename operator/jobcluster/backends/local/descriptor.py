@@ -159,12 +159,12 @@ class LocalClusterDescriptor(ClusterDescriptor):
         The logs of every cluster with a staging directory (running, or being
         deployed by another client right now) are kept.
         """
-        self.list_clusters()  # removes the staging directories of clusters whose entrypoint is gone
-        clusters = self.home / "clusters"
-        active = {d.name for d in clusters.iterdir()} if clusters.is_dir() else set()
         try:
+            self.list_clusters()  # removes the staging directories of clusters whose entrypoint is gone
+            clusters = self.home / "clusters"
+            active = {d.name for d in clusters.iterdir()} if clusters.is_dir() else set()
             return [str(d) for d in prune_log_dirs(self.home / "log", max_age, active)]
-        except OSError as exc:  # pruning must never stop a deployment
+        except (OSError, ValueError, KeyError) as exc:  # pruning must never stop a deployment
             log.warning("could not prune old logs under %s: %s", self.home / "log", exc)
             return []
 
