@@ -25,6 +25,13 @@ import psutil
 
 log = logging.getLogger(__name__)
 
+#: The umask of every process of a job cluster: what they create (logs of the
+#: JobManager, TaskExecutors, Spark daemons and executors; staged files) is
+#: readable by the deploying user only, since it holds the program, its data
+#: and the cluster's secrets.  Set at process start, not by chmod afterwards,
+#: so no file is ever readable by others, even briefly.
+PRIVATE_UMASK = 0o077
+
 
 def find_free_port(host: str = "127.0.0.1") -> int:
     """A TCP port on ``host`` that is free right now (the OS picks it)."""
@@ -132,6 +139,7 @@ class ChildProcess:
                 stderr=err,
                 stdin=asyncio.subprocess.DEVNULL,
                 start_new_session=True,
+                umask=PRIVATE_UMASK,
                 preexec_fn=_terminate_with_parent(os.getpid()),
             )
         log.debug("started %s (pid %s): %s", self.name, self.process.pid, " ".join(self.argv))

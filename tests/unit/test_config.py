@@ -312,15 +312,14 @@ def test_default_conf_dir(monkeypatch, tmp_path):
         ("a = c ", ("a", "c")),
         ("k=v=w", ("k", "v=w")),
         ("k=", ("k", "")),
-        ("flag", ("flag", "true")),
     ],
 )
 def test_parse_dynamic_property(text, pair):
     assert parse_dynamic_property(text) == pair
 
 
-@pytest.mark.parametrize("text", ["=v", "", "  =x"])
-def test_parse_dynamic_property_needs_a_key(text):
+@pytest.mark.parametrize("text", ["=v", "", "  =x", "flag", "heartbeat.timeout"])
+def test_parse_dynamic_property_needs_a_key_and_a_value(text):
     with pytest.raises(IllegalConfigurationError):
         parse_dynamic_property(text)
 

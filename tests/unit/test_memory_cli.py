@@ -128,7 +128,6 @@ def test_missing_conf_dir(tmp_path):
     [
         (["-D", "taskmanager.memory.process.size=1.5g"], "Cannot read memory size from config option 'taskmanager.memory.process.size'."),
         (["-D", "taskmanager.numberOfTaskSlots=two"], "Could not parse value 'two' for key 'taskmanager.numberOfTaskSlots'."),
-        (["-D", "=oops"], "has no key"),
         (["-D", "taskmanager.memory.process.size=300m"], "exceed configured Total Process Memory"),
     ],
 )
@@ -137,6 +136,13 @@ def test_errors_exit_1_with_the_reason_on_stderr(args, text):
     assert result.exit_code == 1
     assert text in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("value", "text"), [("=oops", "has no key"), ("taskmanager.memory.process.size", "has no '='")])
+def test_dynamic_property_without_key_or_value_is_a_usage_error(value, text):
+    result = run("-D", value)
+    assert result.exit_code == 2
+    assert text in result.stderr
 
 
 def test_error_shows_the_cause_that_adds_information():

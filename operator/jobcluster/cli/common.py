@@ -12,6 +12,7 @@ import click
 
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.loader import load_configuration, parse_dynamic_property
+from jobcluster.config.validation import validate_configuration
 from jobcluster.errors import JobClusterError
 
 
@@ -25,23 +26,41 @@ def conf_dir_option(f: Callable) -> Callable:
     )(f)
 
 
+def check_dynamic_properties(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    """Click callback of ``-D``: each value must be ``key=value`` (a usage error, exit 2, otherwise)."""
+    for text in values:
+        try:
+            parse_dynamic_property(text)
+        except JobClusterError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return values
+
+
 def dynamic_properties_option(f: Callable) -> Callable:
     return click.option(
         "-D",
         "dynamic_properties",
         multiple=True,
         metavar="KEY=VALUE",
+        callback=check_dynamic_properties,
         help="Set a configuration option, overriding the file (repeatable), e.g. -D taskmanager.numberOfTaskSlots=2.",
     )(f)
 
 
 def load_cli_configuration(conf_dir: Path | None, dynamic_properties: tuple[str, ...], **overrides: Any) -> Configuration:
-    """The configuration of a CLI call: file, then -D, then the command's own options (non-None ``overrides``)."""
+    """The configuration of a CLI call: file, then -D, then the command's own options (non-None ``overrides``).
+
+    Every option jobcluster knows is validated here, before anything is deployed.
+
+    Raises:
+        IllegalConfigurationError: the conf dir or file is unusable, or an option's value is invalid.
+    """
     dynamic = dict(parse_dynamic_property(p) for p in dynamic_properties)
     config = load_configuration(conf_dir, dynamic)
     for key, value in overrides.items():
         if value is not None:
             config.set(key, str(value))
+    validate_configuration(config)
     return config
 
 

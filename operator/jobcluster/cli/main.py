@@ -10,6 +10,7 @@ import jobcluster
 from jobcluster.cli.info import info
 from jobcluster.cli.jobs import cancel, list_jobs
 from jobcluster.cli.memory import memory
+from jobcluster.cli.prune import prune
 from jobcluster.cli.run import run
 
 
@@ -32,6 +33,7 @@ cli.add_command(list_jobs)
 cli.add_command(info)
 cli.add_command(cancel)
 cli.add_command(memory)
+cli.add_command(prune)
 
 
 def main() -> None:

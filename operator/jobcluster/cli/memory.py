@@ -20,6 +20,7 @@ from pathlib import Path
 
 import click
 
+from jobcluster.cli.common import check_dynamic_properties
 from jobcluster.config.loader import (
     CONFIG_FILE_NAME,
     default_conf_dir,
@@ -27,6 +28,7 @@ from jobcluster.config.loader import (
     parse_dynamic_property,
 )
 from jobcluster.config.options import JOB_MANAGER_JVM_DIRECT_MEMORY_LIMIT_ENABLED
+from jobcluster.config.validation import validate_configuration
 from jobcluster.errors import JobClusterError
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
 from jobcluster.memory.size import format_binary
@@ -76,6 +78,7 @@ _PARTIAL_BLOCKS = " ▏▎▍▌▋▊▉"
     "dynamic_properties",
     multiple=True,
     metavar="KEY=VALUE",
+    callback=check_dynamic_properties,
     help="Override one configuration key (repeatable), e.g. -D taskmanager.memory.process.size=4g.",
 )
 @click.option("--jobmanager", is_flag=True, help="Show the JobManager container instead of a TaskExecutor's.")
@@ -100,6 +103,7 @@ def memory(conf_dir: Path | None, dynamic_properties: tuple[str, ...], jobmanage
         else:
             spec = task_executor_process_spec_from_config(config)
             sizing = spark_sizing_for_task_executor(spec, check=False)
+        validate_configuration(config)  # after the model, so memory keys keep Flink's own messages
     except JobClusterError as error:
         click.echo(_describe_error(error), err=True)
         raise click.exceptions.Exit(1) from None

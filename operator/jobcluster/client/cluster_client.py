@@ -8,6 +8,7 @@ Flink's (``/jobs/overview``, ``/jobs/{id}``, ``/jobs/{id}/execution-result``,
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import requests
@@ -18,13 +19,34 @@ REQUEST_TIMEOUT = 10.0  # seconds for one REST call
 
 
 class RestClusterClient:
-    """REST client of the cluster ``cluster_id`` at ``rest_url``."""
+    """REST client of the cluster ``cluster_id`` at ``rest_url``.
 
-    def __init__(self, rest_url: str, cluster_id: str, timeout: float = REQUEST_TIMEOUT) -> None:
+    ``liveness``: a check the ClusterDescriptor may give (it knows how the
+    target runs the JobManager, e.g. the local entrypoint's process), returning
+    False once the JobManager is gone for good; without one the client learns
+    of a dead JobManager only when REST stays unreachable.  ``log_location``
+    names where the cluster's logs are, for error messages.
+    """
+
+    def __init__(
+        self,
+        rest_url: str,
+        cluster_id: str,
+        timeout: float = REQUEST_TIMEOUT,
+        *,
+        liveness: Callable[[], bool] | None = None,
+        log_location: str | None = None,
+    ) -> None:
         self.rest_url = rest_url.rstrip("/")
         self.cluster_id = cluster_id
         self.timeout = timeout
+        self.log_location = log_location
+        self._liveness = liveness
         self._session = requests.Session()
+
+    def job_manager_alive(self) -> bool:
+        """False when the descriptor's liveness check says the JobManager is gone; True when alive or unknown."""
+        return self._liveness is None or self._liveness()
 
     def _request(self, method: str, path: str, **params: Any) -> Any:
         url = f"{self.rest_url}{path}"

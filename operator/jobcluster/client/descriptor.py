@@ -72,3 +72,12 @@ class ClusterDescriptor(abc.ABC):
     @abc.abstractmethod
     def kill_cluster(self, cluster_id: str) -> None:
         """Stop a cluster without asking its job (last resort; ``cancel`` is the polite way)."""
+
+    def prune_logs(self, max_age: float) -> list[str]:
+        """Remove the logs of ended clusters older than ``max_age`` seconds; returns what was removed.
+
+        Only targets that keep logs on the client's machine have any to prune
+        (``local``); elsewhere the platform keeps them (YARN log aggregation,
+        Kubernetes pod logs), so the default removes nothing.
+        """
+        return []

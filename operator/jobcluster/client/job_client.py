@@ -48,8 +48,11 @@ class JobClient:
     ) -> JobExecutionResult:
         """Poll until the job is terminal; ``on_update(job_details, task_managers)`` after each poll.
 
-        Raises ClusterClientError when the cluster stays unreachable for
-        ``max_unreachable`` seconds (it died before reporting a result).
+        Raises:
+            ClusterClientError: the cluster's liveness check reports its
+                JobManager gone (within one poll interval, ~1 s), or the cluster
+                stays unreachable for ``max_unreachable`` seconds; either way it
+                died before reporting a result.
         """
         last_contact = time.monotonic()
         while True:
@@ -61,12 +64,18 @@ class JobClient:
                     on_update(self.details(), self.cluster_client.task_managers())
                 last_contact = time.monotonic()
             except ClusterClientError as exc:
+                if not self.cluster_client.job_manager_alive():
+                    raise ClusterClientError(self._died_message("its JobManager process has died")) from exc
                 if time.monotonic() - last_contact > max_unreachable:
                     raise ClusterClientError(
-                        f"lost contact with job cluster {self.cluster_client.cluster_id} for {max_unreachable:.0f} s before job "
-                        f"{self.job_id} reported a result; its JobManager has probably died (see the cluster's logs)"
+                        self._died_message(f"lost contact with it for {max_unreachable:.0f} s; its JobManager has probably died")
                     ) from exc
             time.sleep(POLL_INTERVAL)
+
+    def _died_message(self, what: str) -> str:
+        cluster = self.cluster_client
+        logs = f"see its logs in {cluster.log_location}" if cluster.log_location else "see the cluster's logs"
+        return f"job cluster {cluster.cluster_id} ended before job {self.job_id} reported a result: {what} ({logs})"
 
 
 def _to_result(body: dict[str, Any]) -> JobExecutionResult:

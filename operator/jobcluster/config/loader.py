@@ -98,14 +98,17 @@ def _flatten(node: Mapping[Any, Any], prefix: str, into: dict[str, str]) -> None
 def parse_dynamic_property(text: str) -> tuple[str, str]:
     """Split one ``-D`` argument ``key=value`` at the first ``=``.
 
-    Blanks around the key and value are removed.  ``key`` alone (no ``=``) means
-    ``key=true``, as in Flink's command line.
+    Blanks around the key and value are removed; the value may be empty.
+    ``key`` alone is refused: it is most often a forgotten ``=value``, and
+    guessing ``true`` would silently change an option the user meant to size.
 
     Raises:
-        IllegalConfigurationError: the key is empty.
+        IllegalConfigurationError: no ``=``, or the key is empty.
     """
     key, separator, value = text.partition("=")
     key = key.strip()
+    if not separator:
+        raise IllegalConfigurationError(f"'{text}' has no '='; expected key=value, e.g. -D {key or 'key'}=value.")
     if not key:
-        raise IllegalConfigurationError(f"Dynamic property '{text}' has no key; expected key=value.")
-    return key, value.strip() if separator else "true"
+        raise IllegalConfigurationError(f"'{text}' has no key; expected key=value.")
+    return key, value.strip()

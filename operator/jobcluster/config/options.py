@@ -36,6 +36,12 @@ class ConfigOption:
     ``str``, ``bool`` (true/false), ``duration`` (seconds, Flink syntax).
     ``fallback_keys`` and then ``deprecated_keys`` are consulted, in order, when
     ``key`` itself is absent; the option's own key always wins.
+
+    ``minimum``/``maximum`` bound a number, memory size (bytes) or duration
+    (seconds), inclusive; ``positive`` requires a value above zero; ``choices``
+    lists the accepted values of a ``str`` option.  The client checks every
+    option against them before it deploys anything
+    (:func:`jobcluster.config.validation.validate_configuration`).
     """
 
     key: str
@@ -44,6 +50,10 @@ class ConfigOption:
     fallback_keys: tuple[str, ...] = ()
     description: str = ""
     deprecated_keys: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    positive: bool = False
+    choices: tuple[str, ...] = ()
 
     @property
     def all_keys(self) -> tuple[str, ...]:
@@ -100,6 +110,7 @@ EXECUTION_TARGET = ConfigOption(
     "local",
     description="Where the job cluster runs: 'local' (processes on this machine), "
     "'yarn-per-job' or 'kubernetes-application'. Picks the PipelineExecutor and ClusterDescriptor.",
+    choices=("local", "yarn-per-job", "kubernetes-application"),
 )
 EXECUTION_ATTACHED = ConfigOption(
     "execution.attached",
@@ -118,6 +129,7 @@ PARALLELISM_DEFAULT = ConfigOption(
     "int",
     1,
     description="Parallelism of the job: number of slots requested, and Spark's default parallelism.",
+    minimum=1,
 )
 
 # --------------------------------------------------------------------------
@@ -129,6 +141,8 @@ MAX_PARALLELISM = ConfigOption(
     "int",
     -1,
     description="Upper bound the job's parallelism may be scaled to; -1 = max(128, parallelism).",
+    minimum=-1,
+    maximum=1 << 15,
 )
 NUM_TASK_SLOTS = ConfigOption(
     "taskmanager.numberOfTaskSlots",
@@ -136,12 +150,14 @@ NUM_TASK_SLOTS = ConfigOption(
     1,
     description="Slots per TaskExecutor; each slot is one Spark core of the TaskExecutor's worker. "
     "Also the default CPU cores of a TaskExecutor.",
+    minimum=1,
 )
 TASK_MANAGER_CPU_CORES = ConfigOption(
     "taskmanager.cpu.cores",
     "double",
     None,
     description="CPU cores of a TaskExecutor (container vcores). Unset: taskmanager.numberOfTaskSlots.",
+    positive=True,
 )
 
 TASK_MANAGER_TOTAL_PROCESS_MEMORY = ConfigOption(
@@ -322,36 +338,42 @@ HEARTBEAT_INTERVAL = ConfigOption(
     "duration",
     10.0,
     description="Time between heartbeat requests (seconds; Flink duration syntax, plain number = ms).",
+    positive=True,
 )
 HEARTBEAT_TIMEOUT = ConfigOption(
     "heartbeat.timeout",
     "duration",
     50.0,
     description="Time without a heartbeat after which the peer counts as lost (seconds).",
+    positive=True,
 )
 RESOURCE_MANAGER_TASK_MANAGER_TIMEOUT = ConfigOption(
     "resourcemanager.taskmanager-timeout",
     "duration",
     30.0,
     description="Idle time after which the ResourceManager releases a TaskExecutor without allocated slots (seconds).",
+    positive=True,
 )
 TASK_MANAGER_REGISTRATION_TIMEOUT = ConfigOption(
     "taskmanager.registration.timeout",
     "duration",
     300.0,
     description="Time a TaskExecutor keeps trying to register at the ResourceManager before it gives up and exits (seconds).",
+    positive=True,
 )
 SLOT_REQUEST_TIMEOUT = ConfigOption(
     "slot.request.timeout",
     "duration",
     300.0,
     description="Time the JobMaster waits for the slots it requested before failing the job (seconds).",
+    positive=True,
 )
 SLOT_MANAGER_MAX_SLOTS = ConfigOption(
     "slotmanager.number-of-slots.max",
     "int",
     INT_MAX,
     description="Upper bound of slots in the cluster; no worker is requested beyond it. Default: unlimited (2**31-1).",
+    minimum=1,
 )
 RPC_ASK_TIMEOUT = ConfigOption(
     "pekko.ask.timeout",
@@ -359,6 +381,7 @@ RPC_ASK_TIMEOUT = ConfigOption(
     10.0,
     deprecated_keys=("akka.ask.timeout",),
     description="Timeout of every remote call between cluster components (seconds).",
+    positive=True,
 )
 REST_ADDRESS = ConfigOption(
     "rest.address",
@@ -371,6 +394,8 @@ REST_PORT = ConfigOption(
     "int",
     8081,
     description="Port of the JobManager's REST endpoint; 0 picks any free port (several per-job clusters can then share a machine).",
+    minimum=0,
+    maximum=65535,
 )
 
 # --------------------------------------------------------------------------
@@ -384,12 +409,14 @@ RESTART_STRATEGY = ConfigOption(
     fallback_keys=("restart-strategy",),
     description="What the JobMaster does when the job fails: 'none' (fail the job) or "
     "'fixed-delay' (rerun up to restart-strategy.fixed-delay.attempts times).",
+    choices=("none", "off", "disable", "fixed-delay"),
 )
 RESTART_ATTEMPTS = ConfigOption(
     "restart-strategy.fixed-delay.attempts",
     "int",
     1,
     description="Number of reruns with the fixed-delay restart strategy.",
+    minimum=0,
 )
 RESTART_DELAY = ConfigOption(
     "restart-strategy.fixed-delay.delay",
@@ -407,6 +434,15 @@ CLUSTER_STAGING_KEEP = ConfigOption(
     "bool",
     False,
     description="Keep the staged artifacts (program files, JobGraph, effective configuration) after the job ends, for debugging.",
+)
+LOGS_MAX_AGE = ConfigOption(
+    "jobcluster.logs.max-age",
+    "duration",
+    7 * 86400.0,
+    description="Age after which the log directory of an ended local job cluster is removed (seconds; "
+    "age = time since its last log line). Pruned when a local cluster is deployed and by `jobcluster prune`; "
+    "the logs of a running cluster are never removed.",
+    positive=True,
 )
 
 #: Every option above, in documentation order.

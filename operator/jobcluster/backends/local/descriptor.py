@@ -2,13 +2,17 @@
 
 Each cluster gets a staging directory ``$JOBCLUSTER_HOME/clusters/<cluster-id>``
 (effective config, JobGraph, artifacts; removed when the job ends) and a log
-directory ``$JOBCLUSTER_HOME/log/<cluster-id>`` (kept). The entrypoint runs as
+directory ``$JOBCLUSTER_HOME/log/<cluster-id>`` (kept for
+``jobcluster.logs.max-age`` after the cluster ends; see retention.py).  Both are
+private to the user: directories 0700, files 0600, and the cluster's processes
+run with umask 077. The entrypoint runs as
 a separate process in its own session; the descriptor waits until it serves
 REST, and on any failure stops what started and removes the staging directory.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -22,13 +26,15 @@ from pathlib import Path
 import psutil
 import yaml
 
+from jobcluster.backends.local.retention import prune_log_dirs
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, PackagedProgram
 from jobcluster.client.program import staged_files
+from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import DeploymentError
 from jobcluster.jobgraph.model import JobGraph, write_job_graph
-from jobcluster.processes import kill_process_tree, session_members
+from jobcluster.processes import PRIVATE_UMASK, kill_process_tree, session_members
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.spark.home import check_java
 
@@ -57,10 +63,11 @@ class LocalClusterDescriptor(ClusterDescriptor):
         cluster_id = f"jobcluster-{graph.job_id[:12]}"
         cluster_dir = self.home / "clusters" / cluster_id
         log_dir = self.home / "log" / cluster_id
+        self.prune_logs(config.get(options.LOGS_MAX_AGE))
         process: subprocess.Popen | None = None
         try:
             self._stage(cluster_dir, graph, program, config)
-            log_dir.mkdir(parents=True, exist_ok=True)
+            _private_dirs(log_dir, self.home)
             process = self._launch_entrypoint(cluster_id, cluster_dir, log_dir)
             _write_json(
                 cluster_dir / CLUSTER_INFO_FILE,
@@ -79,15 +86,23 @@ class LocalClusterDescriptor(ClusterDescriptor):
                 kill_process_tree(process.pid, 5.0, session_members(process.pid))
             shutil.rmtree(cluster_dir, ignore_errors=True)
             raise
-        return RestClusterClient(rest_url, cluster_id)
+        return RestClusterClient(
+            rest_url,
+            cluster_id,
+            liveness=functools.partial(_entrypoint_alive, process, cluster_dir, config.get(options.CLUSTER_STAGING_KEEP)),
+            log_location=str(log_dir),
+        )
 
     def _stage(self, cluster_dir: Path, graph: JobGraph, program: PackagedProgram, config: Configuration) -> None:
         artifacts = cluster_dir / layout.ARTIFACTS_DIR
-        artifacts.mkdir(parents=True)
+        _private_dirs(cluster_dir, self.home)
+        artifacts.mkdir(mode=0o700)
         for path in staged_files(program):
-            shutil.copy2(path, artifacts / path.name)
-        write_job_graph(graph, layout.job_graph_file(cluster_dir))
-        layout.config_file(cluster_dir).write_text(yaml.safe_dump(config.to_dict(), sort_keys=True))
+            _write_private(artifacts / path.name, path.read_bytes())
+        job_graph_file = layout.job_graph_file(cluster_dir)
+        _write_private(job_graph_file, b"")  # created private; write_job_graph then fills it
+        write_job_graph(graph, job_graph_file)
+        _write_private(layout.config_file(cluster_dir), yaml.safe_dump(config.to_dict(), sort_keys=True).encode())
 
     def _launch_entrypoint(self, cluster_id: str, cluster_dir: Path, log_dir: Path) -> subprocess.Popen:
         env = {
@@ -98,7 +113,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
             layout.ENV_CLUSTER_SECRET: secrets.token_hex(32),
             layout.ENV_BIND_HOST: self.bind_host,
         }
-        with open(log_dir / "jobmanager.log", "ab") as out:
+        with open(log_dir / "jobmanager.log", "ab", opener=_private_opener) as out:
             return subprocess.Popen(
                 [sys.executable, "-m", "jobcluster.runtime.entrypoint"],
                 env=env,
@@ -106,6 +121,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                umask=PRIVATE_UMASK,
                 cwd=cluster_dir,
             )
 
@@ -137,6 +153,21 @@ class LocalClusterDescriptor(ClusterDescriptor):
             handles.append(ClusterHandle(info["cluster_id"], self.target, rest_url, info["job_id"], info["job_name"], info["log_dir"]))
         return handles
 
+    def prune_logs(self, max_age: float) -> list[str]:
+        """Remove the log directories of ended clusters older than ``max_age`` seconds (see retention.py).
+
+        The logs of every cluster with a staging directory (running, or being
+        deployed by another client right now) are kept.
+        """
+        try:
+            self.list_clusters()  # removes the staging directories of clusters whose entrypoint is gone
+            clusters = self.home / "clusters"
+            active = {d.name for d in clusters.iterdir()} if clusters.is_dir() else set()
+            return [str(d) for d in prune_log_dirs(self.home / "log", max_age, active)]
+        except (OSError, ValueError, KeyError) as exc:  # pruning must never stop a deployment
+            log.warning("could not prune old logs under %s: %s", self.home / "log", exc)
+            return []
+
     def kill_cluster(self, cluster_id: str) -> None:
         cluster_dir = self.home / "clusters" / cluster_id
         info_file = cluster_dir / CLUSTER_INFO_FILE
@@ -147,8 +178,47 @@ class LocalClusterDescriptor(ClusterDescriptor):
         shutil.rmtree(cluster_dir, ignore_errors=True)
 
 
+def _entrypoint_alive(process: subprocess.Popen, cluster_dir: Path, keep_staging: bool) -> bool:
+    """Whether the entrypoint (the JobManager process this client started) still runs.
+
+    ``poll`` also reaps it, so a killed entrypoint does not linger as a zombie
+    that would look alive.  An entrypoint killed by a signal could not remove
+    its staging directory; this does, unless ``jobcluster.staging.keep``.
+    """
+    code = process.poll()
+    if code is None:
+        return True
+    if code < 0 and not keep_staging:
+        shutil.rmtree(cluster_dir, ignore_errors=True)
+    return False
+
+
 def _write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=2))
+    _write_private(path, json.dumps(data, indent=2).encode())
+
+
+def _private_dirs(directory: Path, home: Path) -> None:
+    """Create ``directory`` and its missing parents up to ``home`` with mode 0700 (only the user may enter)."""
+    missing = []
+    for parent in (directory, *directory.parents):
+        if parent.exists():
+            break
+        missing.append(parent)
+        if parent == home:
+            break
+    for path in reversed(missing):
+        path.mkdir(mode=0o700, exist_ok=True)
+
+
+def _private_opener(path: str, flags: int) -> int:
+    """``open(..., opener=)`` that creates the file with mode 0600."""
+    return os.open(path, flags, 0o600)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path``, a new file created with mode 0600 (never readable by others, not even briefly)."""
+    with open(path, "wb", opener=_private_opener) as out:
+        out.write(data)
 
 
 def _startup_failure(log_dir: Path) -> str:

@@ -89,4 +89,11 @@ class MiniDispatcher(RpcEndpoint):
         return result
 
     async def cancel_job(self, job_id: str) -> None:
-        await self._job(job_id).cancel()
+        """Cancel the job; the cluster then shuts down without waiting for an attached client.
+
+        A cancel counts as the result being fetched: whoever cancels knows how
+        the job ends, and the attached client may be gone (killed, Ctrl-C).
+        """
+        job_master = self._job(job_id)
+        self._result_fetched.set()
+        await job_master.cancel()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 
 from jobcluster.backends import registry
 from jobcluster.config import options
 from jobcluster.errors import JobClusterError
 from jobcluster.logging_setup import configure_process_logging
+from jobcluster.processes import PRIVATE_UMASK
 from jobcluster.runtime.entrypoint.cluster_dir import STARTUP_FAILURE_PREFIX
 from jobcluster.runtime.entrypoint.job_cluster_entrypoint import EntrypointContext, JobClusterEntrypoint
 
@@ -17,6 +19,7 @@ log = logging.getLogger(__name__)
 
 
 def main() -> None:
+    os.umask(PRIVATE_UMASK)  # on every target, whatever launched us: the cluster's files are the user's only
     configure_process_logging()
     context = EntrypointContext.from_env()
 

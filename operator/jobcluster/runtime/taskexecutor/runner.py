@@ -22,6 +22,7 @@ from jobcluster.config.loader import load_configuration, parse_dynamic_property
 from jobcluster.errors import JobClusterError
 from jobcluster.logging_setup import configure_process_logging
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.processes import PRIVATE_UMASK
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.runtime.taskexecutor.task_executor import TaskExecutor, TaskExecutorSettings
@@ -89,6 +90,7 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
 
 
 def main() -> None:
+    os.umask(PRIVATE_UMASK)  # on every target, whatever launched us: the cluster's files are the user's only
     configure_process_logging()
     parser = argparse.ArgumentParser(prog="jobcluster-taskexecutor", description="A TaskExecutor of a jobcluster job cluster.")
     parser.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE")

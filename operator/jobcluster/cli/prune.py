@@ -1,0 +1,43 @@
+"""``jobcluster prune``: remove the logs of ended job clusters now, instead of at the next deployment."""
+
+from __future__ import annotations
+
+import click
+
+from jobcluster.backends import registry
+from jobcluster.cli.common import conf_dir_option, dynamic_properties_option, load_cli_configuration, reports_errors
+from jobcluster.config import options
+from jobcluster.config.values import parse_duration
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc}; expected a duration such as '3 d', '12 h' or '0 s'", ctx=ctx, param=param) from None
+
+
+@click.command()
+@click.option("-t", "--target", default=None, help="execution.target whose logs to prune (default: from the configuration).")
+@click.option(
+    "--older-than",
+    "older_than",
+    default=None,
+    metavar="DURATION",
+    callback=_duration,
+    help="Remove the logs of ended clusters with nothing written for this long, e.g. '1 d'; '0 s' removes all of them. "
+    "Default: jobcluster.logs.max-age.",
+)
+@conf_dir_option
+@dynamic_properties_option
+@reports_errors
+def prune(target, older_than, conf_dir, dynamic_properties) -> None:
+    """Remove the logs of ended job clusters (never those of a running one)."""
+    config = load_cli_configuration(conf_dir, dynamic_properties, **{options.EXECUTION_TARGET.key: target})
+    max_age = older_than if older_than is not None else config.get(options.LOGS_MAX_AGE)
+    removed = registry.cluster_descriptor(config.get(options.EXECUTION_TARGET), config).prune_logs(max_age)
+    for path in removed:
+        click.echo(f"Removed {path}")
+    click.echo(f"Removed the logs of {len(removed)} ended job cluster(s).")

@@ -1,0 +1,144 @@
+"""A job cluster's life on the local target: options checked before deploying, cancel and a dead
+JobManager end everything at once, and what the cluster writes is private to the user."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from support import PROGRAMS, REPO, WORDCOUNT, jobcluster, processes_of, staging_dirs
+
+pytestmark = pytest.mark.e2e
+
+WAITS = PROGRAMS / "waits.py"
+# One TaskExecutor with one slot: the smallest cluster that runs Spark executors.
+SMALL = ["-p", "1", "-D", "taskmanager.numberOfTaskSlots=1"]
+
+
+@pytest.mark.parametrize(
+    ("option", "phrases"),
+    [
+        ("heartbeat.timeout=abc", ["heartbeat.timeout", "'abc'", "a duration such as"]),
+        ("rest.port=99999", ["rest.port", "'99999'", "0 to 65535"]),
+        ("restart-strategy.fixed-delay.attempts=-1", ["restart-strategy.fixed-delay.attempts", "at least 0"]),
+        ("restart-strategy.type=sometimes", ["unknown restart-strategy.type 'sometimes'", "fixed-delay"]),
+    ],
+)
+def test_invalid_option_is_refused_by_info_and_run_before_anything_starts(home, option, phrases):
+    for command in ("info", "run"):
+        result = jobcluster(command, "-D", option, str(WORDCOUNT), "--input", "x", "--output", "y")
+        assert result.returncode == 1, (command, result)
+        assert "Traceback" not in result.stderr and result.stderr.startswith("Error: "), result.stderr
+        for phrase in phrases:
+            assert phrase in result.stderr, (command, result.stderr)
+    assert staging_dirs(home) == []
+    assert not (home / "log").exists() or list((home / "log").iterdir()) == []
+
+
+def test_dynamic_property_without_equals_is_a_usage_error(home):
+    for command in ("info", "run", "memory"):
+        args = [command, "-D", "heartbeat.timeout"] + ([] if command == "memory" else [str(WORDCOUNT)])
+        result = jobcluster(*args)
+        assert result.returncode == 2, (command, result)
+        assert "'heartbeat.timeout' has no '='" in result.stderr, result.stderr
+    assert staging_dirs(home) == []
+
+
+def _start_attached(home: Path, seconds: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "jobcluster", "run", *SMALL, str(WAITS), str(seconds)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_until_executors_run(home: Path, client: subprocess.Popen, timeout: float = 300) -> dict:
+    """The cluster.json of the one cluster, once its job is RUNNING with a Spark executor that did work."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert client.poll() is None, client.communicate()
+        for rest in (home / "clusters").glob("*/rest.json"):
+            url = json.loads(rest.read_text())["rest_url"]
+            jobs = requests.get(f"{url}/jobs/overview", timeout=5).json()["jobs"]
+            details = requests.get(f"{url}/jobs/{jobs[0]['jid']}", timeout=5).json() if jobs else {}
+            spark = details.get("spark") or {}
+            if details.get("state") == "RUNNING" and spark.get("executors", 0) >= 1 and spark.get("tasks_completed", 0) >= 1:
+                return {**json.loads((rest.parent / "cluster.json").read_text()), "rest_url": url}
+        time.sleep(0.5)
+    raise AssertionError("the job never got running with an executor")
+
+
+def _seconds_until_no_process_of(home: Path, timeout: float = 60) -> float:
+    start = time.monotonic()
+    while processes_of(home) and time.monotonic() - start < timeout:
+        time.sleep(0.2)
+    return time.monotonic() - start
+
+
+def _not_private(root: Path) -> list[str]:
+    """Every directory below ``root`` (and itself) not 0700-like, every file readable or writable by others."""
+    found = []
+    for path in [root, *root.rglob("*")]:
+        mode = path.lstat().st_mode
+        if not stat.S_ISLNK(mode) and mode & 0o077:
+            found.append(f"{path.relative_to(root.parent)} {stat.filemode(mode)}")
+    return found
+
+
+def test_cancel_after_the_attached_client_died_ends_the_cluster_at_once(home):
+    client = _start_attached(home, 300)
+    try:
+        cluster = _wait_until_executors_run(home, client)
+        staging = home / "clusters" / cluster["cluster_id"]
+        assert _not_private(staging) == []
+        client.send_signal(signal.SIGKILL)
+        client.wait()
+        cancelled = jobcluster("cancel", cluster["job_id"], check=True)
+        assert f"Cancelled job {cluster['job_id']}" in cancelled.stdout
+        took = _seconds_until_no_process_of(home)
+    finally:
+        if client.poll() is None:
+            client.kill()
+    print(f"cluster gone {took:.1f} s after the cancel")
+    assert took < 20, f"the cancelled cluster took {took:.1f} s to go (it waited for its dead client)"
+    assert staging_dirs(home) == []
+    log_dir = Path(cluster["log_dir"])
+    assert (log_dir / "jobmanager.log").exists() and list(log_dir.glob("*-work"))  # Spark's executor logs too
+    assert _not_private(log_dir) == []
+    assert stat.S_IMODE(home.joinpath("log").stat().st_mode) == 0o700
+
+
+def test_attached_client_notices_its_job_manager_killed(home):
+    client = _start_attached(home, 300)
+    try:
+        cluster = _wait_until_executors_run(home, client)
+        os.kill(cluster["pid"], signal.SIGKILL)
+        killed = time.monotonic()
+        try:
+            _, stderr = client.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            client.kill()
+            raise
+        took = time.monotonic() - killed
+    finally:
+        if client.poll() is None:
+            client.kill()
+    print(f"client exited {took:.1f} s after its JobManager was killed")
+    assert client.returncode == 1, stderr
+    assert "its JobManager process has died" in stderr and cluster["log_dir"] in stderr, stderr
+    assert "Traceback" not in stderr, stderr
+    assert took < 10, f"the client took {took:.1f} s to notice"
+    gone = _seconds_until_no_process_of(home)
+    print(f"cluster processes gone {gone:.1f} s after the client exited")
+    assert processes_of(home) == []
+    assert staging_dirs(home) == []

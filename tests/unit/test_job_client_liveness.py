@@ -1,0 +1,31 @@
+"""The JobClient stops waiting as soon as the descriptor's liveness check says the JobManager is gone."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from jobcluster.client.cluster_client import RestClusterClient
+from jobcluster.client.job_client import JobClient
+from jobcluster.errors import ClusterClientError
+from jobcluster.processes import find_free_port
+
+
+def unreachable_client(**kwargs) -> RestClusterClient:
+    return RestClusterClient(f"http://127.0.0.1:{find_free_port()}", "jobcluster-test", timeout=1.0, **kwargs)
+
+
+def test_dead_job_manager_ends_the_wait_at_once_naming_the_logs():
+    client = JobClient(unreachable_client(liveness=lambda: False, log_location="/logs/jobcluster-test"), "0" * 32)
+    start = time.monotonic()
+    with pytest.raises(ClusterClientError, match=r"its JobManager process has died \(see its logs in /logs/jobcluster-test\)"):
+        client.wait_for_result(max_unreachable=60.0)
+    assert time.monotonic() - start < 5
+
+
+def test_without_a_liveness_check_the_client_waits_for_max_unreachable():
+    client = JobClient(unreachable_client(), "0" * 32)
+    assert client.cluster_client.job_manager_alive()
+    with pytest.raises(ClusterClientError, match="lost contact with it for 0 s"):
+        client.wait_for_result(max_unreachable=0.0)
