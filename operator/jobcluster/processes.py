@@ -20,6 +20,7 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import psutil
 
@@ -115,15 +116,17 @@ class ChildProcess:
         self.stdout_file = stdout_file
         self.cwd = cwd
         self.process: asyncio.subprocess.Process | None = None
+        #: set once ``process`` exists: what watchers await before ``wait()``
+        self.started = asyncio.Event()
 
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
 
     async def start(self) -> None:
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        stdout_file = self.stdout_file or self.log_file
-        with open(self.log_file, "ab") as err, open(stdout_file, "ab") as out:
+        # file-system calls run off the caller's loop (an endpoint's loop must never block)
+        err, out = await asyncio.to_thread(self._open_logs)
+        with err, out:
             self.process = await asyncio.create_subprocess_exec(
                 *self.argv,
                 env=self.env,
@@ -134,7 +137,18 @@ class ChildProcess:
                 start_new_session=True,
                 preexec_fn=_terminate_with_parent(os.getpid()),
             )
+        self.started.set()
         log.debug("started %s (pid %s): %s", self.name, self.process.pid, " ".join(self.argv))
+
+    def _open_logs(self) -> tuple[BinaryIO, BinaryIO]:
+        """``(stderr, stdout)`` opened for appending, creating the log directory; both are ``log_file`` unless ``stdout_file`` is set."""
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        err = open(self.log_file, "ab")  # noqa: SIM115 - returned to start(), which closes both
+        try:
+            return err, open(self.stdout_file or self.log_file, "ab")
+        except BaseException:
+            err.close()
+            raise
 
     def running(self) -> bool:
         return self.process is not None and self.process.returncode is None

@@ -25,7 +25,8 @@ SHUTDOWN_TIMEOUT = 60.0  # seconds an attached run waits for its cluster to be g
     "--target",
     default=None,
     metavar="TARGET",
-    help=f"execution.target: where the job cluster runs ({', '.join(registry.known_targets())}). Default: from the configuration, else local.",
+    help=f"execution.target: where the job cluster runs ({', '.join(registry.known_targets())}). "
+    "Default: from the configuration, else local.",
 )
 @click.option(
     "-p",

@@ -281,7 +281,8 @@ class TaskExecutorProcessSpec:
         return self.framework_off_heap + self.task_off_heap + self.network
 
     def jvm_args(self) -> str:
-        """Flink's TaskManager JVM flags: ``-Xmx<heap> -Xms<heap> -XX:MaxDirectMemorySize=<direct> -XX:MaxMetaspaceSize=<metaspace>`` (raw bytes)."""
+        """Flink's TaskManager JVM flags (raw bytes):
+        ``-Xmx<heap> -Xms<heap> -XX:MaxDirectMemorySize=<direct> -XX:MaxMetaspaceSize=<metaspace>``."""
         heap = self.jvm_heap
         return f"-Xmx{heap} -Xms{heap} -XX:MaxDirectMemorySize={self.jvm_direct} -XX:MaxMetaspaceSize={self.jvm_metaspace}"
 

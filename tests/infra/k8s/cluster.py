@@ -550,7 +550,7 @@ class KubernetesCluster:
         self._wait("node-agent", node_ready, deadline, what=f"node {self.node_name} Ready")
 
     def _spawn(self, name: str, argv: list[Any], pdeathsig: str = "KILL", stop_grace: float = STOP_GRACE) -> None:
-        log = open(self.log_dir / f"{name}.log", "ab")
+        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - the daemon's log for its lifetime; closed in stop()
         self._logs.append(log)
         env = dict(os.environ)
         env[CLUSTER_ENV] = self.cluster_id
@@ -591,7 +591,7 @@ class KubernetesCluster:
     def stop(self, remove_work_dir: bool | None = None) -> None:
         """Stop everything (idempotent). The work dir is removed only if this object created it,
         unless remove_work_dir says otherwise."""
-        for name, proc, grace in reversed(self._procs):
+        for _name, proc, grace in reversed(self._procs):
             try:
                 root = psutil.Process(proc.pid)
             except psutil.Error:

@@ -196,9 +196,9 @@ class JvmGateway:
         # pipes only after the JVM announced its port).
         if self.log_file:
             self.log_file.parent.mkdir(parents=True, exist_ok=True)
-            self._log = open(self.log_file, "a", buffering=1)
+            self._log = open(self.log_file, "a", buffering=1)  # noqa: SIM115 - the JVM's log for its lifetime; closed in stop()
         else:
-            self._log = tempfile.TemporaryFile("w+", prefix="jobcluster-py4j-")
+            self._log = tempfile.TemporaryFile("w+", prefix="jobcluster-py4j-")  # noqa: SIM115 - closed in stop(), like the file above
         result: dict[str, Any] = {}
 
         def launch() -> None:

@@ -26,7 +26,7 @@ def main() -> None:
     try:
         status = asyncio.run(JobClusterEntrypoint(context, create_driver).run())
     except JobClusterError as exc:
-        log.error("job cluster %s failed", context.cluster_id, exc_info=True)
+        log.exception("job cluster %s failed", context.cluster_id)
         print(f"{STARTUP_FAILURE_PREFIX}{exc}", file=sys.stderr, flush=True)
         sys.exit(1)
     sys.exit(status.exit_code)

@@ -65,7 +65,8 @@ class RestEndpoint:
             await self._runner.cleanup()
             if exc.errno == errno.EADDRINUSE:
                 raise DeploymentError(
-                    f"rest.port {self.port} on {self.host} is already in use; choose another port with -D rest.port=PORT, or 0 for any free port"
+                    f"rest.port {self.port} on {self.host} is already in use; "
+                    "choose another port with -D rest.port=PORT, or 0 for any free port"
                 ) from exc
             raise DeploymentError(f"could not start the REST endpoint on {self.host}:{self.port}: {exc}") from exc
         if self.port == 0 and site._server is not None:

@@ -97,6 +97,6 @@ def main() -> None:
         dynamic = dict(parse_dynamic_property(d) for d in args.dynamic)
         code = asyncio.run(run_task_executor(dynamic))
     except JobClusterError as exc:
-        log.error("TaskExecutor failed: %s", exc, exc_info=True)
+        log.exception("TaskExecutor failed: %s", exc)
         code = 1
     sys.exit(code)

@@ -207,8 +207,7 @@ class TaskExecutor(RpcEndpoint):
 
     async def _watch_spark_worker(self, worker: SparkWorker) -> None:
         # wait until the process exists before awaiting its exit
-        while worker.process.process is None:
-            await asyncio.sleep(0.2)
+        await worker.process.started.wait()
         code = await worker.process.wait()
         if not self._stopped:
             await self._on_fatal(f"the Spark worker exited with code {code}; see {worker.process.log_file}")

@@ -36,7 +36,7 @@ class PodAddresses:
             used = set(self.ips.values())
             for addr in self.pod_cidr.hosts():
                 ip = str(addr)
-                if ip.endswith(".0") or ip.endswith(".255") or ip in used:
+                if ip.endswith((".0", ".255")) or ip in used:
                     continue
                 self.ips[uid] = ip
                 return ip

@@ -75,7 +75,7 @@ class ApiServer:
         except ApiException as e:
             if e.status != 404:
                 log.warning("status of pod %s/%s: %s %s", namespace, name, e.status, e.reason)
-        except Exception as e:  # network hiccup: retried on the next change
+        except Exception as e:  # noqa: BLE001 - network hiccup: logged, retried on the next change
             log.warning("status of pod %s/%s: %s", namespace, name, e)
         return False
 
@@ -89,6 +89,6 @@ class ApiServer:
                 if e.status in (404, 409):
                     return
                 log.warning("deleting pod %s/%s: %s %s", namespace, name, e.status, e.reason)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - any failure is logged and the delete retried
                 log.warning("deleting pod %s/%s: %s", namespace, name, e)
             time.sleep(1)

@@ -70,7 +70,7 @@ def watch_pods(
             if e.status != 410:
                 log.warning("pod watch: %s %s", e.status, e.reason)
                 stopping.wait(1)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - the watch thread must outlive any error: logged, the watch restarted
             if not stopping.is_set():
                 log.warning("pod watch: %s", e)
                 stopping.wait(1)

@@ -127,7 +127,7 @@ class PodWorker(threading.Thread):
                     try:
                         self.prepare()
                         self.config_error = None
-                    except Exception as e:  # PodConfigError, or the API server unreachable: retried
+                    except Exception as e:  # noqa: BLE001 - PodConfigError, or the API server unreachable: retried
                         if not isinstance(e, PodConfigError):
                             e = PodConfigError(f"{type(e).__name__}: {e}")
                         if self.config_error != str(e):

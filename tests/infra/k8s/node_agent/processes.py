@@ -45,7 +45,7 @@ def become_child_subreaper() -> None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except Exception:
+    except Exception:  # noqa: BLE001 - best effort: a warning, the agent still works
         log.warning("could not become a child subreaper; daemonised pod processes may escape")
 
 

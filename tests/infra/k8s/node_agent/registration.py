@@ -179,5 +179,5 @@ class NodeRegistration:
                 self.renew_lease()
                 if time.monotonic() - self.last_node_status >= NODE_STATUS_SECONDS:
                     self.update_node_status()
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - the heartbeat thread must outlive any error: logged, retried
                 log.warning("heartbeat: %s", e)
