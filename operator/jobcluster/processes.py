@@ -18,7 +18,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -31,7 +31,8 @@ def find_free_port(host: str = "127.0.0.1") -> int:
     """A TCP port on ``host`` that is free right now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def process_tree(pid: int) -> list[psutil.Process]:
@@ -79,7 +80,7 @@ def session_members(session_id: int) -> list[psutil.Process]:
 _PR_SET_PDEATHSIG = 1
 
 
-def _terminate_with_parent(parent_pid: int):
+def _terminate_with_parent(parent_pid: int) -> Callable[[], None]:
     """A ``preexec_fn`` asking the kernel to SIGTERM the child when ``parent_pid`` ends (Linux only)."""
 
     def preexec() -> None:

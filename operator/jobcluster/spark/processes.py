@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ async def fetch_json(url: str, timeout: float = STATUS_TIMEOUT) -> Any:  # noqa:
 
 # ASYNC109: the deadlines below end in a SparkError that names what was awaited and the log to read,
 # which a caller's asyncio.timeout() could not say.
-async def _wait_for(condition, what: str, timeout: float, process: ChildProcess) -> Any:  # noqa: ASYNC109
+async def _wait_for(condition: Callable[[], Awaitable[Any]], what: str, timeout: float, process: ChildProcess) -> Any:  # noqa: ASYNC109
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not process.running():
@@ -97,7 +98,8 @@ class SparkMaster:
         log.info("Spark master running at %s (UI %s)", self.address.url, self.address.web_url)
 
     async def status(self) -> dict[str, Any]:
-        return await fetch_json(f"{self.address.web_url}/json/")
+        status: dict[str, Any] = await fetch_json(f"{self.address.web_url}/json/")
+        return status
 
     async def stop(self) -> None:
         await self.process.stop()

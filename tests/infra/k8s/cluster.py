@@ -47,6 +47,7 @@ import tempfile
 import time
 import uuid
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,7 @@ def setpriv_prefix(signame: str) -> list[str]:
     return [setpriv, f"--pdeathsig={signame}", "--"] if setpriv else []
 
 
-def kill_tree(root: psutil.Process | None, grace: float, extra: list[psutil.Process] = ()) -> None:
+def kill_tree(root: psutil.Process | None, grace: float, extra: Sequence[psutil.Process] = ()) -> None:
     """SIGTERM a process, its descendants and extra; SIGKILL what is left after grace seconds."""
     procs = list(extra)
     if root is not None:
@@ -148,6 +149,7 @@ class _Pki:
         self.serial = 1
 
     def run(self, *args: str | Path) -> None:
+        assert self.openssl is not None  # checked in __init__
         result = subprocess.run([self.openssl, *map(str, args)], capture_output=True, text=True)
         if result.returncode != 0:
             raise KubernetesClusterError(f"openssl {' '.join(map(str, args))}: {result.stderr.strip()}")

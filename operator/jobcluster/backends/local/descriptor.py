@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import yaml
@@ -57,7 +58,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
         cluster_id = f"jobcluster-{graph.job_id[:12]}"
         cluster_dir = self.home / "clusters" / cluster_id
         log_dir = self.home / "log" / cluster_id
-        process: subprocess.Popen | None = None
+        process: subprocess.Popen[bytes] | None = None
         try:
             self._stage(cluster_dir, graph, program, config)
             log_dir.mkdir(parents=True, exist_ok=True)
@@ -89,7 +90,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
         write_job_graph(graph, layout.job_graph_file(cluster_dir))
         layout.config_file(cluster_dir).write_text(yaml.safe_dump(config.to_dict(), sort_keys=True))
 
-    def _launch_entrypoint(self, cluster_id: str, cluster_dir: Path, log_dir: Path) -> subprocess.Popen:
+    def _launch_entrypoint(self, cluster_id: str, cluster_dir: Path, log_dir: Path) -> subprocess.Popen[bytes]:
         env = {
             **os.environ,
             layout.ENV_CLUSTER_ID: cluster_id,
@@ -109,12 +110,13 @@ class LocalClusterDescriptor(ClusterDescriptor):
                 cwd=cluster_dir,
             )
 
-    def _wait_until_serving(self, process: subprocess.Popen, cluster_dir: Path, log_dir: Path) -> str:
+    def _wait_until_serving(self, process: subprocess.Popen[bytes], cluster_dir: Path, log_dir: Path) -> str:
         rest_info = cluster_dir / layout.REST_INFO_FILE
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while time.monotonic() < deadline:
             if rest_info.exists():
-                return json.loads(rest_info.read_text())["rest_url"]
+                rest_url: str = json.loads(rest_info.read_text())["rest_url"]
+                return rest_url
             code = process.poll()
             if code is not None:
                 raise DeploymentError(f"the job cluster failed to start: {_startup_failure(log_dir)} (logs: {log_dir})")
@@ -147,7 +149,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
         shutil.rmtree(cluster_dir, ignore_errors=True)
 
 
-def _write_json(path: Path, data: dict) -> None:
+def _write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=2))
 
 

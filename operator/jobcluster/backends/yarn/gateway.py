@@ -145,7 +145,7 @@ class JvmGateway:
         self.call_timeout = call_timeout
         self.stop_timeout = stop_timeout
         self._gateway: JavaGateway | None = None
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[str] | None = None
 
     # -- public ----------------------------------------------------------------
@@ -295,7 +295,7 @@ class JvmGateway:
             log.close()
 
 
-def _stop_process(proc: subprocess.Popen, timeout: float) -> bool:
+def _stop_process(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     """Close the JVM's stdin (py4j's --die-on-broken-pipe then exits it), wait
     ``timeout`` s, else SIGKILL; reap it. False if it outlives even that."""
     try:
@@ -315,7 +315,7 @@ def _stop_process(proc: subprocess.Popen, timeout: float) -> bool:
         return False
 
 
-def _popen_in_traceback(error: BaseException) -> subprocess.Popen | None:
+def _popen_in_traceback(error: BaseException) -> subprocess.Popen[bytes] | None:
     """The JVM process py4j's launch_gateway started before it failed (its
     local ``proc``): py4j returns no handle then, and the exited JVM would
     stay a zombie until garbage collection."""

@@ -8,10 +8,12 @@ import sys
 
 from jobcluster.backends import registry
 from jobcluster.config import options
+from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JobClusterError
 from jobcluster.logging_setup import configure_process_logging
 from jobcluster.runtime.entrypoint.cluster_dir import STARTUP_FAILURE_PREFIX
 from jobcluster.runtime.entrypoint.job_cluster_entrypoint import EntrypointContext, JobClusterEntrypoint
+from jobcluster.runtime.resourcemanager.driver import ResourceManagerDriver
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +22,7 @@ def main() -> None:
     configure_process_logging()
     context = EntrypointContext.from_env()
 
-    def create_driver(config):
+    def create_driver(config: Configuration) -> ResourceManagerDriver:
         return registry.resource_manager_driver(config.get(options.EXECUTION_TARGET), config)
 
     try:

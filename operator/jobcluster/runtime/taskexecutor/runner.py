@@ -75,10 +75,13 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
         spark_worker,
         on_fatal,
     )
+
+    def on_signal(sig: signal.Signals) -> None:
+        if not done.done():
+            done.set_result(f"received {sig.name}")
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        asyncio.get_running_loop().add_signal_handler(
-            sig, lambda s=sig: done.done() or done.set_result(f"received {signal.Signals(s).name}")
-        )
+        asyncio.get_running_loop().add_signal_handler(sig, on_signal, sig)
     try:
         await rpc.start_endpoint(task_executor)
         reason = await done

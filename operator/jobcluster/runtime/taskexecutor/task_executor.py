@@ -177,7 +177,9 @@ class TaskExecutor(RpcEndpoint):
             self._job_masters[job_id] = job_master
             await self._ensure_spark_worker(SparkMasterAddress(connection["spark_master_url"], connection["spark_master_web_url"]))
             offers = [
-                SlotOffer(allocation_id=s.allocation_id, slot_index=s.index) for s in self.slot_table.slots_of_job(job_id) if not s.offered
+                SlotOffer(allocation_id=s.allocation_id, slot_index=s.index)
+                for s in self.slot_table.slots_of_job(job_id)
+                if not s.offered and s.allocation_id is not None
             ]
             if not offers:
                 return

@@ -10,6 +10,7 @@ step, and on deletion kills the pod's processes and finalises the deletion.
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import subprocess
@@ -163,7 +164,7 @@ class PodWorker(threading.Thread):
                 api_host_port=self.agent.apiserver.host_port,
                 read_object=self.agent.apiserver.read_object,
                 node_allocatable=self.agent.allocatable,
-                rewrite=lambda text, mounts=mounts: rewrite(text, mounts),
+                rewrite=functools.partial(rewrite, mounts=mounts),
             )
         self.container_env = envs
 
