@@ -162,7 +162,7 @@ class ChildProcess:
         if self.process is None:
             return
         pid = self.process.pid
-        members = session_members(pid)
+        members = await asyncio.to_thread(session_members, pid)  # reads /proc of every process: off the loop
         await asyncio.to_thread(kill_process_tree, pid, grace_seconds, members)
         if self.process.returncode is None:
             await self.process.wait()
