@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make run    install everything, fetch the corpus, run WordCount on a local job cluster
-#   make test   install everything (incl. the YARN/HDFS and Kubernetes test clusters), run all tests
+#   make test   install everything (incl. the YARN/HDFS and Kubernetes test clusters), run the static checks and all tests
+#   make lint   just the static checks: ruff (lint + format), mypy, lint-imports
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
@@ -43,8 +44,15 @@ infra: java
 	bash tests/infra/hadoop/build.sh
 	bash tests/infra/k8s/build.sh
 
-test: venv java corpus infra
-	JOBCLUSTER_CORPUS=$(CORPUS)/sources $(VENV)/bin/lint-imports
+# The static checks, configured in pyproject.toml; `make test` runs them first (they need no test cluster).
+LINT_PATHS := operator tests benchmarks examples
+lint: venv
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+test: venv lint java corpus infra
 	JOBCLUSTER_CORPUS=$(CORPUS)/sources $(PY) -m pytest -ra
 
 unit: venv

@@ -18,8 +18,9 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import psutil
 
@@ -37,7 +38,8 @@ def find_free_port(host: str = "127.0.0.1") -> int:
     """A TCP port on ``host`` that is free right now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def process_tree(pid: int) -> list[psutil.Process]:
@@ -85,7 +87,7 @@ def session_members(session_id: int) -> list[psutil.Process]:
 _PR_SET_PDEATHSIG = 1
 
 
-def _terminate_with_parent(parent_pid: int):
+def _terminate_with_parent(parent_pid: int) -> Callable[[], None]:
     """A ``preexec_fn`` asking the kernel to SIGTERM the child when ``parent_pid`` ends (Linux only)."""
 
     def preexec() -> None:
@@ -122,15 +124,17 @@ class ChildProcess:
         self.stdout_file = stdout_file
         self.cwd = cwd
         self.process: asyncio.subprocess.Process | None = None
+        #: set once ``process`` exists: what watchers await before ``wait()``
+        self.started = asyncio.Event()
 
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
 
     async def start(self) -> None:
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        stdout_file = self.stdout_file or self.log_file
-        with open(self.log_file, "ab") as err, open(stdout_file, "ab") as out:
+        # file-system calls run off the caller's loop (an endpoint's loop must never block)
+        err, out = await asyncio.to_thread(self._open_logs)
+        with err, out:
             self.process = await asyncio.create_subprocess_exec(
                 *self.argv,
                 env=self.env,
@@ -142,7 +146,18 @@ class ChildProcess:
                 umask=PRIVATE_UMASK,
                 preexec_fn=_terminate_with_parent(os.getpid()),
             )
+        self.started.set()
         log.debug("started %s (pid %s): %s", self.name, self.process.pid, " ".join(self.argv))
+
+    def _open_logs(self) -> tuple[BinaryIO, BinaryIO]:
+        """``(stderr, stdout)`` opened for appending, creating the log directory; both are ``log_file`` unless ``stdout_file`` is set."""
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        err = open(self.log_file, "ab")  # noqa: SIM115 - returned to start(), which closes both
+        try:
+            return err, open(self.stdout_file or self.log_file, "ab")
+        except BaseException:
+            err.close()
+            raise
 
     def running(self) -> bool:
         return self.process is not None and self.process.returncode is None
@@ -155,7 +170,7 @@ class ChildProcess:
         if self.process is None:
             return
         pid = self.process.pid
-        members = session_members(pid)
+        members = await asyncio.to_thread(session_members, pid)  # reads /proc of every process: off the loop
         await asyncio.to_thread(kill_process_tree, pid, grace_seconds, members)
         if self.process.returncode is None:
             await self.process.wait()

@@ -159,7 +159,7 @@ def test_killed_task_executor_is_replaced_and_the_job_finishes(home, corpus, tmp
             time.sleep(0.5)
         assert victim is not None, "the job never got running"
         psutil.Process(victim["pid"]).send_signal(signal.SIGKILL)
-        stdout, stderr = proc.communicate(timeout=600)
+        _stdout, stderr = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -199,7 +199,7 @@ def test_durations(text, seconds):
 
 @pytest.mark.parametrize("text", ["", "s", "-1 s", "1 fortnight", "1.5 s"])
 def test_bad_durations(text):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="duration"):
         parse_duration(text)
 
 

@@ -67,7 +67,7 @@ def test_every_problem_is_reported_at_once():
 
 
 def test_heartbeat_timeout_not_shorter_than_interval():
-    with pytest.raises(IllegalConfigurationError, match="heartbeat.timeout .* must not be shorter than heartbeat.interval"):
+    with pytest.raises(IllegalConfigurationError, match=r"heartbeat\.timeout .* must not be shorter than heartbeat\.interval"):
         validate_configuration(Configuration({"heartbeat.interval": "30 s", "heartbeat.timeout": "10 s"}))
 
 

@@ -21,16 +21,16 @@ from jobcluster.jobgraph.model import (
 
 
 def graph(**overrides) -> JobGraph:
-    fields = dict(
-        job_id=new_job_id(),
-        job_name="wc",
-        vertices=[
+    fields = {
+        "job_id": new_job_id(),
+        "job_name": "wc",
+        "vertices": [
             JobVertex(id=new_job_id(), name="PySpark", program="wc.py", program_args=["--input", "x y"], parallelism=4, max_parallelism=128)
         ],
-        slot_profile=ResourceProfileSpec(cpu_cores=1.0, task_heap=100, task_off_heap=0, managed=50, network=10),
-        user_artifacts=[UserArtifact(name="lib.zip", path="lib.zip")],
-        execution_config=ExecutionConfig(restart_strategy=RestartStrategy(type="fixed-delay", attempts=3, delay_seconds=2.5)),
-    )
+        "slot_profile": ResourceProfileSpec(cpu_cores=1.0, task_heap=100, task_off_heap=0, managed=50, network=10),
+        "user_artifacts": [UserArtifact(name="lib.zip", path="lib.zip")],
+        "execution_config": ExecutionConfig(restart_strategy=RestartStrategy(type="fixed-delay", attempts=3, delay_seconds=2.5)),
+    }
     fields.update(overrides)
     return JobGraph(**fields)
 
@@ -44,14 +44,16 @@ def test_round_trip(tmp_path):
 
 
 def test_required_slots_per_sharing_group():
-    v = lambda p, group: JobVertex(id=new_job_id(), name="v", program="p.py", parallelism=p, max_parallelism=128, slot_sharing_group=group)
+    def v(p: int, group: str) -> JobVertex:
+        return JobVertex(id=new_job_id(), name="v", program="p.py", parallelism=p, max_parallelism=128, slot_sharing_group=group)
+
     g = graph(vertices=[v(4, "default"), v(2, "default"), v(3, "other")])
     assert g.required_slots() == 7
     assert g.parallelism == 4
 
 
 @pytest.mark.parametrize(
-    "mutate, message",
+    ("mutate", "message"),
     [
         (lambda d: d.update(version=2), "version"),
         (lambda d: d.update(job_id="not-hex"), "JobID"),

@@ -202,7 +202,7 @@ def test_e14_unreadable_size():
 
 
 def test_unparseable_fraction_is_not_wrapped():
-    with pytest.raises(InvalidValueError, match="^Could not parse value 'x' for key 'jobmanager.memory.jvm-overhead.fraction'.$"):
+    with pytest.raises(InvalidValueError, match=r"^Could not parse value 'x' for key 'jobmanager\.memory\.jvm-overhead\.fraction'\.$"):
         spec_from({"jobmanager.memory.process.size": "1600m", "jobmanager.memory.jvm-overhead.fraction": "x"})
 
 

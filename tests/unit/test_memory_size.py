@@ -65,7 +65,7 @@ def test_parse_accepts_flink_syntax(text, expected):
     ],
 )
 def test_parse_rejects(text):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"memory size|does not fit into 64 bits"):
         parse_memory_size(text)
 
 

@@ -80,7 +80,7 @@ def test_an_exhausted_range_is_an_error():
 
 @pytest.mark.parametrize("cidr", ["10.0.0.0/24", "127.0.0.0/16", "127.0.0.0/8"])
 def test_the_pod_cidr_must_be_loopback_without_the_host_ip(cidr):
-    with pytest.raises(ValueError, match="127.0.0.0/8"):
+    with pytest.raises(ValueError, match=r"127\.0\.0\.0/8"):
         PodAddresses(cidr)
 
 
@@ -275,20 +275,20 @@ def test_pod_phase():
 
 
 def status_of(runs_main, conditions, **overrides):
-    args = dict(
-        pod={"status": {"conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "Unknown"}]}},
-        phase="Pending",
-        terminal_phase=None,
-        failed=False,
-        initialized=False,
-        prepared=False,
-        runs_init=[],
-        runs_main=runs_main,
-        config_error=None,
-        pod_ip="127.5.0.1",
-        start_time="t0",
-        conditions=conditions,
-    )
+    args = {
+        "pod": {"status": {"conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "Unknown"}]}},
+        "phase": "Pending",
+        "terminal_phase": None,
+        "failed": False,
+        "initialized": False,
+        "prepared": False,
+        "runs_init": [],
+        "runs_main": runs_main,
+        "config_error": None,
+        "pod_ip": "127.5.0.1",
+        "start_time": "t0",
+        "conditions": conditions,
+    }
     args.update(overrides)
     return pod_status(**args)
 

@@ -113,7 +113,7 @@ def test_max_slots_caps_worker_requests():
 
 
 def test_driver_refusal_stops_requests():
-    sm, actions = manager(accept_workers=False)
+    sm, _actions = manager(accept_workers=False)
     sm.declare_resource_requirements("job", 4)
     assert sm.pending_workers == 0
 
@@ -143,7 +143,7 @@ def test_freed_slots_make_task_executor_idle_and_released_after_timeout():
     assert actions.released == ["tm-1"] and "tm-1" not in sm.task_managers
 
 
-@pytest.mark.parametrize("required,slots_per_worker,expected", [(1, 1, 1), (4, 2, 2), (3, 2, 2), (7, 3, 3)])
+@pytest.mark.parametrize(("required", "slots_per_worker", "expected"), [(1, 1, 1), (4, 2, 2), (3, 2, 2), (7, 3, 3)])
 def test_worker_count_is_ceiling(required, slots_per_worker, expected):
     sm, actions = manager(slots_per_worker=slots_per_worker)
     sm.declare_resource_requirements("job", required)

@@ -21,24 +21,24 @@ GiB = 1 << 30
 
 
 def te_spec(**changes) -> TaskExecutorProcessSpec:
-    values = dict(
-        cpu_cores=Decimal(2),
-        framework_heap=128 * MiB,
-        framework_off_heap=128 * MiB,
-        task_heap=GiB,
-        task_off_heap=0,
-        network=256 * MiB,
-        managed=512 * MiB,
-        jvm_metaspace=256 * MiB,
-        jvm_overhead=256 * MiB,
-        num_slots=2,
-    )
+    values = {
+        "cpu_cores": Decimal(2),
+        "framework_heap": 128 * MiB,
+        "framework_off_heap": 128 * MiB,
+        "task_heap": GiB,
+        "task_off_heap": 0,
+        "network": 256 * MiB,
+        "managed": 512 * MiB,
+        "jvm_metaspace": 256 * MiB,
+        "jvm_overhead": 256 * MiB,
+        "num_slots": 2,
+    }
     values.update(changes)
     return TaskExecutorProcessSpec(**values)
 
 
 def jm_spec(**changes) -> JobManagerProcessSpec:
-    values = dict(jvm_heap=GiB, off_heap=128 * MiB, jvm_metaspace=256 * MiB, jvm_overhead=192 * MiB)
+    values = {"jvm_heap": GiB, "off_heap": 128 * MiB, "jvm_metaspace": 256 * MiB, "jvm_overhead": 192 * MiB}
     values.update(changes)
     return JobManagerProcessSpec(**values)
 
@@ -70,7 +70,7 @@ def test_remote_blocks_larger_than_half_the_network_memory_go_to_disk():
 
 
 def test_network_memory_below_nettys_minimum_is_refused():
-    with pytest.raises(SparkSizingError, match="taskmanager.memory.network.min"):
+    with pytest.raises(SparkSizingError, match=r"taskmanager\.memory\.network\.min"):
         spark_sizing_for_task_executor(te_spec(network=8 * MiB))
 
 

@@ -41,9 +41,11 @@ def _backend(target: str) -> ModuleType:
 
 def cluster_descriptor(target: str, config: Configuration) -> ClusterDescriptor:
     """The ClusterDescriptor of ``target``; IllegalConfigurationError for an unknown target."""
-    return _backend(target).create_cluster_descriptor(config)
+    descriptor: ClusterDescriptor = _backend(target).create_cluster_descriptor(config)
+    return descriptor
 
 
 def resource_manager_driver(target: str, config: Configuration) -> ResourceManagerDriver:
     """The ResourceManagerDriver of ``target``; IllegalConfigurationError for an unknown target."""
-    return _backend(target).create_driver(config)
+    driver: ResourceManagerDriver = _backend(target).create_driver(config)
+    return driver

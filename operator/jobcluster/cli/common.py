@@ -6,7 +6,7 @@ import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import click
 
@@ -15,8 +15,12 @@ from jobcluster.config.loader import load_configuration, parse_dynamic_property
 from jobcluster.config.validation import validate_configuration
 from jobcluster.errors import JobClusterError
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
-def conf_dir_option(f: Callable) -> Callable:
+
+def conf_dir_option(f: _F) -> _F:
     return click.option(
         "-c",
         "--conf-dir",
@@ -36,7 +40,7 @@ def check_dynamic_properties(ctx: click.Context, param: click.Parameter, values:
     return values
 
 
-def dynamic_properties_option(f: Callable) -> Callable:
+def dynamic_properties_option(f: _F) -> _F:
     return click.option(
         "-D",
         "dynamic_properties",
@@ -64,11 +68,11 @@ def load_cli_configuration(conf_dir: Path | None, dynamic_properties: tuple[str,
     return config
 
 
-def reports_errors(command: Callable) -> Callable:
+def reports_errors(command: Callable[_P, _R]) -> Callable[_P, _R]:
     """Turn JobClusterError into one 'Error: ...' line on stderr and exit code 1."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return command(*args, **kwargs)
         except JobClusterError as exc:

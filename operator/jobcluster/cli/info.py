@@ -22,7 +22,9 @@ from jobcluster.memory.taskexecutor import task_executor_process_spec_from_confi
 @click.argument("program", type=click.Path(path_type=Path))
 @click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
 @reports_errors
-def info(parallelism, conf_dir, dynamic_properties, program, program_args) -> None:
+def info(
+    parallelism: int | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...], program: Path, program_args: tuple[str, ...]
+) -> None:
     """Print the JobGraph (JSON) and ClusterSpecification PROGRAM would be deployed with."""
     config = load_cli_configuration(conf_dir, dynamic_properties, **{options.PARALLELISM_DEFAULT.key: parallelism})
     graph = build_job_graph(PackagedProgram(program, tuple(program_args)), config, task_executor_process_spec_from_config(config))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -14,12 +16,12 @@ from jobcluster.config import options
 from jobcluster.errors import ClusterClientError, JobNotFoundError
 
 
-def _clusters(target: str | None, conf_dir, dynamic_properties) -> list[ClusterHandle]:
+def _clusters(target: str | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...]) -> list[ClusterHandle]:
     config = load_cli_configuration(conf_dir, dynamic_properties, **{options.EXECUTION_TARGET.key: target})
     return registry.cluster_descriptor(config.get(options.EXECUTION_TARGET), config).list_clusters()
 
 
-def _jobs(handle: ClusterHandle) -> list[dict]:
+def _jobs(handle: ClusterHandle) -> list[dict[str, Any]]:
     if handle.rest_url is None:
         return [{"jid": handle.job_id, "name": handle.job_name, "state": "DEPLOYING", "start-time": 0}]
     try:
@@ -33,7 +35,7 @@ def _jobs(handle: ClusterHandle) -> list[dict]:
 @conf_dir_option
 @dynamic_properties_option
 @reports_errors
-def list_jobs(target, conf_dir, dynamic_properties) -> None:
+def list_jobs(target: str | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...]) -> None:
     """List the jobs of the running job clusters."""
     rows = [(h, job) for h in _clusters(target, conf_dir, dynamic_properties) for job in _jobs(h)]
     if not rows:
@@ -51,7 +53,7 @@ def list_jobs(target, conf_dir, dynamic_properties) -> None:
 @conf_dir_option
 @dynamic_properties_option
 @reports_errors
-def cancel(job_id, target, conf_dir, dynamic_properties) -> None:
+def cancel(job_id: str, target: str | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...]) -> None:
     """Cancel the running job JOB_ID; its job cluster then shuts down."""
     for handle in _clusters(target, conf_dir, dynamic_properties):
         if handle.job_id == job_id and handle.rest_url:

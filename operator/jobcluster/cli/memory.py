@@ -96,6 +96,8 @@ def memory(conf_dir: Path | None, dynamic_properties: tuple[str, ...], jobmanage
         overrides = dict(parse_dynamic_property(item) for item in dynamic_properties)
         directory = conf_dir if conf_dir is not None else default_conf_dir()
         config = load_configuration(directory, overrides)
+        spec: JobManagerProcessSpec | TaskExecutorProcessSpec
+        sizing: JobManagerSparkSizing | TaskExecutorSparkSizing
         if jobmanager:
             spec = job_manager_process_spec_from_config(config)
             sizing = spark_sizing_for_job_manager(spec, check=False)
@@ -115,8 +117,10 @@ def memory(conf_dir: Path | None, dynamic_properties: tuple[str, ...], jobmanage
         return
     source = _source_text(directory, len(overrides))
     if isinstance(spec, JobManagerProcessSpec):
+        assert isinstance(sizing, JobManagerSparkSizing)  # chosen together above
         lines = job_manager_table(spec, sizing, source, direct_limit)
     else:
+        assert isinstance(sizing, TaskExecutorSparkSizing)
         lines = task_executor_table(spec, sizing, source)
     click.echo("\n".join(lines))
 
@@ -176,7 +180,7 @@ def job_manager_table(
     return lines
 
 
-def _component_rows(spec, components) -> list[str]:
+def _component_rows(spec: TaskExecutorProcessSpec | JobManagerProcessSpec, components: tuple[tuple[str, str], ...]) -> list[str]:
     total = spec.total_process
     rows = [f"  {'Component':<22}{'Size':>10}  {'Bytes':>12}"]
     for name, label in components:

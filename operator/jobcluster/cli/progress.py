@@ -25,7 +25,7 @@ class ProgressPrinter:
         self._task_managers: set[str] = set()
         self._state: str | None = None
         self._slots: tuple[int, int] | None = None
-        self._spark: tuple | None = None
+        self._spark: tuple[Any, ...] | None = None
 
     def deploying(self, graph: JobGraph, target: str, config: Configuration) -> None:
         _say(f"Deploying job cluster for '{graph.job_name}' (job {graph.job_id}) on target {target}, parallelism {graph.parallelism}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from jobcluster.backends import registry
@@ -33,7 +35,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @conf_dir_option
 @dynamic_properties_option
 @reports_errors
-def prune(target, older_than, conf_dir, dynamic_properties) -> None:
+def prune(target: str | None, older_than: float | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...]) -> None:
     """Remove the logs of ended job clusters (never those of a running one)."""
     config = load_cli_configuration(conf_dir, dynamic_properties, **{options.EXECUTION_TARGET.key: target})
     max_age = older_than if older_than is not None else config.get(options.LOGS_MAX_AGE)

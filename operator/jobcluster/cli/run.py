@@ -25,7 +25,8 @@ SHUTDOWN_TIMEOUT = 60.0  # seconds an attached run waits for its cluster to be g
     "--target",
     default=None,
     metavar="TARGET",
-    help=f"execution.target: where the job cluster runs ({', '.join(registry.known_targets())}). Default: from the configuration, else local.",
+    help=f"execution.target: where the job cluster runs ({', '.join(registry.known_targets())}). "
+    "Default: from the configuration, else local.",
 )
 @click.option(
     "-p",
@@ -47,7 +48,16 @@ SHUTDOWN_TIMEOUT = 60.0  # seconds an attached run waits for its cluster to be g
 @click.argument("program", type=click.Path(path_type=Path))
 @click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
 @reports_errors
-def run(target, parallelism, conf_dir, dynamic_properties, detached, py_files, program, program_args) -> None:
+def run(
+    target: str | None,
+    parallelism: int | None,
+    conf_dir: Path | None,
+    dynamic_properties: tuple[str, ...],
+    detached: bool,
+    py_files: tuple[Path, ...],
+    program: Path,
+    program_args: tuple[str, ...],
+) -> None:
     """Run PROGRAM (a PySpark script) with PROGRAM_ARGS on its own job cluster.
 
     \b

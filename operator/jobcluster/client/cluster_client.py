@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import requests
 
@@ -62,13 +62,13 @@ class RestClusterClient:
         return resp.json() if resp.content else {}
 
     def overview(self) -> dict[str, Any]:
-        return self._request("GET", "/overview")
+        return cast(dict[str, Any], self._request("GET", "/overview"))
 
     def list_jobs(self) -> list[dict[str, Any]]:
-        return self._request("GET", "/jobs/overview")["jobs"]
+        return cast(list[dict[str, Any]], self._request("GET", "/jobs/overview")["jobs"])
 
     def job_details(self, job_id: str) -> dict[str, Any]:
-        return self._request("GET", f"/jobs/{job_id}")
+        return cast(dict[str, Any], self._request("GET", f"/jobs/{job_id}"))
 
     def execution_result(self, job_id: str) -> dict[str, Any] | None:
         """The ``job-execution-result`` once the job is terminal, else None."""
@@ -79,7 +79,7 @@ class RestClusterClient:
         self._request("PATCH", f"/jobs/{job_id}", mode="cancel")
 
     def task_managers(self) -> list[dict[str, Any]]:
-        return self._request("GET", "/taskmanagers")["taskmanagers"]
+        return cast(list[dict[str, Any]], self._request("GET", "/taskmanagers")["taskmanagers"])
 
     def wait_until_shut_down(self, timeout: float) -> bool:
         """Poll until the cluster's REST API is gone (the cluster stops it last); False after ``timeout`` seconds."""

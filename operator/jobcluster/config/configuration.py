@@ -9,7 +9,7 @@ value is reported when it is read, naming the key, as Flink does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from jobcluster.config.options import ConfigOption
@@ -23,7 +23,7 @@ from jobcluster.config.values import (
 )
 from jobcluster.errors import IllegalConfigurationError
 
-_PARSERS = {
+_PARSERS: dict[str, Callable[[str], Any]] = {
     "memory": parse_memory_size,
     "int": parse_int,
     "float": parse_float32,

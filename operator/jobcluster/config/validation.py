@@ -72,6 +72,7 @@ def _range_problem(key: str, text: str, value: float, option: ConfigOption) -> s
             return f"{key}: '{text}' is out of range; expected {_number(low)} to {_number(high)}{unit}"
         if low is not None:
             return f"{key}: '{text}' is too small; expected at least {_number(low)}{unit}"
+        assert high is not None
         return f"{key}: '{text}' is too large; expected at most {_number(high)}{unit}"
     return None
 

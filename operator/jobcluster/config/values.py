@@ -26,6 +26,7 @@ INT_MAX = (1 << 31) - 1
 
 # Memory units: every spelling Flink accepts, mapped to its multiplier.
 _MEMORY_UNITS: dict[str, int] = {}
+_names: tuple[str, ...]
 for _names, _multiplier in (
     (("b", "bytes"), 1),
     (("k", "kb", "kibibytes"), 1 << 10),
@@ -54,7 +55,8 @@ def parse_memory_size(text: str) -> int:
     trimmed = str(text).strip()
     if not trimmed:
         raise ValueError("the memory size is empty")
-    digits = _LEADING_DIGITS.match(trimmed).group(0)
+    leading = _LEADING_DIGITS.match(trimmed)
+    digits = leading.group(0) if leading else ""
     if not digits:
         raise ValueError(f"memory size {trimmed!r} does not start with a number")
     unit = trimmed[len(digits) :].strip().lower()
@@ -97,7 +99,8 @@ def parse_duration(text: str) -> float:
     trimmed = str(text).strip()
     if not trimmed:
         raise ValueError("the duration is empty")
-    digits = _LEADING_DIGITS.match(trimmed).group(0)
+    leading = _LEADING_DIGITS.match(trimmed)
+    digits = leading.group(0) if leading else ""
     if not digits:
         raise ValueError(f"duration {trimmed!r} does not start with a number")
     unit = trimmed[len(digits) :].strip().lower()
@@ -181,6 +184,7 @@ def round_to_float32(value: Decimal | float | int) -> float:
     """
     exact = Decimal(value)
     guess = float(exact)
+    candidate: float
     try:
         (candidate,) = struct.unpack("<f", struct.pack("<f", guess))
     except OverflowError:
@@ -201,7 +205,8 @@ def round_to_float32(value: Decimal | float | int) -> float:
 
 
 def _float32_bits(value: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", value))[0]
+    bits: int = struct.unpack("<I", struct.pack("<f", value))[0]
+    return bits
 
 
 def _float32_step(value: float, direction: int) -> float:
@@ -212,7 +217,8 @@ def _float32_step(value: float, direction: int) -> float:
         bits = _float32_bits(value)
         toward_larger_magnitude = (value > 0) == (direction > 0)
         bits += 1 if toward_larger_magnitude else -1
-    return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
+    step: float = struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
+    return step
 
 
 def java_double_text(value: float) -> str:
@@ -235,6 +241,7 @@ def java_double_text(value: float) -> str:
             text = format(Decimal(text), "f")
         return text if "." in text else text + ".0"
     sign, digits, exponent = Decimal(repr(value)).as_tuple()
+    assert isinstance(exponent, int)  # finite: NaN and the infinities returned above
     digit_text = "".join(map(str, digits)).rstrip("0") or "0"
     scientific_exponent = exponent + len(digits) - 1
     mantissa = digit_text[0] + "." + (digit_text[1:] or "0")

@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from jobcluster.errors import JobGraphError
 
-JOB_GRAPH_VERSION = 1
+JOB_GRAPH_VERSION: Final = 1
 JOB_GRAPH_FILE_NAME = "jobgraph.json"
 
 

@@ -37,7 +37,8 @@ def read_memory(config: Configuration, option: ConfigOption) -> int:
     Raises:
         IllegalConfigurationError: "Cannot read memory size from config option '<key>'."
     """
-    return config.get(option)
+    size: int = config.get(option)
+    return size
 
 
 def read_range_fraction(

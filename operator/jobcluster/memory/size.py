@@ -18,18 +18,18 @@ from jobcluster.config.values import LONG_MAX, parse_memory_size
 from jobcluster.errors import IllegalConfigurationError
 
 __all__ = [
+    "LONG_MAX",
+    "GiB",
     "KiB",
     "MiB",
-    "GiB",
     "TiB",
-    "LONG_MAX",
-    "parse_memory_size",
-    "format_memory_size",
-    "format_binary",
-    "multiply",
-    "inverse_fraction",
     "add",
     "floor_mib",
+    "format_binary",
+    "format_memory_size",
+    "inverse_fraction",
+    "multiply",
+    "parse_memory_size",
 ]
 
 KiB = 1 << 10

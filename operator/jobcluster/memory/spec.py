@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from decimal import ROUND_DOWN, Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobcluster.config import options as o
 from jobcluster.config.values import java_double_text
@@ -72,7 +72,13 @@ def _check_cpu(instance: Any) -> None:
         raise IllegalConfigurationError(f"CPU cores must be non-negative, got {instance.cpu_cores}.")
 
 
-def _from_dict(cls: type, data: dict[str, Any]) -> Any:
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_T = TypeVar("_T", bound="DataclassInstance")
+
+
+def _from_dict(cls: type[_T], data: dict[str, Any]) -> _T:
     names = [f.name for f in fields(cls)]
     missing = [n for n in names if n not in data]
     if missing:
@@ -281,7 +287,8 @@ class TaskExecutorProcessSpec:
         return self.framework_off_heap + self.task_off_heap + self.network
 
     def jvm_args(self) -> str:
-        """Flink's TaskManager JVM flags: ``-Xmx<heap> -Xms<heap> -XX:MaxDirectMemorySize=<direct> -XX:MaxMetaspaceSize=<metaspace>`` (raw bytes)."""
+        """Flink's TaskManager JVM flags (raw bytes):
+        ``-Xmx<heap> -Xms<heap> -XX:MaxDirectMemorySize=<direct> -XX:MaxMetaspaceSize=<metaspace>``."""
         heap = self.jvm_heap
         return f"-Xmx{heap} -Xms{heap} -XX:MaxDirectMemorySize={self.jvm_direct} -XX:MaxMetaspaceSize={self.jvm_metaspace}"
 

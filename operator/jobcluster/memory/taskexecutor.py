@@ -138,7 +138,7 @@ def process_spec_from_worker_spec(config: Configuration, worker: WorkerResourceS
     return _process_spec(flink, metaspace, overhead, worker.cpu_cores, worker.num_slots)
 
 
-def _process_spec(flink: _FlinkMemory, metaspace: int, overhead: int, cpu_cores, num_slots: int) -> TaskExecutorProcessSpec:
+def _process_spec(flink: _FlinkMemory, metaspace: int, overhead: int, cpu_cores: Decimal, num_slots: int) -> TaskExecutorProcessSpec:
     return TaskExecutorProcessSpec(
         cpu_cores=cpu_cores,
         framework_heap=flink.framework_heap,
@@ -181,7 +181,7 @@ def num_slots_from_config(config: Configuration) -> int:
     Raises:
         IllegalConfigurationError: fewer than one slot.
     """
-    slots = config.get(o.NUM_TASK_SLOTS)
+    slots: int = config.get(o.NUM_TASK_SLOTS)
     if slots < 1:
         raise IllegalConfigurationError(
             f"Invalid configuration value for {o.NUM_TASK_SLOTS.key} : {slots} - Number of task slots must be at least one."

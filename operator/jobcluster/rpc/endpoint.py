@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeGuard, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,8 +29,8 @@ def rpc(method: F) -> F:
     return method
 
 
-def is_rpc_method(method: Any) -> bool:
-    return callable(method) and getattr(method, _RPC_MARK, False)
+def is_rpc_method(method: Any) -> TypeGuard[Callable[..., Awaitable[Any]]]:
+    return callable(method) and bool(getattr(method, _RPC_MARK, False))
 
 
 class RpcEndpoint:

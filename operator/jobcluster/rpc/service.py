@@ -55,8 +55,7 @@ class RpcService:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.bind_host, self._port)
         await site.start()
-        sockets = site._server.sockets if site._server else []  # the bound port when 0 was asked for
-        self._port = sockets[0].getsockname()[1]
+        self._port = self._runner.addresses[0][1]  # the bound port when 0 was asked for
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.ask_timeout))
 
     async def stop(self) -> None:

@@ -80,8 +80,7 @@ def build_classpath(timeout: float = 1800.0) -> str:
     try:
         out = subprocess.run(
             ["bash", str(BUILD_SCRIPT)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            capture_output=True,
             text=True,
             timeout=timeout,
             check=False,

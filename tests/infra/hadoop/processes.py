@@ -21,13 +21,14 @@ import ctypes
 import os
 import signal
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
 
 _PR_SET_PDEATHSIG = 1
 
+_prctl: Callable[..., int] | None
 try:
     _prctl = ctypes.CDLL(None, use_errno=True).prctl
 except (OSError, AttributeError):  # not Linux: layer 1 is skipped

@@ -47,6 +47,7 @@ import tempfile
 import time
 import uuid
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,7 @@ def setpriv_prefix(signame: str) -> list[str]:
     return [setpriv, f"--pdeathsig={signame}", "--"] if setpriv else []
 
 
-def kill_tree(root: psutil.Process | None, grace: float, extra: list[psutil.Process] = ()) -> None:
+def kill_tree(root: psutil.Process | None, grace: float, extra: Sequence[psutil.Process] = ()) -> None:
     """SIGTERM a process, its descendants and extra; SIGKILL what is left after grace seconds."""
     procs = list(extra)
     if root is not None:
@@ -148,6 +149,7 @@ class _Pki:
         self.serial = 1
 
     def run(self, *args: str | Path) -> None:
+        assert self.openssl is not None  # checked in __init__
         result = subprocess.run([self.openssl, *map(str, args)], capture_output=True, text=True)
         if result.returncode != 0:
             raise KubernetesClusterError(f"openssl {' '.join(map(str, args))}: {result.stderr.strip()}")
@@ -550,7 +552,7 @@ class KubernetesCluster:
         self._wait("node-agent", node_ready, deadline, what=f"node {self.node_name} Ready")
 
     def _spawn(self, name: str, argv: list[Any], pdeathsig: str = "KILL", stop_grace: float = STOP_GRACE) -> None:
-        log = open(self.log_dir / f"{name}.log", "ab")
+        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - the daemon's log for its lifetime; closed in stop()
         self._logs.append(log)
         env = dict(os.environ)
         env[CLUSTER_ENV] = self.cluster_id
@@ -591,7 +593,7 @@ class KubernetesCluster:
     def stop(self, remove_work_dir: bool | None = None) -> None:
         """Stop everything (idempotent). The work dir is removed only if this object created it,
         unless remove_work_dir says otherwise."""
-        for name, proc, grace in reversed(self._procs):
+        for _name, proc, grace in reversed(self._procs):
             try:
                 root = psutil.Process(proc.pid)
             except psutil.Error:

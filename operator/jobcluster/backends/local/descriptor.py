@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import yaml
@@ -64,7 +65,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
         cluster_dir = self.home / "clusters" / cluster_id
         log_dir = self.home / "log" / cluster_id
         self.prune_logs(config.get(options.LOGS_MAX_AGE))
-        process: subprocess.Popen | None = None
+        process: subprocess.Popen[bytes] | None = None
         try:
             self._stage(cluster_dir, graph, program, config)
             _private_dirs(log_dir, self.home)
@@ -104,7 +105,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
         write_job_graph(graph, job_graph_file)
         _write_private(layout.config_file(cluster_dir), yaml.safe_dump(config.to_dict(), sort_keys=True).encode())
 
-    def _launch_entrypoint(self, cluster_id: str, cluster_dir: Path, log_dir: Path) -> subprocess.Popen:
+    def _launch_entrypoint(self, cluster_id: str, cluster_dir: Path, log_dir: Path) -> subprocess.Popen[bytes]:
         env = {
             **os.environ,
             layout.ENV_CLUSTER_ID: cluster_id,
@@ -125,12 +126,13 @@ class LocalClusterDescriptor(ClusterDescriptor):
                 cwd=cluster_dir,
             )
 
-    def _wait_until_serving(self, process: subprocess.Popen, cluster_dir: Path, log_dir: Path) -> str:
+    def _wait_until_serving(self, process: subprocess.Popen[bytes], cluster_dir: Path, log_dir: Path) -> str:
         rest_info = cluster_dir / layout.REST_INFO_FILE
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while time.monotonic() < deadline:
             if rest_info.exists():
-                return json.loads(rest_info.read_text())["rest_url"]
+                rest_url: str = json.loads(rest_info.read_text())["rest_url"]
+                return rest_url
             code = process.poll()
             if code is not None:
                 raise DeploymentError(f"the job cluster failed to start: {_startup_failure(log_dir)} (logs: {log_dir})")
@@ -178,7 +180,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
         shutil.rmtree(cluster_dir, ignore_errors=True)
 
 
-def _entrypoint_alive(process: subprocess.Popen, cluster_dir: Path, keep_staging: bool) -> bool:
+def _entrypoint_alive(process: subprocess.Popen[bytes], cluster_dir: Path, keep_staging: bool) -> bool:
     """Whether the entrypoint (the JobManager process this client started) still runs.
 
     ``poll`` also reaps it, so a killed entrypoint does not linger as a zombie
@@ -193,7 +195,7 @@ def _entrypoint_alive(process: subprocess.Popen, cluster_dir: Path, keep_staging
     return False
 
 
-def _write_json(path: Path, data: dict) -> None:
+def _write_json(path: Path, data: dict[str, Any]) -> None:
     _write_private(path, json.dumps(data, indent=2).encode())
 
 

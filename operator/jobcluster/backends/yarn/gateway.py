@@ -145,7 +145,7 @@ class JvmGateway:
         self.call_timeout = call_timeout
         self.stop_timeout = stop_timeout
         self._gateway: JavaGateway | None = None
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[str] | None = None
 
     # -- public ----------------------------------------------------------------
@@ -196,9 +196,9 @@ class JvmGateway:
         # pipes only after the JVM announced its port).
         if self.log_file:
             self.log_file.parent.mkdir(parents=True, exist_ok=True)
-            self._log = open(self.log_file, "a", buffering=1)
+            self._log = open(self.log_file, "a", buffering=1)  # noqa: SIM115 - the JVM's log for its lifetime; closed in stop()
         else:
-            self._log = tempfile.TemporaryFile("w+", prefix="jobcluster-py4j-")
+            self._log = tempfile.TemporaryFile("w+", prefix="jobcluster-py4j-")  # noqa: SIM115 - closed in stop(), like the file above
         result: dict[str, Any] = {}
 
         def launch() -> None:
@@ -295,7 +295,7 @@ class JvmGateway:
             log.close()
 
 
-def _stop_process(proc: subprocess.Popen, timeout: float) -> bool:
+def _stop_process(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     """Close the JVM's stdin (py4j's --die-on-broken-pipe then exits it), wait
     ``timeout`` s, else SIGKILL; reap it. False if it outlives even that."""
     try:
@@ -315,7 +315,7 @@ def _stop_process(proc: subprocess.Popen, timeout: float) -> bool:
         return False
 
 
-def _popen_in_traceback(error: BaseException) -> subprocess.Popen | None:
+def _popen_in_traceback(error: BaseException) -> subprocess.Popen[bytes] | None:
     """The JVM process py4j's launch_gateway started before it failed (its
     local ``proc``): py4j returns no handle then, and the exited JVM would
     stay a zombie until garbage collection."""

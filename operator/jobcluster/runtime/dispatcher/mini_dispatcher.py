@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from jobcluster.errors import JobNotFoundError
@@ -38,7 +38,12 @@ class MiniDispatcher(RpcEndpoint):
     ``result_retrieval_timeout`` seconds.
     """
 
-    def __init__(self, create_job_master: Callable[[Callable], JobMaster], attached: bool, result_retrieval_timeout: float) -> None:
+    def __init__(
+        self,
+        create_job_master: Callable[[Callable[[JobResult], Awaitable[None]]], JobMaster],
+        attached: bool,
+        result_retrieval_timeout: float,
+    ) -> None:
         super().__init__(DISPATCHER_ENDPOINT)
         self._create_job_master = create_job_master
         self.attached = attached

@@ -9,11 +9,13 @@ import sys
 
 from jobcluster.backends import registry
 from jobcluster.config import options
+from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JobClusterError
 from jobcluster.logging_setup import configure_process_logging
 from jobcluster.processes import PRIVATE_UMASK
 from jobcluster.runtime.entrypoint.cluster_dir import STARTUP_FAILURE_PREFIX
 from jobcluster.runtime.entrypoint.job_cluster_entrypoint import EntrypointContext, JobClusterEntrypoint
+from jobcluster.runtime.resourcemanager.driver import ResourceManagerDriver
 
 log = logging.getLogger(__name__)
 
@@ -23,13 +25,13 @@ def main() -> None:
     configure_process_logging()
     context = EntrypointContext.from_env()
 
-    def create_driver(config):
+    def create_driver(config: Configuration) -> ResourceManagerDriver:
         return registry.resource_manager_driver(config.get(options.EXECUTION_TARGET), config)
 
     try:
         status = asyncio.run(JobClusterEntrypoint(context, create_driver).run())
     except JobClusterError as exc:
-        log.error("job cluster %s failed", context.cluster_id, exc_info=True)
+        log.exception("job cluster %s failed", context.cluster_id)
         print(f"{STARTUP_FAILURE_PREFIX}{exc}", file=sys.stderr, flush=True)
         sys.exit(1)
     sys.exit(status.exit_code)

@@ -18,6 +18,7 @@ import shutil
 import signal
 import sys
 import uuid
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.runtime.jobmaster.job_master import JobMaster, JobMasterSettings
+from jobcluster.runtime.jobmaster.job_status import JobResult
 from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, ResourceManagerDriver, TaskExecutorLaunchContext
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
 from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
@@ -70,7 +72,7 @@ class EntrypointContext:
 class JobClusterEntrypoint:
     """Runs one job cluster; ``create_driver(config)`` supplies the target's ResourceManagerDriver."""
 
-    def __init__(self, context: EntrypointContext, create_driver) -> None:
+    def __init__(self, context: EntrypointContext, create_driver: Callable[[Configuration], ResourceManagerDriver]) -> None:
         self.context = context
         self._create_driver = create_driver
         self.status = ApplicationStatus.UNKNOWN  # what the ResourceManager reports when it deregisters
@@ -133,7 +135,7 @@ class JobClusterEntrypoint:
             slot_request_timeout=config.get(options.SLOT_REQUEST_TIMEOUT),
         )
 
-        def create_job_master(on_terminal) -> JobMaster:
+        def create_job_master(on_terminal: Callable[[JobResult], Awaitable[None]]) -> JobMaster:
             return JobMaster(
                 rpc,
                 graph,
@@ -189,4 +191,4 @@ class JobClusterEntrypoint:
     def _install_signal_handlers(self, dispatcher: MiniDispatcher) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, lambda s=sig: dispatcher.fail(f"received signal {signal.Signals(s).name}"))
+            loop.add_signal_handler(sig, dispatcher.fail, f"received signal {sig.name}")

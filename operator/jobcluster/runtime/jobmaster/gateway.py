@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from jobcluster.rpc.gateway import RpcGateway
 from jobcluster.runtime.messages import SlotOffer, dump
@@ -13,11 +13,11 @@ JOB_MASTER_ENDPOINT = "jobmaster"
 class JobMasterGateway(RpcGateway):
     async def register_task_executor(self, resource_id: str, address: str, job_id: str) -> dict[str, Any]:
         """Returns ``{"spark_master_url": ..., "spark_master_web_url": ...}``."""
-        return await self.call("register_task_executor", resource_id=resource_id, address=address, job_id=job_id)
+        return cast(dict[str, Any], await self.call("register_task_executor", resource_id=resource_id, address=address, job_id=job_id))
 
     async def offer_slots(self, resource_id: str, offers: list[SlotOffer]) -> list[str]:
         """Returns the allocation ids the JobMaster accepted."""
-        return await self.call("offer_slots", resource_id=resource_id, offers=[dump(o) for o in offers])
+        return cast(list[str], await self.call("offer_slots", resource_id=resource_id, offers=[dump(o) for o in offers]))
 
     async def disconnect_task_manager(self, resource_id: str, cause: str) -> None:
         await self.call("disconnect_task_manager", resource_id=resource_id, cause=cause)

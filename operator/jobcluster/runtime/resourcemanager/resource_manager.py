@@ -207,6 +207,7 @@ class ResourceManager(FencedRpcEndpoint):
         try:
             if conn is None or jm is None:
                 raise JobClusterError("TaskExecutor or JobMaster no longer registered")
+            assert jm.gateway.fencing_token is not None  # a JobMaster registers with its JobMasterId
             await conn.gateway.request_slot(
                 slot_id, job_id, allocation_id, jm.gateway.address, jm.gateway.fencing_token, self.fencing_token
             )

@@ -16,6 +16,7 @@ import enum
 import logging
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -183,7 +184,7 @@ class SlotManager:
             return True
         return self.registered_slots() + (self.pending_workers + 1) * self.slots_per_worker <= self.max_slots
 
-    def _free_slot_iter(self):
+    def _free_slot_iter(self) -> Iterator[Slot]:
         for tm in self.task_managers.values():
             for slot in tm.slots.values():
                 if slot.state is SlotState.FREE:

@@ -65,11 +65,12 @@ class RestEndpoint:
             await self._runner.cleanup()
             if exc.errno == errno.EADDRINUSE:
                 raise DeploymentError(
-                    f"rest.port {self.port} on {self.host} is already in use; choose another port with -D rest.port=PORT, or 0 for any free port"
+                    f"rest.port {self.port} on {self.host} is already in use; "
+                    "choose another port with -D rest.port=PORT, or 0 for any free port"
                 ) from exc
             raise DeploymentError(f"could not start the REST endpoint on {self.host}:{self.port}: {exc}") from exc
-        if self.port == 0 and site._server is not None:
-            self.port = site._server.sockets[0].getsockname()[1]
+        if self.port == 0:
+            self.port = self._runner.addresses[0][1]
         log.info("REST endpoint listening at %s", self.url)
 
     def serve(self, dispatcher: MiniDispatcher, task_managers: ResourceView, resource_overview: ResourceView) -> None:
@@ -83,7 +84,7 @@ class RestEndpoint:
             await self._runner.cleanup()
 
     @web.middleware
-    async def _errors(self, request: web.Request, handler):
+    async def _errors(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
         if self._dispatcher is None:
             return web.json_response({"errors": ["the cluster is starting"]}, status=503)
         try:
@@ -91,7 +92,10 @@ class RestEndpoint:
         except JobNotFoundError as exc:
             return web.json_response({"errors": [str(exc)]}, status=404)
 
+    # The handlers below run only once serve() set the components: until then _errors answers 503.
+
     async def _overview(self, request: web.Request) -> web.Response:
+        assert self._dispatcher is not None and self._resource_overview is not None
         resources = await self._resource_overview()
         states = [self._dispatcher.job_details(j)["state"] for j in self._dispatcher.job_ids()]
         return web.json_response(
@@ -109,11 +113,13 @@ class RestEndpoint:
         return web.json_response({"refresh-interval": 3000, "flink-version": f"jobcluster {self._version}", "features": {}})
 
     async def _jobs(self, request: web.Request) -> web.Response:
+        assert self._dispatcher is not None
         return web.json_response(
             {"jobs": [{"id": j, "status": self._dispatcher.job_details(j)["state"]} for j in self._dispatcher.job_ids()]}
         )
 
     async def _jobs_overview(self, request: web.Request) -> web.Response:
+        assert self._dispatcher is not None
         jobs = []
         for job_id in self._dispatcher.job_ids():
             d = self._dispatcher.job_details(job_id)
@@ -124,15 +130,18 @@ class RestEndpoint:
         return web.json_response({"jobs": jobs})
 
     async def _job(self, request: web.Request) -> web.Response:
+        assert self._dispatcher is not None
         return web.json_response(self._dispatcher.job_details(request.match_info["job_id"]))
 
     async def _execution_result(self, request: web.Request) -> web.Response:
+        assert self._dispatcher is not None
         result = self._dispatcher.job_result(request.match_info["job_id"])
         if result is None:
             return web.json_response({"status": {"id": "IN_PROGRESS"}})
         return web.json_response(result.to_rest())
 
     async def _cancel(self, request: web.Request) -> web.Response:
+        assert self._dispatcher is not None
         mode = request.query.get("mode", "cancel")
         if mode != "cancel":
             return web.json_response({"errors": [f"mode {mode!r} is not supported; use mode=cancel"]}, status=400)
@@ -140,4 +149,5 @@ class RestEndpoint:
         return web.json_response({}, status=202)
 
     async def _taskmanagers(self, request: web.Request) -> web.Response:
+        assert self._task_managers is not None
         return web.json_response({"taskmanagers": await self._task_managers()})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from jobcluster.rpc.gateway import RpcGateway
 from jobcluster.rpc.service import RpcService
@@ -30,7 +30,7 @@ class TaskExecutorGateway(RpcGateway):
         )
 
     async def heartbeat_from_resource_manager(self, resource_manager_id: str) -> dict[str, Any]:
-        return await self.call("heartbeat_from_resource_manager", resource_manager_id=resource_manager_id)
+        return cast(dict[str, Any], await self.call("heartbeat_from_resource_manager", resource_manager_id=resource_manager_id))
 
     async def heartbeat_from_job_manager(self, job_id: str) -> None:
         await self.call("heartbeat_from_job_manager", job_id=job_id)

@@ -76,10 +76,13 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
         spark_worker,
         on_fatal,
     )
+
+    def on_signal(sig: signal.Signals) -> None:
+        if not done.done():
+            done.set_result(f"received {sig.name}")
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        asyncio.get_running_loop().add_signal_handler(
-            sig, lambda s=sig: done.done() or done.set_result(f"received {signal.Signals(s).name}")
-        )
+        asyncio.get_running_loop().add_signal_handler(sig, on_signal, sig)
     try:
         await rpc.start_endpoint(task_executor)
         reason = await done
@@ -99,6 +102,6 @@ def main() -> None:
         dynamic = dict(parse_dynamic_property(d) for d in args.dynamic)
         code = asyncio.run(run_task_executor(dynamic))
     except JobClusterError as exc:
-        log.error("TaskExecutor failed: %s", exc, exc_info=True)
+        log.exception("TaskExecutor failed: %s", exc)
         code = 1
     sys.exit(code)

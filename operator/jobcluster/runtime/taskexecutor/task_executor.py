@@ -177,7 +177,9 @@ class TaskExecutor(RpcEndpoint):
             self._job_masters[job_id] = job_master
             await self._ensure_spark_worker(SparkMasterAddress(connection["spark_master_url"], connection["spark_master_web_url"]))
             offers = [
-                SlotOffer(allocation_id=s.allocation_id, slot_index=s.index) for s in self.slot_table.slots_of_job(job_id) if not s.offered
+                SlotOffer(allocation_id=s.allocation_id, slot_index=s.index)
+                for s in self.slot_table.slots_of_job(job_id)
+                if not s.offered and s.allocation_id is not None
             ]
             if not offers:
                 return
@@ -207,8 +209,7 @@ class TaskExecutor(RpcEndpoint):
 
     async def _watch_spark_worker(self, worker: SparkWorker) -> None:
         # wait until the process exists before awaiting its exit
-        while worker.process.process is None:
-            await asyncio.sleep(0.2)
+        await worker.process.started.wait()
         code = await worker.process.wait()
         if not self._stopped:
             await self._on_fatal(f"the Spark worker exited with code {code}; see {worker.process.log_file}")

@@ -14,6 +14,6 @@ from pathlib import Path
 if not __package__:
     sys.path[0] = str(Path(__file__).resolve().parents[4])
 
-from tests.infra.k8s.node_agent.cli import main  # noqa: E402
+from tests.infra.k8s.node_agent.cli import main
 
 sys.exit(main())

@@ -23,7 +23,11 @@ class PodAddresses:
 
     def __init__(self, pod_cidr: str = DEFAULT_POD_CIDR) -> None:
         self.pod_cidr = ipaddress.ip_network(pod_cidr)
-        if not self.pod_cidr.subnet_of(ipaddress.ip_network("127.0.0.0/8")) or ipaddress.ip_address(HOST_IP) in self.pod_cidr:
+        if (
+            not isinstance(self.pod_cidr, ipaddress.IPv4Network)  # subnet_of raises TypeError across IP versions
+            or not self.pod_cidr.subnet_of(ipaddress.IPv4Network("127.0.0.0/8"))
+            or ipaddress.ip_address(HOST_IP) in self.pod_cidr
+        ):
             raise ValueError(f"pod CIDR {pod_cidr} must be inside 127.0.0.0/8 and not contain {HOST_IP}")
         self.ips: dict[str, str] = {}
         self.lock = threading.Lock()
@@ -36,7 +40,7 @@ class PodAddresses:
             used = set(self.ips.values())
             for addr in self.pod_cidr.hosts():
                 ip = str(addr)
-                if ip.endswith(".0") or ip.endswith(".255") or ip in used:
+                if ip.endswith((".0", ".255")) or ip in used:
                     continue
                 self.ips[uid] = ip
                 return ip

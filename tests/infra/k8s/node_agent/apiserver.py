@@ -15,7 +15,7 @@ import time
 import urllib.parse
 
 import kubernetes
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from tests.infra.k8s.node_agent.addresses import HOST_IP
 from tests.infra.k8s.node_agent.errors import PodConfigError
@@ -50,17 +50,21 @@ class ApiServer:
             if e.status == 404:
                 return None
             raise PodConfigError(f"reading {kind} {namespace}/{name}: {e.status} {e.reason}") from e
-        return json.loads(resp.data)
+        return json.loads(resp.data)  # type: ignore[arg-type]  # _preload_content=False: the raw body, not the object's .data
 
     def create_token(self, namespace: str, service_account: str, body: dict) -> str:
         """A service-account token from a TokenRequest body."""
         try:
             resp = self.core.create_namespaced_service_account_token(
-                service_account, namespace, body, _request_timeout=API_TIMEOUT, _preload_content=False
+                service_account,
+                namespace,
+                body,  # type: ignore[arg-type]  # the client sends a dict body as it is
+                _request_timeout=API_TIMEOUT,
+                _preload_content=False,
             )
         except ApiException as e:
             raise PodConfigError(f"token for service account {namespace}/{service_account}: {e.status} {e.reason}") from e
-        return json.loads(resp.data)["status"]["token"]
+        return json.loads(resp.data)["status"]["token"]  # type: ignore[attr-defined]  # _preload_content=False: the raw urllib3 response
 
     def patch_pod_status(self, namespace: str, name: str, status: dict) -> bool:
         try:
@@ -75,7 +79,7 @@ class ApiServer:
         except ApiException as e:
             if e.status != 404:
                 log.warning("status of pod %s/%s: %s %s", namespace, name, e.status, e.reason)
-        except Exception as e:  # network hiccup: retried on the next change
+        except Exception as e:  # noqa: BLE001 - network hiccup: logged, retried on the next change
             log.warning("status of pod %s/%s: %s", namespace, name, e)
         return False
 
@@ -83,12 +87,12 @@ class ApiServer:
         body = {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
         for _ in range(5):
             try:
-                self.core.delete_namespaced_pod(name, namespace, body=body, _request_timeout=API_TIMEOUT)
+                self.core.delete_namespaced_pod(name, namespace, body=body, _request_timeout=API_TIMEOUT)  # type: ignore[arg-type]  # the client sends a dict body as it is
                 return
             except ApiException as e:
                 if e.status in (404, 409):
                     return
                 log.warning("deleting pod %s/%s: %s %s", namespace, name, e.status, e.reason)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - any failure is logged and the delete retried
                 log.warning("deleting pod %s/%s: %s", namespace, name, e)
             time.sleep(1)

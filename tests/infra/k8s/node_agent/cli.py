@@ -23,7 +23,7 @@ log = logging.getLogger("node-agent")
 
 def main(argv: list[str] | None = None) -> int:
     package_doc = sys.modules[__package__].__doc__  # the package docstring's first line describes the agent
-    parser = argparse.ArgumentParser(description=package_doc.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(package_doc or "").split("\n")[0])
     parser.add_argument("--kubeconfig", required=True, help="credentials of the node (system:node:<name>)")
     parser.add_argument("--node-name", default=socket.gethostname().lower())
     parser.add_argument("--work-dir", required=True, type=Path, help="pod directories, volumes and logs")

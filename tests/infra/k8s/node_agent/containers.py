@@ -81,6 +81,7 @@ class ContainerProcesses:
             log.warning("pod %s/%s container %s: %s", self.namespace, self.pod_name, c["name"], error)
             self.exited(run, 128, None, reason="StartError", message=error)
             return
+        assert run.proc is not None  # spawned above, else we returned
         try:
             run.psproc = psutil.Process(run.proc.pid)
         except psutil.Error:

@@ -50,5 +50,5 @@ def rewrite(text: str, mounts: Mounts) -> str:
     """Map mountPaths at the start of a word (or after = : ,) to the container's host paths."""
     for mount_path, host_path in mounts:
         pattern = r"(?:^|(?<=[\s=:,]))" + re.escape(mount_path) + r"(?=/|$|[\s:,])"
-        text = re.sub(pattern, lambda _m, h=host_path: h, text)
+        text = re.sub(pattern, host_path.replace("\\", r"\\"), text)  # a literal replacement: backslashes escaped
     return text

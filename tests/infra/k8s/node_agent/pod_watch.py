@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 
 import kubernetes
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from tests.infra.k8s.node_agent.apiserver import API_TIMEOUT
 
@@ -41,7 +41,7 @@ def watch_pods(
     while not stopping.is_set():
         try:
             resp = core.list_pod_for_all_namespaces(field_selector=selector, _request_timeout=API_TIMEOUT, _preload_content=False)
-            listing = json.loads(resp.data)
+            listing = json.loads(resp.data)  # type: ignore[attr-defined]  # _preload_content=False: the raw urllib3 response
             seen = set()
             for pod in listing["items"]:
                 seen.add(pod["metadata"]["uid"])
@@ -70,7 +70,7 @@ def watch_pods(
             if e.status != 410:
                 log.warning("pod watch: %s %s", e.status, e.reason)
                 stopping.wait(1)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - the watch thread must outlive any error: logged, the watch restarted
             if not stopping.is_set():
                 log.warning("pod watch: %s", e)
                 stopping.wait(1)

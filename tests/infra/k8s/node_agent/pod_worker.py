@@ -10,6 +10,7 @@ step, and on deletion kills the pod's processes and finalises the deletion.
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import subprocess
@@ -127,7 +128,7 @@ class PodWorker(threading.Thread):
                     try:
                         self.prepare()
                         self.config_error = None
-                    except Exception as e:  # PodConfigError, or the API server unreachable: retried
+                    except Exception as e:  # noqa: BLE001 - PodConfigError, or the API server unreachable: retried
                         if not isinstance(e, PodConfigError):
                             e = PodConfigError(f"{type(e).__name__}: {e}")
                         if self.config_error != str(e):
@@ -163,7 +164,7 @@ class PodWorker(threading.Thread):
                 api_host_port=self.agent.apiserver.host_port,
                 read_object=self.agent.apiserver.read_object,
                 node_allocatable=self.agent.allocatable,
-                rewrite=lambda text, mounts=mounts: rewrite(text, mounts),
+                rewrite=functools.partial(rewrite, mounts=mounts),
             )
         self.container_env = envs
 

@@ -113,9 +113,12 @@ class Prober:
             if "httpGet" in probe:
                 get = probe["httpGet"]
                 host = get.get("host") or pod_ip
-                conn_cls = http.client.HTTPSConnection if get.get("scheme") == "HTTPS" else http.client.HTTPConnection
-                kwargs = {"context": ssl._create_unverified_context()} if conn_cls is http.client.HTTPSConnection else {}
-                conn = conn_cls(host, port_of(get["port"]), timeout=timeout, **kwargs)
+                port = port_of(get["port"])
+                conn: http.client.HTTPConnection
+                if get.get("scheme") == "HTTPS":
+                    conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=ssl._create_unverified_context())
+                else:
+                    conn = http.client.HTTPConnection(host, port, timeout=timeout)
                 try:
                     headers = {h["name"]: h["value"] for h in get.get("httpHeaders") or []}
                     conn.request("GET", get.get("path") or "/", headers=headers)

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import psutil
@@ -45,7 +46,7 @@ def become_child_subreaper() -> None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except Exception:
+    except Exception:  # noqa: BLE001 - best effort: a warning, the agent still works
         log.warning("could not become a child subreaper; daemonised pod processes may escape")
 
 
@@ -90,7 +91,7 @@ class ProcessTable:
 
 def descendants_with_env(pod_uid: str) -> list[psutil.Process]:
     """All descendants of this agent that carry the pod's marker in their environment."""
-    found = []
+    found: list[psutil.Process] = []
     try:
         children = psutil.Process().children(recursive=True)
     except psutil.Error:
@@ -104,7 +105,7 @@ def descendants_with_env(pod_uid: str) -> list[psutil.Process]:
     return found
 
 
-def kill_processes(procs: list[psutil.Process], grace: float, popens: list[subprocess.Popen] = ()) -> None:
+def kill_processes(procs: list[psutil.Process], grace: float, popens: Sequence[subprocess.Popen[Any]] = ()) -> None:
     """SIGTERM, wait up to grace seconds, then SIGKILL whatever is left (process groups too).
 
     Processes this agent spawned are reaped through their Popen objects (in popens)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import psutil
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from tests.infra.k8s.node_agent.addresses import HOST_IP
 from tests.infra.k8s.node_agent.apiserver import API_TIMEOUT, ApiServer
@@ -122,8 +122,8 @@ class NodeRegistration:
         core = self.api.core
         while True:
             try:
-                resp = core.create_node(node, _request_timeout=API_TIMEOUT, _preload_content=False)
-                self.node_uid = json.loads(resp.data)["metadata"]["uid"]
+                resp = core.create_node(node, _request_timeout=API_TIMEOUT, _preload_content=False)  # type: ignore[arg-type]  # the client sends a dict body as it is
+                self.node_uid = json.loads(resp.data)["metadata"]["uid"]  # type: ignore[attr-defined]  # _preload_content=False: the raw urllib3 response
                 break
             except ApiException as e:
                 if e.status != 409:
@@ -134,7 +134,7 @@ class NodeRegistration:
                     if e2.status == 404:
                         continue
                     raise
-                self.node_uid = json.loads(resp.data)["metadata"]["uid"]
+                self.node_uid = json.loads(resp.data)["metadata"]["uid"]  # type: ignore[attr-defined]  # _preload_content=False: the raw urllib3 response
                 break
         self.update_node_status()
         self.renew_lease()
@@ -171,7 +171,7 @@ class NodeRegistration:
         except ApiException as e:
             if e.status != 404:
                 raise
-            self.api.coordination.create_namespaced_lease("kube-node-lease", body, _request_timeout=API_TIMEOUT)
+            self.api.coordination.create_namespaced_lease("kube-node-lease", body, _request_timeout=API_TIMEOUT)  # type: ignore[arg-type]  # the client sends a dict body as it is
 
     def heartbeat_loop(self) -> None:
         while not self.stopping.wait(LEASE_RENEW_SECONDS):
@@ -179,5 +179,5 @@ class NodeRegistration:
                 self.renew_lease()
                 if time.monotonic() - self.last_node_status >= NODE_STATUS_SECONDS:
                     self.update_node_status()
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - the heartbeat thread must outlive any error: logged, retried
                 log.warning("heartbeat: %s", e)
