@@ -22,9 +22,11 @@ from pathlib import Path
 import psutil
 import yaml
 
+from jobcluster.backends.local.resources import MachineResources, check_fits, cluster_demand
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, PackagedProgram
 from jobcluster.client.program import staged_files
+from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import DeploymentError
 from jobcluster.jobgraph.model import JobGraph, write_job_graph
@@ -54,6 +56,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
         self, spec: ClusterSpecification, graph: JobGraph, program: PackagedProgram, config: Configuration
     ) -> RestClusterClient:
         check_java()  # the local cluster's Spark daemons run on this machine
+        self._check_machine_fits(spec, graph, config)
         cluster_id = f"jobcluster-{graph.job_id[:12]}"
         cluster_dir = self.home / "clusters" / cluster_id
         log_dir = self.home / "log" / cluster_id
@@ -80,6 +83,15 @@ class LocalClusterDescriptor(ClusterDescriptor):
             shutil.rmtree(cluster_dir, ignore_errors=True)
             raise
         return RestClusterClient(rest_url, cluster_id)
+
+    @staticmethod
+    def _check_machine_fits(spec: ClusterSpecification, graph: JobGraph, config: Configuration) -> None:
+        """Refuse a cluster this machine cannot hold in memory; warn when it asks for more cores than there are."""
+        cores = config.get_optional(options.TASK_MANAGER_CPU_CORES) or spec.slots_per_task_manager
+        demand = cluster_demand(spec, graph.required_slots(), float(cores), config.get(options.SLOT_MANAGER_MAX_SLOTS))
+        warning = check_fits(demand, MachineResources.of_this_machine(), spec)
+        if warning:
+            log.warning(warning)
 
     def _stage(self, cluster_dir: Path, graph: JobGraph, program: PackagedProgram, config: Configuration) -> None:
         artifacts = cluster_dir / layout.ARTIFACTS_DIR
