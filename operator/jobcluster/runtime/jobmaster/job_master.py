@@ -53,18 +53,24 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _last_executor_stderr(log_dir: Path, app_id: str | None, lines: int = 10) -> tuple[Path, str] | None:
-    """The newest executor stderr of ``app_id`` under the workers' work dirs (``<log_dir>/*-work/<app>/<exec>/stderr``)."""
+def _last_executor_output(log_dir: Path, app_id: str | None, lines: int = 10) -> tuple[Path, str] | None:
+    """The directory of the newest executor of ``app_id`` (``<log_dir>/*-work/<app>/<exec>/``, the Spark
+    workers' work dirs) and the last ``lines`` of its stderr and stdout; None when there is none."""
     if app_id is None:
         return None
     try:
-        files = sorted(log_dir.glob(f"*-work/{app_id}/*/stderr"), key=lambda p: p.stat().st_mtime)
-        if not files:
+        dirs = sorted((p for p in log_dir.glob(f"*-work/{app_id}/*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
+        if not dirs:
             return None
-        text = files[-1].read_text(errors="replace").splitlines()
+        tails = []
+        for name in ("stderr", "stdout"):
+            path = dirs[-1] / name
+            if path.exists():
+                text = path.read_text(errors="replace").splitlines()
+                tails.append(f"[{name}]\n" + "\n".join(text[-lines:]))
     except OSError:
         return None
-    return files[-1], "\n".join(text[-lines:])
+    return dirs[-1], "\n".join(tails)
 
 
 class JobMaster(FencedRpcEndpoint):
@@ -251,13 +257,17 @@ class JobMaster(FencedRpcEndpoint):
 
     async def _stop_without_executors(self, application: SparkApplication, progress: SparkProgress) -> None:
         """The application holds its slots but Spark started no executor within the bound: stop it with the cause."""
-        executor_log = await asyncio.to_thread(_last_executor_stderr, self._log_dir, progress.app_id)
+        executor_log = await asyncio.to_thread(_last_executor_output, self._log_dir, progress.app_id)
         self._no_executors_cause = (
             f"NoResourceAvailableException: the Spark application {progress.app_id} got no executor within "
             f"jobcluster.executor.registration.timeout ({self.settings.executor_registration_timeout:.0f} s), although the job "
             f"holds its {self.slot_pool.size} slot(s): Spark's workers could not start an executor that registers with the driver "
             "(e.g. executor JVM options that keep it from starting, or executor resources no worker offers)."
-            + (f"\nThe end of {executor_log[0]}:\n{executor_log[1]}" if executor_log else f"\nSee the worker logs in {self._log_dir}.")
+            + (
+                f"\nThe last executor's output ({executor_log[0]}):\n{executor_log[1]}"
+                if executor_log
+                else f"\nSee the worker logs in {self._log_dir}."
+            )
         )
         log.error("%s", self._no_executors_cause)
         await application.stop()
