@@ -158,7 +158,13 @@ def test_killed_task_executor_is_replaced_and_the_job_finishes(home, corpus, tmp
                     victim = requests.get(f"{rest}/taskmanagers", timeout=5).json()["taskmanagers"][0]
             time.sleep(0.5)
         assert victim is not None, "the job never got running"
+        cluster_dir = next((home / "clusters").iterdir())
+        victim_scratch = _assert_spark_scratch_in_cluster(cluster_dir, victim["id"])
         psutil.Process(victim["pid"]).send_signal(signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while victim_scratch.exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not victim_scratch.exists(), "the killed TaskExecutor's scratch files are removed with it"
         _stdout, stderr = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
@@ -167,3 +173,30 @@ def test_killed_task_executor_is_replaced_and_the_job_finishes(home, corpus, tmp
     registered = set(re.findall(r"TaskExecutor (\S+) registered", stderr))
     assert len(registered) == 3 and victim["id"] in registered, stderr
     assert read_word_counts(out) == independent_word_count(corpus)
+    progress = [(int(done), int(total)) for done, total in re.findall(r"(\d+)/(\d+) tasks done", stderr)]
+    assert progress and all(done <= total for done, total in progress), stderr
+
+
+def _assert_spark_scratch_in_cluster(cluster_dir: Path, task_executor_id: str, timeout: float = 60) -> Path:
+    """Spark's scratch space (executor dirs, java.io.tmpdir) is inside the cluster's directory; returns the
+    scratch directory of ``task_executor_id`` once its executor has created its directory there."""
+    scratch = cluster_dir / "tmp" / task_executor_id
+    deadline = time.monotonic() + timeout
+    while not list(scratch.glob("spark-*/executor-*")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert list(scratch.glob("spark-*/executor-*")), f"no executor directory under {scratch}"
+    executors = []
+    for p in psutil.process_iter(["cmdline", "environ"]):
+        try:
+            env = p.info["environ"] or {}
+            if "CoarseGrainedExecutorBackend" in " ".join(p.info["cmdline"] or []) and env.get("JOBCLUSTER_CLUSTER_DIR") == str(
+                cluster_dir
+            ):
+                executors.append(env)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    assert executors, "the cluster's executors were found"
+    for env in executors:
+        assert env["SPARK_EXECUTOR_DIRS"].startswith(str(cluster_dir / "tmp")), env["SPARK_EXECUTOR_DIRS"]
+        assert f"-Djava.io.tmpdir={cluster_dir / 'tmp'}" in env["JAVA_TOOL_OPTIONS"]
+    return scratch

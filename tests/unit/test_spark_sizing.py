@@ -55,7 +55,6 @@ def test_task_executor_mapping():
     assert sizing.worker_args() == ["--cores", "2", "--memory", "1024m"]
     assert sizing.executor_conf() == {
         "spark.executor.memory": "1024m",
-        "spark.executor.cores": "2",
         "spark.executor.extraJavaOptions": "-XX:MaxDirectMemorySize=256m -XX:MaxMetaspaceSize=160m",
         "spark.memory.offHeap.enabled": "true",
         "spark.memory.offHeap.size": "512m",
@@ -94,10 +93,10 @@ def test_sizes_are_floored_to_whole_mib(task_heap, mib):
 
 
 @pytest.mark.parametrize("slots", [1, 4])
-def test_cores_are_the_slots(slots):
+def test_worker_cores_are_the_slots_and_executors_take_what_spark_grants(slots):
     sizing = spark_sizing_for_task_executor(te_spec(num_slots=slots, cpu_cores=Decimal("0.5")))
     assert sizing.worker_args()[:2] == ["--cores", str(slots)]
-    assert sizing.executor_conf()["spark.executor.cores"] == str(slots)
+    assert "spark.executor.cores" not in sizing.executor_conf()
 
 
 def test_caps_cover_each_component_once():

@@ -445,5 +445,15 @@ LOGS_MAX_AGE = ConfigOption(
     positive=True,
 )
 
+EXECUTOR_REGISTRATION_TIMEOUT = ConfigOption(
+    "jobcluster.executor.registration.timeout",
+    "duration",
+    120.0,
+    description="Time the running Spark application may go without a single registered executor before the "
+    "JobMaster fails the job (seconds). Counts from spark-submit, and again whenever the last executor is lost; "
+    "it covers executors that cannot start (bad executor JVM options, resources no worker offers). Long enough "
+    "for a lost TaskExecutor to be replaced (heartbeat.timeout plus a start).",
+)
+
 #: Every option above, in documentation order.
 ALL_OPTIONS: tuple[ConfigOption, ...] = tuple(value for value in list(globals().values()) if isinstance(value, ConfigOption))

@@ -8,7 +8,8 @@ stays the only unlimited budget: thread stacks, code caches, GC structures
 and the Python processes).  A configuration that Spark itself would refuse is
 refused here, before anything is deployed, with the option to change.
 
-TaskExecutor container (Spark worker daemon + one executor with all slots):
+TaskExecutor container (Spark worker daemon + one executor of the job, with the cores
+Spark grants it, at most the slots; see parallelism.py):
 
 ==================  =====================================================
 Flink component     Spark limit
@@ -139,7 +140,6 @@ class TaskExecutorSparkSizing(_CappedContainer):
     worker_daemon: SparkDaemonSizing
     worker_cores: int
     worker_memory_mib: int
-    executor_cores: int
     executor_heap_mib: int
     executor_direct_mib: int
     executor_metaspace_mib: int
@@ -159,8 +159,9 @@ class TaskExecutorSparkSizing(_CappedContainer):
     def executor_conf(self) -> dict[str, str]:
         """Spark configuration of the executors (``spark.executor.*``, ``spark.memory.offHeap.*``)."""
         conf = {
+            # spark.executor.cores stays unset: each worker's one executor takes the cores Spark
+            # grants it, so spark.cores.max = parallelism is met exactly (parallelism.py).
             "spark.executor.memory": _mib(self.executor_heap_mib),
-            "spark.executor.cores": str(self.executor_cores),
             "spark.executor.extraJavaOptions": (
                 f"-XX:MaxDirectMemorySize={_mib(self.executor_direct_mib)} -XX:MaxMetaspaceSize={_mib(self.executor_metaspace_mib)}"
             ),
@@ -252,8 +253,8 @@ class TaskExecutorSparkSizing(_CappedContainer):
                 f"below {SPARK_MIN_EXECUTOR_DIRECT_MIB} MiB for Netty's shuffle buffers; raise "
                 f"{o.TASK_MANAGER_NETWORK_MEMORY_MIN.key} to at least {SPARK_MIN_EXECUTOR_DIRECT_MIB}m"
             )
-        if self.executor_cores < 1:
-            found.append(f"a Spark executor needs at least one core; raise {o.NUM_TASK_SLOTS.key}")
+        if self.worker_cores < 1:
+            found.append(f"a Spark worker needs at least one core; raise {o.NUM_TASK_SLOTS.key}")
         return tuple(found)
 
 
@@ -366,7 +367,6 @@ def spark_sizing_for_task_executor(spec: TaskExecutorProcessSpec, *, check: bool
         ),
         worker_cores=spec.num_slots,
         worker_memory_mib=executor_heap_mib,
-        executor_cores=spec.num_slots,
         executor_heap_mib=executor_heap_mib,
         executor_direct_mib=floor_mib(spec.network),
         executor_metaspace_mib=floor_mib(spec.jvm_metaspace - daemon_metaspace_mib * MiB),

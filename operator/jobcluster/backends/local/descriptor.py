@@ -27,6 +27,7 @@ from typing import Any
 import psutil
 import yaml
 
+from jobcluster.backends.local.resources import MachineResources, check_fits, cluster_demand
 from jobcluster.backends.local.retention import prune_log_dirs
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, PackagedProgram
@@ -61,6 +62,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
         self, spec: ClusterSpecification, graph: JobGraph, program: PackagedProgram, config: Configuration
     ) -> RestClusterClient:
         check_java()  # the local cluster's Spark daemons run on this machine
+        self._check_machine_fits(spec, graph, config)
         cluster_id = f"jobcluster-{graph.job_id[:12]}"
         cluster_dir = self.home / "clusters" / cluster_id
         log_dir = self.home / "log" / cluster_id
@@ -93,6 +95,15 @@ class LocalClusterDescriptor(ClusterDescriptor):
             liveness=functools.partial(_entrypoint_alive, process, cluster_dir, config.get(options.CLUSTER_STAGING_KEEP)),
             log_location=str(log_dir),
         )
+
+    @staticmethod
+    def _check_machine_fits(spec: ClusterSpecification, graph: JobGraph, config: Configuration) -> None:
+        """Refuse a cluster this machine cannot hold in memory; warn when it asks for more cores than there are."""
+        cores = config.get_optional(options.TASK_MANAGER_CPU_CORES) or spec.slots_per_task_manager
+        demand = cluster_demand(spec, graph.required_slots(), float(cores), config.get(options.SLOT_MANAGER_MAX_SLOTS))
+        warning = check_fits(demand, MachineResources.of_this_machine(), spec)
+        if warning:
+            log.warning(warning)
 
     def _stage(self, cluster_dir: Path, graph: JobGraph, program: PackagedProgram, config: Configuration) -> None:
         artifacts = cluster_dir / layout.ARTIFACTS_DIR

@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 from dataclasses import dataclass
 
 from jobcluster.errors import ResourceManagerError
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.processes import ChildProcess
-from jobcluster.runtime.entrypoint.cluster_dir import ENV_RESOURCE_ID
+from jobcluster.runtime.entrypoint.cluster_dir import ENV_RESOURCE_ID, scratch_dir
 from jobcluster.runtime.resourcemanager.driver import (
     ApplicationStatus,
     ResourceEventHandler,
@@ -73,6 +74,7 @@ class LocalProcessDriver(ResourceManagerDriver):
         code = await worker.process.wait()
         await worker.process.stop(grace_seconds=2.0)  # whatever the TaskExecutor left in its session
         self._workers.pop(resource_id, None)
+        await self._remove_scratch(resource_id)
         if not worker.released and self._handler is not None:
             await self._handler.on_worker_terminated(resource_id, f"process exited with code {code}; see {worker.process.log_file}")
 
@@ -84,6 +86,12 @@ class LocalProcessDriver(ResourceManagerDriver):
         await worker.process.stop(STOP_GRACE_SECONDS)
         if worker.watcher is not None:
             await asyncio.gather(worker.watcher, return_exceptions=True)
+        await self._remove_scratch(resource_id)
+
+    async def _remove_scratch(self, resource_id: str) -> None:
+        """A stopped TaskExecutor's Spark scratch files (shuffle, spill, executor dirs): nobody reads them again."""
+        assert self._context is not None, "driver not initialized"
+        await asyncio.to_thread(shutil.rmtree, scratch_dir(self._context.cluster_dir, resource_id), ignore_errors=True)
 
     async def terminate(self) -> None:
         await asyncio.gather(*(self.release_resource(r) for r in list(self._workers)))

@@ -7,11 +7,13 @@ find them in their working directory under the same names.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 CONFIG_FILE = "jobcluster.yaml"  # effective configuration, flat keys
 JOB_GRAPH_FILE = "jobgraph.json"  # the serialized JobGraph
 ARTIFACTS_DIR = "artifacts"  # the program and user artifacts
+SCRATCH_DIR = "tmp"  # Spark's scratch space (spark.local.dir, java.io.tmpdir), one directory per process tree
 REST_INFO_FILE = "rest.json"  # written by the entrypoint once it serves: {"rest_url", "pid"}
 STARTUP_FAILURE_PREFIX = "JOBCLUSTER STARTUP FAILED: "  # the line an entrypoint prints when it cannot start
 
@@ -32,3 +34,25 @@ def config_file(cluster_dir: Path) -> Path:
 
 def job_graph_file(cluster_dir: Path) -> Path:
     return cluster_dir / JOB_GRAPH_FILE
+
+
+def scratch_dir(cluster_dir: Path, owner: str) -> Path:
+    """Scratch space of one process tree of the cluster (``owner``: ``jobmanager`` or a ResourceID).
+
+    Spark's local dirs (shuffle and spill files, executor directories) and the
+    JVMs' ``java.io.tmpdir`` go here, inside the cluster's own directory, so
+    nothing outlives the cluster and a lost TaskExecutor's files can be removed.
+    """
+    return cluster_dir / SCRATCH_DIR / owner
+
+
+def scratch_env(directory: Path) -> dict[str, str]:
+    """Environment that points a Spark daemon and its children (executors, PySpark workers) at ``directory``.
+
+    ``SPARK_LOCAL_DIRS`` for Spark's local dirs (a worker hands subdirectories of
+    it to its executors), ``TMPDIR`` for Python, and ``java.io.tmpdir`` through
+    ``JAVA_TOOL_OPTIONS`` (which executors inherit from their worker) for native
+    libraries Spark's codecs unpack there.
+    """
+    tool_options = " ".join(filter(None, (os.environ.get("JAVA_TOOL_OPTIONS"), f"-Djava.io.tmpdir={directory}")))
+    return {"SPARK_LOCAL_DIRS": str(directory), "TMPDIR": str(directory), "JAVA_TOOL_OPTIONS": tool_options}

@@ -39,6 +39,7 @@ from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, Resourc
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
 from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
 from jobcluster.runtime.rest.endpoint import RestEndpoint
+from jobcluster.spark.conf import merge_spark_conf, user_spark_conf
 from jobcluster.spark.processes import SparkMaster
 from jobcluster.spark.sizing import spark_sizing_for_job_manager, spark_sizing_for_task_executor
 
@@ -69,6 +70,12 @@ class EntrypointContext:
         )
 
 
+def _with_tmpdir(driver_conf: dict[str, str], scratch: Path) -> dict[str, str]:
+    """The driver's Spark settings with its JVM's java.io.tmpdir in the cluster's scratch directory."""
+    options_key = "spark.driver.extraJavaOptions"
+    return {**driver_conf, options_key: f"{driver_conf.get(options_key, '')} -Djava.io.tmpdir={scratch}".strip()}
+
+
 class JobClusterEntrypoint:
     """Runs one job cluster; ``create_driver(config)`` supplies the target's ResourceManagerDriver."""
 
@@ -97,12 +104,13 @@ class JobClusterEntrypoint:
         stack.push_async_callback(rest.stop)
         if not config.get(options.CLUSTER_STAGING_KEEP):
             stack.callback(shutil.rmtree, ctx.cluster_dir, ignore_errors=True)
+        scratch = self._prepare_scratch(stack)
 
         rpc = RpcService(ctx.bind_host, ctx.secret, config.get(options.RPC_ASK_TIMEOUT))
         await rpc.start()
         stack.push_async_callback(rpc.stop)
 
-        spark_master = SparkMaster(ctx.bind_host, ctx.log_dir, jm_sizing.master_env())
+        spark_master = SparkMaster(ctx.bind_host, ctx.log_dir, {**jm_sizing.master_env(), **layout.scratch_env(scratch)})
         stack.push_async_callback(spark_master.stop)
         await spark_master.start()
 
@@ -128,11 +136,15 @@ class JobClusterEntrypoint:
         stack.push_async_callback(lambda: resource_manager.deregister_application(self.status, None))
 
         rm_gateway = ResourceManagerGateway(rpc, rpc.address, RESOURCE_MANAGER_ENDPOINT, resource_manager.fencing_token)
-        sizing_conf = {**jm_sizing.driver_conf(), **tm_sizing.executor_conf()}
+        sizing_conf = merge_spark_conf(
+            user_spark_conf(config),
+            {**_with_tmpdir(jm_sizing.driver_conf(), scratch), **tm_sizing.executor_conf(), "spark.local.dir": str(scratch)},
+        )
         jm_settings = JobMasterSettings(
             heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
             heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
             slot_request_timeout=config.get(options.SLOT_REQUEST_TIMEOUT),
+            executor_registration_timeout=config.get(options.EXECUTOR_REGISTRATION_TIMEOUT),
         )
 
         def create_job_master(on_terminal: Callable[[JobResult], Awaitable[None]]) -> JobMaster:
@@ -163,6 +175,20 @@ class JobClusterEntrypoint:
         log.info("job cluster %s is up: REST %s, job %s", ctx.cluster_id, rest.url, graph.job_id)
         self.status = await dispatcher.termination
         return self.status
+
+    def _prepare_scratch(self, stack: AsyncExitStack) -> Path:
+        """The JobManager's scratch directory; every scratch directory of the cluster goes when it ends.
+
+        Set as the entrypoint's own SPARK_LOCAL_DIRS and TMPDIR, so that the Spark
+        driver and master it starts (and the PySpark driver) write nowhere else;
+        removed even when ``jobcluster.staging.keep`` keeps the staged files.
+        """
+        root = self.context.cluster_dir / layout.SCRATCH_DIR
+        stack.callback(shutil.rmtree, root, ignore_errors=True)
+        scratch = layout.scratch_dir(self.context.cluster_dir, "jobmanager")
+        scratch.mkdir(parents=True, exist_ok=True)
+        os.environ.update({"SPARK_LOCAL_DIRS": str(scratch), "TMPDIR": str(scratch)})
+        return scratch
 
     def _launch_context(self, rpc_address: str, resource_manager_id: str) -> TaskExecutorLaunchContext:
         ctx = self.context

@@ -40,15 +40,37 @@ PROGRESS_INTERVAL = 1.0  # seconds between polls of Spark's monitoring API
 
 @dataclass(frozen=True)
 class JobMasterSettings:
-    """Seconds: heartbeats [heartbeat.interval / heartbeat.timeout]; slot_request_timeout [slot.request.timeout]."""
+    """Seconds: heartbeats [heartbeat.interval / heartbeat.timeout]; slot_request_timeout [slot.request.timeout];
+    executor_registration_timeout [jobcluster.executor.registration.timeout]."""
 
     heartbeat_interval: float
     heartbeat_timeout: float
     slot_request_timeout: float
+    executor_registration_timeout: float = 120.0
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _last_executor_output(log_dir: Path, app_id: str | None, lines: int = 10) -> tuple[Path, str] | None:
+    """The directory of the newest executor of ``app_id`` (``<log_dir>/*-work/<app>/<exec>/``, the Spark
+    workers' work dirs) and the last ``lines`` of its stderr and stdout; None when there is none."""
+    if app_id is None:
+        return None
+    try:
+        dirs = sorted((p for p in log_dir.glob(f"*-work/{app_id}/*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
+        if not dirs:
+            return None
+        tails = []
+        for name in ("stderr", "stdout"):
+            path = dirs[-1] / name
+            if path.exists():
+                text = path.read_text(errors="replace").splitlines()
+                tails.append(f"[{name}]\n" + "\n".join(text[-lines:]))
+    except OSError:
+        return None
+    return dirs[-1], "\n".join(tails)
 
 
 class JobMaster(FencedRpcEndpoint):
@@ -91,6 +113,7 @@ class JobMaster(FencedRpcEndpoint):
             "jobmaster", settings.heartbeat_interval, settings.heartbeat_timeout, self._task_executor_timeout
         )
         self._cancel_requested = False
+        self._no_executors_cause: str | None = None  # set when the application is stopped for having no executors
         self.result: JobResult | None = None
 
     # ---- lifecycle --------------------------------------------------------------------
@@ -191,7 +214,8 @@ class JobMaster(FencedRpcEndpoint):
                 return
             if self._cancel_requested:
                 break
-            cause = f"the PySpark program exited with code {code}:\n{self._application.error_tail()}"
+            cause = self._no_executors_cause or f"the PySpark program exited with code {code}:\n{self._application.error_tail()}"
+            self._no_executors_cause = None
             if strategy.type != "fixed-delay" or self.restarts >= strategy.attempts:
                 await self._finish(JobStatus.FAILED, cause)
                 return
@@ -208,8 +232,16 @@ class JobMaster(FencedRpcEndpoint):
         await self._finish(JobStatus.CANCELED, None)
 
     async def _follow_progress(self, application: SparkApplication) -> None:
+        loop = asyncio.get_running_loop()
+        without_executors_since = loop.time()
         while True:
             progress = await application.progress()
+            if progress is None or progress.executors > 0:
+                # no SparkContext (not yet, or no longer) or executors registered: nothing is waiting for executors
+                without_executors_since = loop.time()
+            elif loop.time() - without_executors_since > self.settings.executor_registration_timeout:
+                await self._stop_without_executors(application, progress)
+                return
             if progress is not None and progress != self.progress:
                 self.progress = progress
                 log.info(
@@ -222,6 +254,23 @@ class JobMaster(FencedRpcEndpoint):
                     progress.executors,
                 )
             await asyncio.sleep(PROGRESS_INTERVAL)
+
+    async def _stop_without_executors(self, application: SparkApplication, progress: SparkProgress) -> None:
+        """The application holds its slots but Spark started no executor within the bound: stop it with the cause."""
+        executor_log = await asyncio.to_thread(_last_executor_output, self._log_dir, progress.app_id)
+        self._no_executors_cause = (
+            f"NoResourceAvailableException: the Spark application {progress.app_id} got no executor within "
+            f"jobcluster.executor.registration.timeout ({self.settings.executor_registration_timeout:.0f} s), although the job "
+            f"holds its {self.slot_pool.size} slot(s): Spark's workers could not start an executor that registers with the driver "
+            "(e.g. executor JVM options that keep it from starting, or executor resources no worker offers)."
+            + (
+                f"\nThe last executor's output ({executor_log[0]}):\n{executor_log[1]}"
+                if executor_log
+                else f"\nSee the worker logs in {self._log_dir}."
+            )
+        )
+        log.error("%s", self._no_executors_cause)
+        await application.stop()
 
     async def cancel(self) -> None:
         """Cancel the job: stop the program (if it runs) and end as CANCELED."""

@@ -44,9 +44,11 @@ class SparkProgress:
 def submit_conf(graph: JobGraph, master: SparkMasterAddress, host: str, ui_port: int, sizing_conf: dict[str, str]) -> dict[str, str]:
     """Spark settings for the job: parallelism from the JobGraph, sizes from the memory model.
 
-    ``spark.cores.max`` = the job's parallelism (one core per slot), and Spark's
+    ``spark.cores.max`` = the job's parallelism (one core per slot; executors
+    take the cores Spark grants them, see ``spark/parallelism.py``), and Spark's
     default partition counts follow it, so ``-p`` means the same thing to Spark
-    that it means to the cluster.
+    that it means to the cluster. ``sizing_conf`` (the memory model's settings
+    and the user's ``spark.*`` keys) is applied last.
     """
     p = str(graph.parallelism)
     conf = {
@@ -125,7 +127,7 @@ class SparkApplication:
             jobs_total=len(jobs),
             jobs_completed=sum(1 for j in jobs if j.get("status") == "SUCCEEDED"),
             tasks_total=sum(j.get("numTasks", 0) for j in jobs),
-            tasks_completed=sum(j.get("numCompletedTasks", 0) + j.get("numSkippedTasks", 0) for j in jobs),
+            tasks_completed=sum(completed_tasks(j) for j in jobs),
             tasks_failed=sum(j.get("numFailedTasks", 0) for j in jobs),
             executors=sum(1 for e in executors if e.get("id") != "driver" and e.get("isActive", True)),
         )
@@ -145,6 +147,18 @@ class SparkApplication:
             if traceback:
                 return traceback
         return "\n".join(_tail(self.process.log_file, 16 * 1024).splitlines()[-30:])
+
+
+def completed_tasks(job: dict[str, Any]) -> int:
+    """Tasks of one Spark job (``/api/v1/.../jobs`` entry) that are done, never more than it has.
+
+    Distinct task indices (``numCompletedIndices``), not task completions
+    (``numCompletedTasks``), which count a task again when Spark re-runs it
+    after losing an executor's output; plus the tasks of skipped stages.
+    """
+    total = int(job.get("numTasks", 0))
+    done = int(job.get("numCompletedIndices", job.get("numCompletedTasks", 0))) + int(job.get("numSkippedTasks", 0))
+    return min(total, done)
 
 
 def last_python_traceback(text: str) -> str | None:

@@ -43,7 +43,11 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
     sizing = spark_sizing_for_task_executor(spec)
     log.info("TaskExecutor %s: %d slots, JVM options for Spark executors %s", resource_id, spec.num_slots, spec.jvm_args())
 
+    scratch = layout.scratch_dir(cluster_dir, resource_id)
+
     def spark_worker(master: SparkMasterAddress) -> SparkWorker:
+        # the worker, its executors and their PySpark workers keep their scratch files in the cluster's directory
+        scratch.mkdir(parents=True, exist_ok=True)
         return SparkWorker(
             host,
             master,
@@ -51,7 +55,7 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
             memory_mib=sizing.worker_memory_mib,
             work_dir=log_dir / f"{resource_id}-work",
             log_dir=log_dir,
-            daemon_env=sizing.worker_env(),
+            daemon_env={**sizing.worker_env(), **layout.scratch_env(scratch)},
             name=f"spark-worker-{resource_id}",
         )
 

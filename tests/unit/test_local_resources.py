@@ -1,0 +1,45 @@
+"""The local target refuses a cluster that needs more memory than the machine, and warns on cores."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobcluster.backends.local.resources import ClusterDemand, MachineResources, check_fits, cluster_demand
+from jobcluster.client.descriptor import ClusterSpecification
+from jobcluster.errors import DeploymentError
+
+GiB = 1 << 30
+SHIPPED = ClusterSpecification(master_memory_mib=1600, task_manager_memory_mib=2560, slots_per_task_manager=2)
+THIS_MACHINE = MachineResources(memory=24 * GiB, cores=2)
+
+
+def test_task_executors_are_counted_as_the_slot_manager_requests_them():
+    assert cluster_demand(SHIPPED, 64, 2.0, 2**31 - 1) == ClusterDemand(32, (32 * 2560 + 1600) << 20, 64.0)
+    assert cluster_demand(SHIPPED, 3, 2.0, 2**31 - 1).task_executors == 2
+    assert cluster_demand(SHIPPED, 1, 2.0, 2**31 - 1).task_executors == 1
+
+
+def test_more_memory_than_the_machine_is_refused_naming_the_options():
+    demand = cluster_demand(SHIPPED, 64, 2.0, 2**31 - 1)
+    with pytest.raises(DeploymentError) as refused:
+        check_fits(demand, THIS_MACHINE, SHIPPED)
+    message = str(refused.value)
+    for phrase in (
+        "32 TaskExecutor(s) of 2560 MiB",
+        "JobManager of 1600 MiB",
+        "request 83520 MiB",
+        "has 24576 MiB",
+        "-p",
+        "taskmanager.numberOfTaskSlots",
+    ):
+        assert phrase in message, message
+    assert "taskmanager.memory.process.size" in message
+
+
+def test_more_cores_than_the_machine_is_a_warning():
+    warning = check_fits(cluster_demand(SHIPPED, 4, 2.0, 2**31 - 1), THIS_MACHINE, SHIPPED)
+    assert warning is not None and "4 cores" in warning and "the machine has 2" in warning and "-p" in warning
+
+
+def test_what_fits_passes_silently():
+    assert check_fits(cluster_demand(SHIPPED, 2, 2.0, 2**31 - 1), THIS_MACHINE, SHIPPED) is None
