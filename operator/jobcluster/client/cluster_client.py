@@ -2,7 +2,9 @@
 
 requests does the HTTP; every call has a timeout. Paths and bodies are
 Flink's (``/jobs/overview``, ``/jobs/{id}``, ``/jobs/{id}/execution-result``,
-``PATCH /jobs/{id}?mode=cancel``, ``/taskmanagers``, ``/overview``).
+``PATCH /jobs/{id}?mode=cancel``, ``/taskmanagers``, ``/overview``). With the
+cluster's token, every request carries it as ``Authorization: Bearer``, as
+Flink's client sends ``FLINK_REST_CLIENT_HEADERS``; mutating calls need it.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ REQUEST_TIMEOUT = 10.0  # seconds for one REST call
 
 
 class RestClusterClient:
-    """REST client of the cluster ``cluster_id`` at ``rest_url``."""
+    """REST client of the cluster ``cluster_id`` at ``rest_url``; ``token``: the cluster's REST token, if known."""
 
-    def __init__(self, rest_url: str, cluster_id: str, timeout: float = REQUEST_TIMEOUT) -> None:
+    def __init__(self, rest_url: str, cluster_id: str, timeout: float = REQUEST_TIMEOUT, token: str | None = None) -> None:
         self.rest_url = rest_url.rstrip("/")
         self.cluster_id = cluster_id
         self.timeout = timeout
         self._session = requests.Session()
+        if token:
+            self._session.headers["Authorization"] = f"Bearer {token}"
 
     def _request(self, method: str, path: str, **params: Any) -> Any:
         url = f"{self.rest_url}{path}"
@@ -35,6 +39,11 @@ class RestClusterClient:
         if resp.status_code == 404:
             errors = _errors(resp)
             raise JobNotFoundError(errors or f"{path} not found on cluster {self.cluster_id}")
+        if resp.status_code == 401:
+            raise ClusterClientError(
+                f"cluster {self.cluster_id} refused {method} {path}: it needs the cluster's token, "
+                "which only the user who deployed the cluster can read"
+            )
         if resp.status_code >= 400:
             raise ClusterClientError(f"{method} {url} failed with {resp.status_code}: {_errors(resp) or resp.text[:200]}")
         return resp.json() if resp.content else {}

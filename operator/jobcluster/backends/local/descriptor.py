@@ -5,6 +5,11 @@ Each cluster gets a staging directory ``$JOBCLUSTER_HOME/clusters/<cluster-id>``
 directory ``$JOBCLUSTER_HOME/log/<cluster-id>`` (kept). The entrypoint runs as
 a separate process in its own session; the descriptor waits until it serves
 REST, and on any failure stops what started and removes the staging directory.
+
+The cluster secret reaches the entrypoint in its environment (readable only by
+this user, and removed there at once); the REST token derived from it is kept
+in ``rest-token`` (0600) in the staging directory (0700), where ``jobcluster
+cancel`` from any shell of the same user finds it, and no other user can.
 """
 
 from __future__ import annotations
@@ -12,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -30,11 +34,13 @@ from jobcluster.errors import DeploymentError
 from jobcluster.jobgraph.model import JobGraph, write_job_graph
 from jobcluster.processes import kill_process_tree, session_members
 from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.security import new_cluster_secret, private_directory, rest_token, write_private_file
 from jobcluster.spark.home import check_java
 
 log = logging.getLogger(__name__)
 
 CLUSTER_INFO_FILE = "cluster.json"
+REST_TOKEN_FILE = "rest-token"  # in the staging directory, mode 0600: the bearer token of mutating REST calls
 STARTUP_TIMEOUT = 120.0  # seconds until the entrypoint must serve REST
 
 
@@ -58,10 +64,12 @@ class LocalClusterDescriptor(ClusterDescriptor):
         cluster_dir = self.home / "clusters" / cluster_id
         log_dir = self.home / "log" / cluster_id
         process: subprocess.Popen | None = None
+        secret = new_cluster_secret()
         try:
             self._stage(cluster_dir, graph, program, config)
+            _write_rest_token(cluster_dir, rest_token(secret))
             log_dir.mkdir(parents=True, exist_ok=True)
-            process = self._launch_entrypoint(cluster_id, cluster_dir, log_dir)
+            process = self._launch_entrypoint(cluster_id, cluster_dir, log_dir, secret)
             _write_json(
                 cluster_dir / CLUSTER_INFO_FILE,
                 {
@@ -79,7 +87,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
                 kill_process_tree(process.pid, 5.0, session_members(process.pid))
             shutil.rmtree(cluster_dir, ignore_errors=True)
             raise
-        return RestClusterClient(rest_url, cluster_id)
+        return RestClusterClient(rest_url, cluster_id, token=rest_token(secret))
 
     def _stage(self, cluster_dir: Path, graph: JobGraph, program: PackagedProgram, config: Configuration) -> None:
         artifacts = cluster_dir / layout.ARTIFACTS_DIR
@@ -89,13 +97,13 @@ class LocalClusterDescriptor(ClusterDescriptor):
         write_job_graph(graph, layout.job_graph_file(cluster_dir))
         layout.config_file(cluster_dir).write_text(yaml.safe_dump(config.to_dict(), sort_keys=True))
 
-    def _launch_entrypoint(self, cluster_id: str, cluster_dir: Path, log_dir: Path) -> subprocess.Popen:
+    def _launch_entrypoint(self, cluster_id: str, cluster_dir: Path, log_dir: Path, secret: str) -> subprocess.Popen:
         env = {
             **os.environ,
             layout.ENV_CLUSTER_ID: cluster_id,
             layout.ENV_CLUSTER_DIR: str(cluster_dir),
             layout.ENV_LOG_DIR: str(log_dir),
-            layout.ENV_CLUSTER_SECRET: secrets.token_hex(32),
+            layout.ENV_CLUSTER_SECRET: secret,
             layout.ENV_BIND_HOST: self.bind_host,
         }
         with open(log_dir / "jobmanager.log", "ab") as out:
@@ -134,7 +142,17 @@ class LocalClusterDescriptor(ClusterDescriptor):
                 continue
             rest_file = cluster_dir / layout.REST_INFO_FILE
             rest_url = json.loads(rest_file.read_text())["rest_url"] if rest_file.exists() else None
-            handles.append(ClusterHandle(info["cluster_id"], self.target, rest_url, info["job_id"], info["job_name"], info["log_dir"]))
+            handles.append(
+                ClusterHandle(
+                    info["cluster_id"],
+                    self.target,
+                    rest_url,
+                    info["job_id"],
+                    info["job_name"],
+                    info["log_dir"],
+                    _read_rest_token(cluster_dir),
+                )
+            )
         return handles
 
     def kill_cluster(self, cluster_id: str) -> None:
@@ -145,6 +163,19 @@ class LocalClusterDescriptor(ClusterDescriptor):
         pid = json.loads(info_file.read_text())["pid"]
         kill_process_tree(pid, 10.0, session_members(pid))
         shutil.rmtree(cluster_dir, ignore_errors=True)
+
+
+def _write_rest_token(cluster_dir: Path, token: str) -> None:
+    """Keep the cluster's REST token where only this user can read it: a 0600 file in the 0700 staging directory."""
+    write_private_file(private_directory(cluster_dir) / REST_TOKEN_FILE, token)
+
+
+def _read_rest_token(cluster_dir: Path) -> str | None:
+    """The cluster's REST token; None when it cannot be read (another user's cluster, or a cluster being removed)."""
+    try:
+        return (cluster_dir / REST_TOKEN_FILE).read_text().strip()
+    except OSError:
+        return None
 
 
 def _write_json(path: Path, data: dict) -> None:
