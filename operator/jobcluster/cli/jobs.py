@@ -10,7 +10,6 @@ import click
 
 from jobcluster.backends import registry
 from jobcluster.cli.common import conf_dir_option, dynamic_properties_option, load_cli_configuration, reports_errors
-from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterHandle
 from jobcluster.config import options
 from jobcluster.errors import ClusterClientError, JobNotFoundError
@@ -25,7 +24,7 @@ def _jobs(handle: ClusterHandle) -> list[dict[str, Any]]:
     if handle.rest_url is None:
         return [{"jid": handle.job_id, "name": handle.job_name, "state": "DEPLOYING", "start-time": 0}]
     try:
-        return RestClusterClient(handle.rest_url, handle.cluster_id).list_jobs()
+        return handle.client().list_jobs()
     except ClusterClientError:
         return [{"jid": handle.job_id, "name": handle.job_name, "state": "UNREACHABLE", "start-time": 0}]
 
@@ -57,7 +56,7 @@ def cancel(job_id: str, target: str | None, conf_dir: Path | None, dynamic_prope
     """Cancel the running job JOB_ID; its job cluster then shuts down."""
     for handle in _clusters(target, conf_dir, dynamic_properties):
         if handle.job_id == job_id and handle.rest_url:
-            RestClusterClient(handle.rest_url, handle.cluster_id).cancel(job_id)
+            handle.client().cancel(job_id)
             click.echo(f"Cancelled job {job_id} (cluster {handle.cluster_id} shuts down).")
             return
     raise JobNotFoundError(f"no running job with JobID {job_id}; `jobcluster list` shows the running jobs")

@@ -2,7 +2,9 @@
 
 requests does the HTTP; every call has a timeout. Paths and bodies are
 Flink's (``/jobs/overview``, ``/jobs/{id}``, ``/jobs/{id}/execution-result``,
-``PATCH /jobs/{id}?mode=cancel``, ``/taskmanagers``, ``/overview``).
+``PATCH /jobs/{id}?mode=cancel``, ``/taskmanagers``, ``/overview``). With the
+cluster's token, every request carries it as ``Authorization: Bearer``, as
+Flink's client sends ``FLINK_REST_CLIENT_HEADERS``; mutating calls need it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ class RestClusterClient:
     target runs the JobManager, e.g. the local entrypoint's process), returning
     False once the JobManager is gone for good; without one the client learns
     of a dead JobManager only when REST stays unreachable.  ``log_location``
-    names where the cluster's logs are, for error messages.
+    names where the cluster's logs are, for error messages. ``token``: the
+    cluster's REST token, if known (mutating calls need it).
     """
 
     def __init__(
@@ -36,6 +39,7 @@ class RestClusterClient:
         *,
         liveness: Callable[[], bool] | None = None,
         log_location: str | None = None,
+        token: str | None = None,
     ) -> None:
         self.rest_url = rest_url.rstrip("/")
         self.cluster_id = cluster_id
@@ -43,6 +47,8 @@ class RestClusterClient:
         self.log_location = log_location
         self._liveness = liveness
         self._session = requests.Session()
+        if token:
+            self._session.headers["Authorization"] = f"Bearer {token}"
 
     def job_manager_alive(self) -> bool:
         """False when the descriptor's liveness check says the JobManager is gone; True when alive or unknown."""
@@ -57,6 +63,11 @@ class RestClusterClient:
         if resp.status_code == 404:
             errors = _errors(resp)
             raise JobNotFoundError(errors or f"{path} not found on cluster {self.cluster_id}")
+        if resp.status_code == 401:
+            raise ClusterClientError(
+                f"cluster {self.cluster_id} refused {method} {path}: it needs the cluster's token, "
+                "which only the user who deployed the cluster can read"
+            )
         if resp.status_code >= 400:
             raise ClusterClientError(f"{method} {url} failed with {resp.status_code}: {_errors(resp) or resp.text[:200]}")
         return resp.json() if resp.content else {}

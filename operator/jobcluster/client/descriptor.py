@@ -44,7 +44,8 @@ class ClusterSpecification:
 
 @dataclass(frozen=True)
 class ClusterHandle:
-    """A running job cluster as a descriptor finds it."""
+    """A running job cluster as a descriptor finds it; ``rest_token``: the token its mutating REST calls need,
+    when this user can read it."""
 
     cluster_id: str
     target: str
@@ -52,6 +53,12 @@ class ClusterHandle:
     job_id: str
     job_name: str
     log_dir: str
+    rest_token: str | None = None
+
+    def client(self) -> RestClusterClient:
+        """A REST client of this cluster (with its token); the cluster must serve REST (``rest_url`` set)."""
+        assert self.rest_url is not None, f"cluster {self.cluster_id} does not serve REST yet"
+        return RestClusterClient(self.rest_url, self.cluster_id, token=self.rest_token)
 
 
 class ClusterDescriptor(abc.ABC):

@@ -455,5 +455,14 @@ EXECUTOR_REGISTRATION_TIMEOUT = ConfigOption(
     "for a lost TaskExecutor to be replaced (heartbeat.timeout plus a start).",
 )
 
+SECURITY_ENCRYPT_DATA_PLANE = ConfigOption(
+    "jobcluster.security.encrypt-data-plane",
+    "bool",
+    False,
+    description="Encrypt Spark's RPC and block transfers between the driver, executors and daemons "
+    "(spark.network.crypto.enabled: AES, keys agreed through the cluster's Spark secret); "
+    "off by default because it costs CPU on every shuffle byte. Authentication is always on.",
+)
+
 #: Every option above, in documentation order.
 ALL_OPTIONS: tuple[ConfigOption, ...] = tuple(value for value in list(globals().values()) if isinstance(value, ConfigOption))

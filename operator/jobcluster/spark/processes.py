@@ -67,7 +67,7 @@ class SparkMaster:
     """A Spark standalone master bound to ``host``.
 
     ``daemon_env``: SPARK_DAEMON_MEMORY / SPARK_DAEMON_JAVA_OPTS from the
-    JobManager's memory mapping.
+    JobManager's memory mapping, and the cluster's Spark security settings.
     """
 
     def __init__(self, host: str, log_dir: Path, daemon_env: dict[str, str]) -> None:
@@ -85,7 +85,8 @@ class SparkMaster:
             "--webui-port",
             str(self.web_port),
         ]
-        self.process = ChildProcess("spark-master", argv, spark_env(daemon_env), log_dir / "spark-master.log")
+        env = spark_env({"SPARK_LOCAL_IP": host, **daemon_env})  # its web UI binds to SPARK_LOCAL_IP, else to all interfaces
+        self.process = ChildProcess("spark-master", argv, env, log_dir / "spark-master.log")
 
     async def start(self, timeout: float = 60.0) -> None:  # noqa: ASYNC109 - see _wait_for
         """Start the master and wait until its status page says ALIVE."""

@@ -8,6 +8,11 @@ private to the user: directories 0700, files 0600, and the cluster's processes
 run with umask 077. The entrypoint runs as
 a separate process in its own session; the descriptor waits until it serves
 REST, and on any failure stops what started and removes the staging directory.
+
+The cluster secret reaches the entrypoint in its environment (readable only by
+this user, and removed there at once); the REST token derived from it is kept
+in ``rest-token`` (0600) in the staging directory (0700), where ``jobcluster
+cancel`` from any shell of the same user finds it, and no other user can.
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ import functools
 import json
 import logging
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -38,11 +42,13 @@ from jobcluster.errors import DeploymentError
 from jobcluster.jobgraph.model import JobGraph, write_job_graph
 from jobcluster.processes import PRIVATE_UMASK, kill_process_tree, session_members
 from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.security import new_cluster_secret, private_directory, rest_token, write_private_file
 from jobcluster.spark.home import check_java
 
 log = logging.getLogger(__name__)
 
 CLUSTER_INFO_FILE = "cluster.json"
+REST_TOKEN_FILE = "rest-token"  # in the staging directory, mode 0600: the bearer token of mutating REST calls
 STARTUP_TIMEOUT = 120.0  # seconds until the entrypoint must serve REST
 
 
@@ -68,10 +74,12 @@ class LocalClusterDescriptor(ClusterDescriptor):
         log_dir = self.home / "log" / cluster_id
         self.prune_logs(config.get(options.LOGS_MAX_AGE))
         process: subprocess.Popen[bytes] | None = None
+        secret = new_cluster_secret()
         try:
             self._stage(cluster_dir, graph, program, config)
+            _write_rest_token(cluster_dir, rest_token(secret))
             _private_dirs(log_dir, self.home)
-            process = self._launch_entrypoint(cluster_id, cluster_dir, log_dir)
+            process = self._launch_entrypoint(cluster_id, cluster_dir, log_dir, secret)
             _write_json(
                 cluster_dir / CLUSTER_INFO_FILE,
                 {
@@ -92,6 +100,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
         return RestClusterClient(
             rest_url,
             cluster_id,
+            token=rest_token(secret),
             liveness=functools.partial(_entrypoint_alive, process, cluster_dir, config.get(options.CLUSTER_STAGING_KEEP)),
             log_location=str(log_dir),
         )
@@ -110,19 +119,19 @@ class LocalClusterDescriptor(ClusterDescriptor):
         _private_dirs(cluster_dir, self.home)
         artifacts.mkdir(mode=0o700)
         for path in staged_files(program):
-            _write_private(artifacts / path.name, path.read_bytes())
+            write_private_file(artifacts / path.name, path.read_bytes())
         job_graph_file = layout.job_graph_file(cluster_dir)
-        _write_private(job_graph_file, b"")  # created private; write_job_graph then fills it
+        write_private_file(job_graph_file, b"")  # created private; write_job_graph then fills it
         write_job_graph(graph, job_graph_file)
-        _write_private(layout.config_file(cluster_dir), yaml.safe_dump(config.to_dict(), sort_keys=True).encode())
+        write_private_file(layout.config_file(cluster_dir), yaml.safe_dump(config.to_dict(), sort_keys=True).encode())
 
-    def _launch_entrypoint(self, cluster_id: str, cluster_dir: Path, log_dir: Path) -> subprocess.Popen[bytes]:
+    def _launch_entrypoint(self, cluster_id: str, cluster_dir: Path, log_dir: Path, secret: str) -> subprocess.Popen[bytes]:
         env = {
             **os.environ,
             layout.ENV_CLUSTER_ID: cluster_id,
             layout.ENV_CLUSTER_DIR: str(cluster_dir),
             layout.ENV_LOG_DIR: str(log_dir),
-            layout.ENV_CLUSTER_SECRET: secrets.token_hex(32),
+            layout.ENV_CLUSTER_SECRET: secret,
             layout.ENV_BIND_HOST: self.bind_host,
         }
         with open(log_dir / "jobmanager.log", "ab", opener=_private_opener) as out:
@@ -163,7 +172,17 @@ class LocalClusterDescriptor(ClusterDescriptor):
                 continue
             rest_file = cluster_dir / layout.REST_INFO_FILE
             rest_url = json.loads(rest_file.read_text())["rest_url"] if rest_file.exists() else None
-            handles.append(ClusterHandle(info["cluster_id"], self.target, rest_url, info["job_id"], info["job_name"], info["log_dir"]))
+            handles.append(
+                ClusterHandle(
+                    info["cluster_id"],
+                    self.target,
+                    rest_url,
+                    info["job_id"],
+                    info["job_name"],
+                    info["log_dir"],
+                    _read_rest_token(cluster_dir),
+                )
+            )
         return handles
 
     def prune_logs(self, max_age: float) -> list[str]:
@@ -191,6 +210,19 @@ class LocalClusterDescriptor(ClusterDescriptor):
         shutil.rmtree(cluster_dir, ignore_errors=True)
 
 
+def _write_rest_token(cluster_dir: Path, token: str) -> None:
+    """Keep the cluster's REST token where only this user can read it: a 0600 file in the 0700 staging directory."""
+    write_private_file(private_directory(cluster_dir) / REST_TOKEN_FILE, token)
+
+
+def _read_rest_token(cluster_dir: Path) -> str | None:
+    """The cluster's REST token; None when it cannot be read (another user's cluster, or a cluster being removed)."""
+    try:
+        return (cluster_dir / REST_TOKEN_FILE).read_text().strip()
+    except OSError:
+        return None
+
+
 def _entrypoint_alive(process: subprocess.Popen[bytes], cluster_dir: Path, keep_staging: bool) -> bool:
     """Whether the entrypoint (the JobManager process this client started) still runs.
 
@@ -207,7 +239,7 @@ def _entrypoint_alive(process: subprocess.Popen[bytes], cluster_dir: Path, keep_
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    _write_private(path, json.dumps(data, indent=2).encode())
+    write_private_file(path, json.dumps(data, indent=2).encode())
 
 
 def _private_dirs(directory: Path, home: Path) -> None:
@@ -226,12 +258,6 @@ def _private_dirs(directory: Path, home: Path) -> None:
 def _private_opener(path: str, flags: int) -> int:
     """``open(..., opener=)`` that creates the file with mode 0600."""
     return os.open(path, flags, 0o600)
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path``, a new file created with mode 0600 (never readable by others, not even briefly)."""
-    with open(path, "wb", opener=_private_opener) as out:
-        out.write(data)
 
 
 def _startup_failure(log_dir: Path) -> str:

@@ -8,6 +8,7 @@ find them in their working directory under the same names.
 from __future__ import annotations
 
 import os
+from collections.abc import MutableMapping
 from pathlib import Path
 
 CONFIG_FILE = "jobcluster.yaml"  # effective configuration, flat keys
@@ -26,6 +27,16 @@ ENV_BIND_HOST = "JOBCLUSTER_BIND_HOST"
 ENV_RESOURCE_MANAGER_ADDRESS = "JOBCLUSTER_RESOURCE_MANAGER_ADDRESS"
 ENV_RESOURCE_MANAGER_ID = "JOBCLUSTER_RESOURCE_MANAGER_ID"
 ENV_RESOURCE_ID = "JOBCLUSTER_RESOURCE_ID"
+
+
+def take_cluster_secret(env: MutableMapping[str, str]) -> str:
+    """Read the cluster secret from ``env`` (``os.environ``) and remove it there; KeyError when it is missing.
+
+    Removing it keeps it with the process that was given it: the processes it
+    starts (Spark daemons, the driver and the user's program) get an
+    environment without it, and the TaskExecutors are handed it explicitly.
+    """
+    return env.pop(ENV_CLUSTER_SECRET)
 
 
 def config_file(cluster_dir: Path) -> Path:

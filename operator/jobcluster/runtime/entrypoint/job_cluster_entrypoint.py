@@ -39,13 +39,16 @@ from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, Resourc
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
 from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
 from jobcluster.runtime.rest.endpoint import RestEndpoint
+from jobcluster.security import rest_token, spark_secret
 from jobcluster.spark.conf import merge_spark_conf, user_spark_conf
 from jobcluster.spark.processes import SparkMaster
+from jobcluster.spark.security import SparkSecurity
 from jobcluster.spark.sizing import spark_sizing_for_job_manager, spark_sizing_for_task_executor
 
 log = logging.getLogger(__name__)
 
 RESULT_RETRIEVAL_TIMEOUT = 60.0  # seconds an attached cluster waits for its client to fetch the result
+SPARK_CONF_DIR_NAME = "spark-conf-jobmanager"  # in the cluster directory: the Spark master's and driver's SPARK_CONF_DIR
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ class EntrypointContext:
             cluster_dir=Path(env[layout.ENV_CLUSTER_DIR]),
             log_dir=Path(env[layout.ENV_LOG_DIR]),
             bind_host=env.get(layout.ENV_BIND_HOST, "127.0.0.1"),
-            secret=env[layout.ENV_CLUSTER_SECRET],
+            secret=layout.take_cluster_secret(env),
         )
 
 
@@ -99,7 +102,7 @@ class JobClusterEntrypoint:
         tm_spec = task_executor_process_spec_from_config(config)
         tm_sizing = spark_sizing_for_task_executor(tm_spec)
 
-        rest = RestEndpoint(config.get(options.REST_ADDRESS), config.get(options.REST_PORT), jobcluster.__version__)
+        rest = RestEndpoint(config.get(options.REST_ADDRESS), config.get(options.REST_PORT), jobcluster.__version__, rest_token(ctx.secret))
         await rest.start()
         stack.push_async_callback(rest.stop)
         if not config.get(options.CLUSTER_STAGING_KEEP):
@@ -110,7 +113,8 @@ class JobClusterEntrypoint:
         await rpc.start()
         stack.push_async_callback(rpc.stop)
 
-        spark_master = SparkMaster(ctx.bind_host, ctx.log_dir, {**jm_sizing.master_env(), **layout.scratch_env(scratch)})
+        spark_env = self._install_spark_security(stack, config)
+        spark_master = SparkMaster(ctx.bind_host, ctx.log_dir, {**jm_sizing.master_env(), **layout.scratch_env(scratch), **spark_env})
         stack.push_async_callback(spark_master.stop)
         await spark_master.start()
 
@@ -159,6 +163,7 @@ class JobClusterEntrypoint:
                 sizing_conf,
                 jm_settings,
                 on_terminal,
+                spark_env=spark_env,
             )
 
         dispatcher = MiniDispatcher(create_job_master, config.get(options.EXECUTION_ATTACHED), RESULT_RETRIEVAL_TIMEOUT)
@@ -189,6 +194,14 @@ class JobClusterEntrypoint:
         scratch.mkdir(parents=True, exist_ok=True)
         os.environ.update({"SPARK_LOCAL_DIRS": str(scratch), "TMPDIR": str(scratch)})
         return scratch
+
+    def _install_spark_security(self, stack: AsyncExitStack, config: Configuration) -> dict[str, str]:
+        """Spark's settings and secret for the master and the driver (spark/security.py); returns their extra environment."""
+        ctx = self.context
+        security = SparkSecurity(spark_secret(ctx.secret), ctx.bind_host, config.get(options.SECURITY_ENCRYPT_DATA_PLANE))
+        conf_dir = ctx.cluster_dir / SPARK_CONF_DIR_NAME
+        stack.callback(shutil.rmtree, conf_dir, ignore_errors=True)  # even when the staging directory is kept
+        return security.install(conf_dir)
 
     def _launch_context(self, rpc_address: str, resource_manager_id: str) -> TaskExecutorLaunchContext:
         ctx = self.context

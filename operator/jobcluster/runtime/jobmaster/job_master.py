@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,7 +74,10 @@ def _last_executor_output(log_dir: Path, app_id: str | None, lines: int = 10) ->
 
 
 class JobMaster(FencedRpcEndpoint):
-    """JobMaster of ``graph``; its fencing token is the JobMasterId. ``on_terminal`` receives the JobResult."""
+    """JobMaster of ``graph``; its fencing token is the JobMasterId. ``on_terminal`` receives the JobResult.
+
+    ``spark_env``: environment the driver gets on top of Spark's (SPARK_CONF_DIR with the Spark secret).
+    """
 
     def __init__(
         self,
@@ -88,6 +91,7 @@ class JobMaster(FencedRpcEndpoint):
         sizing_conf: dict[str, str],
         settings: JobMasterSettings,
         on_terminal: Callable[[JobResult], Awaitable[None]],
+        spark_env: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(JOB_MASTER_ENDPOINT)
         self._rpc = rpc_service
@@ -100,6 +104,7 @@ class JobMaster(FencedRpcEndpoint):
         self._sizing_conf = sizing_conf
         self.settings = settings
         self._on_terminal = on_terminal
+        self._spark_env = dict(spark_env or {})  # the driver's Spark security environment (spark/security.py)
         self.slot_pool = SlotPool(graph.required_slots())
         self.status = JobStatus.INITIALIZING
         self.status_timestamps: dict[str, int] = {JobStatus.INITIALIZING.value: _now_ms()}
@@ -201,7 +206,14 @@ class JobMaster(FencedRpcEndpoint):
         strategy = self.graph.execution_config.restart_strategy
         while not self._cancel_requested:
             self._application = SparkApplication(
-                self.graph, self._staging_dir, self.spark_master, self._host, self._log_dir, self._sizing_conf, self.restarts + 1
+                self.graph,
+                self._staging_dir,
+                self.spark_master,
+                self._host,
+                self._log_dir,
+                self._sizing_conf,
+                self.restarts + 1,
+                env=self._spark_env,
             )
             self._set_status(JobStatus.RUNNING)
             await self._application.start()

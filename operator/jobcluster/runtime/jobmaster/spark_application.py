@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,10 @@ def submit_conf(graph: JobGraph, master: SparkMasterAddress, host: str, ui_port:
 
 
 class SparkApplication:
-    """``spark-submit`` of the JobGraph's program, with stdout and stderr to files in ``log_dir``."""
+    """``spark-submit`` of the JobGraph's program, with stdout and stderr to files in ``log_dir``.
+
+    ``env``: added to the driver's environment (the cluster's Spark security: SPARK_CONF_DIR, SPARK_LOCAL_IP).
+    """
 
     def __init__(
         self,
@@ -81,6 +85,7 @@ class SparkApplication:
         log_dir: Path,
         sizing_conf: dict[str, str],
         attempt: int,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         vertex = graph.vertices[0]
         self.ui_port = find_free_port(host)
@@ -95,7 +100,12 @@ class SparkApplication:
         argv += [str(staging_dir / vertex.program), *vertex.program_args]
         self.stdout_file = log_dir / f"driver-{attempt}.out"
         self.process = ChildProcess(
-            f"spark-driver-{attempt}", argv, spark_env(), log_dir / f"driver-{attempt}.log", cwd=Path.cwd(), stdout_file=self.stdout_file
+            f"spark-driver-{attempt}",
+            argv,
+            spark_env(dict(env or {})),
+            log_dir / f"driver-{attempt}.log",
+            cwd=Path.cwd(),
+            stdout_file=self.stdout_file,
         )
         self.app_id: str | None = None
 

@@ -3,7 +3,13 @@
 It serves what the client needs (overview, job list, job details, execution
 result, cancel, TaskManagers) in the shapes Flink's REST API uses, so tools
 written for Flink's API can read the basics. It is the public face of the
-cluster and carries no secret; bind it to an address only trusted clients reach.
+cluster: reading stays open as in Flink, so Flink's tools and dashboards work
+unchanged, while every call that changes something (cancel, and any later
+stop or savepoint) must carry the cluster's token as
+``Authorization: Bearer <token>`` and is answered 401 without it. Flink's own
+CLI can send that header (``FLINK_REST_CLIENT_HEADERS``, Flink 1.19+). The
+token travels in clear text: bind the endpoint to an address only trusted
+clients reach.
 """
 
 from __future__ import annotations
@@ -17,10 +23,14 @@ from aiohttp import web
 
 from jobcluster.errors import DeploymentError, JobNotFoundError
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
+from jobcluster.security import token_matches
 
 log = logging.getLogger(__name__)
 
 ResourceView = Callable[[], Awaitable[Any]]
+
+#: Methods that only read; every other method needs the cluster's token.
+READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class RestEndpoint:
@@ -29,16 +39,18 @@ class RestEndpoint:
     It is started first and stopped last, so that the port is checked before
     anything else starts, and so that a client sees the REST API go away only
     once the whole cluster is gone. Until :meth:`serve` binds the cluster's
-    components, requests are answered with 503.
+    components, requests are answered with 503. ``token``: the bearer token
+    that mutating requests must carry (security.rest_token).
     """
 
-    def __init__(self, host: str, port: int, version: str) -> None:
+    def __init__(self, host: str, port: int, version: str, token: str) -> None:
         self._dispatcher: MiniDispatcher | None = None
         self._task_managers: ResourceView | None = None
         self._resource_overview: ResourceView | None = None
         self.host = host
         self.port = port
         self._version = version
+        self._token = token
         self._runner: web.AppRunner | None = None
 
     @property
@@ -47,7 +59,7 @@ class RestEndpoint:
 
     async def start(self) -> None:
         """Bind and serve; DeploymentError when the port cannot be bound (e.g. taken)."""
-        app = web.Application(middlewares=[self._errors])
+        app = web.Application(middlewares=[self._authorize, self._errors])
         app.router.add_get("/overview", self._overview)
         app.router.add_get("/config", self._config)
         app.router.add_get("/jobs", self._jobs)
@@ -82,6 +94,20 @@ class RestEndpoint:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+    @web.middleware
+    async def _authorize(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+        if request.method in READ_ONLY_METHODS:
+            return await handler(request)
+        scheme, _, supplied = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and token_matches(supplied.strip(), self._token):
+            return await handler(request)
+        log.warning("refused %s %s from %s: no valid bearer token", request.method, request.path, request.remote)
+        return web.json_response(
+            {"errors": [f"{request.method} {request.path} needs the cluster's token as 'Authorization: Bearer <token>'"]},
+            status=401,
+            headers={"WWW-Authenticate": 'Bearer realm="jobcluster"'},
+        )
 
     @web.middleware
     async def _errors(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:

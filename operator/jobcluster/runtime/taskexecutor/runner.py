@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import logging
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -26,7 +27,9 @@ from jobcluster.processes import PRIVATE_UMASK
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.runtime.taskexecutor.task_executor import TaskExecutor, TaskExecutorSettings
+from jobcluster.security import spark_secret
 from jobcluster.spark.processes import SparkMasterAddress, SparkWorker
+from jobcluster.spark.security import SparkSecurity
 from jobcluster.spark.sizing import spark_sizing_for_task_executor
 
 log = logging.getLogger(__name__)
@@ -38,10 +41,14 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
     log_dir = Path(env[layout.ENV_LOG_DIR])
     resource_id = env[layout.ENV_RESOURCE_ID]
     host = env.get(layout.ENV_BIND_HOST, "127.0.0.1")
+    secret = layout.take_cluster_secret(env)
     config = load_configuration(cluster_dir, dynamic_properties)
     spec = task_executor_process_spec_from_config(config)
     sizing = spark_sizing_for_task_executor(spec)
     log.info("TaskExecutor %s: %d slots, JVM options for Spark executors %s", resource_id, spec.num_slots, spec.jvm_args())
+    spark_conf_dir = cluster_dir / f"spark-conf-{resource_id}"
+    security = SparkSecurity(spark_secret(secret), host, config.get(options.SECURITY_ENCRYPT_DATA_PLANE))
+    spark_security_env = security.install(spark_conf_dir)
 
     scratch = layout.scratch_dir(cluster_dir, resource_id)
 
@@ -55,11 +62,11 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
             memory_mib=sizing.worker_memory_mib,
             work_dir=log_dir / f"{resource_id}-work",
             log_dir=log_dir,
-            daemon_env={**sizing.worker_env(), **layout.scratch_env(scratch)},
+            daemon_env={**sizing.worker_env(), **layout.scratch_env(scratch), **spark_security_env},
             name=f"spark-worker-{resource_id}",
         )
 
-    rpc = RpcService(host, env[layout.ENV_CLUSTER_SECRET], config.get(options.RPC_ASK_TIMEOUT))
+    rpc = RpcService(host, secret, config.get(options.RPC_ASK_TIMEOUT))
     await rpc.start()
     done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 
@@ -93,6 +100,7 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
         log.info("TaskExecutor %s stops: %s", resource_id, reason)
     finally:
         await rpc.stop()
+        shutil.rmtree(spark_conf_dir, ignore_errors=True)
     return 0
 
 

@@ -1,0 +1,127 @@
+"""The cluster secret's derivations, private files, Spark's security settings, and the REST token check.
+
+The REST checks run the real endpoint on loopback with the real client; only
+the dispatcher behind it is a recording double.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+
+import pytest
+import requests
+
+from jobcluster.client.cluster_client import RestClusterClient
+from jobcluster.errors import ClusterClientError
+from jobcluster.runtime.entrypoint.cluster_dir import ENV_CLUSTER_SECRET, take_cluster_secret
+from jobcluster.runtime.rest.endpoint import RestEndpoint
+from jobcluster.security import new_cluster_secret, private_directory, rest_token, spark_secret, write_private_file
+from jobcluster.spark.security import SPARK_DEFAULTS_FILE, SparkSecurity
+
+JOB_ID = "0" * 32
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_derived_credentials_are_stable_distinct_and_not_the_secret():
+    secret = new_cluster_secret()
+    assert len(secret) == 64 and secret != new_cluster_secret()
+    derived = {spark_secret(secret), rest_token(secret)}
+    assert len(derived) == 2 and secret not in derived
+    assert spark_secret(secret) == spark_secret(secret) and rest_token(secret) == rest_token(secret)
+    assert spark_secret(new_cluster_secret()) != spark_secret(secret)
+
+
+def test_private_files_and_directories(tmp_path):
+    old_umask = os.umask(0)  # even a permissive umask must not open them up
+    try:
+        existing = tmp_path / "existing"
+        existing.mkdir(mode=0o755)
+        assert _mode(private_directory(existing)) == 0o700
+        directory = private_directory(tmp_path / "a" / "b")
+        write_private_file(directory / "f", "one")
+        write_private_file(directory / "f", "two")
+    finally:
+        os.umask(old_umask)
+    assert _mode(directory) == 0o700
+    assert _mode(directory / "f") == 0o600 and (directory / "f").read_text() == "two"
+    assert os.listdir(directory) == ["f"]
+
+
+def test_cluster_secret_is_taken_out_of_the_environment():
+    env = {ENV_CLUSTER_SECRET: "s", "OTHER": "x"}
+    assert take_cluster_secret(env) == "s"
+    assert env == {"OTHER": "x"}
+
+
+@pytest.mark.parametrize("encrypt", [False, True])
+def test_spark_security_is_installed_as_a_private_spark_defaults_file(tmp_path, encrypt):
+    env = SparkSecurity("the-spark-secret", "10.1.2.3", encrypt).install(tmp_path / "conf")
+    assert env == {"SPARK_CONF_DIR": str(tmp_path / "conf"), "SPARK_LOCAL_IP": "10.1.2.3"}
+    conf_file = tmp_path / "conf" / SPARK_DEFAULTS_FILE
+    assert _mode(tmp_path / "conf") == 0o700 and _mode(conf_file) == 0o600
+    properties = dict(line.split(" ", 1) for line in conf_file.read_text().splitlines())
+    assert properties["spark.authenticate"] == "true"
+    assert properties["spark.authenticate.secret"] == "the-spark-secret"
+    assert properties["spark.network.crypto.enabled"] == str(encrypt).lower()
+    assert properties["spark.ui.killEnabled"] == "false"
+    assert "the-spark-secret" not in SparkSecurity("the-spark-secret", "h").settings().values()
+
+
+class RecordingDispatcher:
+    def __init__(self) -> None:
+        self.cancelled: list[str] = []
+
+    def job_ids(self) -> list[str]:
+        return [JOB_ID]
+
+    def job_details(self, job_id: str) -> dict:
+        return {"jid": job_id, "state": "RUNNING"}
+
+    async def cancel_job(self, job_id: str) -> None:
+        self.cancelled.append(job_id)
+
+
+def _with_endpoint(scenario):
+    """Run ``scenario(url, dispatcher)`` (blocking, in a thread) against a real RestEndpoint with token 't0ken'."""
+
+    async def main():
+        endpoint = RestEndpoint("127.0.0.1", 0, "test", "t0ken")
+        dispatcher = RecordingDispatcher()
+        await endpoint.start()
+        endpoint.serve(dispatcher, None, None)
+        try:
+            await asyncio.to_thread(scenario, endpoint.url, dispatcher)
+        finally:
+            await endpoint.stop()
+
+    asyncio.run(main())
+
+
+def test_cancel_without_the_token_is_401_and_reading_stays_open():
+    def scenario(url, dispatcher):
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "t0ken"}, {"Authorization": "Basic t0ken"}):
+            resp = requests.patch(f"{url}/jobs/{JOB_ID}?mode=cancel", headers=headers, timeout=5)
+            assert resp.status_code == 401, headers
+            assert resp.headers["WWW-Authenticate"].startswith("Bearer") and "Authorization: Bearer" in resp.json()["errors"][0]
+        assert dispatcher.cancelled == []
+        assert requests.get(f"{url}/jobs/{JOB_ID}", timeout=5).json()["state"] == "RUNNING"
+        assert requests.get(f"{url}/jobs", timeout=5).status_code == 200
+        with pytest.raises(ClusterClientError, match="needs the cluster's token"):
+            RestClusterClient(url, "c").cancel(JOB_ID)
+        assert dispatcher.cancelled == []
+
+    _with_endpoint(scenario)
+
+
+def test_client_with_the_token_cancels():
+    def scenario(url, dispatcher):
+        assert requests.patch(f"{url}/jobs/{JOB_ID}?mode=cancel", headers={"Authorization": "bearer t0ken"}, timeout=5).status_code == 202
+        RestClusterClient(url, "c", token="t0ken").cancel(JOB_ID)
+        assert dispatcher.cancelled == [JOB_ID, JOB_ID]
+
+    _with_endpoint(scenario)
