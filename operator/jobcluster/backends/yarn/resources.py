@@ -17,7 +17,7 @@ Everything here is plain data and bookkeeping; the driver turns a
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -117,7 +117,7 @@ class PendingContainerRequests(Generic[Token]):
             self._specs[priority] = spec
         return priority
 
-    def cancel(self, token: Hashable) -> ContainerRequest | None:
+    def cancel(self, token: Token) -> ContainerRequest | None:
         """Forget the pending request with ``token``; returns what to remove from the AMRMClient, or None."""
         for priority, tokens in self._pending.items():
             if token in tokens:
