@@ -1,5 +1,6 @@
-"""The YARN client's bounded connection settings and report helpers (no cluster)."""
+"""The YARN client's bounded connection settings and the report predicates (no cluster)."""
 
+from jobcluster.backends.yarn.submission import is_deployed
 from jobcluster.backends.yarn.yarn_client import ApplicationReport, bounded_connect_settings
 
 
@@ -22,4 +23,14 @@ def test_terminal_states():
         "FINISHED",
         "FAILED",
         "KILLED",
+    ]
+
+
+def test_deployment_ends_at_running_or_an_early_finish():
+    def report(state: str) -> ApplicationReport:
+        return ApplicationReport("application_1_0001", "n", "jobcluster", "default", state, "UNDEFINED", "", "", -1, "")
+
+    assert [s for s in ("NEW", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED", "KILLED") if is_deployed(report(s))] == [
+        "RUNNING",
+        "FINISHED",
     ]

@@ -32,8 +32,10 @@ class SubmittedApplication:
     staging: StagingDirectory
 
 
-def is_running(report: ApplicationReport) -> bool:
-    return report.state == "RUNNING"
+def is_deployed(report: ApplicationReport) -> bool:
+    """Flink's end of deployment: RUNNING (the ApplicationMaster registered), or already FINISHED
+    (a quick job; its own final status tells how it went). FAILED or KILLED before that is an error."""
+    return report.state in ("RUNNING", "FINISHED")
 
 
 def submit_application_master(
@@ -41,7 +43,7 @@ def submit_application_master(
     paths: HdfsPaths,
     staging_directory: str | None,
     build: SpecBuilder,
-    until: Callable[[ApplicationReport], bool] = is_running,
+    until: Callable[[ApplicationReport], bool] = is_deployed,
     on_change: Callable[[ApplicationReport], None] | None = None,
     timeout: float | None = None,
 ) -> SubmittedApplication:
