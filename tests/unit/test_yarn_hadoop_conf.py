@@ -83,7 +83,7 @@ def test_webhdfs_urls_of_an_ha_nameservice(tmp_path):
 
 
 def test_a_local_default_fs_is_refused(tmp_path):
-    with pytest.raises(YarnConfigurationError, match="fs.defaultFS"):
+    with pytest.raises(YarnConfigurationError, match=r"fs\.defaultFS"):
         conf(tmp_path, core={"fs.defaultFS": "file:///"}).webhdfs_urls()
 
 
@@ -100,5 +100,5 @@ def test_no_resourcemanager_is_a_clear_error(tmp_path):
 
 def test_malformed_xml_names_the_file(tmp_path):
     (tmp_path / "core-site.xml").write_text("<configuration><property>")
-    with pytest.raises(YarnConfigurationError, match="core-site.xml"):
+    with pytest.raises(YarnConfigurationError, match=r"core-site\.xml"):
         HadoopConfiguration.load(tmp_path)

@@ -62,7 +62,7 @@ def test_bad_json_is_a_staging_error(text):
 
 
 def test_unknown_enum_value_is_refused():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="WORLD"):
         LocalResourceDescriptor.from_dict({**GRAPH.to_dict(), "visibility": "WORLD"})
 
 

@@ -112,7 +112,7 @@ def test_bad_values_name_the_key(key, value, named):
 
 
 def test_unparsable_value_names_the_key():
-    with pytest.raises(IllegalConfigurationError, match="yarn.appmaster.vcores"):
+    with pytest.raises(IllegalConfigurationError, match=r"yarn\.appmaster\.vcores"):
         yarn_options(Configuration({"yarn.appmaster.vcores": "two"}), "job")
 
 
@@ -139,7 +139,7 @@ def test_task_manager_cpu_cores_fallback_chain(conf, cores):
 
 @pytest.mark.parametrize("vcores", ["0", "-2"])
 def test_containers_vcores_out_of_range(vcores):
-    with pytest.raises(YarnConfigurationError, match="yarn.containers.vcores"):
+    with pytest.raises(YarnConfigurationError, match=r"yarn\.containers\.vcores"):
         task_manager_cpu_cores(Configuration({"yarn.containers.vcores": vcores}))
 
 

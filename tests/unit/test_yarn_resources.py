@@ -99,6 +99,6 @@ def test_heartbeat_is_fast_only_while_requests_are_pending():
 @pytest.mark.parametrize("maximum", [ContainerResource(2048, 8), ContainerResource(8192, 1)])
 def test_a_container_beyond_the_maximum_allocation_is_refused(maximum):
     book: PendingContainerRequests[str] = PendingContainerRequests(maximum)
-    with pytest.raises(YarnDeploymentError, match="taskmanager.memory.process.size"):
+    with pytest.raises(YarnDeploymentError, match=r"taskmanager\.memory\.process\.size"):
         book.request(SPEC, "a")
     assert book.pending_count() == 0

@@ -46,25 +46,25 @@ def test_jobmanager_is_raised_to_the_minimum_allocation_first():
 
 
 def test_am_vcores_above_the_largest_node_is_fatal():
-    with pytest.raises(YarnDeploymentError, match="yarn.appmaster.vcores"):
+    with pytest.raises(YarnDeploymentError, match=r"yarn\.appmaster\.vcores"):
         check(am_vcores=9)
 
 
 def test_tm_vcores_above_the_largest_node_names_the_options():
-    with pytest.raises(YarnDeploymentError, match="yarn.containers.vcores") as info:
+    with pytest.raises(YarnDeploymentError, match=r"yarn\.containers\.vcores") as info:
         check(tm_vcores=9)
     assert "taskmanager.numberOfTaskSlots" in str(info.value)
 
 
 def test_vcores_above_the_maximum_allocation_is_fatal():
     cluster = YarnClusterResources(ContainerResource(8192, 2), 256, (NodeCapacity(8192, 16),))
-    with pytest.raises(YarnDeploymentError, match="yarn.scheduler.maximum-allocation-vcores"):
+    with pytest.raises(YarnDeploymentError, match=r"yarn\.scheduler\.maximum-allocation-vcores"):
         check(cluster=cluster, tm_vcores=4)
 
 
 def test_no_minimum_allocation_is_fatal():
     cluster = YarnClusterResources(ContainerResource(8192, 8), 0, (NodeCapacity(8192, 8),))
-    with pytest.raises(YarnDeploymentError, match="yarn.scheduler.minimum-allocation-mb"):
+    with pytest.raises(YarnDeploymentError, match=r"yarn\.scheduler\.minimum-allocation-mb"):
         check(cluster=cluster)
 
 

@@ -252,8 +252,10 @@ def test_an_unreachable_resourcemanager_is_a_clear_error_within_30_s(hadoop_clus
 
     with JvmGateway(conf_dir, log_file=tmp_path / "gateway.log") as gateway:
         started = time.monotonic()
-        with pytest.raises(YarnClientError, match=rf"ResourceManager at {dead}: cannot create an application"):
-            with YarnClient(gateway, conf.resourcemanager_address()) as client:
-                client.create_application()
+        with (
+            pytest.raises(YarnClientError, match=rf"ResourceManager at {re.escape(dead)}: cannot create an application"),
+            YarnClient(gateway, conf.resourcemanager_address()) as client,
+        ):
+            client.create_application()
         elapsed = time.monotonic() - started
     assert elapsed < 30, f"took {elapsed:.0f} s"

@@ -98,14 +98,15 @@ def test_the_staging_directory_option(paths: HdfsPaths, form: str) -> None:
 
 
 def test_a_staging_directory_on_another_file_system_is_refused(paths: HdfsPaths) -> None:
-    with pytest.raises(YarnConfigurationError, match="yarn.staging-directory"):
+    with pytest.raises(YarnConfigurationError, match=r"yarn\.staging-directory"):
         StagingDirectory.create(paths, "hdfs://elsewhere:8020/tmp", app_id())
 
 
 def test_the_directory_removes_itself_when_staging_fails(paths: HdfsPaths, tmp_path: Path) -> None:
     application = app_id()
-    with pytest.raises(StagingError, match="cannot upload"), StagingDirectory.create(paths, None, application) as staging:
-        staging.write("config.yaml", b"a: 1\n")
+    staging = StagingDirectory.create(paths, None, application)
+    staging.write("config.yaml", b"a: 1\n")
+    with pytest.raises(StagingError, match="cannot upload"), staging:
         staging.upload(tmp_path / "missing.py")
     assert paths.client.status(staging.path, strict=False) is None
 

@@ -356,7 +356,7 @@ def ship_environment(
     return ShippedEnvironment(resource, uploaded, seconds)
 
 
-def _is_complete(status: dict | None, size: int) -> bool:
+def _is_complete(status: dict[str, Any] | None, size: int) -> bool:
     return status is not None and status["type"] == "FILE" and int(status["length"]) == size
 
 

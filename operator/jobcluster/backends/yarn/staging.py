@@ -100,7 +100,7 @@ class HdfsPaths:
         """
         if not staging_directory:
             with hdfs_errors("cannot read the HDFS home directory"):
-                return self.client.resolve("")
+                return str(self.client.resolve(""))
         parts = urlsplit(staging_directory)
         if parts.scheme:
             fs = urlsplit(self.default_fs)
