@@ -197,9 +197,9 @@ def test_config_map_text_binary_and_items():
 
 
 def test_config_map_size_limit_tells_to_use_a_local_uri():
-    just_fits = {"jobcluster.yaml": b"x" * (CONFIG_MAP_MAX_BYTES - len("jobcluster.yaml"))}
+    just_fits = {"jobcluster.yaml": b"x" * (CONFIG_MAP_MAX_BYTES - 10), "jobgraph.json": b"y" * 10}
     build_config_map(CID, "analytics", just_fits, None)
-    too_big = {"jobcluster.yaml": b"a: 1\n", "artifacts/big.py": b"#" * CONFIG_MAP_MAX_BYTES}
+    too_big = {"jobcluster.yaml": b"a: 1\n", "artifacts/big.py": b"#" * (CONFIG_MAP_MAX_BYTES - 4)}
     with pytest.raises(DeploymentError, match=r"more than a ConfigMap can hold .*artifacts/big.py .*local:///"):
         build_config_map(CID, "analytics", too_big, None)
 

@@ -2,7 +2,7 @@
 
 Why a ConfigMap: it needs no shared storage and it is owned by the JobManager
 Deployment, so the garbage collector removes it with the cluster.  The API
-server refuses a ConfigMap above 1 MiB (keys plus values), so a bigger program
+server refuses a ConfigMap whose values exceed 1 MiB, so a bigger program
 must be in the image and referenced by a ``local://`` URI.  The cluster's secret
 goes into a Secret and reaches the containers through ``secretKeyRef``: never
 into the ConfigMap, never onto a command line.
@@ -19,7 +19,7 @@ from jobcluster.backends.kubernetes.labels import common_labels, owner_reference
 from jobcluster.backends.kubernetes.pod_layout import SECRET_KEY, config_map_name, secret_name
 from jobcluster.errors import DeploymentError
 
-#: The API server's limit on a ConfigMap's keys plus values, bytes (``core.MaxSecretSize``, also applied to ConfigMaps).
+#: The API server's limit on the sum of a ConfigMap's values, bytes (``core.MaxSecretSize``, which ``ValidateConfigMap`` applies).
 CONFIG_MAP_MAX_BYTES = 1 << 20
 _KEY = re.compile(r"[-._a-zA-Z0-9]+")
 _MAX_KEY_LENGTH = 253
@@ -60,8 +60,8 @@ def build_config_map(cluster_id: str, namespace: str, files: Mapping[str, bytes]
     Deployment, or None before it exists.
 
     Raises:
-        DeploymentError: the files exceed the ConfigMap limit (1 MiB of keys plus
-            values); the message lists the largest files and says to reference
+        DeploymentError: the files exceed the ConfigMap limit (1 MiB of
+            contents); the message lists the largest files and says to reference
             the program by a ``local://`` URI; or a name :func:`staged_items` refuses.
     """
     data: dict[str, str] = {}
@@ -85,12 +85,12 @@ def build_config_map(cluster_id: str, namespace: str, files: Mapping[str, bytes]
 
 
 def check_config_map_size(cluster_id: str, files: Mapping[str, bytes]) -> int:
-    """The bytes the API server counts for ``files`` (keys plus raw contents).
+    """The bytes the API server counts for ``files``: the sum of their raw contents.
 
     Raises:
         DeploymentError: more than :data:`CONFIG_MAP_MAX_BYTES`.
     """
-    size = sum(len(path.replace("/", ".").encode()) + len(content) for path, content in files.items())
+    size = sum(len(content) for content in files.values())
     if size > CONFIG_MAP_MAX_BYTES:
         largest = sorted(files.items(), key=lambda item: len(item[1]), reverse=True)[:3]
         listing = ", ".join(f"{path} ({len(content)} bytes)" for path, content in largest)
