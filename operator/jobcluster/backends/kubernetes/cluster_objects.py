@@ -1,0 +1,126 @@
+"""Creating and deleting a job cluster's objects in the API server (the descriptor's API calls).
+
+Flink's order (``KubernetesClusterDescriptor`` / ``Fabric8FlinkKubeClient``):
+the JobManager Deployment first, then the ConfigMap, Secret and REST Service,
+each owned by the Deployment (its uid is known only once it exists).  So one
+deletion of the Deployment removes everything, and that is also the cleanup
+when a later step fails: nothing of a failed deployment stays in the namespace.
+Checks that need no API server (file names, ConfigMap size) run before the
+first object is created.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import kubernetes
+
+from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes.jobmanager import build_job_manager_deployment, build_rest_service
+from jobcluster.backends.kubernetes.kube_client import api_call
+from jobcluster.backends.kubernetes.parameters import KubernetesJobManagerParameters
+from jobcluster.backends.kubernetes.staging import build_config_map, build_secret, check_config_map_size, staged_items
+from jobcluster.config import options
+from jobcluster.errors import DeploymentError
+
+log = logging.getLogger(__name__)
+
+
+def create_job_manager_objects(
+    api: kubernetes.client.ApiClient,
+    params: KubernetesJobManagerParameters,
+    files: Mapping[str, bytes],
+    secret: str,
+    template: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Create the Deployment, then the ConfigMap of ``files``, the Secret and the REST Service; return the Deployment.
+
+    ``files``: path below the cluster dir → content (config, JobGraph,
+    artifacts); ``secret``: the cluster's secret; ``template``: the JobManager
+    pod template, if any.
+
+    Raises:
+        DeploymentError: a file name or size a ConfigMap cannot hold (nothing
+            created); the cluster id is in use or the namespace does not exist
+            (nothing created); any later failure, after the Deployment was
+            deleted again (its owned objects go with it).
+    """
+    namespace, cluster_id = params.namespace, params.cluster_id
+    items = staged_items(list(files))
+    check_config_map_size(cluster_id, files)
+    apps, core = kubernetes.client.AppsV1Api(api), kubernetes.client.CoreV1Api(api)
+    _check_unused(core, params)
+    deployment = build_job_manager_deployment(params, items, template)
+    try:
+        response = api_call("create", "deployments", namespace, apps.create_namespaced_deployment, namespace, deployment)
+    except kubernetes.client.ApiException as exc:
+        raise _create_error(exc, params) from exc
+    created: dict[str, Any] = api.sanitize_for_serialization(response)  # type: ignore[no-untyped-call]  # untyped in the client; the stored object as JSON, uid included
+    log.info("created Deployment %s in namespace %s", cluster_id, namespace)
+    try:
+        owned: list[tuple[str, Callable[..., Any], dict[str, Any]]] = [
+            ("configmaps", core.create_namespaced_config_map, build_config_map(cluster_id, namespace, files, created)),
+            ("secrets", core.create_namespaced_secret, build_secret(cluster_id, namespace, secret, created)),
+            ("services", core.create_namespaced_service, build_rest_service(params, created)),
+        ]
+        for resource, create, body in owned:
+            try:
+                api_call("create", resource, namespace, create, namespace, body)
+            except kubernetes.client.ApiException as exc:
+                raise DeploymentError(f"could not create {body['kind']} {body['metadata']['name']}: {exc.status} {exc.reason}") from exc
+            log.info("created %s %s", body["kind"], body["metadata"]["name"])
+    except BaseException:
+        delete_cluster(api, namespace, cluster_id)
+        raise
+    return created
+
+
+def delete_cluster(api: kubernetes.client.ApiClient, namespace: str, cluster_id: str) -> bool:
+    """Delete the Deployment ``cluster_id``; the garbage collector removes what it owns.  False if it was gone.
+
+    Background propagation (Flink's cascading delete): the call returns at once.
+
+    Raises:
+        DeploymentError: the API server refused or is unreachable.
+    """
+    apps = kubernetes.client.AppsV1Api(api)
+    name = pl.deployment_name(cluster_id)
+    try:
+        api_call("delete", "deployments", namespace, apps.delete_namespaced_deployment, name, namespace, propagation_policy="Background")
+    except kubernetes.client.ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise DeploymentError(f"could not delete Deployment {name} in namespace {namespace}: {exc.status} {exc.reason}") from exc
+    log.info("deleted Deployment %s in namespace %s (its objects follow)", name, namespace)
+    return True
+
+
+def _check_unused(core: kubernetes.client.CoreV1Api, params: KubernetesJobManagerParameters) -> None:
+    """Flink's check: a REST Service ``<cluster-id>-rest`` means the cluster exists (the Deployment is checked on create)."""
+    name = pl.rest_service_name(params.cluster_id)
+    try:
+        api_call("get", "services", params.namespace, core.read_namespaced_service, name, params.namespace)
+    except kubernetes.client.ApiException as exc:
+        if exc.status == 404:
+            return
+        raise DeploymentError(f"could not check for Service {name}: {exc.status} {exc.reason}") from exc
+    raise _in_use(params)
+
+
+def _create_error(exc: kubernetes.client.ApiException, params: KubernetesJobManagerParameters) -> DeploymentError:
+    if exc.status == 409:
+        return _in_use(params)
+    if exc.status == 404:
+        return DeploymentError(
+            f"namespace {params.namespace} does not exist; create it or set {options.KUBERNETES_NAMESPACE.key} to an existing one"
+        )
+    return DeploymentError(f"could not create Deployment {params.cluster_id}: {exc.status} {exc.reason}")
+
+
+def _in_use(params: KubernetesJobManagerParameters) -> DeploymentError:
+    return DeploymentError(
+        f"the job cluster {params.cluster_id} already exists in namespace {params.namespace}; choose another "
+        f"{options.KUBERNETES_CLUSTER_ID.key}, or delete it with: kubectl delete deployment/{params.cluster_id} -n {params.namespace}"
+    )

@@ -1,0 +1,101 @@
+"""The parts every jobcluster pod has: the main container, its environment and the two volumes.
+
+Why shared: the JobManager and TaskManager pods differ only in command,
+environment and size; the image, the mounts of the staged files and the
+work directory, and the way the cluster's secret arrives (``secretKeyRef``,
+never a literal value) are the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes.parameters import KubernetesPodParameters
+from jobcluster.runtime.entrypoint import cluster_dir as layout
+
+
+def value_env(name: str, value: str) -> dict[str, Any]:
+    return {"name": name, "value": value}
+
+
+def field_env(name: str, field_path: str) -> dict[str, Any]:
+    """An env var from the downward API (``metadata.name``, ``status.podIP``, ...)."""
+    return {"name": name, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": field_path}}}
+
+
+def pod_env(params: KubernetesPodParameters, own: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The environment of a main container: the user's (``containerized.*.env.*``), then jobcluster's.
+
+    jobcluster's entries win over a user entry of the same name, which is
+    dropped (a duplicate name would leave the value to the kubelet).
+    """
+    entries = [
+        value_env(layout.ENV_CLUSTER_ID, params.cluster_id),
+        field_env(pl.ENV_NAMESPACE, "metadata.namespace"),
+        field_env(pl.ENV_POD_NAME, "metadata.name"),
+        field_env(pl.ENV_POD_IP, "status.podIP"),
+        value_env(pl.ENV_STAGED_DIR, pl.STAGED_MOUNT_PATH),
+        value_env(pl.ENV_WORK_DIR, pl.WORK_MOUNT_PATH),
+        *(value_env(name, value) for name, value in own.items()),
+        {
+            "name": layout.ENV_CLUSTER_SECRET,
+            "valueFrom": {"secretKeyRef": {"name": pl.secret_name(params.cluster_id), "key": pl.SECRET_KEY}},
+        },
+    ]
+    ours = {entry["name"] for entry in entries}
+    return [value_env(name, value) for name, value in params.env.items() if name not in ours] + entries
+
+
+def main_container(
+    params: KubernetesPodParameters,
+    entrypoint: str,
+    args: list[str],
+    env: list[dict[str, Any]],
+    resources: dict[str, Any],
+    ports: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The container ``jobcluster-main-container`` running ``<entrypoint dir>/<entrypoint> args...``."""
+    container: dict[str, Any] = {
+        "name": pl.MAIN_CONTAINER_NAME,
+        "image": params.image,
+        "imagePullPolicy": params.image_pull_policy,
+        "command": [f"{params.entrypoint_dir}/{entrypoint}"],
+        "env": env,
+        "resources": resources,
+        "volumeMounts": [
+            {"name": pl.STAGED_VOLUME, "mountPath": pl.STAGED_MOUNT_PATH, "readOnly": True},
+            {"name": pl.WORK_VOLUME, "mountPath": pl.WORK_MOUNT_PATH},
+        ],
+    }
+    if args:
+        container["args"] = args
+    if ports:
+        container["ports"] = ports
+    return container
+
+
+def volumes(cluster_id: str, staged_items: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """The staged files (the ConfigMap, only ``staged_items`` of it) and the work directory (an emptyDir)."""
+    return [
+        {"name": pl.STAGED_VOLUME, "configMap": {"name": pl.config_map_name(cluster_id), "items": staged_items}},
+        {"name": pl.WORK_VOLUME, "emptyDir": {}},
+    ]
+
+
+def pod_spec(params: KubernetesPodParameters, container: dict[str, Any], pod_volumes: list[dict[str, Any]]) -> dict[str, Any]:
+    """A pod spec with the parameters' service account, node selector and tolerations (empty ones left out)."""
+    spec: dict[str, Any] = {"serviceAccountName": params.service_account, "containers": [container], "volumes": pod_volumes}
+    if params.node_selector:
+        spec["nodeSelector"] = dict(params.node_selector)
+    if params.tolerations:
+        spec["tolerations"] = [dict(toleration) for toleration in params.tolerations]
+    return spec
+
+
+def pod_metadata(labels: Mapping[str, str], annotations: Mapping[str, str]) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"labels": dict(labels)}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    return metadata

@@ -1,0 +1,98 @@
+"""The JobManager side's manifests: the Deployment ``<cluster-id>`` and the REST Service ``<cluster-id>-rest``.
+
+Why a Deployment with one replica (Flink's native Kubernetes): when the
+JobManager pod dies, its ReplicaSet starts a new attempt, and deleting the
+Deployment removes the whole cluster, because every other object of the
+cluster is owned by it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes.containers import main_container, pod_env, pod_metadata, pod_spec, volumes
+from jobcluster.backends.kubernetes.labels import LABEL_JOB_ID, job_manager_selector, owner_reference_to, with_user_labels
+from jobcluster.backends.kubernetes.parameters import KubernetesJobManagerParameters
+from jobcluster.backends.kubernetes.pod_template import merge_pod_template
+from jobcluster.backends.kubernetes.resources import resource_requirements
+
+
+def job_manager_labels(params: KubernetesJobManagerParameters) -> dict[str, str]:
+    """The Deployment's and its pod's labels: the user's, then the selector labels and the JobID."""
+    return with_user_labels(params.labels, {**job_manager_selector(params.cluster_id), LABEL_JOB_ID: params.job_id})
+
+
+def build_job_manager_pod(
+    params: KubernetesJobManagerParameters, staged_items: list[dict[str, str]], template: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The JobManager pod (``{"metadata", "spec"}``, the Deployment's pod template), merged over ``template``.
+
+    Its container runs ``<entrypoint dir>/jobmanager``; it requests
+    ``params.memory_mib`` MiB and ``params.cpu`` cores, limits x the factors;
+    the staged ConfigMap's ``staged_items`` are mounted read-only.
+    """
+    container = main_container(
+        params,
+        pl.JOB_MANAGER_ENTRYPOINT,
+        [],
+        pod_env(params, {}),
+        resource_requirements(params.memory_mib, params.cpu, params.memory_limit_factor, params.cpu_limit_factor),
+        [{"name": pl.REST_PORT_NAME, "containerPort": params.rest_port, "protocol": "TCP"}],
+    )
+    pod = {
+        "metadata": pod_metadata(job_manager_labels(params), params.annotations),
+        "spec": pod_spec(params, container, volumes(params.cluster_id, staged_items)),
+    }
+    return merge_pod_template(template, pod)
+
+
+def build_job_manager_deployment(
+    params: KubernetesJobManagerParameters, staged_items: list[dict[str, str]], template: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The Deployment ``<cluster-id>``: one replica of :func:`build_job_manager_pod`.
+
+    Labelled like its pod; owned by ``kubernetes.jobmanager.owner.reference``'s
+    owners, if any (the FlinkJob of the operator).
+    """
+    pod = build_job_manager_pod(params, staged_items, template)
+    metadata: dict[str, Any] = {
+        "name": pl.deployment_name(params.cluster_id),
+        "namespace": params.namespace,
+        "labels": job_manager_labels(params),
+    }
+    if params.owner_references:
+        metadata["ownerReferences"] = [dict(reference) for reference in params.owner_references]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata,
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": job_manager_selector(params.cluster_id)},
+            "template": pod,
+        },
+    }
+
+
+def build_rest_service(params: KubernetesJobManagerParameters, owner: dict[str, Any] | None) -> dict[str, Any]:
+    """The Service ``<cluster-id>-rest`` (port ``rest``) of type ``kubernetes.rest-service.exposed.type``.
+
+    ``Headless_ClusterIP`` is a ClusterIP Service with ``clusterIP: None``.
+    ``owner``: the created Deployment.
+    """
+    spec: dict[str, Any] = {
+        "type": "ClusterIP" if params.rest_service_type == "Headless_ClusterIP" else params.rest_service_type,
+        "selector": job_manager_selector(params.cluster_id),
+        "ports": [{"name": pl.REST_PORT_NAME, "port": params.rest_port, "targetPort": params.rest_port, "protocol": "TCP"}],
+    }
+    if params.rest_service_type == "Headless_ClusterIP":
+        spec["clusterIP"] = "None"
+    metadata: dict[str, Any] = {
+        "name": pl.rest_service_name(params.cluster_id),
+        "namespace": params.namespace,
+        "labels": job_manager_selector(params.cluster_id),
+    }
+    if owner is not None:
+        metadata["ownerReferences"] = [owner_reference_to(owner)]
+    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}

@@ -1,0 +1,388 @@
+"""The pure ``build_*`` functions of the Kubernetes backend, compared as dicts (no cluster needed)."""
+
+from __future__ import annotations
+
+import base64
+import copy
+
+import pytest
+
+from jobcluster.backends.kubernetes.jobmanager import build_job_manager_deployment, build_rest_service
+from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
+from jobcluster.backends.kubernetes.pod_template import load_pod_template, merge_pod_template
+from jobcluster.backends.kubernetes.resources import cpu_quantity, resource_requirements
+from jobcluster.backends.kubernetes.staging import CONFIG_MAP_MAX_BYTES, build_config_map, build_secret, staged_items
+from jobcluster.backends.kubernetes.taskmanager import attempt_of_pod, build_task_manager_pod, task_manager_pod_name
+from jobcluster.config.configuration import Configuration
+from jobcluster.errors import DeploymentError, IllegalConfigurationError
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+
+JOB_ID = "0123456789abcdef0123456789abcdef"
+CID = "wordcount"
+BASE = {
+    "jobmanager.memory.process.size": "1600m",
+    "taskmanager.memory.process.size": "1728m",
+    "taskmanager.numberOfTaskSlots": "2",
+    "kubernetes.cluster-id": CID,
+    "kubernetes.namespace": "analytics",
+}
+DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": CID, "uid": "uid-1"}}
+OWNED_BY_DEPLOYMENT = [
+    {"apiVersion": "apps/v1", "kind": "Deployment", "name": CID, "uid": "uid-1", "controller": True, "blockOwnerDeletion": True}
+]
+JM_SELECTOR = {"type": "jobcluster-native-kubernetes", "app": CID, "component": "jobmanager"}
+TM_SELECTOR = {"type": "jobcluster-native-kubernetes", "app": CID, "component": "taskmanager"}
+STAGED = [{"key": "artifacts.wordcount.py", "path": "artifacts/wordcount.py"}, {"key": "jobcluster.yaml", "path": "jobcluster.yaml"}]
+
+
+def conf(**extra: str) -> Configuration:
+    return Configuration({**BASE, **extra})
+
+
+def common_env(own: list[dict]) -> list[dict]:
+    return [
+        {"name": "JOBCLUSTER_CLUSTER_ID", "value": CID},
+        {"name": "JOBCLUSTER_NAMESPACE", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
+        {"name": "JOBCLUSTER_POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+        {"name": "JOBCLUSTER_POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}},
+        {"name": "JOBCLUSTER_STAGED_DIR", "value": "/opt/jobcluster/staged"},
+        {"name": "JOBCLUSTER_WORK_DIR", "value": "/opt/jobcluster/work"},
+        *own,
+        {"name": "JOBCLUSTER_CLUSTER_SECRET", "valueFrom": {"secretKeyRef": {"name": f"{CID}-secret", "key": "cluster-secret"}}},
+    ]
+
+
+MOUNTS = [
+    {"name": "jobcluster-staged", "mountPath": "/opt/jobcluster/staged", "readOnly": True},
+    {"name": "jobcluster-work", "mountPath": "/opt/jobcluster/work"},
+]
+
+
+def test_job_manager_deployment():
+    params = job_manager_parameters(conf(**{"kubernetes.jobmanager.labels": "team:data,app:spoofed"}), JOB_ID)
+    labels = {"team": "data", **JM_SELECTOR, "jobcluster.io/job-id": JOB_ID}
+    assert build_job_manager_deployment(params, STAGED) == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": CID, "namespace": "analytics", "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": JM_SELECTOR},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": "default",
+                    "containers": [
+                        {
+                            "name": "jobcluster-main-container",
+                            "image": "jobcluster:0.1.0",
+                            "imagePullPolicy": "IfNotPresent",
+                            "command": ["/opt/jobcluster/bin/jobmanager"],
+                            "env": common_env([]),
+                            "resources": {"requests": {"cpu": "1", "memory": "1600Mi"}, "limits": {"cpu": "1", "memory": "1600Mi"}},
+                            "volumeMounts": MOUNTS,
+                            "ports": [{"name": "rest", "containerPort": 8081, "protocol": "TCP"}],
+                        }
+                    ],
+                    "volumes": [
+                        {"name": "jobcluster-staged", "configMap": {"name": f"jobcluster-config-{CID}", "items": STAGED}},
+                        {"name": "jobcluster-work", "emptyDir": {}},
+                    ],
+                },
+            },
+        },
+    }
+
+
+def test_job_manager_sizing_placement_owner_and_env():
+    params = job_manager_parameters(
+        conf(
+            **{
+                "kubernetes.jobmanager.cpu.amount": "0.5",
+                "kubernetes.jobmanager.cpu.limit-factor": "3",
+                "kubernetes.jobmanager.memory.limit-factor": "1.5",
+                "kubernetes.jobmanager.node-selector": "disk:ssd",
+                "kubernetes.jobmanager.tolerations": "key:spot,operator:Exists",
+                "kubernetes.jobmanager.annotations": "owner:me",
+                "kubernetes.jobmanager.service-account": "jobcluster",
+                "kubernetes.jobmanager.owner.reference": "apiVersion:jobcluster.io/v1,kind:FlinkJob,name:wc,uid:u-9,controller:true",
+                "containerized.master.env.JOBCLUSTER_PYTHON": "/venv/bin/python",
+                "containerized.master.env.JOBCLUSTER_CLUSTER_SECRET": "leaked",
+            }
+        ),
+        JOB_ID,
+    )
+    deployment = build_job_manager_deployment(params, STAGED)
+    pod = deployment["spec"]["template"]
+    container = pod["spec"]["containers"][0]
+    assert container["resources"] == {"requests": {"cpu": "500m", "memory": "1600Mi"}, "limits": {"cpu": "1500m", "memory": "2400Mi"}}
+    assert pod["spec"]["nodeSelector"] == {"disk": "ssd"}
+    assert pod["spec"]["tolerations"] == [{"key": "spot", "operator": "Exists"}]
+    assert pod["spec"]["serviceAccountName"] == "jobcluster"
+    assert pod["metadata"]["annotations"] == {"owner": "me"}
+    assert deployment["metadata"]["ownerReferences"] == [
+        {"apiVersion": "jobcluster.io/v1", "kind": "FlinkJob", "name": "wc", "uid": "u-9", "controller": True}
+    ]
+    # the user's env comes first; a user entry may never replace the secret reference
+    assert container["env"] == [{"name": "JOBCLUSTER_PYTHON", "value": "/venv/bin/python"}, *common_env([])]
+
+
+def test_the_cluster_secret_is_never_a_literal_in_a_pod():
+    params = job_manager_parameters(conf(), JOB_ID)
+    text = repr(build_job_manager_deployment(params, STAGED))
+    assert "secretKeyRef" in text
+    secret = build_secret(CID, "analytics", "s3cr3t-value", DEPLOYMENT)
+    assert "s3cr3t-value" not in text
+    assert secret == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": f"{CID}-secret",
+            "namespace": "analytics",
+            "labels": {"type": "jobcluster-native-kubernetes", "app": CID},
+            "ownerReferences": OWNED_BY_DEPLOYMENT,
+        },
+        "type": "Opaque",
+        "data": {"cluster-secret": base64.b64encode(b"s3cr3t-value").decode()},
+    }
+
+
+@pytest.mark.parametrize(
+    ("exposed", "spec_extra"),
+    [
+        ("ClusterIP", {"type": "ClusterIP"}),
+        ("NodePort", {"type": "NodePort"}),
+        ("Headless_ClusterIP", {"type": "ClusterIP", "clusterIP": "None"}),
+    ],
+)
+def test_rest_service(exposed, spec_extra):
+    params = job_manager_parameters(conf(**{"kubernetes.rest-service.exposed.type": exposed, "rest.port": "0"}), JOB_ID)
+    assert build_rest_service(params, DEPLOYMENT) == {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": f"{CID}-rest", "namespace": "analytics", "labels": JM_SELECTOR, "ownerReferences": OWNED_BY_DEPLOYMENT},
+        "spec": {
+            **spec_extra,
+            "selector": JM_SELECTOR,
+            "ports": [{"name": "rest", "port": 8081, "targetPort": 8081, "protocol": "TCP"}],
+        },
+    }
+
+
+def test_config_map_text_binary_and_items():
+    files = {
+        "jobcluster.yaml": b"a: 1\n",
+        "jobgraph.json": b"{}",
+        "artifacts/wordcount.py": b"print(1)\n",
+        "artifacts/deps.zip": b"PK\x03\x04\xff",
+    }
+    assert staged_items(list(files)) == [
+        {"key": "artifacts.deps.zip", "path": "artifacts/deps.zip"},
+        {"key": "artifacts.wordcount.py", "path": "artifacts/wordcount.py"},
+        {"key": "jobcluster.yaml", "path": "jobcluster.yaml"},
+        {"key": "jobgraph.json", "path": "jobgraph.json"},
+    ]
+    assert build_config_map(CID, "analytics", files, DEPLOYMENT) == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"jobcluster-config-{CID}",
+            "namespace": "analytics",
+            "labels": {"type": "jobcluster-native-kubernetes", "app": CID},
+            "ownerReferences": OWNED_BY_DEPLOYMENT,
+        },
+        "data": {"artifacts.wordcount.py": "print(1)\n", "jobcluster.yaml": "a: 1\n", "jobgraph.json": "{}"},
+        "binaryData": {"artifacts.deps.zip": base64.b64encode(b"PK\x03\x04\xff").decode()},
+    }
+
+
+def test_config_map_size_limit_tells_to_use_a_local_uri():
+    just_fits = {"jobcluster.yaml": b"x" * (CONFIG_MAP_MAX_BYTES - 10), "jobgraph.json": b"y" * 10}
+    build_config_map(CID, "analytics", just_fits, None)
+    too_big = {"jobcluster.yaml": b"a: 1\n", "artifacts/big.py": b"#" * (CONFIG_MAP_MAX_BYTES - 4)}
+    with pytest.raises(DeploymentError, match=r"more than a ConfigMap can hold .*artifacts/big.py .*local:///"):
+        build_config_map(CID, "analytics", too_big, None)
+
+
+@pytest.mark.parametrize("path", ["artifacts/my file.py", "artifacts/ü.py", "/etc/passwd", "artifacts/../x"])
+def test_file_names_a_config_map_cannot_hold(path):
+    with pytest.raises(DeploymentError, match="cannot stage"):
+        staged_items([path])
+
+
+def test_task_manager_pod():
+    params = task_manager_parameters(conf(**{"kubernetes.taskmanager.labels": "team:data"}), JOB_ID)
+    spec = task_executor_process_spec_from_config(conf())
+    name = task_manager_pod_name(CID, 2, 7)
+    pod = build_task_manager_pod(
+        params,
+        spec,
+        name,
+        resource_manager_address="127.5.0.3:41000",
+        resource_manager_id="rm-1",
+        job_manager_address="127.5.0.3",
+        owner=DEPLOYMENT,
+    )
+    args = [arg for key, value in spec.dynamic_configs().items() for arg in ("-D", f"{key}={value}")]
+    assert pod == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "labels": {"team": "data", **TM_SELECTOR},
+            "name": "wordcount-taskmanager-2-7",
+            "namespace": "analytics",
+            "ownerReferences": OWNED_BY_DEPLOYMENT,
+        },
+        "spec": {
+            "serviceAccountName": "default",
+            "containers": [
+                {
+                    "name": "jobcluster-main-container",
+                    "image": "jobcluster:0.1.0",
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["/opt/jobcluster/bin/taskmanager"],
+                    "args": args,
+                    "env": common_env(
+                        [
+                            {"name": "JOBCLUSTER_RESOURCE_ID", "value": "wordcount-taskmanager-2-7"},
+                            {"name": "JOBCLUSTER_RESOURCE_MANAGER_ADDRESS", "value": "127.5.0.3:41000"},
+                            {"name": "JOBCLUSTER_RESOURCE_MANAGER_ID", "value": "rm-1"},
+                            {"name": "JOBCLUSTER_JOBMANAGER_ADDRESS", "value": "127.5.0.3"},
+                        ]
+                    ),
+                    "resources": {"requests": {"cpu": "2", "memory": "1728Mi"}, "limits": {"cpu": "2", "memory": "1728Mi"}},
+                    "volumeMounts": MOUNTS,
+                }
+            ],
+            "volumes": [
+                {
+                    "name": "jobcluster-staged",
+                    "configMap": {"name": f"jobcluster-config-{CID}", "items": [{"key": "jobcluster.yaml", "path": "jobcluster.yaml"}]},
+                },
+                {"name": "jobcluster-work", "emptyDir": {}},
+            ],
+            "restartPolicy": "Never",
+        },
+    }
+    assert "-D" in args and "taskmanager.numberOfTaskSlots=2" in args
+
+
+def test_task_manager_limits_are_requests_times_the_factors():
+    params = task_manager_parameters(
+        conf(**{"kubernetes.taskmanager.memory.limit-factor": "1.25", "kubernetes.taskmanager.cpu.limit-factor": "1.5"}), JOB_ID
+    )
+    spec = task_executor_process_spec_from_config(conf(**{"taskmanager.cpu.cores": "1.5"}))
+    pod = build_task_manager_pod(
+        params, spec, "p", resource_manager_address="a", resource_manager_id="r", job_manager_address="j", owner=DEPLOYMENT
+    )
+    assert pod["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "1500m", "memory": "1728Mi"},
+        "limits": {"cpu": "2250m", "memory": "2160Mi"},
+    }
+
+
+def test_resource_requirements_refuse_factors_below_one():
+    with pytest.raises(ValueError, match="at least 1"):
+        resource_requirements(1024, 1, 0.5, 1)
+    assert cpu_quantity(0.0001) == "1m"
+    assert cpu_quantity(2) == "2"
+
+
+def test_pod_names_carry_the_attempt():
+    assert task_manager_pod_name("wc", 3, 12) == "wc-taskmanager-3-12"
+    assert attempt_of_pod("wc-taskmanager-3-12") == 3
+    assert attempt_of_pod("my-taskmanager-x-taskmanager-1-2") == 1
+    assert attempt_of_pod("wc") is None
+
+
+# -- pod templates -------------------------------------------------------------
+
+TEMPLATE = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "ignored", "labels": {"team": "tmpl", "app": "spoofed"}, "annotations": {"a": "1"}},
+    "spec": {
+        "restartPolicy": "Always",
+        "serviceAccountName": "tmpl",
+        "securityContext": {"runAsUser": 1000},
+        "initContainers": [{"name": "init", "image": "busybox"}],
+        "tolerations": [{"key": "tmpl", "operator": "Exists"}],
+        "volumes": [{"name": "cache", "emptyDir": {}}, {"name": "jobcluster-work", "hostPath": {"path": "/x"}}],
+        "containers": [
+            {"name": "sidecar", "image": "fluentbit"},
+            {
+                "name": "jobcluster-main-container",
+                "image": "tmpl-image",
+                "workingDir": "/work",
+                "env": [{"name": "FROM_TEMPLATE", "value": "1"}, {"name": "JOBCLUSTER_CLUSTER_ID", "value": "spoofed"}],
+                "resources": {"requests": {"ephemeral-storage": "1Gi", "memory": "1Mi"}, "limits": {"nvidia.com/gpu": "1"}},
+                "volumeMounts": [{"name": "cache", "mountPath": "/cache"}],
+            },
+        ],
+    },
+}
+
+
+def test_pod_template_merge_follows_flinks_rules():
+    params = task_manager_parameters(conf(**{"kubernetes.taskmanager.tolerations": "key:spot,operator:Exists"}), JOB_ID)
+    spec = task_executor_process_spec_from_config(conf())
+    template = copy.deepcopy(TEMPLATE)
+    pod = build_task_manager_pod(
+        params, spec, "wordcount-taskmanager-1-1", resource_manager_address="a", resource_manager_id="r", job_manager_address="j",
+        owner=DEPLOYMENT, template=template,
+    )  # fmt: skip
+    assert template == TEMPLATE  # not modified
+    assert pod["metadata"]["name"] == "wordcount-taskmanager-1-1"
+    assert pod["metadata"]["labels"] == {"team": "tmpl", **TM_SELECTOR}
+    assert pod["metadata"]["annotations"] == {"a": "1"}
+    spec_ = pod["spec"]
+    assert spec_["restartPolicy"] == "Never"
+    assert spec_["serviceAccountName"] == "default"
+    assert spec_["securityContext"] == {"runAsUser": 1000}
+    assert spec_["initContainers"] == [{"name": "init", "image": "busybox"}]
+    assert spec_["tolerations"] == [{"key": "tmpl", "operator": "Exists"}, {"key": "spot", "operator": "Exists"}]
+    config_only = [{"key": "jobcluster.yaml", "path": "jobcluster.yaml"}]
+    assert spec_["volumes"] == [
+        {"name": "cache", "emptyDir": {}},
+        {"name": "jobcluster-staged", "configMap": {"name": f"jobcluster-config-{CID}", "items": config_only}},
+        {"name": "jobcluster-work", "emptyDir": {}},
+    ]
+    main, sidecar = spec_["containers"]
+    assert sidecar == {"name": "sidecar", "image": "fluentbit"}
+    assert main["name"] == "jobcluster-main-container"
+    assert main["image"] == "jobcluster:0.1.0"
+    assert main["workingDir"] == "/work"
+    assert main["resources"] == {
+        "requests": {"ephemeral-storage": "1Gi", "memory": "1728Mi", "cpu": "2"},
+        "limits": {"nvidia.com/gpu": "1", "cpu": "2", "memory": "1728Mi"},
+    }
+    env = {entry["name"]: entry for entry in main["env"]}
+    assert env["FROM_TEMPLATE"] == {"name": "FROM_TEMPLATE", "value": "1"}
+    assert env["JOBCLUSTER_CLUSTER_ID"] == {"name": "JOBCLUSTER_CLUSTER_ID", "value": CID}
+    assert [entry["name"] for entry in main["env"]].count("JOBCLUSTER_CLUSTER_ID") == 1
+    assert main["volumeMounts"][0] == {"name": "cache", "mountPath": "/cache"}
+
+
+def test_job_manager_template_adds_the_main_container_when_absent():
+    params = job_manager_parameters(conf(), JOB_ID)
+    template = {"spec": {"containers": [{"name": "sidecar", "image": "x"}], "priorityClassName": "high"}}
+    pod = build_job_manager_deployment(params, STAGED, template)["spec"]["template"]
+    assert [c["name"] for c in pod["spec"]["containers"]] == ["jobcluster-main-container", "sidecar"]
+    assert pod["spec"]["priorityClassName"] == "high"
+    assert merge_pod_template(None, {"metadata": {}, "spec": {"containers": []}}) == {"metadata": {}, "spec": {"containers": []}}
+
+
+def test_load_pod_template_errors_name_the_key(tmp_path):
+    key = "kubernetes.pod-template-file.taskmanager"
+    with pytest.raises(IllegalConfigurationError, match=f"{key}: cannot read the pod template"):
+        load_pod_template(str(tmp_path / "missing.yaml"), key)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: Deployment\n")
+    with pytest.raises(IllegalConfigurationError, match="must be a Pod"):
+        load_pod_template(str(bad), key)
+    bad.write_text("a: [\n")
+    with pytest.raises(IllegalConfigurationError, match="not valid YAML"):
+        load_pod_template(str(bad), key)
+    good = tmp_path / "pod.yaml"
+    good.write_text("apiVersion: v1\nkind: Pod\nspec:\n  containers: []\n")
+    assert load_pod_template(str(good), key)["spec"] == {"containers": []}
