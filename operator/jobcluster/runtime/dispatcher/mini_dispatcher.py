@@ -88,5 +88,9 @@ class MiniDispatcher(RpcEndpoint):
             self._result_fetched.set()
         return result
 
+    async def job_output(self, job_id: str, stream: str, offset: int) -> bytes:
+        """The program's ``stream`` (``stdout``/``stderr``) from byte ``offset``; see JobMaster.driver_output."""
+        return await self._job(job_id).driver_output(stream, offset)
+
     async def cancel_job(self, job_id: str) -> None:
         await self._job(job_id).cancel()

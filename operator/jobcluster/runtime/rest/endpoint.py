@@ -2,7 +2,9 @@
 
 It serves what the client needs (overview, job list, job details, execution
 result, cancel, TaskManagers) in the shapes Flink's REST API uses, so tools
-written for Flink's API can read the basics. It is the public face of the
+written for Flink's API can read the basics, and the program's stdout and
+stderr from a byte offset (``/jobs/{id}/stdout``, ``/jobs/{id}/stderr``),
+which an attached client follows. It is the public face of the
 cluster and carries no secret; bind it to an address only trusted clients reach.
 """
 
@@ -55,6 +57,8 @@ class RestEndpoint:
         app.router.add_get("/jobs/{job_id}", self._job)
         app.router.add_patch("/jobs/{job_id}", self._cancel)
         app.router.add_get("/jobs/{job_id}/execution-result", self._execution_result)
+        app.router.add_get("/jobs/{job_id}/stdout", self._program_output)
+        app.router.add_get("/jobs/{job_id}/stderr", self._program_output)
         app.router.add_get("/taskmanagers", self._taskmanagers)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -131,6 +135,21 @@ class RestEndpoint:
         if result is None:
             return web.json_response({"status": {"id": "IN_PROGRESS"}})
         return web.json_response(result.to_rest())
+
+    async def _program_output(self, request: web.Request) -> web.Response:
+        """The program's stdout or stderr (by the path's last part) from byte ``?offset=N`` (default 0), raw bytes.
+
+        At most 1 MiB per call; an empty body means nothing more has been
+        written yet. A client follows the output by asking again from
+        ``offset + len(body)``.
+        """
+        stream = request.path.rsplit("/", 1)[1]
+        try:
+            offset = int(request.query.get("offset", "0"))
+            data = await self._dispatcher.job_output(request.match_info["job_id"], stream, offset)
+        except ValueError as exc:
+            return web.json_response({"errors": [f"bad output request: {exc}"]}, status=400)
+        return web.Response(body=data, content_type="application/octet-stream")
 
     async def _cancel(self, request: web.Request) -> web.Response:
         mode = request.query.get("mode", "cancel")
