@@ -67,14 +67,15 @@ class JobClient:
         while True:
             try:
                 details = self.details()
+                terminal = details["state"] in TERMINAL_STATES
+                if on_update is not None and not terminal:
+                    on_update(details, self.cluster_client.task_managers())
                 if output is not None:
                     output.poll()
-                if details["state"] in TERMINAL_STATES:
+                if terminal:
                     result = self.cluster_client.execution_result(self.job_id)
                     if result is not None:
                         return _to_result(result)
-                if on_update is not None:
-                    on_update(details, self.cluster_client.task_managers())
                 last_contact = time.monotonic()
             except ClusterClientError as exc:
                 if time.monotonic() - last_contact > max_unreachable:
