@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jobcluster.cli.run import exit_code
-from jobcluster.client.job_client import JobExecutionResult
+from jobcluster.client.job_client import DriverOutputFollower, JobExecutionResult
 from jobcluster.jobgraph.model import ClientPaths, JobGraph, JobVertex, new_job_id
 from jobcluster.runtime.jobmaster.driver_output import (
     driver_output_file,
@@ -164,3 +164,31 @@ def _result(status: str, code: int | None) -> JobExecutionResult:
 )
 def test_exit_code_of_jobcluster_run(status, program_code, cli_code):
     assert exit_code(_result(status, program_code)) == cli_code
+
+
+class _Cluster:
+    """What the REST API serves of two growing output files, at most ``chunk`` bytes per call."""
+
+    def __init__(self, chunk: int) -> None:
+        self.files = {"stdout": b"", "stderr": b""}
+        self.chunk = chunk
+
+    def job_output(self, job_id: str, stream: str, offset: int) -> bytes:
+        return self.files[stream][offset : offset + self.chunk]
+
+
+def test_the_follower_copies_each_stream_once_and_whole():
+    cluster = _Cluster(chunk=4)
+    received: list[tuple[str, bytes]] = []
+    follower = DriverOutputFollower(cluster, "job", lambda stream, data: received.append((stream, data)))
+    follower.poll()
+    assert received == []
+    cluster.files["stdout"] = b"first line\n"
+    cluster.files["stderr"] = b"oops"
+    follower.poll()
+    cluster.files["stdout"] += b"second line\n"
+    follower.poll()
+    follower.poll()
+    assert b"".join(d for s, d in received if s == "stdout") == b"first line\nsecond line\n"
+    assert b"".join(d for s, d in received if s == "stderr") == b"oops"
+    assert follower.offsets == {"stdout": 23, "stderr": 4}
