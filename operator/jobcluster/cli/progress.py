@@ -42,6 +42,10 @@ class ProgressPrinter:
         click.echo(f"Job has been submitted with JobID {job_client.job_id}")
         click.echo(f"  follow it:  jobcluster list   (or GET {job_client.cluster_client.rest_url}/jobs/{job_client.job_id})")
         click.echo(f"  cancel it:  jobcluster cancel {job_client.job_id}")
+        click.echo(
+            f"  its output: GET {job_client.cluster_client.rest_url}/jobs/{job_client.job_id}/stdout (and /stderr) while it runs; "
+            "kept in driver.out and driver.err of the cluster's log directory"
+        )
 
     def update(self, job: dict[str, Any], task_managers: list[dict[str, Any]]) -> None:
         for tm in task_managers:
