@@ -1,12 +1,15 @@
 """What an attached ``jobcluster run`` prints while the job runs.
 
 Progress goes to stderr, one line per change (cluster, TaskExecutors, slots,
-job state, Spark progress); the program's own output goes to stdout at the
-end, so ``jobcluster run ... > out.txt`` keeps just the result.
+job state, Spark progress). The program's own stdout and stderr are copied to
+ours as they arrive, so ``jobcluster run ... > out.txt`` keeps just what the
+program printed. Its stderr is copied up to the last line end, so that a
+progress line never lands in the middle of one of its lines.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -26,6 +29,7 @@ class ProgressPrinter:
         self._state: str | None = None
         self._slots: tuple[int, int] | None = None
         self._spark: tuple[Any, ...] | None = None
+        self._stderr_partial = b""  # the program's stderr after its last line end, held back
 
     def deploying(self, graph: JobGraph, target: str, config: Configuration) -> None:
         _say(f"Deploying job cluster for '{graph.job_name}' (job {graph.job_id}) on target {target}, parallelism {graph.parallelism}")
@@ -38,6 +42,10 @@ class ProgressPrinter:
         click.echo(f"Job has been submitted with JobID {job_client.job_id}")
         click.echo(f"  follow it:  jobcluster list   (or GET {job_client.cluster_client.rest_url}/jobs/{job_client.job_id})")
         click.echo(f"  cancel it:  jobcluster cancel {job_client.job_id}")
+        click.echo(
+            f"  its output: GET {job_client.cluster_client.rest_url}/jobs/{job_client.job_id}/stdout (and /stderr) while it runs; "
+            "kept in driver.out and driver.err of the cluster's log directory"
+        )
 
     def update(self, job: dict[str, Any], task_managers: list[dict[str, Any]]) -> None:
         for tm in task_managers:
@@ -62,9 +70,26 @@ class ProgressPrinter:
                 self._spark = key
                 _say(f"Spark {spark['app_id']}: {key[0]}/{key[1]} Spark jobs, {key[2]}/{key[3]} tasks done, {key[4]} executors")
 
+    def program_output(self, stream: str, data: bytes) -> None:
+        """Copy what the program wrote to ``stream`` (``stdout`` or ``stderr``) to ours, bytes as they are."""
+        if stream == "stdout":
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+            return
+        lines, newline, self._stderr_partial = (self._stderr_partial + data).rpartition(b"\n")
+        if newline:
+            sys.stderr.buffer.write(lines + newline)
+            sys.stderr.buffer.flush()
+
+    def _flush_program_stderr(self) -> None:
+        if self._stderr_partial:
+            sys.stderr.buffer.write(self._stderr_partial + b"\n")
+            sys.stderr.buffer.flush()
+            self._stderr_partial = b""
+
     def result(self, result: JobExecutionResult) -> None:
-        if result.program_output:
-            click.echo(result.program_output.rstrip("\n"))
+        self._flush_program_stderr()
+        sys.stdout.flush()
         restarts = f", {result.restarts} restart(s)" if result.restarts else ""
         _say(f"Job {result.job_id} ({result.job_name}) {result.status} in {result.duration_ms / 1000:.1f} s{restarts}")
         if result.failure_cause:

@@ -12,6 +12,7 @@ from jobcluster.cli.common import conf_dir_option, dynamic_properties_option, lo
 from jobcluster.cli.progress import ProgressPrinter
 from jobcluster.client.descriptor import PackagedProgram
 from jobcluster.client.executor import PipelineExecutor
+from jobcluster.client.job_client import JobExecutionResult
 from jobcluster.client.program import build_job_graph
 from jobcluster.config import options
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
@@ -86,10 +87,25 @@ def run(
         printer.detached(job_client)
         return
     try:
-        result = job_client.wait_for_result(on_update=printer.update)
+        result = job_client.wait_for_result(on_update=printer.update, on_output=printer.program_output)
     except KeyboardInterrupt:
         click.echo(f"\nInterrupted. The job keeps running; cancel it with: jobcluster cancel {graph.job_id}", err=True)
         sys.exit(130)
     printer.result(result)
     printer.shut_down(job_client.cluster_client.cluster_id, job_client.cluster_client.wait_until_shut_down(SHUTDOWN_TIMEOUT))
-    sys.exit(0 if result.succeeded else 1)
+    sys.exit(exit_code(result))
+
+
+def exit_code(result: JobExecutionResult) -> int:
+    """0 when the job FINISHED; the program's exit code when it failed with one of its own (> 1); else 1.
+
+    A FAILED program that exited with 3 makes ``jobcluster run`` exit 3, as
+    ``spark-submit`` would; a program killed by a signal, a job that failed
+    around its program (e.g. no slots), and a CANCELED job give 1.
+    """
+    if result.succeeded:
+        return 0
+    code = result.program_exit_code
+    if result.status == "FAILED" and code is not None and code > 1:
+        return code
+    return 1

@@ -2,9 +2,11 @@
 
 requests does the HTTP; every call has a timeout. Paths and bodies are
 Flink's (``/jobs/overview``, ``/jobs/{id}``, ``/jobs/{id}/execution-result``,
-``PATCH /jobs/{id}?mode=cancel``, ``/taskmanagers``, ``/overview``). With the
-cluster's token, every request carries it as ``Authorization: Bearer``, as
-Flink's client sends ``FLINK_REST_CLIENT_HEADERS``; mutating calls need it.
+``PATCH /jobs/{id}?mode=cancel``, ``/taskmanagers``, ``/overview``), plus the
+program's output (``/jobs/{id}/stdout`` and ``/stderr`` from a byte offset).
+With the cluster's token, every request carries it as ``Authorization: Bearer``,
+as Flink's client sends ``FLINK_REST_CLIENT_HEADERS``; mutating calls and the
+program's output need it.
 """
 
 from __future__ import annotations
@@ -85,6 +87,19 @@ class RestClusterClient:
         """The ``job-execution-result`` once the job is terminal, else None."""
         body = self._request("GET", f"/jobs/{job_id}/execution-result")
         return body.get("job-execution-result") if body.get("status", {}).get("id") == "COMPLETED" else None
+
+    def job_output(self, job_id: str, stream: str, offset: int) -> bytes:
+        """The program's ``stream`` (``stdout`` or ``stderr``) from byte ``offset``: what has been written since, maybe empty."""
+        url = f"{self.rest_url}/jobs/{job_id}/{stream}"
+        try:
+            resp = self._session.get(url, params={"offset": offset}, timeout=self.timeout)
+        except requests.RequestException as exc:
+            raise ClusterClientError(f"cluster {self.cluster_id} is not reachable at {self.rest_url}: {exc}") from exc
+        if resp.status_code == 404:
+            raise JobNotFoundError(_errors(resp) or f"job {job_id} not found on cluster {self.cluster_id}")
+        if resp.status_code >= 400:
+            raise ClusterClientError(f"GET {url} failed with {resp.status_code}: {_errors(resp) or resp.text[:200]}")
+        return resp.content
 
     def cancel(self, job_id: str) -> None:
         self._request("PATCH", f"/jobs/{job_id}", mode="cancel")

@@ -11,6 +11,10 @@ from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.errors import ClusterClientError
 
 POLL_INTERVAL = 1.0  # seconds between status polls
+TERMINAL_STATES = ("FINISHED", "FAILED", "CANCELED")
+OUTPUT_STREAMS = ("stdout", "stderr")
+
+OutputSink = Callable[[str, bytes], None]
 
 
 @dataclass(frozen=True)
@@ -21,9 +25,9 @@ class JobExecutionResult:
     job_name: str
     status: str
     duration_ms: int
-    program_output: str
     failure_cause: str | None
     restarts: int
+    program_exit_code: int | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -44,9 +48,18 @@ class JobClient:
         self.cluster_client.cancel(self.job_id)
 
     def wait_for_result(
-        self, on_update: Callable[[dict[str, Any], list[dict[str, Any]]], None] | None = None, max_unreachable: float = 60.0
+        self,
+        on_update: Callable[[dict[str, Any], list[dict[str, Any]]], None] | None = None,
+        max_unreachable: float = 60.0,
+        on_output: OutputSink | None = None,
     ) -> JobExecutionResult:
         """Poll until the job is terminal; ``on_update(job_details, task_managers)`` after each poll.
+
+        ``on_output(stream, data)`` receives the program's stdout and stderr
+        as they are written (see :class:`DriverOutputFollower`), all of it
+        before this returns: the output is read to its end once the job is
+        terminal, and only then is the result fetched, which lets an attached
+        cluster shut down.
 
         Raises:
             ClusterClientError: the cluster's liveness check reports its
@@ -54,14 +67,20 @@ class JobClient:
                 stays unreachable for ``max_unreachable`` seconds; either way it
                 died before reporting a result.
         """
+        output = DriverOutputFollower(self.cluster_client, self.job_id, on_output) if on_output else None
         last_contact = time.monotonic()
         while True:
             try:
-                result = self.cluster_client.execution_result(self.job_id)
-                if result is not None:
-                    return _to_result(result)
-                if on_update is not None:
-                    on_update(self.details(), self.cluster_client.task_managers())
+                details = self.details()
+                terminal = details["state"] in TERMINAL_STATES
+                if on_update is not None and not terminal:
+                    on_update(details, self.cluster_client.task_managers())
+                if output is not None:
+                    output.poll()
+                if terminal:
+                    result = self.cluster_client.execution_result(self.job_id)
+                    if result is not None:
+                        return _to_result(result)
                 last_contact = time.monotonic()
             except ClusterClientError as exc:
                 if not self.cluster_client.job_manager_alive():
@@ -78,6 +97,23 @@ class JobClient:
         return f"job cluster {cluster.cluster_id} ended before job {self.job_id} reported a result: {what} ({logs})"
 
 
+class DriverOutputFollower:
+    """Copies the program's stdout and stderr to ``sink(stream, data)``, each from where the last poll stopped."""
+
+    def __init__(self, cluster_client: RestClusterClient, job_id: str, sink: OutputSink) -> None:
+        self._cluster_client = cluster_client
+        self._job_id = job_id
+        self._sink = sink
+        self.offsets = dict.fromkeys(OUTPUT_STREAMS, 0)
+
+    def poll(self) -> None:
+        """Read each stream to its current end; ClusterClientError when the cluster cannot be reached."""
+        for stream in OUTPUT_STREAMS:
+            while data := self._cluster_client.job_output(self._job_id, stream, self.offsets[stream]):
+                self.offsets[stream] += len(data)
+                self._sink(stream, data)
+
+
 def _to_result(body: dict[str, Any]) -> JobExecutionResult:
     failure = body.get("failure-cause")
     return JobExecutionResult(
@@ -85,7 +121,7 @@ def _to_result(body: dict[str, Any]) -> JobExecutionResult:
         job_name=body.get("job-name", ""),
         status=body["job-status"],
         duration_ms=body.get("net-runtime", 0),
-        program_output=body.get("program-output", ""),
         failure_cause=failure.get("stack-trace") if failure else None,
         restarts=body.get("restarts", 0),
+        program_exit_code=body.get("program-exit-code"),
     )

@@ -3,8 +3,9 @@
 A PySpark program is one JobVertex (Spark plans its own stages inside it);
 the graph carries what the cluster needs to run it: the program and its
 arguments, parallelism, the slot sharing group and per-slot resource profile
-the JobMaster asks the ResourceManager for, the user artifacts, and the
-execution config (restart strategy). It is JSON on the wire and on disk,
+the JobMaster asks the ResourceManager for, the user artifacts, the
+execution config (restart strategy), and, for clusters on the client's own
+machine, where the client started the program. It is JSON on the wire and on disk,
 versioned, and validated when read back.
 """
 
@@ -61,6 +62,29 @@ class UserArtifact(_Model):
     path: str
 
 
+class ClientPaths(_Model):
+    """Where the client started the program: absolute paths on the client's machine.
+
+    Only a ClusterDescriptor whose cluster shares the client's file system (the
+    ``local`` target) sets it. The driver then runs as ``spark-submit`` in client
+    mode would from the user's shell: in ``working_directory`` (relative paths in
+    the program's arguments and code resolve there), running ``program`` where it
+    is (so its directory is first on ``sys.path`` and ``__file__`` is the user's
+    file). Without it, as on YARN and Kubernetes, the driver runs the staged copy
+    in its container's working directory, as Spark's cluster mode does.
+    """
+
+    working_directory: str
+    program: str
+
+    @field_validator("working_directory", "program")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not Path(value).is_absolute():
+            raise ValueError(f"{value!r} is not an absolute path")
+        return value
+
+
 class JobVertex(_Model):
     """One vertex: the PySpark program, run by ``spark-submit`` with ``parallelism`` cores."""
 
@@ -89,6 +113,7 @@ class JobGraph(_Model):
     slot_profile: ResourceProfileSpec | None = None
     user_artifacts: list[UserArtifact] = []
     execution_config: ExecutionConfig = ExecutionConfig()
+    client_paths: ClientPaths | None = None
 
     @field_validator("job_id")
     @classmethod

@@ -5,7 +5,9 @@ Each cluster gets a staging directory ``$JOBCLUSTER_HOME/clusters/<cluster-id>``
 directory ``$JOBCLUSTER_HOME/log/<cluster-id>`` (kept for
 ``jobcluster.logs.max-age`` after the cluster ends; see retention.py).  Both are
 private to the user: directories 0700, files 0600, and the cluster's processes
-run with umask 077. The entrypoint runs as
+run with umask 077. The JobGraph records the client's working directory and the
+program's path (ClientPaths): the cluster shares this machine's file system, so
+the driver runs there. The entrypoint runs as
 a separate process in its own session; the descriptor waits until it serves
 REST, and on any failure stops what started and removes the staging directory.
 
@@ -39,7 +41,7 @@ from jobcluster.client.program import staged_files
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import DeploymentError
-from jobcluster.jobgraph.model import JobGraph, write_job_graph
+from jobcluster.jobgraph.model import ClientPaths, JobGraph, write_job_graph
 from jobcluster.processes import PRIVATE_UMASK, kill_process_tree, session_members
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.security import new_cluster_secret, private_directory, rest_token, write_private_file
@@ -69,6 +71,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
     ) -> RestClusterClient:
         check_java()  # the local cluster's Spark daemons run on this machine
         self._check_machine_fits(spec, graph, config)
+        graph = with_client_paths(graph, program)
         cluster_id = f"jobcluster-{graph.job_id[:12]}"
         cluster_dir = self.home / "clusters" / cluster_id
         log_dir = self.home / "log" / cluster_id
@@ -208,6 +211,17 @@ class LocalClusterDescriptor(ClusterDescriptor):
         pid = json.loads(info_file.read_text())["pid"]
         kill_process_tree(pid, 10.0, session_members(pid))
         shutil.rmtree(cluster_dir, ignore_errors=True)
+
+
+def with_client_paths(graph: JobGraph, program: PackagedProgram) -> JobGraph:
+    """``graph`` with this process's working directory and the program's absolute path.
+
+    A local cluster shares the client's file system, so its driver runs the
+    program where it is, in the directory ``jobcluster run`` was started in,
+    as ``spark-submit`` in client mode would.
+    """
+    paths = ClientPaths(working_directory=str(Path.cwd()), program=str(program.script.resolve()))
+    return graph.model_copy(update={"client_paths": paths})
 
 
 def _write_rest_token(cluster_dir: Path, token: str) -> None:

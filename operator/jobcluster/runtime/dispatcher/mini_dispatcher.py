@@ -93,6 +93,10 @@ class MiniDispatcher(RpcEndpoint):
             self._result_fetched.set()
         return result
 
+    async def job_output(self, job_id: str, stream: str, offset: int) -> bytes:
+        """The program's ``stream`` (``stdout``/``stderr``) from byte ``offset``; see JobMaster.driver_output."""
+        return await self._job(job_id).driver_output(stream, offset)
+
     async def cancel_job(self, job_id: str) -> None:
         """Cancel the job; the cluster then shuts down without waiting for an attached client.
 

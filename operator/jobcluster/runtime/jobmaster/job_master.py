@@ -24,6 +24,7 @@ from jobcluster.heartbeat.manager import HeartbeatManager
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.rpc.endpoint import FencedRpcEndpoint, rpc
 from jobcluster.rpc.service import RpcService
+from jobcluster.runtime.jobmaster.driver_output import driver_output_file, read_from
 from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
 from jobcluster.runtime.jobmaster.job_status import JobResult, JobStatus
 from jobcluster.runtime.jobmaster.slot_pool import PooledSlot, SlotPool
@@ -216,20 +217,24 @@ class JobMaster(FencedRpcEndpoint):
                 env=self._spark_env,
             )
             self._set_status(JobStatus.RUNNING)
-            await self._application.start()
+            try:
+                await self._application.start()
+            except OSError as exc:
+                await self._finish(JobStatus.FAILED, f"the PySpark program could not be started: {exc}")
+                return
             poller = self.spawn(self._follow_progress(self._application), "progress")
             code = await self._application.wait()
             poller.cancel()
             await asyncio.gather(poller, return_exceptions=True)
             if code == 0 and not self._cancel_requested:
-                await self._finish(JobStatus.FINISHED, None)
+                await self._finish(JobStatus.FINISHED, None, program_exit_code=0)
                 return
             if self._cancel_requested:
                 break
-            cause = self._no_executors_cause or f"the PySpark program exited with code {code}:\n{self._application.error_tail()}"
+            cause = self._no_executors_cause or self._application.failure_cause(code)
             self._no_executors_cause = None
             if strategy.type != "fixed-delay" or self.restarts >= strategy.attempts:
-                await self._finish(JobStatus.FAILED, cause)
+                await self._finish(JobStatus.FAILED, cause, program_exit_code=code)
                 return
             self.restarts += 1
             log.warning(
@@ -295,7 +300,7 @@ class JobMaster(FencedRpcEndpoint):
         elif self._application_task is None:
             await self._finish(JobStatus.CANCELED, None)
 
-    async def _finish(self, status: JobStatus, failure_cause: str | None) -> None:
+    async def _finish(self, status: JobStatus, failure_cause: str | None, program_exit_code: int | None = None) -> None:
         if self.result is not None:
             return
         self._set_status(status)
@@ -306,7 +311,7 @@ class JobMaster(FencedRpcEndpoint):
             start_time=self.start_time,
             end_time=_now_ms(),
             failure_cause=failure_cause,
-            program_output=self._application.output() if self._application else "",
+            program_exit_code=program_exit_code,
             restarts=self.restarts,
         )
         await self._release_slots()
@@ -327,6 +332,16 @@ class JobMaster(FencedRpcEndpoint):
                 log.warning("could not free slot %s: %s", slot.allocation_id, exc)
 
     # ---- views -------------------------------------------------------------------------
+
+    async def driver_output(self, stream: str, offset: int) -> bytes:
+        """What the program wrote to ``stream`` (``stdout`` or ``stderr``) from byte ``offset``, over all attempts.
+
+        At most MAX_OUTPUT_CHUNK bytes; empty when there is nothing more yet.
+        ValueError for an unknown stream or a negative offset.
+        """
+        if offset < 0:
+            raise ValueError(f"offset must be 0 or more, got {offset}")
+        return await asyncio.to_thread(read_from, driver_output_file(self._log_dir, stream), offset)
 
     def job_details(self) -> dict[str, Any]:
         """Flink's ``/jobs/{id}`` body: state, times, the one vertex, and Spark's progress."""

@@ -26,8 +26,9 @@ class JobStatus(enum.Enum):
 class JobResult:
     """How a job ended. Times in milliseconds since the epoch, as Flink's REST API gives them.
 
-    ``program_output``: the tail of what the program printed to stdout;
-    ``failure_cause``: the reason and the tail of the driver's error output, for FAILED jobs.
+    ``failure_cause``: why a FAILED job failed (for a failed program: how it exited and its error);
+    ``program_exit_code``: the exit code of the program's last run (negative: killed by that
+    signal), None when it never ran or was canceled.
     """
 
     job_id: str
@@ -36,7 +37,7 @@ class JobResult:
     start_time: int
     end_time: int
     failure_cause: str | None = None
-    program_output: str = ""
+    program_exit_code: int | None = None
     restarts: int = 0
 
     @property
@@ -44,7 +45,7 @@ class JobResult:
         return self.end_time - self.start_time
 
     def to_rest(self) -> dict[str, Any]:
-        """Flink's ``/jobs/{id}/execution-result`` body, with our program output added."""
+        """Flink's ``/jobs/{id}/execution-result`` body, with restarts and the program's exit code added."""
         return {
             "status": {"id": "COMPLETED"},
             "job-execution-result": {
@@ -58,6 +59,6 @@ class JobResult:
                 "start-time": self.start_time,
                 "end-time": self.end_time,
                 "restarts": self.restarts,
-                "program-output": self.program_output,
+                "program-exit-code": self.program_exit_code,
             },
         }

@@ -1,15 +1,43 @@
 """One run of the job's PySpark program against the job's Spark master.
 
-The JobMaster starts it with ``spark-submit`` in client mode, so the driver
-runs inside the JobManager's process tree, and follows it two ways: the
-driver process's exit code decides the outcome, and Spark's monitoring REST
-API (``/api/v1/applications/...`` on the driver UI) gives progress.
+How the driver is started, and why. The JobMaster runs the program the way
+the ``pyspark`` shell and ``python program.py`` with a pip-installed PySpark
+do: ``python PROGRAM ARGS`` with ``PYSPARK_SUBMIT_ARGS="--conf ... pyspark-shell"``.
+The Python process is the parent; when the program creates its SparkContext,
+PySpark launches the driver JVM (Spark's py4j gateway, through
+``bin/spark-submit`` in client mode, so ``spark.driver.*`` sizes apply) with
+these settings. ``spark-submit PROGRAM`` would make the JVM the parent, and
+its PythonRunner merges the program's stderr into its stdout and gives it a
+stdin pipe that is never closed. Started directly, the program has
+
+- its own stdout and stderr, kept apart (``driver.out``, ``driver.err``, see
+  :mod:`driver_output`), while the JVM's log4j output goes to ``driver.log``
+  (configured through ``SPARK_SUBMIT_OPTS``, as the shell has no other hook);
+- its own exit code as the process's exit code;
+- ``/dev/null`` as stdin, so a program that reads stdin sees its end.
+
+What spark-submit's PythonRunner does for a Python program is repeated here:
+``PYTHONUNBUFFERED`` (output is seen as it is written), and the ``--py-files``
+on ``PYTHONPATH`` before the program starts (a ``.py`` through its directory,
+an archive itself), so they can be imported at the top of the program; PySpark
+puts ``spark.submit.pyFiles`` on ``sys.path`` again and ships them to the
+executors when the SparkContext starts.
+
+Where it runs: with the JobGraph's ClientPaths (the ``local`` target) the
+program runs where it is, in the client's working directory, as
+``spark-submit`` in client mode runs it from the user's shell; without them
+the staged copy runs in the container's working directory, as in Spark's
+cluster mode. Progress comes from Spark's monitoring REST API on the driver UI.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import shlex
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,13 +45,25 @@ from typing import Any
 
 from jobcluster.errors import SparkError
 from jobcluster.jobgraph.model import JobGraph
-from jobcluster.processes import ChildProcess, find_free_port
-from jobcluster.spark.home import spark_env, spark_home
+from jobcluster.processes import ChildProcess, find_free_port, session_members
+from jobcluster.runtime.jobmaster.driver_output import (
+    DRIVER_LOG_FILE,
+    DRIVER_STDERR_FILE,
+    DRIVER_STDOUT_FILE,
+    exit_description,
+    file_size,
+    program_error,
+    stderr_tail,
+)
+from jobcluster.spark.home import spark_env
 from jobcluster.spark.processes import SparkMasterAddress, fetch_json
 
 log = logging.getLogger(__name__)
 
-OUTPUT_TAIL_BYTES = 64 * 1024
+DRIVER_LOG4J_CONFIG_FILE = "driver-log4j2.properties"
+GATEWAY_EXIT_TIMEOUT = 15.0  # seconds the driver JVM gets to shut down after the program exited
+# Inherited from a PySpark session that started jobcluster, these would attach the program to that session's JVM.
+_GATEWAY_VARIABLES = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "PYSPARK_SUBMIT_ARGS")
 
 
 @dataclass(frozen=True)
@@ -70,9 +110,93 @@ def submit_conf(graph: JobGraph, master: SparkMasterAddress, host: str, ui_port:
     return conf
 
 
-class SparkApplication:
-    """``spark-submit`` of the JobGraph's program, with stdout and stderr to files in ``log_dir``.
+def program_location(graph: JobGraph, staging_dir: Path) -> tuple[Path, Path]:
+    """(program file, working directory): the client's (ClientPaths), else the staged copy in this process's directory."""
+    if graph.client_paths is not None:
+        return Path(graph.client_paths.program), Path(graph.client_paths.working_directory)
+    return staging_dir / graph.vertices[0].program, Path.cwd()
 
+
+def driver_submit_args(conf: dict[str, str], py_files: list[Path]) -> str:
+    """``PYSPARK_SUBMIT_ARGS``: ``--conf`` per setting, ``--py-files``, then ``pyspark-shell`` (PySpark splits it with shlex)."""
+    args: list[str] = []
+    for key, value in conf.items():
+        args += ["--conf", f"{key}={value}"]
+    if py_files:
+        args += ["--py-files", ",".join(str(p) for p in py_files)]
+    return shlex.join([*args, "pyspark-shell"])
+
+
+def driver_python_path(py_files: list[Path], inherited: str | None) -> str:
+    """``PYTHONPATH`` as spark-submit's PythonRunner builds it: a .py file's directory, an archive itself, then ``inherited``."""
+    entries: list[str] = []
+    for path in py_files:
+        entry = str(path.parent if path.suffix == ".py" else path)
+        if entry not in entries:
+            entries.append(entry)
+    if inherited:
+        entries.append(inherited)
+    return os.pathsep.join(entries)
+
+
+def driver_env(conf: dict[str, str], py_files: list[Path], log4j_config: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment of the program's process: Spark's with ``extra``, plus how PySpark starts the driver JVM."""
+    env = spark_env(dict(extra or {}))
+    for name in _GATEWAY_VARIABLES:
+        env.pop(name, None)
+    env["PYSPARK_SUBMIT_ARGS"] = driver_submit_args(conf, py_files)
+    env["PYTHONPATH"] = driver_python_path(py_files, env.get("PYTHONPATH"))
+    env["PYTHONUNBUFFERED"] = "1"
+    log4j = f"-Dlog4j2.configurationFile={log4j_config.resolve().as_uri()}"
+    env["SPARK_SUBMIT_OPTS"] = f"{env['SPARK_SUBMIT_OPTS']} {log4j}" if env.get("SPARK_SUBMIT_OPTS") else log4j
+    if not env["PYTHONPATH"]:
+        del env["PYTHONPATH"]
+    return env
+
+
+def driver_log4j_config(log_file: Path) -> str:
+    """Log4j 2 properties for the driver JVM: Spark's default INFO logging, into ``log_file`` instead of stderr.
+
+    The gateway's logger is set to the root level, else Spark would treat the
+    program as an interactive shell and print a log-level banner to its stderr.
+    """
+    return "\n".join(
+        [
+            "rootLogger.level = info",
+            "rootLogger.appenderRef.file.ref = file",
+            "appender.file.type = File",
+            "appender.file.name = file",
+            f"appender.file.fileName = {log_file.resolve()}",
+            "appender.file.layout.type = PatternLayout",
+            "appender.file.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex",
+            "logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer",
+            "logger.gateway.level = info",
+            "logger.repl.name = org.apache.spark.repl.Main",
+            "logger.repl.level = info",
+            "logger.jetty.name = org.sparkproject.jetty",
+            "logger.jetty.level = warn",
+            "",
+        ]
+    )
+
+
+def _write_file(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _wait_for_session_exit(session_id: int, timeout: float) -> None:
+    """Return once no process of the session is left, or after ``timeout`` seconds (blocking)."""
+    deadline = time.monotonic() + timeout
+    while session_members(session_id) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+class SparkApplication:
+    """One attempt of the JobGraph's program: ``python PROGRAM ARGS`` as a PySpark driver in client mode.
+
+    Output goes to the files of :mod:`driver_output` in ``log_dir``; the driver
+    JVM's Spark log to ``driver.log``, its log4j configuration written next to it.
     ``env``: added to the driver's environment (the cluster's Spark security: SPARK_CONF_DIR, SPARK_LOCAL_IP).
     """
 
@@ -91,33 +215,50 @@ class SparkApplication:
         self.ui_port = find_free_port(host)
         self.ui_url = f"http://{host}:{self.ui_port}"
         conf = submit_conf(graph, master, host, self.ui_port, sizing_conf)
-        argv = [str(spark_home() / "bin" / "spark-submit")]
-        for key, value in conf.items():
-            argv += ["--conf", f"{key}={value}"]
-        py_files = [str(staging_dir / a.path) for a in graph.user_artifacts if a.path.endswith((".py", ".zip", ".egg"))]
-        if py_files:
-            argv += ["--py-files", ",".join(py_files)]
-        argv += [str(staging_dir / vertex.program), *vertex.program_args]
-        self.stdout_file = log_dir / f"driver-{attempt}.out"
+        py_files = [staging_dir / a.path for a in graph.user_artifacts if a.path.endswith((".py", ".zip", ".egg"))]
+        program, cwd = program_location(graph, staging_dir)
+        self.stdout_file = log_dir / DRIVER_STDOUT_FILE
+        self.stderr_file = log_dir / DRIVER_STDERR_FILE
+        self.spark_log_file = log_dir / DRIVER_LOG_FILE
+        self._log4j_config = log_dir / DRIVER_LOG4J_CONFIG_FILE
+        self._stderr_start = file_size(self.stderr_file)  # where this attempt's stderr begins
         self.process = ChildProcess(
             f"spark-driver-{attempt}",
-            argv,
-            spark_env(dict(env or {})),
-            log_dir / f"driver-{attempt}.log",
-            cwd=Path.cwd(),
+            [sys.executable, str(program), *vertex.program_args],
+            driver_env(conf, py_files, self._log4j_config, env),
+            self.stderr_file,
+            cwd=cwd,
             stdout_file=self.stdout_file,
         )
         self.app_id: str | None = None
 
     async def start(self) -> None:
+        """Start the program; OSError when it cannot be started (e.g. its working directory is gone)."""
+        await asyncio.to_thread(_write_file, self._log4j_config, driver_log4j_config(self.spark_log_file))
         await self.process.start()
-        log.info("spark-submit started (pid %s), driver UI %s", self.process.pid, self.ui_url)
+        log.info("PySpark driver started (pid %s) in %s, driver UI %s", self.process.pid, self.process.cwd, self.ui_url)
 
     async def wait(self) -> int:
-        return await self.process.wait()
+        """The program's exit code (negative: killed by that signal), once its driver JVM is gone too.
+
+        The JVM is the program's child and exits when the program does (its
+        stdin closes); waiting for it lets it unregister the application.
+        """
+        code = await self.process.wait()
+        assert self.process.pid is not None
+        await asyncio.to_thread(_wait_for_session_exit, self.process.pid, GATEWAY_EXIT_TIMEOUT)
+        return code
 
     async def stop(self) -> None:
         await self.process.stop()
+
+    def failure_cause(self, exit_code: int) -> str:
+        """How the program ended, with its error from this attempt's stderr (see :func:`program_error`)."""
+        error = program_error(stderr_tail(self.stderr_file, self._stderr_start))
+        how = exit_description(exit_code)
+        if error:
+            return f"{how}:\n{error}"
+        return f"{how} and wrote nothing to stderr (Spark's driver log: {self.spark_log_file})"
 
     async def progress(self) -> SparkProgress | None:
         """Progress from the driver's monitoring API; None while the driver UI is not up."""
@@ -142,22 +283,6 @@ class SparkApplication:
             executors=sum(1 for e in executors if e.get("id") != "driver" and e.get("isActive", True)),
         )
 
-    def output(self) -> str:
-        return _tail(self.stdout_file)
-
-    def error_tail(self) -> str:
-        """Why the driver failed: its last Python traceback, else the end of its log.
-
-        spark-submit merges the Python driver's stderr into its stdout, so a
-        PySpark program's traceback is in the stdout file; Spark's own errors
-        are in the log.
-        """
-        for text in (_tail(self.stdout_file, 32 * 1024), _tail(self.process.log_file, 32 * 1024)):
-            traceback = last_python_traceback(text)
-            if traceback:
-                return traceback
-        return "\n".join(_tail(self.process.log_file, 16 * 1024).splitlines()[-30:])
-
 
 def completed_tasks(job: dict[str, Any]) -> int:
     """Tasks of one Spark job (``/api/v1/.../jobs`` entry) that are done, never more than it has.
@@ -169,28 +294,3 @@ def completed_tasks(job: dict[str, Any]) -> int:
     total = int(job.get("numTasks", 0))
     done = int(job.get("numCompletedIndices", job.get("numCompletedTasks", 0))) + int(job.get("numSkippedTasks", 0))
     return min(total, done)
-
-
-def last_python_traceback(text: str) -> str | None:
-    """The last ``Traceback (most recent call last):`` block of ``text``, up to its exception line."""
-    lines = text.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
-    if not starts:
-        return None
-    block = [lines[starts[-1]]]
-    for line in lines[starts[-1] + 1 :]:
-        block.append(line)
-        if line and not line[0].isspace():  # the exception line ends the block
-            break
-    return "\n".join(block)
-
-
-def _tail(path: Path, limit: int = OUTPUT_TAIL_BYTES) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - limit))
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""

@@ -2,14 +2,16 @@
 
 It serves what the client needs (overview, job list, job details, execution
 result, cancel, TaskManagers) in the shapes Flink's REST API uses, so tools
-written for Flink's API can read the basics. It is the public face of the
-cluster: reading stays open as in Flink, so Flink's tools and dashboards work
-unchanged, while every call that changes something (cancel, and any later
-stop or savepoint) must carry the cluster's token as
-``Authorization: Bearer <token>`` and is answered 401 without it. Flink's own
-CLI can send that header (``FLINK_REST_CLIENT_HEADERS``, Flink 1.19+). The
-token travels in clear text: bind the endpoint to an address only trusted
-clients reach.
+written for Flink's API can read the basics, and the program's stdout and
+stderr from a byte offset (``/jobs/{id}/stdout``, ``/jobs/{id}/stderr``),
+which an attached client follows. It is the public face of the
+cluster: reading Flink's paths stays open as in Flink, so Flink's tools and
+dashboards work unchanged, while every call that changes something (cancel,
+and any later stop or savepoint) and the program's own output must carry the
+cluster's token as ``Authorization: Bearer <token>`` and are answered 401
+without it. Flink's own CLI can send that header (``FLINK_REST_CLIENT_HEADERS``,
+Flink 1.19+). The token travels in clear text: bind the endpoint to an address
+only trusted clients reach.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ ResourceView = Callable[[], Awaitable[Any]]
 
 #: Methods that only read; every other method needs the cluster's token.
 READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# The program's own output is the user's data, not cluster status: reading it needs the token too.
+PRIVATE_READ_SUFFIXES = ("/stdout", "/stderr")
 
 
 class RestEndpoint:
@@ -67,6 +71,8 @@ class RestEndpoint:
         app.router.add_get("/jobs/{job_id}", self._job)
         app.router.add_patch("/jobs/{job_id}", self._cancel)
         app.router.add_get("/jobs/{job_id}/execution-result", self._execution_result)
+        app.router.add_get("/jobs/{job_id}/stdout", self._program_output)
+        app.router.add_get("/jobs/{job_id}/stderr", self._program_output)
         app.router.add_get("/taskmanagers", self._taskmanagers)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -97,7 +103,7 @@ class RestEndpoint:
 
     @web.middleware
     async def _authorize(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
-        if request.method in READ_ONLY_METHODS:
+        if request.method in READ_ONLY_METHODS and not request.path.endswith(PRIVATE_READ_SUFFIXES):
             return await handler(request)
         scheme, _, supplied = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() == "bearer" and token_matches(supplied.strip(), self._token):
@@ -165,6 +171,22 @@ class RestEndpoint:
         if result is None:
             return web.json_response({"status": {"id": "IN_PROGRESS"}})
         return web.json_response(result.to_rest())
+
+    async def _program_output(self, request: web.Request) -> web.Response:
+        """The program's stdout or stderr (by the path's last part) from byte ``?offset=N`` (default 0), raw bytes.
+
+        At most 1 MiB per call; an empty body means nothing more has been
+        written yet. A client follows the output by asking again from
+        ``offset + len(body)``.
+        """
+        assert self._dispatcher is not None
+        stream = request.path.rsplit("/", 1)[1]
+        try:
+            offset = int(request.query.get("offset", "0"))
+            data = await self._dispatcher.job_output(request.match_info["job_id"], stream, offset)
+        except ValueError as exc:
+            return web.json_response({"errors": [f"bad output request: {exc}"]}, status=400)
+        return web.Response(body=data, content_type="application/octet-stream")
 
     async def _cancel(self, request: web.Request) -> web.Response:
         assert self._dispatcher is not None

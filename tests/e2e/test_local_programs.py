@@ -1,0 +1,150 @@
+"""Programs run under ``jobcluster run`` as under ``spark-submit`` (client mode, from the user's shell).
+
+Working directory and relative paths, the program's own directory and
+``--py-files`` on ``sys.path``, stdin at its end, stdout and stderr streamed
+whole and apart, the program's error and exit code, and Spark's own example
+programs giving what ``spark-submit --master local[2]`` gives.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from support import CLI_TIMEOUT, PROGRAMS, staging_dirs
+
+pytestmark = pytest.mark.e2e
+
+JOBCLUSTER = Path(sys.executable).parent / "jobcluster"  # the console script, as a user runs it
+ONE_SLOT = ("-p", "1", "-D", "taskmanager.numberOfTaskSlots=1")
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(JOBCLUSTER), *args], cwd=cwd, capture_output=True, text=True, timeout=CLI_TIMEOUT)
+
+
+def cause_of(stderr: str) -> str:
+    """The ``Cause:`` the CLI printed, up to the line that says the cluster is going."""
+    match = re.search(r"^Cause: (.*?)^Job cluster \S+ (has shut down|is still shutting down)", stderr, re.M | re.S)
+    assert match, stderr
+    return match.group(1)
+
+
+def _lines_of(stream, into: queue.Queue) -> None:
+    for line in stream:
+        into.put(line)
+    into.put(None)
+
+
+def test_a_program_runs_in_the_users_directory_with_its_output_streamed_whole(home, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "input.txt").write_text("one\ntwo\nthree\n")
+    stderr_file = tmp_path / "stderr.txt"
+    args = [*ONE_SLOT, "--py-files", str(PROGRAMS / "lib" / "shipped_lib.py"), str(PROGRAMS / "like_spark_submit.py"), "wc_out"]
+    with open(stderr_file, "w") as stderr:
+        proc = subprocess.Popen([str(JOBCLUSTER), "run", *args], cwd=work, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=_lines_of, args=(proc.stdout, lines), daemon=True).start()
+    stdout: list[str] = []
+    try:
+        # the program waits for `go` after this line: seeing it means output arrives while the program runs
+        while not stdout or stdout[-1] != "waiting for go\n":
+            line = lines.get(timeout=CLI_TIMEOUT)
+            assert line is not None, f"the run ended before 'waiting for go' was streamed:\n{''.join(stdout)}\n{stderr_file.read_text()}"
+            stdout.append(line)
+        (work / "go").touch()
+        assert proc.wait(timeout=CLI_TIMEOUT) == 0, stderr_file.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    while (line := lines.get(timeout=10)) is not None:
+        stdout.append(line)
+    err = stderr_file.read_text()
+
+    assert f"cwd={work}\n" in stdout
+    assert "stdin=''\n" in stdout, "stdin is empty"
+    assert "helper=sibling_helper\n" in stdout, "the program's directory is on sys.path"
+    assert "input lines=3\n" in stdout, "relative paths in the program resolve in the user's directory"
+    assert "shipped=[0, 2, 4, 6]\n" in stdout, "--py-files import on the driver and the executors"
+    assert [line for line in stdout if line.startswith("line ")] == [f"line {i:05d} " + "x" * 89 + "\n" for i in range(2000)]
+    assert stdout[-1] == "got go\n"
+    assert "this line goes to stderr only" in err and "this line goes to stderr only\n" not in stdout
+    assert " INFO " not in err, "Spark's log stays in the driver log"
+    assert [p.read_text() for p in (work / "wc_out").glob("part-*") if p.stat().st_size] == ["written\n"]
+    assert staging_dirs(home) == []
+    log_dir = next((home / "log").iterdir())
+    assert (log_dir / "driver.out").read_text().endswith("got go\n"), "the output is kept in the log directory"
+
+
+def test_a_py4j_error_shows_the_java_exception_and_its_reason(home, tmp_path):
+    result = run_cli("run", *ONE_SLOT, str(PROGRAMS / "failing_ways.py"), "py4j", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    cause = cause_of(result.stderr)
+    assert cause.startswith("the PySpark program exited with code 1:"), cause
+    assert "py4j.protocol.Py4JJavaError: An error occurred while calling z:java.lang.Class.forName." in cause
+    assert ": java.lang.ClassNotFoundException: no.such.Klass" in cause
+    assert "\tat " not in cause, "Java stack frames are left out"
+    assert result.stdout == "started\n"
+
+
+def test_a_syntax_error_is_the_cause(home, tmp_path):
+    program = tmp_path / "broken.py"
+    program.write_text("from pyspark.sql import SparkSession\nx = (\n")
+    result = run_cli("run", *ONE_SLOT, str(program), cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    cause = cause_of(result.stderr)
+    assert "SyntaxError: '(' was never closed" in cause and f'File "{program}", line 2' in cause, cause
+    assert " INFO " not in cause, cause
+
+
+def test_the_programs_exit_code_is_the_cli_exit_code(home, tmp_path):
+    result = run_cli("run", *ONE_SLOT, str(PROGRAMS / "failing_ways.py"), "exit3", cwd=tmp_path)
+    assert result.returncode == 3, result.stderr
+    assert "Cause: the PySpark program exited with code 3" in result.stderr
+    assert re.search(r"Job [0-9a-f]{32} \(failing_ways\) FAILED in", result.stderr)
+
+
+def _spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+# Spark's examples with data the pyspark wheel carries (it has no examples/src/main/resources):
+# (program, arguments, the lines that are its result, in an order that depends on partitioning)
+SPARK_EXAMPLES = [
+    ("wordcount.py", ["data/graphx/users.txt"], re.compile(r"^.*: \d+$")),
+    ("pagerank.py", ["data/mllib/pagerank_data.txt", "3"], re.compile(r"^\d+ has rank: [\d.]+\.$")),
+]
+
+
+def test_sparks_example_programs_give_what_spark_submit_gives(home):
+    spark_home = _spark_home()
+    env = {**os.environ, "SPARK_HOME": str(spark_home), "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    for program, args, result_line in SPARK_EXAMPLES:
+        path = f"examples/src/main/python/{program}"
+        ours = run_cli("run", "-p", "2", path, *args, cwd=spark_home)
+        assert ours.returncode == 0, ours.stderr
+        reference = subprocess.run(
+            [str(spark_home / "bin" / "spark-submit"), "--master", "local[2]", path, *args],
+            cwd=spark_home,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=CLI_TIMEOUT,
+        )
+        assert reference.returncode == 0, reference.stderr
+        # spark-submit merges the program's stderr into its stdout; ours keeps stdout to itself
+        expected = [line for line in reference.stdout.splitlines() if result_line.match(line)]
+        got = ours.stdout.splitlines()
+        assert expected, reference.stdout
+        assert all(result_line.match(line) for line in got), f"{program}: stdout holds more than the result:\n{ours.stdout}"
+        assert sorted(got) == sorted(expected), program
+    assert "WARN: This is a naive implementation of PageRank" in ours.stderr, "pagerank.py's stderr is on stderr"

@@ -1,0 +1,194 @@
+"""The program's output and error as the cluster reads them, how its driver is started, and the CLI's exit codes."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from jobcluster.cli.run import exit_code
+from jobcluster.client.job_client import DriverOutputFollower, JobExecutionResult
+from jobcluster.jobgraph.model import ClientPaths, JobGraph, JobVertex, new_job_id
+from jobcluster.runtime.jobmaster.driver_output import (
+    driver_output_file,
+    exit_description,
+    program_error,
+    read_from,
+    stderr_tail,
+)
+from jobcluster.runtime.jobmaster.spark_application import driver_python_path, driver_submit_args, program_location
+
+PY4J_ERROR = """WARN: something the program printed first
+Traceback (most recent call last):
+  File "/home/u/job.py", line 7, in <module>
+    spark._jvm.java.lang.Class.forName("no.such.Klass")
+  File "/venv/lib/python3.11/site-packages/py4j/protocol.py", line 326, in get_return_value
+    raise Py4JJavaError(
+py4j.protocol.Py4JJavaError: An error occurred while calling z:java.lang.Class.forName.
+: java.lang.ClassNotFoundException: no.such.Klass
+\tat java.base/jdk.internal.loader.BuiltinClassLoader.loadClass(BuiltinClassLoader.java:641)
+\tat py4j.Gateway.invoke(Gateway.java:282)
+Caused by: java.lang.IllegalStateException: the reason behind it
+\tat py4j.Gateway.invoke(Gateway.java:282)
+\t... 5 more
+
+"""
+
+SYNTAX_ERROR = """  File "/home/u/job.py", line 3
+    x = (
+        ^
+SyntaxError: '(' was never closed
+"""
+
+CHAINED = """Traceback (most recent call last):
+  File "a.py", line 1, in <module>
+ValueError: first failure
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "b.py", line 7, in <module>
+RuntimeError: boom
+"""
+
+
+def test_a_py4j_error_shows_the_java_exception_its_reason_and_causes_without_java_frames():
+    error = program_error(PY4J_ERROR)
+    lines = error.splitlines()
+    assert lines[0].startswith("Traceback (most recent call last)")
+    assert "py4j.protocol.Py4JJavaError: An error occurred while calling z:java.lang.Class.forName." in lines
+    assert ": java.lang.ClassNotFoundException: no.such.Klass" in lines
+    assert "Caused by: java.lang.IllegalStateException: the reason behind it" in lines
+    assert not any(line.lstrip().startswith(("at ", "... 5 more")) for line in lines), error
+    assert "WARN: something" not in error
+
+
+def test_a_syntax_error_without_traceback_shows_the_end_of_stderr():
+    assert program_error(SYNTAX_ERROR) == SYNTAX_ERROR.rstrip("\n")
+
+
+def test_the_last_of_chained_tracebacks_is_shown():
+    error = program_error(CHAINED)
+    assert error.splitlines()[-1] == "RuntimeError: boom" and "first failure" not in error
+
+
+def test_long_tracebacks_keep_the_innermost_frames_and_the_start_of_the_message():
+    frames = "".join(f'  File "f.py", line {i}, in f\n    f()\n' for i in range(100))
+    message = "\n".join(f"line {i} of the message" for i in range(100))
+    error = program_error(f"Traceback (most recent call last):\n{frames}RecursionError: too deep\n{message}\n").splitlines()
+    assert '  File "f.py", line 99, in f' in error and '  File "f.py", line 0, in f' not in error
+    assert "RecursionError: too deep" in error and "line 0 of the message" in error
+    assert "line 99 of the message" not in error and error[-1].startswith("... (")
+
+
+def test_nothing_on_stderr():
+    assert program_error("") == ""
+
+
+@pytest.mark.parametrize(("code", "text"), [(3, "exited with code 3"), (1, "exited with code 1"), (-9, "killed by signal SIGKILL")])
+def test_exit_description(code, text):
+    assert text in exit_description(code)
+
+
+def test_output_is_read_from_an_offset(tmp_path):
+    path = driver_output_file(tmp_path, "stdout")
+    assert read_from(path, 0) == b""  # not written yet
+    path.write_bytes(b"first\nsecond\n")
+    assert read_from(path, 6) == b"second\n"
+    assert read_from(path, 100) == b""
+    assert read_from(path, 0, limit=3) == b"fir"
+    with pytest.raises(ValueError, match="unknown output stream"):
+        driver_output_file(tmp_path, "log")
+
+
+def test_the_error_of_one_attempt_is_read_from_where_it_began(tmp_path):
+    path = driver_output_file(tmp_path, "stderr")
+    path.write_text("Traceback (most recent call last):\nValueError: attempt 1\n")
+    start = path.stat().st_size
+    with open(path, "a") as f:
+        f.write("only a warning\n")
+    assert program_error(stderr_tail(path, start)) == "only a warning"
+
+
+def test_submit_args_survive_pysparks_shlex_split():
+    conf = {"spark.app.name": "my job", "spark.driver.extraJavaOptions": "-XX:MaxDirectMemorySize=64m -XX:MaxMetaspaceSize=96m"}
+    args = shlex.split(driver_submit_args(conf, [Path("/s/a.py"), Path("/s/lib.zip")]))
+    assert args == [
+        "--conf",
+        "spark.app.name=my job",
+        "--conf",
+        "spark.driver.extraJavaOptions=-XX:MaxDirectMemorySize=64m -XX:MaxMetaspaceSize=96m",
+        "--py-files",
+        "/s/a.py,/s/lib.zip",
+        "pyspark-shell",
+    ]
+
+
+def test_python_path_holds_py_files_by_directory_and_archives_themselves():
+    assert driver_python_path([Path("/s/a.py"), Path("/s/b.py"), Path("/s/lib.zip")], "/mine") == "/s:/s/lib.zip:/mine"
+    assert driver_python_path([], None) == ""
+
+
+def _graph(client_paths: ClientPaths | None) -> JobGraph:
+    vertex = JobVertex(id=new_job_id(), name="v", program="job.py", parallelism=1, max_parallelism=128)
+    return JobGraph(job_id=new_job_id(), job_name="job", vertices=[vertex], client_paths=client_paths)
+
+
+def test_the_program_runs_where_the_client_started_it_when_the_graph_says_so(tmp_path):
+    paths = ClientPaths(working_directory="/home/u/work", program="/home/u/jobs/job.py")
+    assert program_location(_graph(paths), tmp_path) == (Path("/home/u/jobs/job.py"), Path("/home/u/work"))
+    program, cwd = program_location(_graph(None), tmp_path)
+    assert program == tmp_path / "job.py" and cwd == Path.cwd()
+
+
+def test_client_paths_are_absolute():
+    with pytest.raises(ValueError, match="absolute"):
+        ClientPaths(working_directory="work", program="/home/u/job.py")
+
+
+def _result(status: str, code: int | None) -> JobExecutionResult:
+    return JobExecutionResult("j", "n", status, 1, None, 0, program_exit_code=code)
+
+
+@pytest.mark.parametrize(
+    ("status", "program_code", "cli_code"),
+    [
+        ("FINISHED", 0, 0),
+        ("FAILED", 3, 3),
+        ("FAILED", 1, 1),
+        ("FAILED", -9, 1),  # killed by a signal
+        ("FAILED", None, 1),  # failed around the program, e.g. no slots
+        ("CANCELED", -15, 1),
+    ],
+)
+def test_exit_code_of_jobcluster_run(status, program_code, cli_code):
+    assert exit_code(_result(status, program_code)) == cli_code
+
+
+class _Cluster:
+    """What the REST API serves of two growing output files, at most ``chunk`` bytes per call."""
+
+    def __init__(self, chunk: int) -> None:
+        self.files = {"stdout": b"", "stderr": b""}
+        self.chunk = chunk
+
+    def job_output(self, job_id: str, stream: str, offset: int) -> bytes:
+        return self.files[stream][offset : offset + self.chunk]
+
+
+def test_the_follower_copies_each_stream_once_and_whole():
+    cluster = _Cluster(chunk=4)
+    received: list[tuple[str, bytes]] = []
+    follower = DriverOutputFollower(cluster, "job", lambda stream, data: received.append((stream, data)))
+    follower.poll()
+    assert received == []
+    cluster.files["stdout"] = b"first line\n"
+    cluster.files["stderr"] = b"oops"
+    follower.poll()
+    cluster.files["stdout"] += b"second line\n"
+    follower.poll()
+    follower.poll()
+    assert b"".join(d for s, d in received if s == "stdout") == b"first line\nsecond line\n"
+    assert b"".join(d for s, d in received if s == "stderr") == b"oops"
+    assert follower.offsets == {"stdout": 23, "stderr": 4}
