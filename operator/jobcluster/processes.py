@@ -33,6 +33,29 @@ log = logging.getLogger(__name__)
 #: so no file is ever readable by others, even briefly.
 PRIVATE_UMASK = 0o077
 
+#: The umask of the processes that write the program's own files (the PySpark
+#: driver, and the Spark workers whose executors write the job's output), in
+#: octal: the deploying shell's, recorded by a client that shares the cluster's
+#: file system (``local``), so the job's output gets the modes it would get
+#: under ``spark-submit``. Their logs stay private: the files are opened by the
+#: cluster's own processes and the directories are 0700.
+ENV_PROGRAM_UMASK = "JOBCLUSTER_PROGRAM_UMASK"
+
+
+def current_umask() -> int:
+    """This process's umask (read by setting it and back: POSIX has no getter; call it before threads start)."""
+    mask = os.umask(PRIVATE_UMASK)
+    os.umask(mask)
+    return mask
+
+
+def program_umask() -> int:
+    """The umask for processes that write the program's files: ``$JOBCLUSTER_PROGRAM_UMASK``, else :data:`PRIVATE_UMASK`."""
+    try:
+        return int(os.environ[ENV_PROGRAM_UMASK], 8) & 0o777
+    except (KeyError, ValueError):
+        return PRIVATE_UMASK
+
 
 def find_free_port(host: str = "127.0.0.1") -> int:
     """A TCP port on ``host`` that is free right now (the OS picks it)."""
@@ -115,14 +138,17 @@ class ChildProcess:
         log_file: Path,
         cwd: Path | None = None,
         stdout_file: Path | None = None,
+        umask: int = PRIVATE_UMASK,
     ) -> None:
-        """``log_file`` receives stderr, and stdout too unless ``stdout_file`` is given."""
+        """``log_file`` receives stderr, and stdout too unless ``stdout_file`` is given; both are opened by
+        this process, so they keep its (private) modes whatever ``umask`` the child gets."""
         self.name = name
         self.argv = list(argv)
         self.env = dict(env)
         self.log_file = log_file
         self.stdout_file = stdout_file
         self.cwd = cwd
+        self.umask = umask
         self.process: asyncio.subprocess.Process | None = None
         #: set once ``process`` exists: what watchers await before ``wait()``
         self.started = asyncio.Event()
@@ -143,7 +169,7 @@ class ChildProcess:
                 stderr=err,
                 stdin=asyncio.subprocess.DEVNULL,
                 start_new_session=True,
-                umask=PRIVATE_UMASK,
+                umask=self.umask,
                 preexec_fn=_terminate_with_parent(os.getpid()),
             )
         self.started.set()

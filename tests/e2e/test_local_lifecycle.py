@@ -86,11 +86,17 @@ def _seconds_until_no_process_of(home: Path, timeout: float = 60) -> float:
 
 
 def _not_private(root: Path) -> list[str]:
-    """Every directory below ``root`` (and itself) not 0700-like, every file readable or writable by others."""
-    found = []
-    for path in [root, *root.rglob("*")]:
+    """``root`` if another user could enter it, and the cluster's own files in it that others could read.
+
+    The files directly in ``root`` are jobcluster's own (configuration,
+    JobGraph, token, logs) and must be 0600-like. Deeper down, the executors'
+    work and scratch files get the program's umask by design (as under
+    spark-submit); the 0700 ``root`` keeps them from other users.
+    """
+    found = [f"{root.name} {stat.filemode(root.stat().st_mode)}"] if root.stat().st_mode & 0o077 else []
+    for path in root.iterdir():
         mode = path.lstat().st_mode
-        if not stat.S_ISLNK(mode) and mode & 0o077:
+        if stat.S_ISREG(mode) and mode & 0o077:
             found.append(f"{path.relative_to(root.parent)} {stat.filemode(mode)}")
     return found
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import queue
 import re
+import stat
 import subprocess
 import sys
 import threading
@@ -49,7 +50,8 @@ def test_a_program_runs_in_the_users_directory_with_its_output_streamed_whole(ho
     stderr_file = tmp_path / "stderr.txt"
     args = [*ONE_SLOT, "--py-files", str(PROGRAMS / "lib" / "shipped_lib.py"), str(PROGRAMS / "like_spark_submit.py"), "wc_out"]
     with open(stderr_file, "w") as stderr:
-        proc = subprocess.Popen([str(JOBCLUSTER), "run", *args], cwd=work, stdout=subprocess.PIPE, stderr=stderr, text=True)
+        # a shell's usual umask: the job's output must get the modes it gives, as under spark-submit
+        proc = subprocess.Popen([str(JOBCLUSTER), "run", *args], cwd=work, stdout=subprocess.PIPE, stderr=stderr, text=True, umask=0o022)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=_lines_of, args=(proc.stdout, lines), daemon=True).start()
     stdout: list[str] = []
@@ -78,6 +80,8 @@ def test_a_program_runs_in_the_users_directory_with_its_output_streamed_whole(ho
     assert "this line goes to stderr only" in err and "this line goes to stderr only\n" not in stdout
     assert " INFO " not in err, "Spark's log stays in the driver log"
     assert [p.read_text() for p in (work / "wc_out").glob("part-*") if p.stat().st_size] == ["written\n"]
+    output_modes = {stat.S_IMODE(p.stat().st_mode) for p in [work / "wc_out", *(work / "wc_out").glob("part-*")]}
+    assert all(mode & 0o044 == 0o044 for mode in output_modes), f"the output has the user's umask: {sorted(map(oct, output_modes))}"
     assert staging_dirs(home) == []
     log_dir = next((home / "log").iterdir())
     assert (log_dir / "driver.out").read_text().endswith("got go\n"), "the output is kept in the log directory"

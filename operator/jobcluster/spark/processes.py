@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 
 from jobcluster.errors import SparkError
-from jobcluster.processes import ChildProcess, find_free_port
+from jobcluster.processes import ChildProcess, find_free_port, program_umask
 from jobcluster.spark.home import spark_env, spark_home
 
 log = logging.getLogger(__name__)
@@ -150,7 +150,8 @@ class SparkWorker:
             master.url,
         ]
         env = spark_env({"SPARK_LOCAL_IP": host, **daemon_env})
-        self.process = ChildProcess(name, argv, env, log_dir / f"{name}.log")
+        # its executors write the job's output: they get the program's umask, their logs stay in 0700 directories
+        self.process = ChildProcess(name, argv, env, log_dir / f"{name}.log", umask=program_umask())
 
     @property
     def worker_id(self) -> str:

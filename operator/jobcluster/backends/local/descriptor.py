@@ -5,7 +5,9 @@ Each cluster gets a staging directory ``$JOBCLUSTER_HOME/clusters/<cluster-id>``
 directory ``$JOBCLUSTER_HOME/log/<cluster-id>`` (kept for
 ``jobcluster.logs.max-age`` after the cluster ends; see retention.py).  Both are
 private to the user: directories 0700, files 0600, and the cluster's processes
-run with umask 077. The JobGraph records the client's working directory and the
+run with umask 077, except that the driver and the Spark workers (whose
+executors write the job's output) get this shell's umask, as under
+``spark-submit``; their logs stay in the 0700 directories. The JobGraph records the client's working directory and the
 program's path (ClientPaths): the cluster shares this machine's file system, so
 the driver runs there. The entrypoint runs as
 a separate process in its own session; the descriptor waits until it serves
@@ -42,7 +44,7 @@ from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import DeploymentError
 from jobcluster.jobgraph.model import ClientPaths, JobGraph, write_job_graph
-from jobcluster.processes import PRIVATE_UMASK, kill_process_tree, session_members
+from jobcluster.processes import ENV_PROGRAM_UMASK, PRIVATE_UMASK, current_umask, kill_process_tree, session_members
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.security import new_cluster_secret, private_directory, rest_token, write_private_file
 from jobcluster.spark.home import check_java
@@ -136,6 +138,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
             layout.ENV_LOG_DIR: str(log_dir),
             layout.ENV_CLUSTER_SECRET: secret,
             layout.ENV_BIND_HOST: self.bind_host,
+            ENV_PROGRAM_UMASK: f"{current_umask():03o}",
         }
         with open(log_dir / "jobmanager.log", "ab", opener=_private_opener) as out:
             return subprocess.Popen(

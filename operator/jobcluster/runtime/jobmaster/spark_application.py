@@ -45,7 +45,7 @@ from typing import Any
 
 from jobcluster.errors import SparkError
 from jobcluster.jobgraph.model import JobGraph
-from jobcluster.processes import ChildProcess, find_free_port, session_members
+from jobcluster.processes import ChildProcess, find_free_port, program_umask, session_members
 from jobcluster.runtime.jobmaster.driver_output import (
     DRIVER_LOG_FILE,
     DRIVER_STDERR_FILE,
@@ -229,12 +229,15 @@ class SparkApplication:
             self.stderr_file,
             cwd=cwd,
             stdout_file=self.stdout_file,
+            umask=program_umask(),  # the program's files get the modes they would get under spark-submit
         )
         self.app_id: str | None = None
 
     async def start(self) -> None:
         """Start the program; OSError when it cannot be started (e.g. its working directory is gone)."""
         await asyncio.to_thread(_write_file, self._log4j_config, driver_log4j_config(self.spark_log_file))
+        # created here, with this process's private modes: the driver JVM (the program's umask) only appends to it
+        await asyncio.to_thread(self.spark_log_file.touch)
         await self.process.start()
         log.info("PySpark driver started (pid %s) in %s, driver UI %s", self.process.pid, self.process.cwd, self.ui_url)
 
