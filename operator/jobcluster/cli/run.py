@@ -61,6 +61,14 @@ def run(
 ) -> None:
     """Run PROGRAM (a PySpark script) with PROGRAM_ARGS on its own job cluster.
 
+    The program runs as under spark-submit in client mode: in this directory,
+    with its own directory on sys.path; its stdout and stderr are streamed here
+    as they are written (progress lines go to stderr). Spark settings: -D spark.KEY=VALUE.
+
+    \b
+    Exit codes: 0 FINISHED; the program's own code when it exits with one above 1;
+    1 FAILED, CANCELED or refused input; 2 usage error; 130 interrupted (the job keeps running).
+
     \b
     Example:
       jobcluster run -t local -p 4 -D taskmanager.numberOfTaskSlots=2 \\
