@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import kubernetes
@@ -30,6 +29,7 @@ from jobcluster.backends.kubernetes.taskmanager import build_task_manager_pod, t
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import DeploymentError
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from tests.integration.k8s.waiting import wait_for
 
 pytestmark = pytest.mark.k8s
 
@@ -54,17 +54,6 @@ env = {{k: v for k, v in os.environ.items() if k.startswith("JOBCLUSTER_")}}
 print("REPORT " + json.dumps({{"env": env, "files": files, "argv": sys.argv[1:]}}), flush=True)
 time.sleep(3600)
 """
-
-
-def wait_for(predicate, timeout: float = 90, interval: float = 0.25, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
 
 
 def as_dict(response) -> dict:

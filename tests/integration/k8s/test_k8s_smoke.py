@@ -13,28 +13,18 @@ import ipaddress
 import json
 import sys
 import textwrap
-import time
 
 import kubernetes
 import psutil
 import pytest
 import requests
 
+from tests.integration.k8s.waiting import wait_for
+
 pytestmark = pytest.mark.k8s
 
 TIMEOUT = (5, 30)
 SMALL = {"requests": {"cpu": "10m", "memory": "16Mi"}}
-
-
-def wait_for(predicate, timeout: float = 90, interval: float = 0.25, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
 
 
 def get_pod(core: kubernetes.client.CoreV1Api, namespace: str, name: str) -> dict | None:

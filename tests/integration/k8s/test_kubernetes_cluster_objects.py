@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import kubernetes
@@ -14,23 +13,13 @@ from jobcluster.backends.kubernetes.parameters import job_manager_parameters
 from jobcluster.backends.kubernetes.staging import CONFIG_MAP_MAX_BYTES
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import DeploymentError
+from tests.integration.k8s.waiting import wait_for
 
 pytestmark = pytest.mark.k8s
 
 TIMEOUT = (5, 30)
 JOB_ID = "0123456789abcdef0123456789abcdef"
 FILES = {"jobcluster.yaml": b"parallelism.default: 1\n", "jobgraph.json": b"{}", "artifacts/wordcount.py": b"print(1)\n"}
-
-
-def wait_for(predicate, timeout: float = 90, interval: float = 0.25, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
 
 
 @pytest.fixture
