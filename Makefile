@@ -53,7 +53,7 @@ lint: venv
 	$(VENV)/bin/lint-imports
 
 test: venv lint java corpus infra
-	JOBCLUSTER_CORPUS=$(CORPUS)/sources $(PY) -m pytest -ra
+	JOBCLUSTER_CORPUS=$(CORPUS)/sources $(PY) -m pytest -ra --durations=15
 
 unit: venv
 	$(PY) -m pytest tests/unit -q
