@@ -183,6 +183,7 @@ def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(k8s_api, 
         await asyncio.to_thread(core.delete_namespaced_pod, second, k8s_namespace, _request_timeout=TIMEOUT)
         await until(lambda: len(recorder.terminated) == 2, what="the deleted worker reported")
         assert recorder.terminated[1][0] == second
+        assert "exitCode=143" in recorder.terminated[1][1]  # SIGTERM from the node agent, seen before the DELETED event
 
         # more watch rounds (each lasts 3 s) report nothing again
         await asyncio.sleep(7)
