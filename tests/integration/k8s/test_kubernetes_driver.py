@@ -33,6 +33,7 @@ pytestmark = pytest.mark.k8s
 
 TIMEOUT = (5, 30)
 CLUSTER_ID = "wordcount"
+ROOT = Path(__file__).resolve().parents[3]
 EXIT_CODE = 7
 
 
@@ -115,6 +116,16 @@ async def until(predicate, seconds: float = 90, what: str = "condition", describ
     raise AssertionError(f"timed out after {seconds}s waiting for {what} {detail}")
 
 
+def service_account_client(k8s_cluster, k8s_api, namespace: str) -> kubernetes.client.ApiClient:
+    """A client with only what manifests/rbac.yaml grants (the JobManager pod's service account ``jobcluster``)."""
+    k8s_cluster.kubectl("apply", "-n", namespace, "-f", str(ROOT / "manifests" / "rbac.yaml"))
+    token = k8s_cluster.kubectl("create", "token", "jobcluster", "-n", namespace).stdout.strip()
+    admin = k8s_api.configuration
+    config = kubernetes.client.Configuration(host=admin.host, api_key={"authorization": f"Bearer {token}"})
+    config.ssl_ca_cert, config.proxy = admin.ssl_ca_cert, None
+    return kubernetes.client.ApiClient(config)
+
+
 def quantities(resources: dict) -> dict:
     return {kind: {name: parse_quantity(value) for name, value in amounts.items()} for kind, amounts in resources.items()}
 
@@ -131,12 +142,14 @@ def running(core, namespace: str, name: str) -> bool:
     return pod is not None and (pod.get("status") or {}).get("phase") == "Running"
 
 
-def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(k8s_api, k8s_namespace, entrypoint_dir, tmp_path):
+def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(k8s_cluster, k8s_api, k8s_namespace, entrypoint_dir, tmp_path):
     config = cluster_config(k8s_namespace, entrypoint_dir)
     deployment = create_job_manager_objects(k8s_api, job_manager_parameters(config, JOB_ID), FILES, "s3cr3t")
     spec = task_executor_process_spec_from_config(config)
     core = kubernetes.client.CoreV1Api(k8s_api)
-    driver = KubernetesResourceManagerDriver(k8s_api, task_manager_parameters(config, JOB_ID), "127.0.0.1", watch_timeout_seconds=3)
+    # the driver runs with the JobManager's least privilege
+    account = service_account_client(k8s_cluster, k8s_api, k8s_namespace)
+    driver = KubernetesResourceManagerDriver(account, task_manager_parameters(config, JOB_ID), "127.0.0.1", watch_timeout_seconds=3)
     recorder = Recorder()
 
     async def scenario() -> None:
@@ -208,6 +221,7 @@ def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(k8s_api, 
         asyncio.run(scenario())
     finally:
         stop_watches(driver)
+        account.close()
     deadline = time.monotonic() + 120
     while objects_of(k8s_api, k8s_namespace) and time.monotonic() < deadline:
         time.sleep(0.5)
