@@ -6,6 +6,8 @@ server does every 5 minutes; that path is unit-tested in test_kubernetes_pod_wat
 
 from __future__ import annotations
 
+import time
+
 import kubernetes
 import pytest
 
@@ -49,3 +51,17 @@ def test_the_watch_sees_changes_after_the_list_across_resumed_watches(k8s_api, k
         assert (watch.relists, lists) == (0, [])  # resumed from the last version seen, never listed again
     finally:
         watch.stop()
+
+
+def test_stop_cuts_a_waiting_watch_off_at_once(k8s_api, k8s_namespace):
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    watch = PodWatch(core, k8s_namespace, "app=none", lambda *e: None, lambda pods: None, timeout_seconds=120)
+    _, version = list_pods(core, k8s_namespace, "app=none")
+    watch.start(version)
+    wait_for(lambda: watch.watches >= 1, timeout=10, what="the watch to start")
+    time.sleep(1)  # blocked in its read: nothing happens in the namespace
+    assert watch._thread is not None and watch._thread.is_alive()
+    started = time.monotonic()
+    watch.stop(wait_seconds=10)
+    assert watch._thread is not None and not watch._thread.is_alive()
+    assert time.monotonic() - started < 3
