@@ -1,0 +1,306 @@
+"""KubernetesResourceManagerDriver: TaskExecutors as TaskManager pods, owned by the JobManager Deployment.
+
+Flink's ``KubernetesResourceManagerDriver`` with jobcluster's SPI
+(``runtime/resourcemanager/driver.py``):
+
+* ``initialize`` reads the JobManager Deployment (every TaskManager pod's
+  owner), lists the TaskManager pods of earlier JobManager attempts, deletes the
+  terminated or unscheduled ones and reports the others as recovered workers;
+  the new attempt is one above the highest found (``pod_events.plan_recovery``).
+* ``request_resource`` creates the pod ``<cluster-id>-taskmanager-<attempt>-<n>``
+  (``build_task_manager_pod``) and returns its name, the worker's ResourceID.
+* A watch by label selector (``pod_watch``) sees every pod change; a pod that
+  fails, whose container terminates, or that is deleted is reported once to
+  ``on_worker_terminated`` with its exit code and reason, then deleted.
+* ``release_resource`` deletes one pod (idempotent, no report); ``terminate``
+  stops the watch and deletes every TaskManager pod; ``deregister_application``
+  deletes the Deployment, and the garbage collector everything it owns.
+
+Threads: every API call runs off the loop (``asyncio.to_thread``) with the
+timeouts of ``kube_client``; the watch runs on its own thread and hands its
+events to the loop through a queue, which one task owned by the driver
+consumes in order.  The driver's state is touched only on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+import kubernetes
+
+from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes.cluster_objects import delete_cluster
+from jobcluster.backends.kubernetes.kube_client import api_call, load_api_client
+from jobcluster.backends.kubernetes.labels import selector_text, task_manager_selector
+from jobcluster.backends.kubernetes.parameters import KubernetesTaskManagerParameters, task_manager_parameters
+from jobcluster.backends.kubernetes.pod_events import DELETED, plan_recovery, pod_name, resync_events, worker_termination
+from jobcluster.backends.kubernetes.pod_status import exit_code
+from jobcluster.backends.kubernetes.pod_template import load_pod_template
+from jobcluster.backends.kubernetes.pod_watch import WATCH_TIMEOUT_SECONDS, PodWatch, list_pods
+from jobcluster.backends.kubernetes.taskmanager import build_task_manager_pod, task_manager_pod_name
+from jobcluster.config import options
+from jobcluster.config.configuration import Configuration
+from jobcluster.errors import DeploymentError, IllegalConfigurationError, JobClusterError, ResourceManagerError
+from jobcluster.memory.spec import TaskExecutorProcessSpec
+from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.resourcemanager.driver import (
+    ApplicationStatus,
+    ResourceEventHandler,
+    ResourceManagerDriver,
+    TaskExecutorLaunchContext,
+)
+
+log = logging.getLogger(__name__)
+
+#: How long ``terminate`` waits for the watch thread to end, seconds (Flink: 5 s).
+WATCH_STOP_SECONDS = 5.0
+
+_Item = tuple[str, Any]  # ("event", (type, pod)) or ("list", pods)
+
+
+class KubernetesResourceManagerDriver(ResourceManagerDriver):
+    """Starts TaskExecutors as pods of ``params`` (see the module docstring).
+
+    ``api``: a client allowed what manifests/rbac.yaml grants;
+    ``job_manager_address``: the JobManager pod's IP, given to the TaskManager
+    pods (no cluster DNS needed); ``template``: the TaskManager pod template,
+    if any; ``watch_timeout_seconds``: how long one watch request lasts.
+    """
+
+    def __init__(
+        self,
+        api: kubernetes.client.ApiClient,
+        params: KubernetesTaskManagerParameters,
+        job_manager_address: str,
+        *,
+        template: dict[str, Any] | None = None,
+        watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
+    ) -> None:
+        self._api = api
+        self._core = kubernetes.client.CoreV1Api(api)
+        self._params = params
+        self._job_manager_address = job_manager_address
+        self._template = template
+        self._watch_timeout = watch_timeout_seconds
+        self._selector = selector_text(task_manager_selector(params.cluster_id))
+        self._handler: ResourceEventHandler | None = None
+        self._context: TaskExecutorLaunchContext | None = None
+        self._owner: dict[str, Any] | None = None
+        self._attempt = 0
+        self._pod_number = 0
+        #: Pods that are this driver's live workers: neither reported as terminated nor released.
+        self._workers: set[str] = set()
+        #: Pods being created → the diagnostics if they ended before their creation returned.
+        self._creating: dict[str, str | None] = {}
+        self._queue: asyncio.Queue[_Item] | None = None
+        self._consumer: asyncio.Task[None] | None = None
+        self._watch: PodWatch | None = None
+
+    @property
+    def attempt(self) -> int:
+        """The JobManager attempt this driver names its pods with (1 on a first start)."""
+        return self._attempt
+
+    @property
+    def watch(self) -> PodWatch | None:
+        return self._watch
+
+    async def initialize(self, handler: ResourceEventHandler, launch_context: TaskExecutorLaunchContext) -> None:
+        """Read the owner Deployment, recover or delete earlier attempts' pods, start watching.
+
+        Raises:
+            ResourceManagerError: the Deployment is missing, or the API server
+                refuses or cannot be reached.
+        """
+        self._handler, self._context = handler, launch_context
+        loop = asyncio.get_running_loop()
+        try:
+            self._owner = await asyncio.to_thread(self._read_owner)
+            pods, version = await asyncio.to_thread(list_pods, self._core, self._params.namespace, self._selector)
+        except (DeploymentError, kubernetes.client.ApiException) as exc:
+            raise ResourceManagerError(f"cannot start the Kubernetes ResourceManager driver: {exc}") from exc
+        recovery = plan_recovery(pods)
+        for name in recovery.to_delete:
+            await self._delete_pod(name)
+        self._attempt = recovery.attempt
+        self._workers.update(recovery.recovered)
+        log.info("Recovered %d pods from previous attempts, current attempt id is %d.", len(recovery.recovered), self._attempt)
+        queue: asyncio.Queue[_Item] = asyncio.Queue()
+        self._queue = queue
+
+        def hand_on(item: _Item) -> None:  # on the watch thread
+            if watch.stopped:
+                return
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:  # the loop is closed: nobody is left to tell
+                pass
+
+        watch = PodWatch(
+            self._core,
+            self._params.namespace,
+            self._selector,
+            lambda event_type, pod: hand_on(("event", (event_type, pod))),
+            lambda pods: hand_on(("list", pods)),
+            self._watch_timeout,
+        )
+        self._watch = watch
+        watch.start(version)
+        if recovery.recovered:
+            await handler.on_previous_attempt_workers_recovered(recovery.recovered)
+        self._consumer = loop.create_task(self._consume(queue), name=f"pod-events-{self._params.cluster_id}")
+
+    def _read_owner(self) -> dict[str, Any]:
+        apps = kubernetes.client.AppsV1Api(self._api)
+        namespace, name = self._params.namespace, pl.deployment_name(self._params.cluster_id)
+        try:
+            deployment = api_call("get", "deployments", namespace, apps.read_namespaced_deployment, name, namespace)
+        except kubernetes.client.ApiException as exc:
+            raise DeploymentError(f"Failed to find Deployment named {name} in namespace {namespace}: {exc.status} {exc.reason}") from exc
+        owner: dict[str, Any] = self._api.sanitize_for_serialization(deployment)  # type: ignore[no-untyped-call]  # untyped client
+        return owner
+
+    async def request_resource(self, spec: TaskExecutorProcessSpec) -> str:
+        """Create the next TaskManager pod of this attempt; its name once the API server accepted it.
+
+        Raises:
+            ResourceManagerError: the API server refused the pod, or the pod
+                ended before its creation returned (the ResourceManager asks again).
+        """
+        assert self._context is not None and self._owner is not None, "driver not initialized"
+        self._pod_number += 1
+        name = task_manager_pod_name(self._params.cluster_id, self._attempt, self._pod_number)
+        pod = build_task_manager_pod(
+            self._params,
+            spec,
+            name,
+            resource_manager_address=self._context.env[layout.ENV_RESOURCE_MANAGER_ADDRESS],
+            resource_manager_id=self._context.env[layout.ENV_RESOURCE_MANAGER_ID],
+            job_manager_address=self._job_manager_address,
+            owner=self._owner,
+            template=self._template,
+        )
+        namespace = self._params.namespace
+        self._creating[name] = None
+        try:
+            await asyncio.to_thread(api_call, "create", "pods", namespace, self._core.create_namespaced_pod, namespace, pod)
+        except (DeploymentError, kubernetes.client.ApiException) as exc:
+            raise ResourceManagerError(f"could not create TaskManager pod {name}: {_text(exc)}") from exc
+        finally:
+            ended = self._creating.pop(name, None)
+        if ended is not None:
+            await self._delete_pod(name)
+            raise ResourceManagerError(f"TaskManager pod {name} terminated right away: {ended}")
+        self._workers.add(name)
+        resources = pod["spec"]["containers"][0]["resources"]
+        log.info("created TaskManager pod %s (requests %s, limits %s)", name, resources["requests"], resources["limits"])
+        return name
+
+    async def release_resource(self, resource_id: str) -> None:
+        """Delete the pod ``resource_id``; nothing is reported for it (a pod already gone is fine)."""
+        self._workers.discard(resource_id)
+        await self._delete_pod(resource_id)
+
+    async def terminate(self) -> None:
+        """Stop the watch and delete every TaskManager pod of the cluster (of any attempt)."""
+        self._workers.clear()
+        if self._watch is not None:
+            await asyncio.to_thread(self._watch.stop, WATCH_STOP_SECONDS)
+        if self._consumer is not None:
+            self._consumer.cancel()
+            await asyncio.gather(self._consumer, return_exceptions=True)
+            self._consumer = None
+        try:
+            pods, _ = await asyncio.to_thread(list_pods, self._core, self._params.namespace, self._selector)
+        except (DeploymentError, kubernetes.client.ApiException) as exc:
+            log.error("could not list the TaskManager pods to delete them: %s", _text(exc))
+            return
+        await asyncio.gather(*(self._delete_pod(pod_name(pod)) for pod in pods))
+
+    async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
+        """Delete the JobManager Deployment; its ConfigMap, Secret, Service and pods follow (cascading)."""
+        log.info("application finished with %s%s", status.name, f": {diagnostics}" if diagnostics else "")
+        try:
+            await asyncio.to_thread(delete_cluster, self._api, self._params.namespace, self._params.cluster_id)
+        except DeploymentError as exc:
+            log.error("could not delete the job cluster %s: %s", self._params.cluster_id, exc)
+            if self._handler is not None:
+                await self._handler.on_error(exc)
+
+    async def _consume(self, queue: asyncio.Queue[_Item]) -> None:
+        while True:
+            kind, payload = await queue.get()
+            events = resync_events(self._workers, payload) if kind == "list" else [payload]
+            for event_type, pod in events:
+                try:
+                    await self._on_pod_event(event_type, pod)
+                except Exception as exc:  # one bad event must not end the watch of every worker
+                    log.exception("handling %s of pod %s failed", event_type, pod_name(pod))
+                    if self._handler is not None:
+                        await self._handler.on_error(exc)
+
+    async def _on_pod_event(self, event_type: str, pod: dict[str, Any]) -> None:
+        name = pod_name(pod)
+        diagnostics = worker_termination(event_type, pod)
+        if diagnostics is None:
+            return
+        if name in self._creating:
+            self._creating[name] = diagnostics
+            return
+        if name not in self._workers:
+            return  # released, already reported, or not this driver's
+        self._workers.discard(name)
+        log.warning("TaskManager pod %s terminated (exit code %s): %s", name, exit_code(pod), diagnostics)
+        assert self._handler is not None
+        await self._handler.on_worker_terminated(name, diagnostics)
+        if event_type != DELETED:
+            await self._delete_pod(name)
+
+    async def _delete_pod(self, name: str) -> None:
+        """Delete the pod ``name``; gone already is fine, a failure is logged (the garbage collector removes it with the cluster)."""
+        namespace = self._params.namespace
+        try:
+            await asyncio.to_thread(api_call, "delete", "pods", namespace, self._core.delete_namespaced_pod, name, namespace)
+        except kubernetes.client.ApiException as exc:
+            if exc.status != 404:
+                log.warning("could not delete TaskManager pod %s: %s", name, _text(exc))
+            return
+        except DeploymentError as exc:
+            log.warning("could not delete TaskManager pod %s: %s", name, exc)
+            return
+        log.info("deleted TaskManager pod %s", name)
+
+
+def _text(exc: JobClusterError | kubernetes.client.ApiException) -> str:
+    if isinstance(exc, kubernetes.client.ApiException):
+        return f"{exc.status} {exc.reason}"
+    return str(exc)
+
+
+def create_driver(config: Configuration) -> KubernetesResourceManagerDriver:
+    """The driver of the JobManager pod whose staged configuration is ``config``.
+
+    Reads the cluster id the descriptor pinned, the TaskManager options, the
+    TaskManager pod template (``kubernetes.pod-template-file.taskmanager``, a
+    path in the JobManager pod), the pod's IP (``JOBCLUSTER_POD_IP``, the
+    downward API) and the API server (in-cluster, the pod's service account).
+
+    Raises:
+        IllegalConfigurationError: no ``kubernetes.cluster-id`` in ``config``, no
+            pod IP in the environment, or an option the parameters refuse.
+    """
+    cluster_id = config.get(options.KUBERNETES_CLUSTER_ID)
+    if not cluster_id:
+        raise IllegalConfigurationError(
+            f"{options.KUBERNETES_CLUSTER_ID.key} must be set in the staged configuration of a Kubernetes job cluster"
+        )
+    pod_ip = os.environ.get(pl.ENV_POD_IP)
+    if not pod_ip:
+        raise IllegalConfigurationError(f"${pl.ENV_POD_IP} is not set: the Kubernetes driver runs only in a JobManager pod")
+    params = task_manager_parameters(config, job_id=cluster_id)
+    template_file = params.pod_template_file
+    template = load_pod_template(template_file, options.KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE.key) if template_file else None
+    return KubernetesResourceManagerDriver(load_api_client(config), params, pod_ip, template=template)

@@ -1,0 +1,85 @@
+"""What the driver makes of TaskManager pods: watch events as worker terminations, and a previous attempt's recovery.
+
+Pure functions of pods as JSON dicts (as the watch's ``raw_object`` and a list
+give them), so the rules are tested without a cluster.  The rules are Flink's
+(``KubernetesResourceManagerDriver``): a ``DELETED`` event or a terminated pod
+(``pod_status.is_terminated``) ends the worker; on a new JobManager attempt the
+previous attempts' pods that are terminated or not scheduled are deleted, the
+others are recovered, and the new attempt is one above the highest found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jobcluster.backends.kubernetes.pod_status import is_scheduled, is_terminated, max_attempt, termination_diagnostics
+from jobcluster.backends.kubernetes.taskmanager import attempt_of_pod
+
+#: Watch event types (``watch.Event.type``) the API server sends for objects.
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+
+
+def pod_name(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("name", ""))
+
+
+def worker_termination(event_type: str, pod: Mapping[str, Any]) -> str | None:
+    """The diagnostics of the worker this event ends, or None if the pod is still alive.
+
+    A terminated pod gives Flink's text (container exit codes and reasons, the
+    pod's failure); a pod deleted before its container ended says so, with
+    whatever container states it had.
+    """
+    if is_terminated(pod):
+        suffix = ", pod deleted" if event_type == DELETED else ""
+        return termination_diagnostics(pod) + suffix
+    if event_type == DELETED:
+        return "Pod deleted before its container terminated, " + termination_diagnostics(pod)[len("Pod terminated, ") :]
+    return None
+
+
+def resync_events(known: Iterable[str], pods: Iterable[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Events equivalent to a fresh list ``pods``, for a watch that expired (410) and missed some.
+
+    Every listed pod comes as ``MODIFIED`` (its termination is then seen as on
+    a watch); every ``known`` worker absent from the list comes as ``DELETED``
+    (a stub pod with only its name).
+    """
+    listed = {pod_name(pod): dict(pod) for pod in pods}
+    events = [(MODIFIED, pod) for pod in listed.values()]
+    events += [(DELETED, {"metadata": {"name": name}}) for name in sorted(set(known) - set(listed))]
+    return events
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What a new JobManager attempt does with the TaskManager pods it finds.
+
+    ``recovered``: pods kept as workers of this attempt (scheduled and alive);
+    ``to_delete``: terminated or unscheduled pods; ``attempt``: the new attempt,
+    one above the highest in any pod name (1 when there is none).
+    """
+
+    recovered: list[str]
+    to_delete: list[str]
+    attempt: int
+
+
+def plan_recovery(pods: Iterable[Mapping[str, Any]]) -> Recovery:
+    """Sort the listed TaskManager pods of earlier attempts (see :class:`Recovery`).
+
+    Pods whose name is not ``<cluster-id>-taskmanager-<attempt>-<n>`` are
+    left alone (not ours to recover, not ours to delete).
+    """
+    recovered, to_delete = [], []
+    for pod in pods:
+        name = pod_name(pod)
+        if attempt_of_pod(name) is None:
+            continue
+        if is_terminated(pod) or not is_scheduled(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            to_delete.append(name)
+        else:
+            recovered.append(name)
+    return Recovery(sorted(recovered), sorted(to_delete), max_attempt(recovered + to_delete) + 1)

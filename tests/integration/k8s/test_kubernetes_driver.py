@@ -1,0 +1,285 @@
+"""The KubernetesResourceManagerDriver against the real test cluster: TaskManager pods created, watched, reported, removed.
+
+A stand-in JobManager Deployment (the real builders, a sleeping command) owns
+the pods; the stand-in TaskExecutor is a short Python command that waits
+until the test tells it to exit with code 7.  The ResourceManager's side of
+the SPI is a recorder, so what the driver reports is seen as it reports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import kubernetes
+import pytest
+from kubernetes.utils import parse_quantity
+
+from jobcluster.backends.kubernetes.cluster_config import cluster_side_configuration
+from jobcluster.backends.kubernetes.cluster_objects import create_job_manager_objects
+from jobcluster.backends.kubernetes.driver import KubernetesResourceManagerDriver
+from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
+from jobcluster.config.configuration import Configuration
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, TaskExecutorLaunchContext
+from tests.integration.k8s.test_kubernetes_cluster_objects import FILES, JOB_ID, objects_of
+
+pytestmark = pytest.mark.k8s
+
+TIMEOUT = (5, 30)
+CLUSTER_ID = "wordcount"
+ROOT = Path(__file__).resolve().parents[3]
+EXIT_CODE = 7
+
+
+class Recorder:
+    """The ResourceManager's side of the SPI: what the driver reported, in order."""
+
+    def __init__(self) -> None:
+        self.terminated: list[tuple[str, str]] = []
+        self.recovered: list[list[str]] = []
+        self.errors: list[Exception] = []
+
+    async def on_worker_terminated(self, resource_id: str, diagnostics: str) -> None:
+        self.terminated.append((resource_id, diagnostics))
+
+    async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None:
+        self.recovered.append(resource_ids)
+
+    async def on_error(self, error: Exception) -> None:
+        self.errors.append(error)
+
+
+@pytest.fixture
+def entrypoint_dir(tmp_path: Path) -> Path:
+    """A sleeping JobManager; a TaskManager that exits with 7 once the file exit-<its pod name> appears."""
+    (tmp_path / "jobmanager").write_text(f"#!{sys.executable}\nimport time\ntime.sleep(3600)\n")
+    (tmp_path / "taskmanager").write_text(
+        f"#!{sys.executable}\nimport os, sys, time\n"
+        f"flag = {str(tmp_path)!r} + '/exit-' + os.environ['JOBCLUSTER_POD_NAME']\n"
+        "while not os.path.exists(flag):\n    time.sleep(0.2)\n"
+        f"sys.exit({EXIT_CODE})\n"
+    )
+    for name in ("jobmanager", "taskmanager"):
+        (tmp_path / name).chmod(0o755)
+    return tmp_path
+
+
+def cluster_config(namespace: str, entrypoint_dir: Path) -> Configuration:
+    """The configuration as the descriptor stages it (TaskManager CPU pinned from kubernetes.taskmanager.cpu.amount)."""
+    config = Configuration(
+        {
+            "jobmanager.memory.process.size": "1g",
+            "taskmanager.memory.process.size": "1g",
+            "taskmanager.numberOfTaskSlots": "2",
+            "kubernetes.cluster-id": CLUSTER_ID,
+            "kubernetes.namespace": namespace,
+            "kubernetes.jobmanager.cpu.amount": "0.1",
+            "kubernetes.taskmanager.cpu.amount": "0.25",
+            "kubernetes.taskmanager.cpu.limit-factor": "2",
+            "kubernetes.taskmanager.memory.limit-factor": "1.5",
+            "jobcluster.kubernetes.entrypoint.dir": str(entrypoint_dir),
+        }
+    )
+    return cluster_side_configuration(config, job_manager_parameters(config, JOB_ID), task_manager_parameters(config, JOB_ID))
+
+
+def launch_context(tmp_path: Path) -> TaskExecutorLaunchContext:
+    env = {layout.ENV_RESOURCE_MANAGER_ADDRESS: "127.0.0.1:6123", layout.ENV_RESOURCE_MANAGER_ID: "rm-id"}
+    return TaskExecutorLaunchContext(CLUSTER_ID, [], env, tmp_path, tmp_path)
+
+
+def read_pod(core: kubernetes.client.CoreV1Api, namespace: str, name: str) -> dict | None:
+    try:
+        response = core.read_namespaced_pod(name, namespace, _preload_content=False, _request_timeout=TIMEOUT)
+    except kubernetes.client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return json.loads(response.data)
+
+
+async def until(predicate, seconds: float = 90, what: str = "condition", describe=None):
+    """``predicate()`` (run off the loop, so the driver keeps running) until truthy; ``describe()`` goes into the failure."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = await asyncio.to_thread(predicate)
+        if value:
+            return value
+        await asyncio.sleep(0.25)
+    detail = await asyncio.to_thread(describe) if describe else ""
+    raise AssertionError(f"timed out after {seconds}s waiting for {what} {detail}")
+
+
+def service_account_client(k8s_cluster, k8s_api, namespace: str) -> kubernetes.client.ApiClient:
+    """A client with only what manifests/rbac.yaml grants (the JobManager pod's service account ``jobcluster``)."""
+    k8s_cluster.kubectl("apply", "-n", namespace, "-f", str(ROOT / "manifests" / "rbac.yaml"))
+    token = k8s_cluster.kubectl("create", "token", "jobcluster", "-n", namespace).stdout.strip()
+    admin = k8s_api.configuration
+    config = kubernetes.client.Configuration(host=admin.host, api_key={"authorization": f"Bearer {token}"})
+    config.ssl_ca_cert, config.proxy = admin.ssl_ca_cert, None
+    return kubernetes.client.ApiClient(config)
+
+
+def quantities(resources: dict) -> dict:
+    return {kind: {name: parse_quantity(value) for name, value in amounts.items()} for kind, amounts in resources.items()}
+
+
+def stop_watches(*drivers: KubernetesResourceManagerDriver) -> None:
+    """Whatever happened in the test, no watch thread outlives it."""
+    for driver in drivers:
+        if driver.watch is not None:
+            driver.watch.stop()
+
+
+def running(core, namespace: str, name: str) -> bool:
+    pod = read_pod(core, namespace, name)
+    return pod is not None and (pod.get("status") or {}).get("phase") == "Running"
+
+
+def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(k8s_cluster, k8s_api, k8s_namespace, entrypoint_dir, tmp_path):
+    config = cluster_config(k8s_namespace, entrypoint_dir)
+    deployment = create_job_manager_objects(k8s_api, job_manager_parameters(config, JOB_ID), FILES, "s3cr3t")
+    spec = task_executor_process_spec_from_config(config)
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    # the driver runs with the JobManager's least privilege
+    account = service_account_client(k8s_cluster, k8s_api, k8s_namespace)
+    driver = KubernetesResourceManagerDriver(account, task_manager_parameters(config, JOB_ID), "127.0.0.1", watch_timeout_seconds=3)
+    recorder = Recorder()
+
+    async def scenario() -> None:
+        await driver.initialize(recorder, launch_context(tmp_path))
+        assert driver.attempt == 1
+        assert recorder.recovered == []
+        first, second = [await driver.request_resource(spec) for _ in range(2)]
+        assert (first, second) == ("wordcount-taskmanager-1-1", "wordcount-taskmanager-1-2")
+        for name in (first, second):
+            await until(
+                lambda name=name: running(core, k8s_namespace, name),
+                what=f"{name} Running",
+                describe=lambda name=name: read_pod(core, k8s_namespace, name),
+            )
+
+        # what the API server stores: the memory model's sizes, the limit factors, the owner, the selector labels
+        stored = await asyncio.to_thread(read_pod, core, k8s_namespace, first)
+        assert stored is not None
+        container = stored["spec"]["containers"][0]
+        mib = spec.total_process >> 20
+        # the API server writes quantities in its canonical form (1024Mi as 1Gi): compared as numbers
+        assert quantities(container["resources"]) == {
+            "requests": {"cpu": Decimal("0.25"), "memory": mib << 20},
+            "limits": {"cpu": Decimal("0.5"), "memory": int(mib * 1.5) << 20},
+        }
+        assert stored["spec"]["restartPolicy"] == "Never"
+        (owner,) = stored["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+            "Deployment",
+            CLUSTER_ID,
+            deployment["metadata"]["uid"],
+            True,
+        )
+        assert stored["metadata"]["labels"] == {"type": "jobcluster-native-kubernetes", "app": CLUSTER_ID, "component": "taskmanager"}
+
+        # the first worker's TaskExecutor exits with 7: reported once with its exit code, and its pod deleted
+        (entrypoint_dir / f"exit-{first}").touch()
+        await until(lambda: recorder.terminated, what="a terminated worker")
+        assert recorder.terminated[0][0] == first
+        assert f"exitCode={EXIT_CODE}" in recorder.terminated[0][1]
+        await until(lambda: read_pod(core, k8s_namespace, first) is None, what=f"{first} deleted by the driver")
+
+        # the second worker's pod is deleted by someone else: reported once too
+        await asyncio.to_thread(core.delete_namespaced_pod, second, k8s_namespace, _request_timeout=TIMEOUT)
+        await until(lambda: len(recorder.terminated) == 2, what="the deleted worker reported")
+        assert recorder.terminated[1][0] == second
+        assert "exitCode=143" in recorder.terminated[1][1]  # SIGTERM from the node agent, seen before the DELETED event
+
+        # more watch rounds (each lasts 3 s) report nothing again
+        await asyncio.sleep(7)
+        assert [name for name, _ in recorder.terminated] == [first, second]
+        assert driver.watch is not None and driver.watch.watches >= 3
+        assert recorder.errors == []
+
+        # a released worker is not reported at all
+        third = await driver.request_resource(spec)
+        assert third == "wordcount-taskmanager-1-3"
+        await until(lambda: running(core, k8s_namespace, third), what=f"{third} Running")
+        await driver.release_resource(third)
+        await until(lambda: read_pod(core, k8s_namespace, third) is None, what=f"{third} deleted")
+        await driver.release_resource(third)  # idempotent
+        await asyncio.sleep(1)
+        assert len(recorder.terminated) == 2
+
+        await driver.terminate()
+        await driver.deregister_application(ApplicationStatus.SUCCEEDED, None)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        stop_watches(driver)
+        account.close()
+    deadline = time.monotonic() + 120
+    while objects_of(k8s_api, k8s_namespace) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert objects_of(k8s_api, k8s_namespace) == []
+    assert core.list_namespaced_pod(k8s_namespace, _request_timeout=TIMEOUT).items == []
+
+
+def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_namespace, entrypoint_dir, tmp_path):
+    config = cluster_config(k8s_namespace, entrypoint_dir)
+    create_job_manager_objects(k8s_api, job_manager_parameters(config, JOB_ID), FILES, "s3cr3t")
+    spec = task_executor_process_spec_from_config(config)
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    params = task_manager_parameters(config, JOB_ID)
+    earlier = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", watch_timeout_seconds=3)
+    later = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", watch_timeout_seconds=3)
+
+    async def scenario() -> None:
+        await earlier.initialize(Recorder(), launch_context(tmp_path))
+        kept, ended = [await earlier.request_resource(spec) for _ in range(2)]
+        for name in (kept, ended):
+            await until(
+                lambda name=name: running(core, k8s_namespace, name),
+                what=f"{name} Running",
+                describe=lambda name=name: read_pod(core, k8s_namespace, name),
+            )
+        # the JobManager of the first attempt dies: its watch ends, its pods stay; one of them then exits
+        assert earlier.watch is not None
+        await asyncio.to_thread(earlier.watch.stop)
+        (entrypoint_dir / f"exit-{ended}").touch()
+        await until(
+            lambda: ((read_pod(core, k8s_namespace, ended) or {}).get("status") or {}).get("phase") == "Failed",
+            what=f"{ended} Failed",
+        )
+
+        recorder = Recorder()
+        await later.initialize(recorder, launch_context(tmp_path))
+        assert later.attempt == 2
+        assert recorder.recovered == [[kept]]
+        await until(lambda: read_pod(core, k8s_namespace, ended) is None, what=f"{ended} deleted")
+        assert await later.request_resource(spec) == "wordcount-taskmanager-2-1"
+
+        # a recovered worker that ends is reported like any other
+        (entrypoint_dir / f"exit-{kept}").touch()
+        await until(lambda: recorder.terminated, what="the recovered worker reported")
+        assert recorder.terminated[0][0] == kept and f"exitCode={EXIT_CODE}" in recorder.terminated[0][1]
+
+        await later.terminate()
+        await until(
+            lambda: not core.list_namespaced_pod(k8s_namespace, label_selector="component=taskmanager", _request_timeout=TIMEOUT).items,
+            what="no pods",
+        )
+        await later.deregister_application(ApplicationStatus.FAILED, "test")
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        stop_watches(earlier, later)
+    deadline = time.monotonic() + 120
+    while objects_of(k8s_api, k8s_namespace) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert objects_of(k8s_api, k8s_namespace) == []

@@ -1,0 +1,85 @@
+"""The driver's pure rules: which pod events end a worker, what a re-list means, what a new attempt keeps."""
+
+from __future__ import annotations
+
+from jobcluster.backends.kubernetes.pod_events import DELETED, MODIFIED, plan_recovery, resync_events, worker_termination
+from jobcluster.backends.kubernetes.taskmanager import attempt_of_pod, task_manager_pod_name
+
+SCHEDULED = [{"type": "PodScheduled", "status": "True"}]
+
+
+def pod(name: str, phase: str = "Running", *, scheduled: bool = True, exited: int | None = None, deleting: bool = False) -> dict:
+    state = {"terminated": {"exitCode": exited, "reason": "Error"}} if exited is not None else {"running": {}}
+    metadata: dict = {"name": name}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-11-23T19:00:00Z"
+    return {
+        "metadata": metadata,
+        "status": {
+            "phase": phase,
+            "conditions": SCHEDULED if scheduled else [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+            "containerStatuses": [{"name": "jobcluster-main-container", "state": state}],
+        },
+    }
+
+
+def test_a_running_or_pending_pod_ends_nothing():
+    assert worker_termination(MODIFIED, pod("wc-taskmanager-1-1")) is None
+    assert worker_termination("ADDED", pod("wc-taskmanager-1-1", "Pending", scheduled=False)) is None
+    # being deleted is not yet ended: the DELETED event or the container's end says so
+    assert worker_termination(MODIFIED, pod("wc-taskmanager-1-1", deleting=True)) is None
+
+
+def test_an_exited_container_ends_the_worker_with_its_exit_code_and_reason():
+    diagnostics = worker_termination(MODIFIED, pod("wc-taskmanager-1-1", "Failed", exited=7))
+    assert diagnostics is not None
+    assert diagnostics.startswith("Pod terminated, container termination statuses: [jobcluster-main-container(exitCode=7, reason=Error")
+    assert "pod deleted" not in diagnostics
+
+
+def test_a_deleted_pod_ends_the_worker_whatever_its_state():
+    running = worker_termination(DELETED, pod("wc-taskmanager-1-1"))
+    assert running == "Pod deleted before its container terminated, container termination statuses: []"
+    exited = worker_termination(DELETED, pod("wc-taskmanager-1-1", "Failed", exited=143))
+    assert exited is not None and "exitCode=143" in exited and exited.endswith(", pod deleted")
+
+
+def test_a_relist_after_expiry_shows_every_pod_and_the_ones_that_went_missing():
+    listed = [pod("wc-taskmanager-1-1"), pod("wc-taskmanager-1-3", "Failed", exited=1)]
+    events = resync_events({"wc-taskmanager-1-1", "wc-taskmanager-1-2", "wc-taskmanager-1-3"}, listed)
+    assert [(kind, p["metadata"]["name"]) for kind, p in events] == [
+        (MODIFIED, "wc-taskmanager-1-1"),
+        (MODIFIED, "wc-taskmanager-1-3"),
+        (DELETED, "wc-taskmanager-1-2"),
+    ]
+    # ...which the rules above turn into exactly the missed terminations
+    ended = [p["metadata"]["name"] for kind, p in events if worker_termination(kind, p) is not None]
+    assert ended == ["wc-taskmanager-1-3", "wc-taskmanager-1-2"]
+
+
+def test_a_new_attempt_keeps_live_scheduled_pods_deletes_the_rest_and_counts_on():
+    recovery = plan_recovery(
+        [
+            pod("wc-taskmanager-1-1"),
+            pod("wc-taskmanager-2-1"),
+            pod("wc-taskmanager-2-2", "Failed", exited=1),
+            pod("wc-taskmanager-2-3", "Pending", scheduled=False),
+            pod("wc-taskmanager-2-4", deleting=True),
+            pod("someone-elses-pod"),
+        ]
+    )
+    assert recovery.recovered == ["wc-taskmanager-1-1", "wc-taskmanager-2-1"]
+    assert recovery.to_delete == ["wc-taskmanager-2-2", "wc-taskmanager-2-3", "wc-taskmanager-2-4"]
+    assert recovery.attempt == 3
+
+
+def test_the_attempt_counts_from_ended_pods_too_and_starts_at_one():
+    assert plan_recovery([pod("wc-taskmanager-4-9", "Failed", exited=1)]).attempt == 5
+    assert plan_recovery([]).attempt == 1
+
+
+def test_pod_names_carry_the_attempt():
+    name = task_manager_pod_name("word-count-2", 3, 12)
+    assert name == "word-count-2-taskmanager-3-12"
+    assert attempt_of_pod(name) == 3
+    assert attempt_of_pod("word-count-2") is None
