@@ -1,0 +1,126 @@
+"""An ApplicationMaster that drives the YarnResourceManagerDriver against the real ResourceManager.
+
+Staged and run by tests/integration/hadoop/test_yarn_driver.py. It registers
+through the driver, requests two TaskExecutor-sized containers for one
+TaskExecutorProcessSpec, launches in each a trivial command that needs a
+staged LocalResource (``payload.txt``), releases the first one early, waits
+for the second one's completion, and unregisters with SUCCEEDED. What it saw
+goes, as one JSON line prefixed ``RESULT``, to stdout (the container's
+``am.out``); any failure unregisters FAILED with the traceback as diagnostics.
+
+Usage (an ApplicationMaster command)::
+
+    python yarn_driver_am.py --staging-base /user/alice
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from jobcluster.backends.yarn.container_env import ContainerEnvironment
+from jobcluster.backends.yarn.driver import YarnDriverSettings, YarnResourceManagerDriver, container_environment_of
+from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
+from jobcluster.backends.yarn.resources import task_executor_resource
+from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
+from jobcluster.config.configuration import Configuration
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, TaskExecutorLaunchContext
+
+TASK_EXECUTOR_COMMAND = (
+    'test -f payload.txt || exit 1; test "$JOBCLUSTER_RESOURCE_ID" = "$CONTAINER_ID" || exit 2; test "$0" = -D || exit 4; sleep 3; exit 3'
+)
+"""Exits 3 after 3 s (time enough to release one first) when the staged file was localized, the ResourceID
+is the container id, and the quotes and ``$`` of this line and the spec's ``-D`` arguments arrived intact
+through the NodeManager's launch script; else 1, 2 or 4."""
+
+REST_PORT = 4242
+
+
+class Recorder:
+    """The ResourceEventHandler: records what the driver reports."""
+
+    def __init__(self) -> None:
+        self.terminated: dict[str, str] = {}
+        self.recovered: list[str] = []
+        self.errors: list[str] = []
+        self.changed = asyncio.Event()
+
+    async def on_worker_terminated(self, resource_id: str, diagnostics: str) -> None:
+        self.terminated[resource_id] = diagnostics
+        self.changed.set()
+
+    async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None:
+        self.recovered += resource_ids
+
+    async def on_error(self, error: Exception) -> None:
+        self.errors.append(str(error))
+        self.changed.set()
+
+
+async def exercise(driver: YarnResourceManagerDriver, handler: Recorder, log_dir: Path) -> dict[str, object]:
+    context = TaskExecutorLaunchContext("driver-test", ["/bin/sh", "-c", TASK_EXECUTOR_COMMAND], {}, Path.cwd(), log_dir)
+    await driver.initialize(handler, context)
+    spec = task_executor_process_spec_from_config(
+        Configuration({"taskmanager.memory.process.size": "1g", "taskmanager.numberOfTaskSlots": "1"})
+    )
+    first, second = await asyncio.gather(driver.request_resource(spec), driver.request_resource(spec))
+    allocated = {cid: (r.memory_mib, r.vcores) for cid, r in driver.containers.items()}
+    await driver.release_resource(first)
+    async with asyncio.timeout(90):
+        while second not in handler.terminated and not handler.errors:
+            handler.changed.clear()
+            await handler.changed.wait()
+    await asyncio.sleep(3 * driver.settings.heartbeat_interval)  # a report for the released one would come by now
+    return {
+        "requested": list(task_executor_resource(spec).__dict__.values()),
+        "allocated": allocated,
+        "released": first,
+        "completed": second,
+        "terminated": handler.terminated,
+        "recovered": handler.recovered,
+        "errors": handler.errors,
+        "held_after": list(driver.containers),
+    }
+
+
+async def main(staging_base: str) -> int:
+    env = ContainerEnvironment.from_environ(os.environ)
+    assert env.hadoop_conf_dir, "HADOOP_CONF_DIR is not set"
+    conf = HadoopConfiguration.load(env.hadoop_conf_dir)
+    staging = StagingDirectory(HdfsPaths(webhdfs_client(conf, timeout=30), conf.default_fs), staging_base, env.application_id)
+    settings = YarnDriverSettings(
+        hadoop_conf_dir=env.hadoop_conf_dir,
+        host=env.node_host,
+        rest_port=REST_PORT,
+        tracking_url=f"http://{env.node_host}:{REST_PORT}",
+        heartbeat_interval=1.0,
+        container_request_interval=0.2,
+        local_resources=env.local_resources,
+        environment=container_environment_of(),
+        staging=staging,
+        gateway_log=str(Path(env.log_dir) / "gateway.log"),
+    )
+    driver = YarnResourceManagerDriver(settings)
+    handler = Recorder()
+    try:
+        result = await exercise(driver, handler, Path(env.log_dir))
+        status, diagnostics = ApplicationStatus.SUCCEEDED, "driver harness done"
+        print("RESULT " + json.dumps(result), flush=True)
+    except BaseException:  # noqa: BLE001 - reported to YARN as the failure's diagnostics
+        status, diagnostics = ApplicationStatus.FAILED, traceback.format_exc()[-3000:]
+        print(diagnostics, file=sys.stderr, flush=True)
+    await driver.terminate()
+    await driver.deregister_application(status, diagnostics)
+    return status.exit_code
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--staging-base", required=True)
+    sys.exit(asyncio.run(main(parser.parse_args().staging_base)))
