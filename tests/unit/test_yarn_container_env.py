@@ -11,12 +11,14 @@ from jobcluster.backends.yarn.container_env import (
     ENV_LOCAL_RESOURCES,
     ContainerEnvironment,
     application_id_of,
+    application_master_command,
     decode_local_resources,
     encode_local_resources,
     launch_command,
 )
 from jobcluster.backends.yarn.errors import YarnDeploymentError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType, LocalResourceVisibility
+from jobcluster.runtime.entrypoint.cluster_dir import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
 
 FILES = (
     LocalResourceDescriptor("program.py", "hdfs://nn:8020/user/a/.jobcluster/application_1_0001/program.py", 12, 1700000000000),
@@ -96,3 +98,19 @@ def test_every_word_arrives_as_given_through_the_nodemanagers_launch_script(tmp_
         configs["odd"].join(("odd=", "")),
     ]
     assert (tmp_path / "taskmanager.err").read_text() == ""
+
+
+def test_the_application_master_binds_to_the_node_and_keeps_its_files_in_the_container(tmp_path):
+    work, logs = tmp_path / "appcache" / "container_1", tmp_path / "logs"
+    work.mkdir(parents=True)
+    logs.mkdir()
+    probe = "import json, os, sys; print(json.dumps([sys.argv[1:]] + [os.environ[k] for k in sys.argv[1:]]))"
+    keys = [ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR]
+    line = application_master_command([sys.executable, "-c", probe, *keys])
+
+    script = tmp_path / "launch_container.sh"
+    script.write_text(f'cd {work}\nexec /bin/bash -c "' + line.replace("<LOG_DIR>", str(logs)) + '"\n')
+    env = {"NM_HOST": "node1.example.com", "PATH": os.environ["PATH"]}
+    subprocess.run(["/bin/bash", str(script)], check=True, env=env)
+
+    assert json.loads((logs / "jobmanager.out").read_text()) == [keys, "node1.example.com", str(work), str(logs)]

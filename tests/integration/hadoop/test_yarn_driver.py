@@ -9,17 +9,16 @@ unregisters SUCCEEDED, after which the driver removes the staging directory.
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from pathlib import Path
 
 import pytest
 
-from jobcluster.backends.yarn.container_env import ENV_LOCAL_RESOURCES, encode_local_resources
+from jobcluster.backends.yarn.container_env import ENV_LOCAL_RESOURCES, application_master_command, encode_local_resources
 from jobcluster.backends.yarn.resources import ContainerResource
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory
 from jobcluster.backends.yarn.submission import submit_application_master
-from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, NewApplication, YarnClient
+from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication, YarnClient
 from tests.infra.hadoop.cluster import HadoopCluster
 from tests.integration.hadoop.test_yarn_client import (  # noqa: F401 - fixtures
     APP_TIMEOUT,
@@ -52,12 +51,21 @@ def test_driver_registers_allocates_launches_releases_and_unregisters(
             name="jobcluster-driver-test",
             application_type=TEST_TYPE,
             resource=ContainerResource(512, 1),
-            command=f"{sys.executable} {HARNESS.name} --staging-base {shlex.quote(base)} 1><LOG_DIR>/am.out 2><LOG_DIR>/am.err",
+            command=application_master_command([sys.executable, HARNESS.name, "--staging-base", base], "am"),
             environment={"HADOOP_CONF_DIR": str(hadoop_cluster.hadoop_conf_dir), ENV_LOCAL_RESOURCES: encode_local_resources(files)},
             local_resources=files,
         )
 
-    submitted = submit_application_master(yarn, paths, None, build, until=lambda r: r.is_terminal, timeout=APP_TIMEOUT)
+    running: list[ApplicationReport] = []
+    submitted = submit_application_master(
+        yarn,
+        paths,
+        None,
+        build,
+        until=lambda r: r.is_terminal,
+        on_change=lambda r: running.append(r) if r.state == "RUNNING" else None,
+        timeout=APP_TIMEOUT,
+    )
     report = submitted.report
     logs = am_logs(hadoop_cluster, report.application_id)
     assert (report.state, report.final_status) == ("FINISHED", "SUCCEEDED"), f"{report}\n{logs}"
@@ -66,6 +74,10 @@ def test_driver_registers_allocates_launches_releases_and_unregisters(
     out = next((hadoop_cluster.log_dir / "userlogs" / report.application_id).glob("*/am.out")).read_text()
     result = json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[len("RESULT ") :])
     assert result["errors"] == [] and result["recovered"] == []
+    # The AM command gave the entrypoint the node's host, the container's directories; the driver registered them.
+    assert all(result["entrypoint"].values()), result["entrypoint"]
+    assert running, "never saw RUNNING"
+    assert (running[0].host, running[0].rpc_port) == (result["entrypoint"]["bind_host"], 4242)
     # Exactly the requested size, as YARN allocated it (1g, one slot → 1024 MiB, 1 vcore).
     assert result["requested"] == [1024, 1]
     assert sorted(result["allocated"].values()) == [[1024, 1], [1024, 1]]

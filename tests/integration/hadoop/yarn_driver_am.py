@@ -30,6 +30,7 @@ from jobcluster.backends.yarn.resources import task_executor_resource
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from jobcluster.config.configuration import Configuration
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.runtime.entrypoint.cluster_dir import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
 from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, TaskExecutorLaunchContext
 
 TASK_EXECUTOR_COMMAND = (
@@ -89,14 +90,27 @@ async def exercise(driver: YarnResourceManagerDriver, handler: Recorder, log_dir
     }
 
 
+def entrypoint_environment(env: ContainerEnvironment) -> dict[str, object]:
+    """What the AM command (application_master_command) set for the entrypoint, checked against the container."""
+    cluster_dir = os.environ[ENV_CLUSTER_DIR]
+    return {
+        "bind_host": os.environ[ENV_BIND_HOST],
+        "bind_host_is_nm_host": os.environ[ENV_BIND_HOST] == env.node_host,
+        "cluster_dir_is_cwd": cluster_dir == os.getcwd(),
+        "cluster_dir_under_local_dirs": any(cluster_dir.startswith(d.rstrip("/") + "/") for d in env.local_dirs),
+        "log_dir_is_the_containers": os.environ[ENV_LOG_DIR] == env.log_dir,
+    }
+
+
 async def main(staging_base: str) -> int:
     env = ContainerEnvironment.from_environ(os.environ)
     assert env.hadoop_conf_dir, "HADOOP_CONF_DIR is not set"
+    entrypoint = entrypoint_environment(env)
     conf = HadoopConfiguration.load(env.hadoop_conf_dir)
     staging = StagingDirectory(HdfsPaths(webhdfs_client(conf, timeout=30), conf.default_fs), staging_base, env.application_id)
     settings = YarnDriverSettings(
         hadoop_conf_dir=env.hadoop_conf_dir,
-        host=env.node_host,
+        host=os.environ[ENV_BIND_HOST],
         rest_port=REST_PORT,
         tracking_url=f"http://{env.node_host}:{REST_PORT}",
         heartbeat_interval=1.0,
@@ -109,7 +123,7 @@ async def main(staging_base: str) -> int:
     driver = YarnResourceManagerDriver(settings)
     handler = Recorder()
     try:
-        result = await exercise(driver, handler, Path(env.log_dir))
+        result = {**await exercise(driver, handler, Path(env.log_dir)), "entrypoint": entrypoint}
         status, diagnostics = ApplicationStatus.SUCCEEDED, "driver harness done"
         print("RESULT " + json.dumps(result), flush=True)
     except BaseException:  # noqa: BLE001 - reported to YARN as the failure's diagnostics

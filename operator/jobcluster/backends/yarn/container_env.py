@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from jobcluster.backends.yarn.errors import StagingError, YarnDeploymentError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, descriptors_from_json, descriptors_to_json
+from jobcluster.runtime.entrypoint.cluster_dir import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
 
 ENV_LOCAL_RESOURCES = "JOBCLUSTER_YARN_LOCAL_RESOURCES"
 """The ApplicationMaster's staged LocalResources, as URL-safe base64 of their JSON (Flink's
@@ -125,6 +126,19 @@ def launch_command(argv: Sequence[str], dynamic_configs: Mapping[str, str], log_
     for key, value in dynamic_configs.items():
         words += ["-D", f"{key}={value}"]
     line = _DOUBLE_QUOTED_SPECIALS.sub(r"\\\1", " ".join(shlex.quote(w) for w in words))
+    return f"{line} 1>{LOG_DIR_EXPANSION}/{log_name}.out 2>{LOG_DIR_EXPANSION}/{log_name}.err"
+
+
+def application_master_command(argv: Sequence[str], log_name: str = "jobmanager") -> str:
+    """The ApplicationMaster's shell line: ``argv`` (the JobClusterEntrypoint, from the container's working
+    directory) with the entrypoint's bind host, cluster directory and log directory taken from the container
+    when it starts: ``JOBCLUSTER_BIND_HOST`` = ``$NM_HOST`` (every endpoint on the node's address),
+    ``JOBCLUSTER_CLUSTER_DIR`` = the working directory (the staged files are localized there, and it lies
+    under one of ``LOCAL_DIRS``, so Spark's scratch space does too), ``JOBCLUSTER_LOG_DIR`` = the
+    container's log directory (so ``yarn logs`` shows every log); stdout and stderr into
+    ``<LOG_DIR>/<log_name>.out`` / ``.err``. Quoted as :func:`launch_command`."""
+    assignments = f'{ENV_BIND_HOST}="$NM_HOST" {ENV_CLUSTER_DIR}="$PWD" {ENV_LOG_DIR}={LOG_DIR_EXPANSION} exec '
+    line = _DOUBLE_QUOTED_SPECIALS.sub(r"\\\1", assignments + " ".join(shlex.quote(w) for w in argv))
     return f"{line} 1>{LOG_DIR_EXPANSION}/{log_name}.out 2>{LOG_DIR_EXPANSION}/{log_name}.err"
 
 
