@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,16 @@ def test_driver_registers_allocates_launches_releases_and_unregisters(
     assert list(result["terminated"]) == [result["completed"]]
     assert "Exit code:3." in result["terminated"][result["completed"]], result["terminated"]
     assert result["held_after"] == []
+    # A container larger than YARN's maximum is refused before YARN is asked, naming what to change.
+    assert "exceeds the maximum container" in result["oversized_error"], result["oversized_error"]
+    assert "taskmanager.memory.process.size" in result["oversized_error"]
+    # A request YARN has not fulfilled when the driver terminates fails instead of hanging.
+    assert result["pending_before_terminate"] is True
+    assert "terminated before YARN allocated" in result["pending_error"], result["pending_error"]
 
-    # The driver removed the staging directory after unregistering.
+    # The driver removes the staging directory right after unregistering (Flink's order), so just after
+    # the client sees FINISHED.
+    deadline = time.monotonic() + 30
+    while seen["staging"].exists() and time.monotonic() < deadline:
+        time.sleep(0.25)
     assert not seen["staging"].exists()

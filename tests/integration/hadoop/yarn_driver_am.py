@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import sys
 import traceback
@@ -29,6 +30,8 @@ from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.resources import task_executor_resource
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from jobcluster.config.configuration import Configuration
+from jobcluster.errors import ResourceManagerError
+from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.runtime.entrypoint.cluster_dir import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
 from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, TaskExecutorLaunchContext
@@ -64,12 +67,27 @@ class Recorder:
         self.changed.set()
 
 
+def spec_of(process_size: str) -> TaskExecutorProcessSpec:
+    return task_executor_process_spec_from_config(
+        Configuration({"taskmanager.memory.process.size": process_size, "taskmanager.numberOfTaskSlots": "1"})
+    )
+
+
+async def request_error(
+    driver: YarnResourceManagerDriver, spec: TaskExecutorProcessSpec | None, task: asyncio.Task[str] | None = None
+) -> str:
+    """The ResourceManagerError of a request (``spec``, or the running ``task``), or what happened instead."""
+    try:
+        got = await (task if task is not None else driver.request_resource(spec))  # type: ignore[arg-type]
+    except ResourceManagerError as error:
+        return str(error)
+    return f"no error: got {got}"
+
+
 async def exercise(driver: YarnResourceManagerDriver, handler: Recorder, log_dir: Path) -> dict[str, object]:
     context = TaskExecutorLaunchContext("driver-test", ["/bin/sh", "-c", TASK_EXECUTOR_COMMAND], {}, Path.cwd(), log_dir)
     await driver.initialize(handler, context)
-    spec = task_executor_process_spec_from_config(
-        Configuration({"taskmanager.memory.process.size": "1g", "taskmanager.numberOfTaskSlots": "1"})
-    )
+    spec = spec_of("1g")
     first, second = await asyncio.gather(driver.request_resource(spec), driver.request_resource(spec))
     allocated = {cid: (r.memory_mib, r.vcores) for cid, r in driver.containers.items()}
     await driver.release_resource(first)
@@ -78,6 +96,13 @@ async def exercise(driver: YarnResourceManagerDriver, handler: Recorder, log_dir
             handler.changed.clear()
             await handler.changed.wait()
     await asyncio.sleep(3 * driver.settings.heartbeat_interval)  # a report for the released one would come by now
+    oversized = await request_error(driver, spec_of(f"{2 * driver.maximum.memory_mib}m"))  # type: ignore[union-attr]
+    # As large as the node: YARN cannot allocate it while this AM runs, so it is pending when the driver terminates.
+    pending = asyncio.create_task(driver.request_resource(spec_of(f"{driver.maximum.memory_mib}m")))  # type: ignore[union-attr]
+    await asyncio.sleep(2)
+    pending_before_terminate = not pending.done()
+    await driver.terminate()
+    pending_error = await request_error(driver, None, pending)
     return {
         "requested": list(task_executor_resource(spec).__dict__.values()),
         "allocated": allocated,
@@ -87,6 +112,9 @@ async def exercise(driver: YarnResourceManagerDriver, handler: Recorder, log_dir
         "recovered": handler.recovered,
         "errors": handler.errors,
         "held_after": list(driver.containers),
+        "oversized_error": oversized,
+        "pending_before_terminate": pending_before_terminate,
+        "pending_error": pending_error,
     }
 
 
@@ -135,6 +163,7 @@ async def main(staging_base: str) -> int:
 
 
 if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # into am.err
     parser = argparse.ArgumentParser()
     parser.add_argument("--staging-base", required=True)
     sys.exit(asyncio.run(main(parser.parse_args().staging_base)))

@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -127,6 +127,8 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
         self._wake = asyncio.Event()
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._closed = False
+        self._terminated = False
+        self._callbacks: set[asyncio.Task[None]] = set()
         self.maximum: ContainerResource | None = None
         """The largest container YARN allocates (the registration's maximum capability)."""
 
@@ -179,7 +181,9 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
             return [_worker_of(c) for c in response.getContainersFromPreviousAttempts()]
 
     async def terminate(self) -> None:
-        """Release every container this driver holds; the ApplicationMaster stays registered."""
+        """Release every container this driver holds and fail pending requests (and later ones);
+        the ApplicationMaster stays registered."""
+        self._terminated = True
         await asyncio.gather(*(self.release_resource(r) for r in list(self._workers)))
         if self._pending is not None:
             for request in self._pending.cancel_all():
@@ -237,6 +241,8 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
             ResourceManagerError: the container exceeds YARN's maximum, or the request or the launch failed.
         """
         assert self._pending is not None and self._context is not None, "driver not initialized"
+        if self._terminated:
+            raise ResourceManagerError("the YARN driver is terminated: no more containers are requested")
         allocated: asyncio.Future[tuple[AllocatedContainer, Any]] = asyncio.get_running_loop().create_future()
         try:
             request = self._pending.request(spec, allocated)
@@ -320,13 +326,21 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
                 continue
             reason = container_completed_diagnostics(container_id, exit_status, diagnostics)
             log.info("%s", reason)
-            await self._handler.on_worker_terminated(container_id, reason)
+            # Its own task: a handler that asks for a replacement must not wait on this very heartbeat.
+            self._spawn(self._handler.on_worker_terminated(container_id, reason), f"terminated-{container_id}")
+
+    def _spawn(self, callback: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(callback, name=name)
+        self._callbacks.add(task)
+        task.add_done_callback(self._callbacks.discard)
 
     async def _stop_heartbeat(self) -> None:
+        """Stop the heartbeat, and wait for the handler callbacks it started."""
         task, self._heartbeat_task = self._heartbeat_task, None
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        await asyncio.gather(*self._callbacks, return_exceptions=True)
 
     # -- py4j calls (on the executors) ---------------------------------------------
 
