@@ -15,6 +15,7 @@ from jobcluster.backends.yarn.container_env import (
     decode_local_resources,
     encode_local_resources,
     launch_command,
+    task_executor_argv,
 )
 from jobcluster.backends.yarn.errors import YarnDeploymentError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType, LocalResourceVisibility
@@ -114,3 +115,9 @@ def test_the_application_master_binds_to_the_node_and_keeps_its_files_in_the_con
     subprocess.run(["/bin/bash", str(script)], check=True, env=env)
 
     assert json.loads((logs / "jobmanager.out").read_text()) == [keys, "node1.example.com", str(work), str(logs)]
+
+
+def test_the_task_executor_runs_the_containers_python_not_the_application_masters():
+    command = ["/data/nm/appcache/application_1_0001/container_1_0001_01_000001/environment/bin/python", "-m", "x"]
+    assert task_executor_argv(command, "./environment/bin/python") == ["./environment/bin/python", "-m", "x"]
+    assert task_executor_argv(command, None) == command

@@ -37,11 +37,13 @@ from jobcluster.runtime.entrypoint.cluster_dir import ENV_BIND_HOST, ENV_CLUSTER
 from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, TaskExecutorLaunchContext
 
 TASK_EXECUTOR_COMMAND = (
-    'test -f payload.txt || exit 1; test "$JOBCLUSTER_RESOURCE_ID" = "$CONTAINER_ID" || exit 2; test "$0" = -D || exit 4; sleep 3; exit 3'
+    'test -f payload.txt || exit 1; test "$JOBCLUSTER_RESOURCE_ID" = "$CONTAINER_ID" || exit 2; test "$0" = -D || exit 4; '
+    'test "$JOBCLUSTER_BIND_HOST" = "$NM_HOST" -a "$JOBCLUSTER_CLUSTER_DIR" = "$PWD" || exit 5; sleep 3; exit 3'
 )
 """Exits 3 after 3 s (time enough to release one first) when the staged file was localized, the ResourceID
-is the container id, and the quotes and ``$`` of this line and the spec's ``-D`` arguments arrived intact
-through the NodeManager's launch script; else 1, 2 or 4."""
+is the container id, bind host and cluster directory are the TaskExecutor container's own, and the quotes
+and ``$`` of this line and the spec's ``-D`` arguments arrived intact through the NodeManager's launch
+script; else 1, 2, 4 or 5."""
 
 REST_PORT = 4242
 
@@ -85,7 +87,9 @@ async def request_error(
 
 
 async def exercise(driver: YarnResourceManagerDriver, handler: Recorder, log_dir: Path) -> dict[str, object]:
-    context = TaskExecutorLaunchContext("driver-test", ["/bin/sh", "-c", TASK_EXECUTOR_COMMAND], {}, Path.cwd(), log_dir)
+    # As the entrypoint builds it: this (the AM's) container's host and directories, which the driver must override.
+    am_env = {ENV_BIND_HOST: "am-host.invalid", ENV_CLUSTER_DIR: str(Path.cwd()), ENV_LOG_DIR: str(log_dir)}
+    context = TaskExecutorLaunchContext("driver-test", ["/bin/sh", "-c", TASK_EXECUTOR_COMMAND], am_env, Path.cwd(), log_dir)
     await driver.initialize(handler, context)
     spec = spec_of("1g")
     first, second = await asyncio.gather(driver.request_resource(spec), driver.request_resource(spec))

@@ -116,8 +116,15 @@ def application_id_of(container_id: str) -> str:
 
 
 def launch_command(argv: Sequence[str], dynamic_configs: Mapping[str, str], log_name: str) -> str:
-    r"""The shell line a NodeManager runs to start ``argv`` with ``-D key=value`` per dynamic config, its
-    stdout and stderr into ``<LOG_DIR>/<log_name>.out`` / ``.err``.
+    r"""The shell line a NodeManager runs to start a jobcluster process in a container: ``argv`` with
+    ``-D key=value`` per dynamic config, its stdout and stderr into ``<LOG_DIR>/<log_name>.out`` / ``.err``.
+
+    The process gets its bind host, cluster directory and log directory from the container it runs in,
+    whatever its environment says (a TaskExecutor's launch context is built in the ApplicationMaster's
+    container): ``JOBCLUSTER_BIND_HOST`` = ``$NM_HOST`` (every endpoint on the node's address),
+    ``JOBCLUSTER_CLUSTER_DIR`` = the working directory (the staged files are localized there, and it lies
+    under one of ``LOCAL_DIRS``, so Spark's scratch space does too), ``JOBCLUSTER_LOG_DIR`` = the
+    container's log directory (so ``yarn logs`` shows every log).
 
     The NodeManager writes the line unescaped into its launch script as ``exec /bin/bash -c "<line>"``
     (``ContainerLaunch``'s shell script builder), so each word is shell-quoted for the inner bash and then
@@ -125,21 +132,25 @@ def launch_command(argv: Sequence[str], dynamic_configs: Mapping[str, str], log_
     words = list(argv)
     for key, value in dynamic_configs.items():
         words += ["-D", f"{key}={value}"]
-    line = _DOUBLE_QUOTED_SPECIALS.sub(r"\\\1", " ".join(shlex.quote(w) for w in words))
+    assignments = f'{ENV_BIND_HOST}="$NM_HOST" {ENV_CLUSTER_DIR}="$PWD" {ENV_LOG_DIR}={LOG_DIR_EXPANSION} exec '
+    line = _DOUBLE_QUOTED_SPECIALS.sub(r"\\\1", assignments + " ".join(shlex.quote(w) for w in words))
     return f"{line} 1>{LOG_DIR_EXPANSION}/{log_name}.out 2>{LOG_DIR_EXPANSION}/{log_name}.err"
 
 
 def application_master_command(argv: Sequence[str], log_name: str = "jobmanager") -> str:
     """The ApplicationMaster's shell line: ``argv`` (the JobClusterEntrypoint, from the container's working
-    directory) with the entrypoint's bind host, cluster directory and log directory taken from the container
-    when it starts: ``JOBCLUSTER_BIND_HOST`` = ``$NM_HOST`` (every endpoint on the node's address),
-    ``JOBCLUSTER_CLUSTER_DIR`` = the working directory (the staged files are localized there, and it lies
-    under one of ``LOCAL_DIRS``, so Spark's scratch space does too), ``JOBCLUSTER_LOG_DIR`` = the
-    container's log directory (so ``yarn logs`` shows every log); stdout and stderr into
-    ``<LOG_DIR>/<log_name>.out`` / ``.err``. Quoted as :func:`launch_command`."""
-    assignments = f'{ENV_BIND_HOST}="$NM_HOST" {ENV_CLUSTER_DIR}="$PWD" {ENV_LOG_DIR}={LOG_DIR_EXPANSION} exec '
-    line = _DOUBLE_QUOTED_SPECIALS.sub(r"\\\1", assignments + " ".join(shlex.quote(w) for w in argv))
-    return f"{line} 1>{LOG_DIR_EXPANSION}/{log_name}.out 2>{LOG_DIR_EXPANSION}/{log_name}.err"
+    directory) as :func:`launch_command` starts it."""
+    return launch_command(argv, {}, log_name)
+
+
+def task_executor_argv(command: Sequence[str], python: str | None) -> list[str]:
+    """The TaskExecutor's argv in its container: the launch context's ``command`` (built in the
+    ApplicationMaster, whose interpreter path is its own container's) with the interpreter replaced by
+    ``python`` (the shipped ``./environment/bin/python`` or ``jobcluster.yarn.python``); unchanged when None."""
+    argv = list(command)
+    if python and argv:
+        argv[0] = python
+    return argv
 
 
 def _required(environ: Mapping[str, str], name: str) -> str:

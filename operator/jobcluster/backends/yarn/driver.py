@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from jobcluster.backends.yarn.container_env import launch_command
+from jobcluster.backends.yarn.container_env import launch_command, task_executor_argv
 from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnDeploymentError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
@@ -78,7 +78,10 @@ class YarnDriverSettings:
     ``yarn.heartbeat.container-request-interval``); ``local_resources``: the client's staged files,
     localized into every TaskExecutor container; ``environment``: added to each TaskExecutor's
     environment (after the launch context's); ``staging``: the directory to delete after unregistering;
-    ``gateway_log``: the JVM's log file.
+    ``gateway_log``: the JVM's log file; ``python``: the TaskExecutors' interpreter in their containers
+    (``./environment/bin/python`` when the environment is shipped, else ``jobcluster.yarn.python``), None
+    to keep the launch context's. Bind host, cluster and log directory are each container's own
+    (``container_env.launch_command``).
     """
 
     hadoop_conf_dir: str
@@ -91,6 +94,7 @@ class YarnDriverSettings:
     environment: Mapping[str, str] = field(default_factory=dict)
     staging: StagingDirectory | None = None
     gateway_log: str | None = None
+    python: str | None = None
 
 
 @dataclass
@@ -271,7 +275,8 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
 
     def _launch_context_of(self, container_id: str, spec: TaskExecutorProcessSpec) -> tuple[str, dict[str, str]]:
         assert self._context is not None
-        command = launch_command(self._context.command, spec.dynamic_configs(), TASK_EXECUTOR_LOG_NAME)
+        argv = task_executor_argv(self._context.command, self.settings.python)
+        command = launch_command(argv, spec.dynamic_configs(), TASK_EXECUTOR_LOG_NAME)
         env = {**self._context.env, **self.settings.environment, ENV_RESOURCE_ID: container_id}
         return command, env
 
