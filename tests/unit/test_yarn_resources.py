@@ -102,3 +102,14 @@ def test_a_container_beyond_the_maximum_allocation_is_refused(maximum):
     with pytest.raises(YarnDeploymentError, match=r"taskmanager\.memory\.process\.size"):
         book.request(SPEC, "a")
     assert book.pending_count() == 0
+
+
+def test_cancel_all_forgets_every_pending_request():
+    book: PendingContainerRequests[str] = PendingContainerRequests(MAX)
+    book.request(SPEC, "a")
+    book.request(BIG, "b")
+    book.request(SPEC, "c")
+
+    assert sorted(book.cancel_all()) == ["a", "b", "c"]
+    assert book.pending_count() == 0
+    assert book.match([container(1, 1)]).excess == [container(1, 1)]

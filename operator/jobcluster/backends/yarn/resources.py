@@ -125,6 +125,12 @@ class PendingContainerRequests(Generic[Token]):
                 return ContainerRequest(priority, task_executor_resource(self._specs[priority]))
         return None
 
+    def cancel_all(self) -> list[Token]:
+        """Forget every pending request; returns their tokens, oldest first per priority."""
+        tokens = [token for pending in self._pending.values() for token in pending]
+        self._pending.clear()
+        return tokens
+
     def match(self, containers: Iterable[AllocatedContainer]) -> Matching[Token]:
         """Pair allocated containers with pending requests of their priority, oldest request first;
         containers of an unknown priority, or beyond the pending count, are excess."""

@@ -234,14 +234,7 @@ class YarnClient:
 
     def local_resource(self, descriptor: LocalResourceDescriptor) -> Any:
         """The Java ``LocalResource`` of ``descriptor``."""
-        records = self.records
-        return records.LocalResource.newInstance(
-            records.URL.fromURI(self.jvm.java.net.URI(descriptor.path)),
-            records.LocalResourceType.valueOf(str(descriptor.type)),
-            records.LocalResourceVisibility.valueOf(str(descriptor.visibility)),
-            descriptor.size,
-            descriptor.modification_time,
-        )
+        return java_local_resource(self.jvm, descriptor)
 
     def report(self, application_id: str) -> ApplicationReport:
         with java_errors(self._what(f"read the report of {application_id}")):
@@ -299,6 +292,18 @@ class YarnClient:
 
     def _application_id(self, application_id: str) -> Any:
         return self.records.ApplicationId.fromString(application_id)
+
+
+def java_local_resource(jvm: Any, descriptor: LocalResourceDescriptor) -> Any:
+    """The Java ``LocalResource`` of ``descriptor`` (for an ApplicationMaster's or a TaskExecutor's container)."""
+    records = jvm.org.apache.hadoop.yarn.api.records
+    return records.LocalResource.newInstance(
+        records.URL.fromURI(jvm.java.net.URI(descriptor.path)),
+        records.LocalResourceType.valueOf(str(descriptor.type)),
+        records.LocalResourceVisibility.valueOf(str(descriptor.visibility)),
+        descriptor.size,
+        descriptor.modification_time,
+    )
 
 
 def _report(java: Any) -> ApplicationReport:
