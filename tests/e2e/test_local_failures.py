@@ -117,6 +117,7 @@ def test_detached_run_list_and_cancel(home, corpus, tmp_path):
 
     listing = jobcluster("list", check=True)
     assert job_id in listing.stdout and "slow_wordcount" in listing.stdout
+    _check_flink_rest_bodies(_cluster_rest_url(home), job_id)
 
     cancelled = jobcluster("cancel", job_id, check=True)
     assert f"Cancelled job {job_id}" in cancelled.stdout
@@ -125,6 +126,27 @@ def test_detached_run_list_and_cancel(home, corpus, tmp_path):
         time.sleep(0.5)
     assert staging_dirs(home) == [], "the cancelled cluster shut down and removed its staging directory"
     assert job_id not in jobcluster("list", check=True).stdout
+
+
+def _check_flink_rest_bodies(rest: str, job_id: str) -> None:
+    """The live cluster's /jobs/overview and /taskmanagers carry Flink's fields with true values, under /v1 too."""
+    (job,) = requests.get(f"{rest}/v1/jobs/overview", timeout=10).json()["jobs"]
+    assert job["jid"] == job_id and job["jobType"] == "BATCH" and job["pending-operators"] == 0
+    tasks = job["tasks"]
+    assert all(type(n) is int and n >= 0 for n in tasks.values()) and {"total", "running", "finished", "failed"} <= tasks.keys()
+    assert tasks["finished"] + tasks["running"] <= tasks["total"]
+    ages = []
+    for _ in range(6):
+        managers = requests.get(f"{rest}/taskmanagers", timeout=10).json()["taskmanagers"]
+        assert managers
+        for tm in managers:
+            memory = tm["memoryConfiguration"]
+            assert memory["totalProcessMemory"] == memory["totalFlinkMemory"] + memory["jvmMetaspace"] + memory["jvmOverhead"]
+            assert type(tm["hardware"]["cpuCores"]) is int and tm["hardware"]["cpuCores"] >= 1
+            ages.append(tm["timeSinceLastHeartbeat"])
+        time.sleep(0.5)
+    assert all(type(a) is int and 0 <= a < 60_000 for a in ages) and max(ages) > 0, ages
+    assert requests.get(f"{rest}/jobs/not-a-job-id", timeout=10).status_code == 400
 
 
 def _cluster_rest_url(home: Path, timeout: float = 120) -> str:

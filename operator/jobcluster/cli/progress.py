@@ -53,8 +53,9 @@ class ProgressPrinter:
                 self._task_managers.add(tm["id"])
                 spec = tm.get("memoryConfiguration", {})
                 _say(
-                    f"TaskExecutor {tm['id']} registered: {tm['slotsNumber']} slots, process {_mib(spec.get('total_process'))} "
-                    f"(task heap {_mib(spec.get('task_heap'))}, managed {_mib(spec.get('managed'))}, network {_mib(spec.get('network'))})"
+                    f"TaskExecutor {tm['id']} registered: {tm['slotsNumber']} slots, process {_mib(spec.get('totalProcessMemory'))} "
+                    f"(task heap {_mib(spec.get('taskHeap'))}, managed {_mib(spec.get('managedMemory'))}, "
+                    f"network {_mib(spec.get('networkMemory'))})"
                 )
         slots = (job["slots"]["held"], job["slots"]["required"])
         if slots != self._slots:

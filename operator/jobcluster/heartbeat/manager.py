@@ -55,6 +55,11 @@ class HeartbeatManager:
     def unmonitor_target(self, target_id: str) -> None:
         self._targets.pop(target_id, None)
 
+    def seconds_since_last_heartbeat(self, target_id: str) -> float | None:
+        """Seconds since ``target_id`` last answered (since monitoring began if never); None when not monitored."""
+        entry = self._targets.get(target_id)
+        return None if entry is None else time.monotonic() - entry[1]
+
     def is_monitoring(self, target_id: str) -> bool:
         return target_id in self._targets
 

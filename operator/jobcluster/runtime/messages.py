@@ -55,6 +55,8 @@ class TaskExecutorRegistration(_Message):
 
     ``process_spec`` is the TaskExecutorProcessSpec as a dict of bytes (its
     ``to_dict()``), so the ResourceManager and the REST API can show sizes.
+    ``cpu_cores`` and ``physical_memory`` (bytes) describe the TaskExecutor's
+    machine (Flink's HardwareDescription); 0 when unknown.
     """
 
     resource_id: str
@@ -63,6 +65,8 @@ class TaskExecutorRegistration(_Message):
     process_spec: dict[str, Any]
     pid: int
     host: str
+    cpu_cores: int = 0
+    physical_memory: int = 0
 
 
 def dump(message: BaseModel) -> dict[str, Any]:

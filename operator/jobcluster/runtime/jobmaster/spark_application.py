@@ -77,6 +77,7 @@ class SparkProgress:
     tasks_completed: int
     tasks_failed: int
     executors: int
+    tasks_active: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -283,6 +284,7 @@ class SparkApplication:
             tasks_total=sum(j.get("numTasks", 0) for j in jobs),
             tasks_completed=sum(completed_tasks(j) for j in jobs),
             tasks_failed=sum(j.get("numFailedTasks", 0) for j in jobs),
+            tasks_active=sum(j.get("numActiveTasks", 0) for j in jobs),
             executors=sum(1 for e in executors if e.get("id") != "driver" and e.get("isActive", True)),
         )
 

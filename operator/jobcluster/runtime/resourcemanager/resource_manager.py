@@ -272,19 +272,8 @@ class ResourceManager(FencedRpcEndpoint):
         for resource_id, conn in self._task_executors.items():
             entry = self.slot_manager.task_managers.get(resource_id)
             free = sum(1 for s in entry.slots.values() if s.job_id is None) if entry else 0
-            infos.append(
-                {
-                    "id": resource_id,
-                    "path": conn.registration.address,
-                    "host": conn.registration.host,
-                    "pid": conn.registration.pid,
-                    "timeSinceLastHeartbeat": 0,
-                    "slotsNumber": conn.registration.num_slots,
-                    "freeSlots": free,
-                    "memoryConfiguration": conn.registration.process_spec,
-                    "registeredAt": int(conn.registered_at * 1000),
-                }
-            )
+            age = self._te_heartbeats.seconds_since_last_heartbeat(resource_id)
+            infos.append(task_manager_info(conn.registration, free, int((age or 0.0) * 1000), int(conn.registered_at * 1000)))
         return infos
 
     @rpc
@@ -295,3 +284,50 @@ class ResourceManager(FencedRpcEndpoint):
             "slots-available": self.slot_manager.free_slots(),
             "pending-taskmanagers": len(self._pending_workers),
         }
+
+
+#: Flink's ``memoryConfiguration`` key for each TaskExecutorProcessSpec size (bytes).
+_MEMORY_CONFIGURATION_KEYS = {
+    "frameworkHeap": "framework_heap",
+    "taskHeap": "task_heap",
+    "frameworkOffHeap": "framework_off_heap",
+    "taskOffHeap": "task_off_heap",
+    "networkMemory": "network",
+    "managedMemory": "managed",
+    "jvmMetaspace": "jvm_metaspace",
+    "jvmOverhead": "jvm_overhead",
+    "totalFlinkMemory": "total_flink",
+    "totalProcessMemory": "total_process",
+}
+
+
+def task_manager_info(
+    registration: TaskExecutorRegistration, free_slots: int, since_heartbeat_ms: int, registered_at_ms: int
+) -> dict[str, Any]:
+    """One entry of Flink's ``/taskmanagers`` (TaskManagerInfo) for a registered TaskExecutor.
+
+    Sizes in bytes, from the TaskExecutor's process spec; ``hardware`` is its
+    machine's (``freeMemory``: Flink gives the JVM's free heap, here the task
+    heap the Spark executor gets); ``timeSinceLastHeartbeat`` in ms, from the
+    ResourceManager's heartbeat manager. ``host``, ``pid`` and ``registeredAt``
+    (ms since the epoch) are jobcluster's additions.
+    """
+    spec = registration.process_spec
+    memory = {key: int(spec.get(name, 0)) for key, name in _MEMORY_CONFIGURATION_KEYS.items()}
+    return {
+        "id": registration.resource_id,
+        "path": registration.address,
+        "host": registration.host,
+        "pid": registration.pid,
+        "timeSinceLastHeartbeat": since_heartbeat_ms,
+        "slotsNumber": registration.num_slots,
+        "freeSlots": free_slots,
+        "hardware": {
+            "cpuCores": registration.cpu_cores,
+            "physicalMemory": registration.physical_memory,
+            "freeMemory": memory["taskHeap"],
+            "managedMemory": memory["managedMemory"],
+        },
+        "memoryConfiguration": memory,
+        "registeredAt": registered_at_ms,
+    }

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -35,6 +36,12 @@ ResourceView = Callable[[], Awaitable[Any]]
 READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The program's own output is the user's data, not cluster status: reading it needs the token too.
 PRIVATE_READ_SUFFIXES = ("/stdout", "/stderr")
+#: Flink serves each path also under its REST API version prefix.
+API_VERSION_PREFIX = "/v1"
+#: A Flink JobID in a path: 32 hex digits (Flink's ``JobID.fromHexString``; either case).
+_JOB_ID = re.compile(r"[0-9a-fA-F]{32}")
+#: The task states Flink's ``/jobs/overview`` counts per job (Flink 1.20's ``ExecutionState``, lower case).
+TASK_STATES = ("created", "scheduled", "deploying", "running", "finished", "canceling", "canceled", "failed", "reconciling", "initializing")
 
 
 class RestEndpoint:
@@ -63,17 +70,22 @@ class RestEndpoint:
 
     async def start(self) -> None:
         """Bind and serve; DeploymentError when the port cannot be bound (e.g. taken)."""
-        app = web.Application(middlewares=[self._authorize, self._errors])
-        app.router.add_get("/overview", self._overview)
-        app.router.add_get("/config", self._config)
-        app.router.add_get("/jobs", self._jobs)
-        app.router.add_get("/jobs/overview", self._jobs_overview)
-        app.router.add_get("/jobs/{job_id}", self._job)
-        app.router.add_patch("/jobs/{job_id}", self._cancel)
-        app.router.add_get("/jobs/{job_id}/execution-result", self._execution_result)
-        app.router.add_get("/jobs/{job_id}/stdout", self._program_output)
-        app.router.add_get("/jobs/{job_id}/stderr", self._program_output)
-        app.router.add_get("/taskmanagers", self._taskmanagers)
+        app = web.Application(middlewares=[self._json_errors, self._authorize, self._errors])
+        routes: list[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]] = [
+            ("GET", "/overview", self._overview),
+            ("GET", "/config", self._config),
+            ("GET", "/jobs", self._jobs),
+            ("GET", "/jobs/overview", self._jobs_overview),
+            ("GET", "/jobs/{job_id}", self._job),
+            ("PATCH", "/jobs/{job_id}", self._cancel),
+            ("GET", "/jobs/{job_id}/execution-result", self._execution_result),
+            ("GET", "/jobs/{job_id}/stdout", self._program_output),
+            ("GET", "/jobs/{job_id}/stderr", self._program_output),
+            ("GET", "/taskmanagers", self._taskmanagers),
+        ]
+        for method, path, handler in routes:
+            app.router.add_route(method, path, handler)
+            app.router.add_route(method, API_VERSION_PREFIX + path, handler)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -102,6 +114,19 @@ class RestEndpoint:
             await self._runner.cleanup()
 
     @web.middleware
+    async def _json_errors(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """Every error as Flink writes it: JSON ``{"errors": [...]}`` with the HTTP status (404 for an unknown path)."""
+        try:
+            return await handler(request)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            message = f"Not found: {request.path}" if exc.status == 404 else f"{exc.reason}: {request.method} {request.path}"
+            return web.json_response({"errors": [message]}, status=exc.status, headers=_allow_header(exc))
+
+    @web.middleware
     async def _authorize(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
         if request.method in READ_ONLY_METHODS and not request.path.endswith(PRIVATE_READ_SUFFIXES):
             return await handler(request)
@@ -119,6 +144,12 @@ class RestEndpoint:
     async def _errors(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
         if self._dispatcher is None:
             return web.json_response({"errors": ["the cluster is starting"]}, status=503)
+        job_id = request.match_info.get("job_id")
+        if job_id is not None and not _JOB_ID.fullmatch(job_id):
+            return web.json_response(
+                {"errors": [f"Bad request, could not parse parameters: jobid {job_id!r} is not a JobID (32 hexadecimal characters)"]},
+                status=400,
+            )
         try:
             return await handler(request)
         except JobNotFoundError as exc:
@@ -152,22 +183,15 @@ class RestEndpoint:
 
     async def _jobs_overview(self, request: web.Request) -> web.Response:
         assert self._dispatcher is not None
-        jobs = []
-        for job_id in self._dispatcher.job_ids():
-            d = self._dispatcher.job_details(job_id)
-            jobs.append(
-                {k: d[k] for k in ("jid", "name", "state", "start-time", "end-time", "duration")}
-                | {"last-modification": max(d["timestamps"].values())}
-            )
-        return web.json_response({"jobs": jobs})
+        return web.json_response({"jobs": [job_overview(self._dispatcher.job_details(j)) for j in self._dispatcher.job_ids()]})
 
     async def _job(self, request: web.Request) -> web.Response:
         assert self._dispatcher is not None
-        return web.json_response(self._dispatcher.job_details(request.match_info["job_id"]))
+        return web.json_response(self._dispatcher.job_details(_job_id(request)))
 
     async def _execution_result(self, request: web.Request) -> web.Response:
         assert self._dispatcher is not None
-        result = self._dispatcher.job_result(request.match_info["job_id"])
+        result = self._dispatcher.job_result(_job_id(request))
         if result is None:
             return web.json_response({"status": {"id": "IN_PROGRESS"}})
         return web.json_response(result.to_rest())
@@ -183,19 +207,85 @@ class RestEndpoint:
         stream = request.path.rsplit("/", 1)[1]
         try:
             offset = int(request.query.get("offset", "0"))
-            data = await self._dispatcher.job_output(request.match_info["job_id"], stream, offset)
+            data = await self._dispatcher.job_output(_job_id(request), stream, offset)
         except ValueError as exc:
             return web.json_response({"errors": [f"bad output request: {exc}"]}, status=400)
         return web.Response(body=data, content_type="application/octet-stream")
 
     async def _cancel(self, request: web.Request) -> web.Response:
+        """Flink's ``PATCH /jobs/{id}?mode=``: ``cancel`` (the default; any case) cancels, 202.
+
+        ``stop`` is answered 308 Permanent Redirect with an error, as Flink's
+        JobCancellationHandler does since the mode was removed (a graceful stop
+        is ``POST /jobs/{id}/stop``, which jobcluster does not serve yet); any
+        other mode is 400.
+        """
         assert self._dispatcher is not None
-        mode = request.query.get("mode", "cancel")
-        if mode != "cancel":
-            return web.json_response({"errors": [f"mode {mode!r} is not supported; use mode=cancel"]}, status=400)
-        await self._dispatcher.cancel_job(request.match_info["job_id"])
+        mode = request.query.get("mode", "cancel").upper()
+        if mode == "STOP":
+            return web.json_response(
+                {
+                    "errors": [
+                        'The termination mode "stop" has been removed. For an ungraceful shutdown, use "cancel"; '
+                        'for a graceful shutdown, "jobs/:jobId/stop".'
+                    ]
+                },
+                status=308,
+            )
+        if mode != "CANCEL":
+            return web.json_response(
+                {
+                    "errors": [
+                        f"Bad request, could not parse parameters: mode {request.query['mode']!r} is not a termination mode; use cancel"
+                    ]
+                },
+                status=400,
+            )
+        await self._dispatcher.cancel_job(_job_id(request))
         return web.json_response({}, status=202)
 
     async def _taskmanagers(self, request: web.Request) -> web.Response:
         assert self._task_managers is not None
         return web.json_response({"taskmanagers": await self._task_managers()})
+
+
+def _job_id(request: web.Request) -> str:
+    """The path's JobID in jobcluster's spelling (lower case); _errors has checked that it is one."""
+    return request.match_info["job_id"].lower()
+
+
+def _allow_header(exc: web.HTTPException) -> dict[str, str]:
+    allow = exc.headers.get("Allow")
+    return {"Allow": allow} if allow else {}
+
+
+def job_overview(details: dict[str, Any]) -> dict[str, Any]:
+    """One entry of Flink's ``/jobs/overview`` (JobDetails) from the ``/jobs/{id}`` body.
+
+    ``tasks`` counts Spark's tasks (Flink counts subtasks), per Flink task state,
+    from Spark's progress (all 0 before Spark reports): ``total`` the tasks of
+    the Spark jobs submitted so far, ``running`` Spark's active tasks,
+    ``finished`` the completed ones, ``failed`` failed task attempts,
+    ``scheduled`` those of submitted jobs neither running nor done; the other
+    states have no Spark counterpart and stay 0. ``pending-operators`` is 0:
+    the whole program is known when the job is submitted. ``jobType`` is BATCH
+    and ``schedulerType`` Default: a Spark program runs as one batch job under
+    jobcluster's one scheduler.
+    """
+    spark = details.get("spark") or {}
+    total = spark.get("tasks_total", 0)
+    running = spark.get("tasks_active", 0)
+    finished = spark.get("tasks_completed", 0)
+    tasks = dict.fromkeys(TASK_STATES, 0) | {
+        "running": running,
+        "finished": finished,
+        "failed": spark.get("tasks_failed", 0),
+        "scheduled": max(0, total - finished - running),
+    }
+    return {k: details[k] for k in ("jid", "name", "state", "start-time", "end-time", "duration")} | {
+        "last-modification": max(details["timestamps"].values(), default=details["start-time"]),
+        "tasks": {"total": total} | tasks,
+        "pending-operators": 0,
+        "jobType": "BATCH",
+        "schedulerType": "Default",
+    }

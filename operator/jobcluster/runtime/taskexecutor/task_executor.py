@@ -98,6 +98,8 @@ class TaskExecutor(RpcEndpoint):
             },
             pid=os.getpid(),
             host=socket.gethostname(),
+            cpu_cores=os.cpu_count() or 0,
+            physical_memory=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.registration_timeout
