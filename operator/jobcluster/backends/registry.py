@@ -2,7 +2,8 @@
 
 A dict of module paths, imported only when a target is used, so a local run
 never imports the Kubernetes or YARN client libraries. Each backend module
-provides ``create_cluster_descriptor(config)`` and ``create_driver(config)``.
+provides ``create_cluster_descriptor(config)`` and ``create_driver(config, rest_url)`` (``rest_url``:
+the JobManager's REST endpoint, which a driver may register with its platform, as YARN's ApplicationMaster does).
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def cluster_descriptor(target: str, config: Configuration) -> ClusterDescriptor:
     return descriptor
 
 
-def resource_manager_driver(target: str, config: Configuration) -> ResourceManagerDriver:
-    """The ResourceManagerDriver of ``target``; IllegalConfigurationError for an unknown target."""
-    driver: ResourceManagerDriver = _backend(target).create_driver(config)
+def resource_manager_driver(target: str, config: Configuration, rest_url: str) -> ResourceManagerDriver:
+    """The ResourceManagerDriver of ``target`` in a JobManager serving REST at ``rest_url``;
+    IllegalConfigurationError for an unknown target."""
+    driver: ResourceManagerDriver = _backend(target).create_driver(config, rest_url)
     return driver

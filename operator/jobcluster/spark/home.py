@@ -24,10 +24,23 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
+def python_command() -> str:
+    """How Spark's executors name the Python of their PySpark workers (``spark.pyspark.python``).
+
+    The interpreter's file name, found through ``PATH``, which :func:`spark_env` starts with this
+    process's interpreter directory: so each executor runs the Python of the TaskExecutor that
+    started its Spark worker, wherever that is installed in its container (a shipped environment
+    is unpacked at a different path in every YARN container), as ``./environment/bin/python``
+    does under ``spark-submit --archives`` on YARN.
+    """
+    return Path(sys.executable).name
+
+
 def spark_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment for Spark processes: SPARK_HOME, Python for PySpark workers, no stray config."""
+    """Environment for Spark processes: SPARK_HOME, Python for PySpark workers (first on ``PATH``), no stray config."""
     env = dict(os.environ)
     env["SPARK_HOME"] = str(spark_home())
+    env["PATH"] = os.pathsep.join(filter(None, (str(Path(sys.executable).parent), env.get("PATH"))))
     env["PYSPARK_PYTHON"] = sys.executable
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     env.pop("SPARK_CONF_DIR", None)

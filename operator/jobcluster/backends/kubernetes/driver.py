@@ -280,7 +280,7 @@ def _text(exc: JobClusterError | kubernetes.client.ApiException) -> str:
     return str(exc)
 
 
-def create_driver(config: Configuration) -> KubernetesResourceManagerDriver:
+def create_driver(config: Configuration, rest_url: str = "") -> KubernetesResourceManagerDriver:
     """The driver of the JobManager pod whose staged configuration is ``config``.
 
     Reads the cluster id the descriptor pinned, the TaskManager options, the

@@ -11,5 +11,5 @@ def create_cluster_descriptor(config: Configuration) -> LocalClusterDescriptor:
     return LocalClusterDescriptor()
 
 
-def create_driver(config: Configuration) -> LocalProcessDriver:
+def create_driver(config: Configuration, rest_url: str) -> LocalProcessDriver:
     return LocalProcessDriver()

@@ -25,8 +25,8 @@ def main() -> None:
     configure_process_logging()
     context = EntrypointContext.from_env()
 
-    def create_driver(config: Configuration) -> ResourceManagerDriver:
-        return registry.resource_manager_driver(config.get(options.EXECUTION_TARGET), config)
+    def create_driver(config: Configuration, rest_url: str) -> ResourceManagerDriver:
+        return registry.resource_manager_driver(config.get(options.EXECUTION_TARGET), config, rest_url)
 
     try:
         status = asyncio.run(JobClusterEntrypoint(context, create_driver).run())

@@ -15,6 +15,7 @@ CONFIG_FILE = "jobcluster.yaml"  # effective configuration, flat keys
 JOB_GRAPH_FILE = "jobgraph.json"  # the serialized JobGraph
 ARTIFACTS_DIR = "artifacts"  # the program and user artifacts
 SCRATCH_DIR = "tmp"  # Spark's scratch space (spark.local.dir, java.io.tmpdir), one directory per process tree
+SECRET_FILE = "cluster-secret"  # the cluster secret, where a platform ships it as a private file (YARN)
 REST_INFO_FILE = "rest.json"  # written by the entrypoint once it serves: {"rest_url", "pid"}
 STARTUP_FAILURE_PREFIX = "JOBCLUSTER STARTUP FAILED: "  # the line an entrypoint prints when it cannot start
 
@@ -29,14 +30,24 @@ ENV_RESOURCE_MANAGER_ID = "JOBCLUSTER_RESOURCE_MANAGER_ID"
 ENV_RESOURCE_ID = "JOBCLUSTER_RESOURCE_ID"
 
 
-def take_cluster_secret(env: MutableMapping[str, str]) -> str:
-    """Read the cluster secret from ``env`` (``os.environ``) and remove it there; KeyError when it is missing.
+def take_cluster_secret(env: MutableMapping[str, str], cluster_dir: Path | None = None) -> str:
+    """The cluster secret: from ``env`` (``os.environ``), removed there, else from :data:`SECRET_FILE`
+    in ``cluster_dir``; KeyError when neither has it.
 
-    Removing it keeps it with the process that was given it: the processes it
-    starts (Spark daemons, the driver and the user's program) get an
-    environment without it, and the TaskExecutors are handed it explicitly.
+    Removing it from the environment keeps it with the process that was given it:
+    the processes it starts (Spark daemons, the driver and the user's program) get
+    an environment without it, and the TaskExecutors are handed it explicitly.
+    A platform that localizes files privately into the container (YARN) ships it
+    as a file instead, so it never appears in a container's launch script.
     """
-    return env.pop(ENV_CLUSTER_SECRET)
+    if ENV_CLUSTER_SECRET in env:
+        return env.pop(ENV_CLUSTER_SECRET)
+    if cluster_dir is not None:
+        try:
+            return (cluster_dir / SECRET_FILE).read_text().strip()
+        except FileNotFoundError:
+            pass
+    raise KeyError(f"{ENV_CLUSTER_SECRET} (or the file {SECRET_FILE} of the cluster directory)")
 
 
 def config_file(cluster_dir: Path) -> Path:

@@ -18,9 +18,9 @@ import shutil
 import signal
 import sys
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jobcluster
@@ -53,23 +53,31 @@ SPARK_CONF_DIR_NAME = "spark-conf-jobmanager"  # in the cluster directory: the S
 
 @dataclass(frozen=True)
 class EntrypointContext:
-    """Where the entrypoint finds its cluster: ids, directories, bind host, the cluster secret."""
+    """Where the entrypoint finds its cluster: ids, directories, bind host, the cluster secret.
+
+    ``config_overrides``: options the launching platform decides, applied over the staged
+    configuration (e.g. YARN's ApplicationMaster binds REST to its node, Flink's ``YarnEntrypointUtils``).
+    """
 
     cluster_id: str
     cluster_dir: Path
     log_dir: Path
     bind_host: str
     secret: str
+    config_overrides: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_env(cls) -> EntrypointContext:
+    def from_env(cls, config_overrides: Mapping[str, str] | None = None) -> EntrypointContext:
+        """The context the launcher put into this process's environment (``cluster_dir.py``); KeyError when incomplete."""
         env = os.environ
+        cluster_dir = Path(env[layout.ENV_CLUSTER_DIR])
         return cls(
             cluster_id=env[layout.ENV_CLUSTER_ID],
-            cluster_dir=Path(env[layout.ENV_CLUSTER_DIR]),
+            cluster_dir=cluster_dir,
             log_dir=Path(env[layout.ENV_LOG_DIR]),
             bind_host=env.get(layout.ENV_BIND_HOST, "127.0.0.1"),
-            secret=layout.take_cluster_secret(env),
+            secret=layout.take_cluster_secret(env, cluster_dir),
+            config_overrides=dict(config_overrides or {}),
         )
 
 
@@ -79,17 +87,22 @@ def _with_tmpdir(driver_conf: dict[str, str], scratch: Path) -> dict[str, str]:
     return {**driver_conf, options_key: f"{driver_conf.get(options_key, '')} -Djava.io.tmpdir={scratch}".strip()}
 
 
-class JobClusterEntrypoint:
-    """Runs one job cluster; ``create_driver(config)`` supplies the target's ResourceManagerDriver."""
+DriverFactory = Callable[[Configuration, str], ResourceManagerDriver]
+"""``create_driver(config, rest_url)``: the target's ResourceManagerDriver, given the effective
+configuration and the URL the REST endpoint serves at (a driver may register it, as YARN's does)."""
 
-    def __init__(self, context: EntrypointContext, create_driver: Callable[[Configuration], ResourceManagerDriver]) -> None:
+
+class JobClusterEntrypoint:
+    """Runs one job cluster; ``create_driver`` supplies the target's ResourceManagerDriver."""
+
+    def __init__(self, context: EntrypointContext, create_driver: DriverFactory) -> None:
         self.context = context
         self._create_driver = create_driver
         self.status = ApplicationStatus.UNKNOWN  # what the ResourceManager reports when it deregisters
 
     async def run(self) -> ApplicationStatus:
         ctx = self.context
-        config = load_configuration(ctx.cluster_dir, {}) if layout.config_file(ctx.cluster_dir).exists() else Configuration()
+        config = load_configuration(ctx.cluster_dir, ctx.config_overrides)
         graph = read_job_graph(layout.job_graph_file(ctx.cluster_dir))
         async with AsyncExitStack() as stack:
             status = await self._run_cluster(stack, config, graph)
@@ -118,7 +131,7 @@ class JobClusterEntrypoint:
         stack.push_async_callback(spark_master.stop)
         await spark_master.start()
 
-        driver: ResourceManagerDriver = self._create_driver(config)
+        driver: ResourceManagerDriver = self._create_driver(config, rest.url)
         resource_manager_id = uuid.uuid4().hex
         resource_manager = ResourceManager(
             rpc,

@@ -55,7 +55,7 @@ from jobcluster.runtime.jobmaster.driver_output import (
     program_error,
     stderr_tail,
 )
-from jobcluster.spark.home import spark_env
+from jobcluster.spark.home import python_command, spark_env
 from jobcluster.spark.processes import SparkMasterAddress, fetch_json
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ def submit_conf(graph: JobGraph, master: SparkMasterAddress, host: str, ui_port:
         "spark.driver.host": host,
         "spark.driver.bindAddress": host,
         "spark.ui.port": str(ui_port),
-        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.python": python_command(),
         "spark.pyspark.driver.python": sys.executable,
         "spark.ui.showConsoleProgress": "false",
     }

@@ -41,7 +41,7 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
     log_dir = Path(env[layout.ENV_LOG_DIR])
     resource_id = env[layout.ENV_RESOURCE_ID]
     host = env.get(layout.ENV_BIND_HOST, "127.0.0.1")
-    secret = layout.take_cluster_secret(env)
+    secret = layout.take_cluster_secret(env, cluster_dir)
     config = load_configuration(cluster_dir, dynamic_properties)
     spec = task_executor_process_spec_from_config(config)
     sizing = spark_sizing_for_task_executor(spec)
