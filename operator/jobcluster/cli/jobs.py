@@ -10,14 +10,14 @@ import click
 
 from jobcluster.backends import registry
 from jobcluster.cli.common import conf_dir_option, dynamic_properties_option, load_cli_configuration, reports_errors
-from jobcluster.client.descriptor import ClusterHandle
+from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle
 from jobcluster.config import options
-from jobcluster.errors import ClusterClientError, JobNotFoundError
+from jobcluster.errors import ClusterClientError, ClusterUnreachableError, JobNotFoundError
 
 
-def _clusters(target: str | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...]) -> list[ClusterHandle]:
+def _descriptor(target: str | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...]) -> ClusterDescriptor:
     config = load_cli_configuration(conf_dir, dynamic_properties, **{options.EXECUTION_TARGET.key: target})
-    return registry.cluster_descriptor(config.get(options.EXECUTION_TARGET), config).list_clusters()
+    return registry.cluster_descriptor(config.get(options.EXECUTION_TARGET), config)
 
 
 def _jobs(handle: ClusterHandle) -> list[dict[str, Any]]:
@@ -36,14 +36,16 @@ def _jobs(handle: ClusterHandle) -> list[dict[str, Any]]:
 @reports_errors
 def list_jobs(target: str | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...]) -> None:
     """List the jobs of the running job clusters."""
-    rows = [(h, job) for h in _clusters(target, conf_dir, dynamic_properties) for job in _jobs(h)]
+    rows = [(h, job) for h in _descriptor(target, conf_dir, dynamic_properties).list_clusters() for job in _jobs(h)]
     if not rows:
         click.echo("No running jobs.")
         return
-    click.echo(f"{'Started':19}  {'JobID':32}  {'State':11}  {'Cluster':24}  Name")
+    width = max(24, *(len(h.cluster_id) for h, _ in rows))
+    click.echo(f"{'Started':19}  {'JobID':32}  {'State':11}  {'Cluster':{width}}  {'Name':20}  REST")
     for handle, job in rows:
         started = datetime.datetime.fromtimestamp(job["start-time"] / 1000).strftime("%Y-%m-%d %H:%M:%S") if job.get("start-time") else "-"
-        click.echo(f"{started:19}  {job['jid']:32}  {job['state']:11}  {handle.cluster_id:24}  {job['name']}")
+        rest = handle.rest_url or "-"
+        click.echo(f"{started:19}  {job['jid']:32}  {job['state']:11}  {handle.cluster_id:{width}}  {job['name']:20}  {rest}")
 
 
 @click.command()
@@ -53,10 +55,25 @@ def list_jobs(target: str | None, conf_dir: Path | None, dynamic_properties: tup
 @dynamic_properties_option
 @reports_errors
 def cancel(job_id: str, target: str | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...]) -> None:
-    """Cancel the running job JOB_ID; its job cluster then shuts down."""
-    for handle in _clusters(target, conf_dir, dynamic_properties):
-        if handle.job_id == job_id and handle.rest_url:
+    """Cancel the running job JOB_ID; its job cluster then shuts down.
+
+    The job is cancelled through its cluster's REST API; when the JobManager
+    does not answer, the cluster is killed through its platform instead (a
+    YARN application killed and its staging directory removed).
+    """
+    descriptor = _descriptor(target, conf_dir, dynamic_properties)
+    for handle in descriptor.list_clusters():
+        if handle.job_id != job_id.lower():
+            continue
+        try:
+            if handle.rest_url is None:
+                raise ClusterUnreachableError(f"cluster {handle.cluster_id} does not serve REST")
             handle.client().cancel(job_id)
-            click.echo(f"Cancelled job {job_id} (cluster {handle.cluster_id} shuts down).")
+        except ClusterUnreachableError as error:
+            click.echo(f"The JobManager did not answer ({error}); killing cluster {handle.cluster_id}.", err=True)
+            descriptor.kill_cluster(handle.cluster_id)
+            click.echo(f"Killed cluster {handle.cluster_id} of job {job_id}.")
             return
+        click.echo(f"Cancelled job {job_id} (cluster {handle.cluster_id} shuts down).")
+        return
     raise JobNotFoundError(f"no running job with JobID {job_id}; `jobcluster list` shows the running jobs")

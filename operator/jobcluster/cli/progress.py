@@ -31,6 +31,10 @@ class ProgressPrinter:
         self._spark: tuple[Any, ...] | None = None
         self._stderr_partial = b""  # the program's stderr after its last line end, held back
 
+    def step(self, message: str) -> None:
+        """A step of the deployment, as the target's ClusterDescriptor reports it."""
+        _say(message)
+
     def deploying(self, graph: JobGraph, target: str, config: Configuration) -> None:
         _say(f"Deploying job cluster for '{graph.job_name}' (job {graph.job_id}) on target {target}, parallelism {graph.parallelism}")
 
@@ -96,11 +100,14 @@ class ProgressPrinter:
         if result.failure_cause:
             _say(f"Cause: {result.failure_cause.rstrip()}")
 
-    def shut_down(self, cluster_id: str, gone: bool) -> None:
+    def shut_down(self, cluster_id: str, gone: bool, platform_report: str | None = None) -> None:
+        """The cluster's end, and how its platform reports it (e.g. the YARN application's final status)."""
         if gone:
             _say(f"Job cluster {cluster_id} has shut down.")
         else:
             _say(f"Job cluster {cluster_id} is still shutting down; see its logs if it does not go away.")
+        if platform_report:
+            _say(platform_report)
 
 
 def _mib(value: int | None) -> str:

@@ -88,19 +88,24 @@ def run(
     packaged = PackagedProgram(script=program, args=tuple(program_args), artifacts=tuple(py_files))
     graph = build_job_graph(packaged, config, task_executor_process_spec_from_config(config))
     printer = ProgressPrinter()
+    descriptor.progress = printer.step
     printer.deploying(graph, target, config)
     job_client = PipelineExecutor(descriptor).execute(graph, packaged, config)
-    printer.submitted(job_client)
-    if detached:
-        printer.detached(job_client)
-        return
+    cluster = job_client.cluster_client
     try:
-        result = job_client.wait_for_result(on_update=printer.update, on_output=printer.program_output)
-    except KeyboardInterrupt:
-        click.echo(f"\nInterrupted. The job keeps running; cancel it with: jobcluster cancel {graph.job_id}", err=True)
-        sys.exit(130)
-    printer.result(result)
-    printer.shut_down(job_client.cluster_client.cluster_id, job_client.cluster_client.wait_until_shut_down(SHUTDOWN_TIMEOUT))
+        printer.submitted(job_client)
+        if detached:
+            printer.detached(job_client)
+            return
+        try:
+            result = job_client.wait_for_result(on_update=printer.update, on_output=printer.program_output)
+        except KeyboardInterrupt:
+            click.echo(f"\nInterrupted. The job keeps running; cancel it with: jobcluster cancel {graph.job_id}", err=True)
+            sys.exit(130)
+        printer.result(result)
+        printer.shut_down(cluster.cluster_id, cluster.wait_until_shut_down(SHUTDOWN_TIMEOUT), cluster.end_report(SHUTDOWN_TIMEOUT))
+    finally:
+        cluster.close()
     sys.exit(exit_code(result))
 
 

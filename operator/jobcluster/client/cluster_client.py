@@ -17,7 +17,7 @@ from typing import Any, cast
 
 import requests
 
-from jobcluster.errors import ClusterClientError, JobNotFoundError
+from jobcluster.errors import ClusterClientError, ClusterUnreachableError, JobNotFoundError
 
 REQUEST_TIMEOUT = 10.0  # seconds for one REST call
 
@@ -30,7 +30,11 @@ class RestClusterClient:
     False once the JobManager is gone for good; without one the client learns
     of a dead JobManager only when REST stays unreachable.  ``log_location``
     names where the cluster's logs are, for error messages. ``token``: the
-    cluster's REST token, if known (mutating calls need it).
+    cluster's REST token, if known (mutating calls need it). ``end_report``:
+    how the platform saw the cluster end (e.g. YARN's final status and
+    diagnostics), waiting up to the given seconds for it; None when it has not
+    ended or the target has nothing to add. ``on_close``: releases what the
+    descriptor keeps open for this client (e.g. its YARN client).
     """
 
     def __init__(
@@ -42,12 +46,16 @@ class RestClusterClient:
         liveness: Callable[[], bool] | None = None,
         log_location: str | None = None,
         token: str | None = None,
+        end_report: Callable[[float], str | None] | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         self.rest_url = rest_url.rstrip("/")
         self.cluster_id = cluster_id
         self.timeout = timeout
         self.log_location = log_location
         self._liveness = liveness
+        self._end_report = end_report
+        self._on_close = on_close
         self._session = requests.Session()
         if token:
             self._session.headers["Authorization"] = f"Bearer {token}"
@@ -56,12 +64,16 @@ class RestClusterClient:
         """False when the descriptor's liveness check says the JobManager is gone; True when alive or unknown."""
         return self._liveness is None or self._liveness()
 
+    def end_report(self, timeout: float = 0.0) -> str | None:
+        """How the platform saw the cluster end, waiting up to ``timeout`` seconds; None when unknown."""
+        return None if self._end_report is None else self._end_report(timeout)
+
     def _request(self, method: str, path: str, **params: Any) -> Any:
         url = f"{self.rest_url}{path}"
         try:
             resp = self._session.request(method, url, params=params or None, timeout=self.timeout)
         except requests.RequestException as exc:
-            raise ClusterClientError(f"cluster {self.cluster_id} is not reachable at {self.rest_url}: {exc}") from exc
+            raise ClusterUnreachableError(f"cluster {self.cluster_id} is not reachable at {self.rest_url}: {exc}") from exc
         if resp.status_code == 404:
             errors = _errors(resp)
             raise JobNotFoundError(errors or f"{path} not found on cluster {self.cluster_id}")
@@ -94,7 +106,7 @@ class RestClusterClient:
         try:
             resp = self._session.get(url, params={"offset": offset}, timeout=self.timeout)
         except requests.RequestException as exc:
-            raise ClusterClientError(f"cluster {self.cluster_id} is not reachable at {self.rest_url}: {exc}") from exc
+            raise ClusterUnreachableError(f"cluster {self.cluster_id} is not reachable at {self.rest_url}: {exc}") from exc
         if resp.status_code == 404:
             raise JobNotFoundError(_errors(resp) or f"job {job_id} not found on cluster {self.cluster_id}")
         if resp.status_code >= 400:
@@ -121,7 +133,11 @@ class RestClusterClient:
         return False
 
     def close(self) -> None:
+        """Close the HTTP session and what the descriptor keeps open for this client. Idempotent."""
         self._session.close()
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
 
 def _errors(resp: requests.Response) -> str:

@@ -10,6 +10,7 @@ no process, container, pod or staged file.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,10 +62,19 @@ class ClusterHandle:
         return RestClusterClient(self.rest_url, self.cluster_id, token=self.rest_token)
 
 
+def _silent(message: str) -> None:
+    pass
+
+
 class ClusterDescriptor(abc.ABC):
-    """Deploys and manages the job clusters of one ``execution.target``."""
+    """Deploys and manages the job clusters of one ``execution.target``.
+
+    ``progress``: where a descriptor tells the user how a deployment goes, one
+    line per step (the CLI prints them to stderr); silent unless set.
+    """
 
     target: str
+    progress: Callable[[str], None] = staticmethod(_silent)
 
     @abc.abstractmethod
     def deploy_job_cluster(

@@ -13,6 +13,7 @@ from jobcluster.errors import ClusterClientError
 POLL_INTERVAL = 1.0  # seconds between status polls
 TERMINAL_STATES = ("FINISHED", "FAILED", "CANCELED")
 OUTPUT_STREAMS = ("stdout", "stderr")
+ENDED_REPORT_TIMEOUT = 10.0  # seconds to wait for the platform's account of a cluster that died
 
 OutputSink = Callable[[str, bytes], None]
 
@@ -94,6 +95,8 @@ class JobClient:
     def _died_message(self, what: str) -> str:
         cluster = self.cluster_client
         logs = f"see its logs in {cluster.log_location}" if cluster.log_location else "see the cluster's logs"
+        ended = cluster.end_report(ENDED_REPORT_TIMEOUT)
+        what = f"{what}; {ended}" if ended else what
         return f"job cluster {cluster.cluster_id} ended before job {self.job_id} reported a result: {what} ({logs})"
 
 

@@ -2,5 +2,22 @@
 
 YARN is reached through its official Java clients (YarnClient, AMRMClient,
 NMClient from the Hadoop client jars that ship with pyspark), driven from
-Python through the py4j gateway in :mod:`jobcluster.backends.yarn.gateway`.
+Python through the py4j gateway in :mod:`jobcluster.backends.yarn.gateway`;
+HDFS through WebHDFS (the ``hdfs`` package). The client side is
+``descriptor.py``, the ApplicationMaster's side ``entrypoint.py`` and ``driver.py``.
 """
+
+from __future__ import annotations
+
+from jobcluster.backends.yarn.descriptor import YarnClusterDescriptor
+from jobcluster.backends.yarn.driver import YarnResourceManagerDriver
+from jobcluster.backends.yarn.driver import create_driver as _create_driver
+from jobcluster.config.configuration import Configuration
+
+
+def create_cluster_descriptor(config: Configuration) -> YarnClusterDescriptor:
+    return YarnClusterDescriptor(config)
+
+
+def create_driver(config: Configuration, rest_url: str) -> YarnResourceManagerDriver:
+    return _create_driver(config, rest_url)

@@ -8,9 +8,11 @@ A NodeManager starts every container with (YARN's ``ApplicationConstants.Environ
   (Spark's local and work directories go there; YARN deletes them with the application);
 - ``LOG_DIRS``: comma-separated log directories of this container (what ``yarn logs`` shows).
 
-The client adds ``HADOOP_CONF_DIR`` and :data:`ENV_LOCAL_RESOURCES` (the staged files as
-JSON, see ``local_resources.py``) to the ApplicationMaster's environment, so the
-ApplicationMaster can hand the very same files to its TaskExecutor containers.
+The client adds :data:`ENV_LOCAL_RESOURCES` (the staged files as JSON, see
+``local_resources.py``), :data:`ENV_STAGING_BASE` and :data:`ENV_CONTAINER_PYTHON` to the
+ApplicationMaster's environment, so the ApplicationMaster can hand the very same files and
+Python to its TaskExecutor containers and remove the files at the end. ``HADOOP_CONF_DIR``
+comes from the NodeManager (it is in YARN's default ``yarn.nodemanager.env-whitelist``).
 
 Pure functions over an environment mapping; errors are :class:`YarnDeploymentError`
 naming the missing variable.
@@ -33,6 +35,14 @@ ENV_LOCAL_RESOURCES = "JOBCLUSTER_YARN_LOCAL_RESOURCES"
 ``_CLIENT_SHIP_FILES`` idea). Encoded because the NodeManager writes each variable into its launch
 script as ``export NAME="value"`` without escaping, so the JSON's double quotes would break it."""
 
+ENV_STAGING_BASE = "JOBCLUSTER_YARN_STAGING_BASE"
+"""The staging base on HDFS (the application's files are in ``<base>/.jobcluster/<application id>``): the
+ApplicationMaster deletes that directory after it unregisters."""
+
+ENV_CONTAINER_PYTHON = "JOBCLUSTER_YARN_PYTHON"
+"""The Python the client chose for every container (``./environment/bin/python`` when it ships its own
+environment, else ``jobcluster.yarn.python``): the ApplicationMaster starts its TaskExecutors with it."""
+
 LOG_DIR_EXPANSION = "<LOG_DIR>"
 """What the NodeManager replaces with the container's log directory in a launch command."""
 
@@ -52,6 +62,8 @@ class ContainerEnvironment:
     log_dirs: tuple[str, ...]
     hadoop_conf_dir: str | None
     local_resources: tuple[LocalResourceDescriptor, ...]
+    staging_base: str | None = None
+    python: str | None = None
 
     @property
     def application_id(self) -> str:
@@ -81,6 +93,8 @@ class ContainerEnvironment:
             log_dirs=_dirs(_required(environ, "LOG_DIRS")),
             hadoop_conf_dir=environ.get("HADOOP_CONF_DIR") or None,
             local_resources=tuple(decode_local_resources(resources)) if resources else (),
+            staging_base=environ.get(ENV_STAGING_BASE) or None,
+            python=environ.get(ENV_CONTAINER_PYTHON) or None,
         )
 
 

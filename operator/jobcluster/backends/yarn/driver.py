@@ -34,12 +34,16 @@ import os
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
-from jobcluster.backends.yarn.container_env import launch_command, task_executor_argv
+from jobcluster.backends.yarn.container_env import ContainerEnvironment, launch_command, task_executor_argv
 from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnDeploymentError
 from jobcluster.backends.yarn.gateway import JvmGateway
+from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
+from jobcluster.backends.yarn.options import yarn_options
 from jobcluster.backends.yarn.resources import (
     AllocatedContainer,
     ContainerRequest,
@@ -47,12 +51,13 @@ from jobcluster.backends.yarn.resources import (
     PendingContainerRequests,
     task_executor_resource,
 )
-from jobcluster.backends.yarn.staging import StagingDirectory
+from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from jobcluster.backends.yarn.statuses import container_completed_diagnostics, final_application_status
 from jobcluster.backends.yarn.yarn_client import java_errors, java_local_resource
+from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JvmGatewayError, ResourceManagerError
 from jobcluster.memory.spec import TaskExecutorProcessSpec
-from jobcluster.runtime.entrypoint.cluster_dir import ENV_RESOURCE_ID
+from jobcluster.runtime.entrypoint.cluster_dir import ENV_CLUSTER_SECRET, ENV_RESOURCE_ID, SECRET_FILE
 from jobcluster.runtime.resourcemanager.driver import (
     ApplicationStatus,
     ResourceEventHandler,
@@ -278,6 +283,9 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
         argv = task_executor_argv(self._context.command, self.settings.python)
         command = launch_command(argv, spec.dynamic_configs(), TASK_EXECUTOR_LOG_NAME)
         env = {**self._context.env, **self.settings.environment, ENV_RESOURCE_ID: container_id}
+        if any(r.key == SECRET_FILE for r in self.settings.local_resources):
+            # localized privately into the container; kept out of the launch script the NodeManager writes
+            env.pop(ENV_CLUSTER_SECRET, None)
         return command, env
 
     async def release_resource(self, resource_id: str) -> None:
@@ -426,3 +434,40 @@ def container_environment_of(environ: Mapping[str, str] | None = None) -> dict[s
     """What a TaskExecutor container inherits from the ApplicationMaster's: the Hadoop configuration directory."""
     environ = os.environ if environ is None else environ
     return {k: environ[k] for k in ("HADOOP_CONF_DIR",) if environ.get(k)}
+
+
+def create_driver(config: Configuration, rest_url: str) -> YarnResourceManagerDriver:
+    """The driver of the ApplicationMaster this process runs in, registering ``rest_url`` with YARN.
+
+    Reads the container's environment (``container_env.py``: node, directories, the staged files, the
+    staging base, the containers' Python) and the ``yarn.*`` heartbeat intervals of ``config``.
+
+    Raises:
+        YarnDeploymentError: not in a YARN container, or the client did not give the container what it needs.
+        YarnConfigurationError: a ``yarn.*`` option is out of range.
+    """
+    env = ContainerEnvironment.from_environ(os.environ)
+    if not env.hadoop_conf_dir or env.staging_base is None:
+        raise YarnDeploymentError(
+            "the ApplicationMaster's container lacks HADOOP_CONF_DIR or the staging base: "
+            "it must be started by jobcluster's YARN client, on a NodeManager that passes HADOOP_CONF_DIR on"
+        )
+    yarn = yarn_options(config, job_name="")
+    url = urlsplit(rest_url)
+    hadoop_conf = HadoopConfiguration.load(env.hadoop_conf_dir)
+    paths = HdfsPaths(webhdfs_client(hadoop_conf), hadoop_conf.default_fs)
+    return YarnResourceManagerDriver(
+        YarnDriverSettings(
+            hadoop_conf_dir=env.hadoop_conf_dir,
+            host=url.hostname or env.node_host,
+            rest_port=url.port or 0,
+            tracking_url=rest_url,
+            heartbeat_interval=yarn.heartbeat_interval,
+            container_request_interval=yarn.container_request_interval,
+            local_resources=env.local_resources,
+            environment=container_environment_of(),
+            staging=StagingDirectory(paths, env.staging_base, env.application_id),
+            gateway_log=str(Path(env.log_dir) / "gateway.log"),
+            python=env.python,
+        )
+    )

@@ -1,0 +1,279 @@
+"""YarnClusterDescriptor: job clusters as YARN applications (Flink's per-job mode on YARN).
+
+``deploy_job_cluster`` follows Flink's ``YarnClusterDescriptor``: read the
+Hadoop configuration (``HADOOP_CONF_DIR``), reach the ResourceManager through
+YARN's Java client with bounded retries, create the application, check the
+ClusterSpecification against the cluster (validation.py), ship the Python
+environment (pyenv.py, cached), stage the program, JobGraph, effective
+configuration and the cluster secret under ``<staging base>/.jobcluster/<application id>/``
+(mode 700), submit the ApplicationMaster (entrypoint.py) with them as
+LocalResources, and follow the ApplicationReport until RUNNING, when the
+ApplicationMaster has registered its REST endpoint. Any failure on the way
+kills the application and removes the staging directory (submission.py).
+
+The cluster id is the YARN application id; the JobID travels as an
+application tag (``jobcluster-job-id:<JobID>``), which is how ``list`` and
+``cancel`` find a job. The REST token is kept next to the staged files, where
+only the user who deployed the cluster can read it (HDFS permissions; without
+Kerberos, HDFS trusts the user name a client claims).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+
+import yaml
+
+from jobcluster.backends.yarn.container_env import (
+    ENV_CONTAINER_PYTHON,
+    ENV_LOCAL_RESOURCES,
+    ENV_STAGING_BASE,
+    application_master_command,
+    encode_local_resources,
+)
+from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnDeploymentError
+from jobcluster.backends.yarn.gateway import JvmGateway
+from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration, hadoop_conf_dir
+from jobcluster.backends.yarn.options import YarnOptions, application_id, job_id_of_tags, task_manager_cpu_cores, vcores_of, yarn_options
+from jobcluster.backends.yarn.pyenv import container_python
+from jobcluster.backends.yarn.resources import ContainerResource
+from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, hdfs_errors, webhdfs_client
+from jobcluster.backends.yarn.submission import submit_application_master
+from jobcluster.backends.yarn.validation import check_cluster_specification
+from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication, YarnClient
+from jobcluster.client.cluster_client import RestClusterClient
+from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, PackagedProgram
+from jobcluster.client.program import staged_files
+from jobcluster.config.configuration import Configuration
+from jobcluster.jobgraph.model import JobGraph
+from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.security import new_cluster_secret, rest_token
+
+log = logging.getLogger(__name__)
+
+ENTRYPOINT_MODULE = "jobcluster.backends.yarn.entrypoint"
+REST_TOKEN_FILE = "rest-token"
+"""Next to the staged files on HDFS (not localized): the bearer token ``cancel`` needs, for this user only."""
+
+DEPLOYMENT_TIMEOUT = 300.0
+"""Seconds from submission until the ApplicationMaster must have registered (RUNNING); it may wait in a queue."""
+
+
+@dataclass
+class _Connection:
+    """What one deployment or lookup talks to: the JVM with the YarnClient, and HDFS."""
+
+    gateway: JvmGateway
+    yarn: YarnClient
+    paths: HdfsPaths
+
+    def close(self) -> None:
+        with contextlib.suppress(YarnClientError):
+            self.yarn.close()
+        self.gateway.close()
+
+
+class YarnClusterDescriptor(ClusterDescriptor):
+    """Deploys, lists and kills job clusters on the YARN cluster of ``HADOOP_CONF_DIR`` (see the module docstring)."""
+
+    target = "yarn-per-job"
+
+    def __init__(self, config: Configuration) -> None:
+        self.config = config
+
+    # -- connecting ---------------------------------------------------------------
+
+    def _connect(self) -> _Connection:
+        """Start the JVM with YARN's client and a WebHDFS client.
+
+        Raises:
+            YarnConfigurationError: no usable Hadoop configuration (HADOOP_CONF_DIR / YARN_CONF_DIR).
+            YarnClientError, JvmGatewayError: the ResourceManager cannot be reached (within 30 s) or Java fails.
+        """
+        conf_dir = hadoop_conf_dir()
+        hadoop_conf = HadoopConfiguration.load(conf_dir)
+        address = hadoop_conf.resourcemanager_address()
+        paths = HdfsPaths(webhdfs_client(hadoop_conf), hadoop_conf.default_fs)
+        gateway = JvmGateway(conf_dir).start()
+        try:
+            return _Connection(gateway, YarnClient(gateway, address), paths)
+        except BaseException:
+            gateway.close()
+            raise
+
+    # -- deploying ----------------------------------------------------------------
+
+    def deploy_job_cluster(
+        self, spec: ClusterSpecification, graph: JobGraph, program: PackagedProgram, config: Configuration
+    ) -> RestClusterClient:
+        yarn_opts = yarn_options(config, graph.job_name, graph.job_id)
+        tm_vcores = vcores_of(task_manager_cpu_cores(config))
+        connection = self._connect()
+        try:
+            self.progress(f"Connected to the YARN ResourceManager at {connection.yarn.resourcemanager_address}")
+            secret = new_cluster_secret()
+
+            def build(application: NewApplication, staging: StagingDirectory) -> ApplicationMasterSpec:
+                self._check(spec, yarn_opts, tm_vcores, connection, application)
+                return self._stage(application, staging, graph, program, config, yarn_opts, spec, secret, connection.paths)
+
+            submitted = submit_application_master(
+                connection.yarn,
+                connection.paths,
+                yarn_opts.staging_directory,
+                build,
+                on_change=self._report_state,
+                timeout=DEPLOYMENT_TIMEOUT,
+            )
+            report = submitted.report
+            if report.state != "RUNNING" and report.final_status != "SUCCEEDED":
+                raise YarnDeploymentError(
+                    f"The YARN application {report.application_id} ended {report.final_status} before it served: {report.diagnostics}"
+                )
+        except BaseException:
+            connection.close()
+            raise
+        application = report.application_id
+        return RestClusterClient(
+            rest_url_of(report),
+            application,
+            token=rest_token(secret),
+            liveness=lambda: not connection.yarn.report(application).is_terminal,
+            end_report=lambda timeout: _final_status(connection.yarn, application, timeout),
+            on_close=connection.close,
+            log_location=f"`yarn logs -applicationId {application}`",
+        )
+
+    def _check(
+        self, spec: ClusterSpecification, opts: YarnOptions, tm_vcores: int, connection: _Connection, application: NewApplication
+    ) -> None:
+        """Flink's ClusterSpecification check: fatal mismatches raise, the rest is shown or logged."""
+        self.progress(f"Created YARN application {application.application_id}")
+        check = check_cluster_specification(
+            spec,
+            am_vcores=opts.am_vcores,
+            task_manager_vcores=tm_vcores,
+            queue=opts.queue,
+            cluster=connection.yarn.cluster_resources(application.maximum),
+        )
+        for warning in check.warnings:
+            self.progress(f"Warning: {warning}")
+        for note in check.notes:
+            log.info("%s", note)
+
+    def _stage(
+        self,
+        application: NewApplication,
+        staging: StagingDirectory,
+        graph: JobGraph,
+        program: PackagedProgram,
+        config: Configuration,
+        opts: YarnOptions,
+        spec: ClusterSpecification,
+        secret: str,
+        paths: HdfsPaths,
+    ) -> ApplicationMasterSpec:
+        """Ship the Python, stage the cluster's files, and describe the ApplicationMaster to submit."""
+        python = container_python(opts.python, paths, staging.base, progress=self.progress)
+        self.progress(f"Staging the job's files in {staging.uri}")
+        files = [staging.upload(path, f"{layout.ARTIFACTS_DIR}/{path.name}") for path in staged_files(program)]
+        files.append(staging.write(layout.JOB_GRAPH_FILE, graph.model_dump_json().encode()))
+        files.append(staging.write(layout.CONFIG_FILE, yaml.safe_dump(config.to_dict(), sort_keys=True).encode()))
+        files.append(staging.write(layout.SECRET_FILE, secret.encode()))
+        with hdfs_errors(f"cannot write the REST token into {staging.uri}"):
+            paths.client.write(staging.remote_path(REST_TOKEN_FILE), data=rest_token(secret).encode(), overwrite=True, permission="600")
+        resources = (*files, *python.resources)
+        return ApplicationMasterSpec(
+            name=opts.application_name,
+            application_type=opts.application_type,
+            resource=ContainerResource(spec.master_memory_mib, opts.am_vcores),
+            command=application_master_command([python.executable, "-m", ENTRYPOINT_MODULE]),
+            environment={
+                ENV_LOCAL_RESOURCES: encode_local_resources(resources),
+                ENV_STAGING_BASE: staging.base,
+                ENV_CONTAINER_PYTHON: python.executable,
+            },
+            local_resources=resources,
+            queue=opts.queue,
+            priority=opts.priority,
+            node_label=opts.node_label,
+            tags=opts.tags,
+            attempts=opts.attempts,
+        )
+
+    def _report_state(self, report: ApplicationReport) -> None:
+        if report.state == "ACCEPTED":
+            self.progress(f"YARN application {report.application_id} ACCEPTED in queue {report.queue}; waiting for its ApplicationMaster")
+        elif report.state == "RUNNING":
+            self.progress(f"YARN application {report.application_id} RUNNING; its JobManager serves REST at {rest_url_of(report)}")
+        else:
+            self.progress(f"YARN application {report.application_id} {report.state}")
+
+    # -- finding and killing ------------------------------------------------------
+
+    def list_clusters(self) -> list[ClusterHandle]:
+        """The job clusters of ``yarn.application.type`` that are not finished, with their REST token when readable."""
+        opts = yarn_options(self.config, job_name="")
+        connection = self._connect()
+        try:
+            reports = connection.yarn.applications([opts.application_type])
+            wanted = application_id(self.config)
+            base = connection.paths.staging_base(opts.staging_directory)
+            return [
+                ClusterHandle(
+                    cluster_id=r.application_id,
+                    target=self.target,
+                    rest_url=rest_url_of(r) if r.state == "RUNNING" and r.rpc_port > 0 else None,
+                    job_id=job_id_of_tags(r.tags) or "?",
+                    job_name=r.name,
+                    log_dir=f"`yarn logs -applicationId {r.application_id}`",
+                    rest_token=_read_token(StagingDirectory(connection.paths, base, r.application_id)),
+                )
+                for r in reports
+                if wanted is None or r.application_id == wanted
+            ]
+        finally:
+            connection.close()
+
+    def kill_cluster(self, cluster_id: str) -> None:
+        """Kill the application through YARN and remove its staging directory (what its ApplicationMaster could not)."""
+        opts = yarn_options(self.config, job_name="")
+        connection = self._connect()
+        try:
+            connection.yarn.kill(cluster_id)
+            StagingDirectory(connection.paths, connection.paths.staging_base(opts.staging_directory), cluster_id).remove()
+        finally:
+            connection.close()
+
+
+def rest_url_of(report: ApplicationReport) -> str:
+    """The REST URL the ApplicationMaster registered as its host and RPC port."""
+    return f"http://{report.host}:{report.rpc_port}"
+
+
+def _read_token(staging: StagingDirectory) -> str | None:
+    try:
+        with hdfs_errors("cannot read the REST token"), staging.paths.client.read(staging.remote_path(REST_TOKEN_FILE)) as reader:
+            token: bytes = reader.read()
+        return token.decode().strip()
+    except StagingError:
+        return None
+
+
+def _final_status(yarn: YarnClient, application: str, timeout: float) -> str | None:
+    """How YARN reports the application's end, waiting up to ``timeout`` seconds for it; None while it runs."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            report = yarn.report(application)
+        except YarnClientError as error:
+            return f"YARN cannot report on application {application}: {error}"
+        if report.is_terminal:
+            diagnostics = f": {report.diagnostics.strip()}" if report.diagnostics.strip() else ""
+            return f"YARN application {application} {report.state} with final status {report.final_status}{diagnostics}"
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.5)
