@@ -29,3 +29,22 @@ def test_without_a_liveness_check_the_client_waits_for_max_unreachable():
     assert client.cluster_client.job_manager_alive()
     with pytest.raises(ClusterClientError, match="lost contact with it for 0 s"):
         client.wait_for_result(max_unreachable=0.0)
+
+
+def test_the_client_follows_the_rest_api_where_the_platform_says_it_moved():
+    where = {"url": None}
+    client = unreachable_client(locate=lambda: where["url"])
+    first = client.rest_url
+    assert not client.relocate() and client.rest_url == first  # the platform does not know one: stay
+    where["url"] = first + "/"
+    assert not client.relocate() and client.rest_url == first  # the same one
+    where["url"] = "http://127.0.0.1:1/"
+    assert client.relocate() and client.rest_url == "http://127.0.0.1:1"
+
+
+def test_the_platforms_account_of_a_dead_cluster_is_part_of_the_error():
+    client = JobClient(
+        unreachable_client(liveness=lambda: False, end_report=lambda timeout: "YARN application a KILLED: by user"), "0" * 32
+    )
+    with pytest.raises(ClusterClientError, match="its JobManager process has died; YARN application a KILLED: by user"):
+        client.wait_for_result(max_unreachable=60.0)

@@ -15,7 +15,7 @@ import requests
 
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.errors import ClusterClientError
-from jobcluster.runtime.entrypoint.cluster_dir import ENV_CLUSTER_SECRET, take_cluster_secret
+from jobcluster.runtime.entrypoint.cluster_dir import ENV_CLUSTER_SECRET, SECRET_FILE, take_cluster_secret
 from jobcluster.runtime.rest.endpoint import RestEndpoint
 from jobcluster.security import new_cluster_secret, private_directory, rest_token, spark_secret, write_private_file
 from jobcluster.spark.security import SPARK_DEFAULTS_FILE, SparkSecurity
@@ -56,6 +56,14 @@ def test_cluster_secret_is_taken_out_of_the_environment():
     env = {ENV_CLUSTER_SECRET: "s", "OTHER": "x"}
     assert take_cluster_secret(env) == "s"
     assert env == {"OTHER": "x"}
+
+
+def test_cluster_secret_comes_from_the_cluster_directorys_private_file_when_not_in_the_environment(tmp_path):
+    with pytest.raises(KeyError, match=SECRET_FILE):
+        take_cluster_secret({}, tmp_path)
+    write_private_file(tmp_path / SECRET_FILE, "from-file\n")
+    assert take_cluster_secret({}, tmp_path) == "from-file"
+    assert take_cluster_secret({ENV_CLUSTER_SECRET: "from-env"}, tmp_path) == "from-env"
 
 
 @pytest.mark.parametrize("encrypt", [False, True])

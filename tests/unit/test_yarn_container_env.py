@@ -8,7 +8,9 @@ import sys
 import pytest
 
 from jobcluster.backends.yarn.container_env import (
+    ENV_CONTAINER_PYTHON,
     ENV_LOCAL_RESOURCES,
+    ENV_STAGING_BASE,
     ContainerEnvironment,
     application_id_of,
     application_master_command,
@@ -47,6 +49,12 @@ def test_reads_what_the_nodemanager_and_the_client_set():
     assert env.log_dir == ENV["LOG_DIRS"]
     assert env.hadoop_conf_dir == "/etc/hadoop/conf"
     assert env.local_resources == FILES
+    assert env.staging_base is None and env.python is None
+
+
+def test_reads_the_staging_base_and_the_containers_python_the_client_chose():
+    env = ContainerEnvironment.from_environ({**ENV, ENV_STAGING_BASE: "/user/a", ENV_CONTAINER_PYTHON: "./environment/bin/python"})
+    assert (env.staging_base, env.python) == ("/user/a", "./environment/bin/python")
 
 
 @pytest.mark.parametrize("missing", ["CONTAINER_ID", "NM_HOST", "LOCAL_DIRS", "LOG_DIRS"])

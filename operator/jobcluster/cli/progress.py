@@ -43,12 +43,13 @@ class ProgressPrinter:
         _say(f"Job cluster {cluster.cluster_id} is up; REST API at {cluster.rest_url}")
 
     def detached(self, job_client: JobClient) -> None:
+        cluster = job_client.cluster_client
         click.echo(f"Job has been submitted with JobID {job_client.job_id}")
         click.echo(f"  follow it:  jobcluster list   (or GET {job_client.cluster_client.rest_url}/jobs/{job_client.job_id})")
         click.echo(f"  cancel it:  jobcluster cancel {job_client.job_id}")
         click.echo(
             f"  its output: GET {job_client.cluster_client.rest_url}/jobs/{job_client.job_id}/stdout (and /stderr) while it runs; "
-            "kept in driver.out and driver.err of the cluster's log directory"
+            f"kept in driver.out and driver.err of the cluster's logs{' (' + cluster.log_location + ')' if cluster.log_location else ''}"
         )
 
     def update(self, job: dict[str, Any], task_managers: list[dict[str, Any]]) -> None:

@@ -34,7 +34,9 @@ class RestClusterClient:
     how the platform saw the cluster end (e.g. YARN's final status and
     diagnostics), waiting up to the given seconds for it; None when it has not
     ended or the target has nothing to add. ``on_close``: releases what the
-    descriptor keeps open for this client (e.g. its YARN client).
+    descriptor keeps open for this client (e.g. its YARN client). ``locate``:
+    where the cluster's REST API is now, as its platform knows (a restarted
+    JobManager may serve elsewhere, e.g. a new YARN ApplicationMaster attempt).
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class RestClusterClient:
         token: str | None = None,
         end_report: Callable[[float], str | None] | None = None,
         on_close: Callable[[], None] | None = None,
+        locate: Callable[[], str | None] | None = None,
     ) -> None:
         self.rest_url = rest_url.rstrip("/")
         self.cluster_id = cluster_id
@@ -56,6 +59,7 @@ class RestClusterClient:
         self._liveness = liveness
         self._end_report = end_report
         self._on_close = on_close
+        self._locate = locate
         self._session = requests.Session()
         if token:
             self._session.headers["Authorization"] = f"Bearer {token}"
@@ -63,6 +67,14 @@ class RestClusterClient:
     def job_manager_alive(self) -> bool:
         """False when the descriptor's liveness check says the JobManager is gone; True when alive or unknown."""
         return self._liveness is None or self._liveness()
+
+    def relocate(self) -> bool:
+        """Ask the platform where the REST API is now; True when it moved (and this client follows it)."""
+        url = self._locate() if self._locate is not None else None
+        if not url or url.rstrip("/") == self.rest_url:
+            return False
+        self.rest_url = url.rstrip("/")
+        return True
 
     def end_report(self, timeout: float = 0.0) -> str | None:
         """How the platform saw the cluster end, waiting up to ``timeout`` seconds; None when unknown."""

@@ -86,6 +86,12 @@ class JobClient:
             except ClusterClientError as exc:
                 if not self.cluster_client.job_manager_alive():
                     raise ClusterClientError(self._died_message("its JobManager process has died")) from exc
+                if self.cluster_client.relocate():
+                    # a new JobManager attempt runs the job again from its start, and its program's output with it
+                    last_contact = time.monotonic()
+                    if output is not None:
+                        output.restart()
+                    continue
                 if time.monotonic() - last_contact > max_unreachable:
                     raise ClusterClientError(
                         self._died_message(f"lost contact with it for {max_unreachable:.0f} s; its JobManager has probably died")
@@ -107,6 +113,10 @@ class DriverOutputFollower:
         self._cluster_client = cluster_client
         self._job_id = job_id
         self._sink = sink
+        self.offsets = dict.fromkeys(OUTPUT_STREAMS, 0)
+
+    def restart(self) -> None:
+        """Follow the streams from their beginning again (a new JobManager attempt writes them anew)."""
         self.offsets = dict.fromkeys(OUTPUT_STREAMS, 0)
 
     def poll(self) -> None:

@@ -136,15 +136,16 @@ class YarnClusterDescriptor(ClusterDescriptor):
         except BaseException:
             connection.close()
             raise
-        application = report.application_id
+        watch = _ApplicationWatch(connection, submitted.staging)
         return RestClusterClient(
             rest_url_of(report),
-            application,
+            report.application_id,
             token=rest_token(secret),
-            liveness=lambda: not connection.yarn.report(application).is_terminal,
-            end_report=lambda timeout: _final_status(connection.yarn, application, timeout),
+            liveness=watch.alive,
+            end_report=watch.end_report,
             on_close=connection.close,
-            log_location=f"`yarn logs -applicationId {application}`",
+            locate=watch.rest_url,
+            log_location=f"`yarn logs -applicationId {report.application_id}`",
         )
 
     def _check(
@@ -263,17 +264,53 @@ def _read_token(staging: StagingDirectory) -> str | None:
         return None
 
 
-def _final_status(yarn: YarnClient, application: str, timeout: float) -> str | None:
-    """How YARN reports the application's end, waiting up to ``timeout`` seconds for it; None while it runs."""
-    deadline = time.monotonic() + timeout
-    while True:
+class _ApplicationWatch:
+    """An attached client's view of its application through YARN: whether it still runs, how it ended.
+
+    An application that ends without its ApplicationMaster unregistering (killed
+    through YARN, or its last attempt lost) leaves its staging directory behind;
+    the client that deployed it removes it once YARN reports the end.
+    """
+
+    def __init__(self, connection: _Connection, staging: StagingDirectory) -> None:
+        self.connection = connection
+        self.staging = staging
+
+    def _report(self) -> ApplicationReport | None:
         try:
-            report = yarn.report(application)
+            report = self.connection.yarn.report(self.staging.application_id)
         except YarnClientError as error:
-            return f"YARN cannot report on application {application}: {error}"
-        if report.is_terminal:
-            diagnostics = f": {report.diagnostics.strip()}" if report.diagnostics.strip() else ""
-            return f"YARN application {application} {report.state} with final status {report.final_status}{diagnostics}"
-        if time.monotonic() >= deadline:
+            log.warning("%s", error)
             return None
-        time.sleep(0.5)
+        if report.is_terminal:
+            try:
+                self.staging.remove()
+            except StagingError as error:
+                log.warning("%s", error)
+        return report
+
+    def alive(self) -> bool:
+        """False once YARN reports the application ended; True while it runs or YARN cannot say."""
+        report = self._report()
+        return report is None or not report.is_terminal
+
+    def rest_url(self) -> str | None:
+        """The REST URL of the ApplicationMaster attempt that runs now; None when none serves."""
+        report = self._report()
+        if report is None or report.state != "RUNNING" or report.rpc_port <= 0:
+            return None
+        return rest_url_of(report)
+
+    def end_report(self, timeout: float) -> str | None:
+        """YARN's final state, status and diagnostics, waiting up to ``timeout`` seconds; None while it runs."""
+        deadline = time.monotonic() + timeout
+        while True:
+            report = self._report()
+            if report is not None and report.is_terminal:
+                diagnostics = report.diagnostics.strip()
+                return f"YARN application {report.application_id} {report.state} with final status {report.final_status}" + (
+                    f": {diagnostics}" if diagnostics else ""
+                )
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.5)

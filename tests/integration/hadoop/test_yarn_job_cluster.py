@@ -1,0 +1,207 @@
+"""`jobcluster run -t yarn-per-job` through the CLI, against the real YARN and HDFS of the test cluster.
+
+Every test ends with no application of type ``jobcluster`` active and no staging directory left
+(fixture ``yarn_clean``). The Python environment is packed and uploaded by the first deployment
+of the session (and cached on this machine across sessions), as it is for a user.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
+from jobcluster.backends.yarn.staging import STAGING_ROOT, HdfsPaths
+from jobcluster.backends.yarn.yarn_client import YarnClient
+from jobcluster.config.loader import load_configuration
+from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
+from jobcluster.memory.size import MiB
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from tests.infra.hadoop.cluster import HadoopCluster
+from tests.integration.hadoop.test_yarn_client import am_logs, hadoop_conf, paths, yarn  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.hadoop
+
+REPO = Path(__file__).resolve().parents[3]
+PROGRAMS = REPO / "tests" / "e2e" / "programs"
+JOB_TIMEOUT = 900.0
+"""Seconds one CLI call may take; the first deployment of a session packs and uploads the environment."""
+
+
+def staged_applications(paths: HdfsPaths) -> list[str]:  # noqa: F811
+    root = f"{paths.staging_base(None)}/{STAGING_ROOT}"
+    if paths.client.status(root, strict=False) is None:
+        return []
+    return [name for name in paths.client.list(root) if name.startswith("application_")]
+
+
+@pytest.fixture
+def yarn_clean(yarn: YarnClient, paths: HdfsPaths) -> Iterator[None]:  # noqa: F811
+    """After the test: no jobcluster application active and no staging directory left (both are failures)."""
+    yield
+    deadline = time.monotonic() + 30
+    active = [r.application_id for r in yarn.applications(["jobcluster"])]
+    while active and time.monotonic() < deadline:
+        time.sleep(1)
+        active = [r.application_id for r in yarn.applications(["jobcluster"])]
+    for application_id in active:
+        yarn.kill(application_id)
+    staged = staged_applications(paths)
+    assert active == [], f"applications left active: {active}"
+    assert staged == [], f"staging directories left: {staged}"
+
+
+@pytest.fixture(scope="module")
+def cli_env(hadoop_cluster: HadoopCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("HADOOP_CONF_DIR", "YARN_CONF_DIR")}
+    return {**env, "HADOOP_CONF_DIR": str(hadoop_cluster.hadoop_conf_dir), "JOBCLUSTER_HOME": str(tmp_path_factory.mktemp("home"))}
+
+
+def cli(env: dict[str, str], *args: str, timeout: float = JOB_TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "jobcluster", *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def application_id_in(text: str) -> str:
+    match = re.search(r"application_\d+_\d+", text)
+    assert match, f"no application id in:\n{text}"
+    return match.group(0)
+
+
+def job_id_in(text: str) -> str:
+    match = re.search(r"JobID ([0-9a-f]{32})", text)
+    assert match, f"no JobID in:\n{text}"
+    return match.group(1)
+
+
+def wait_for(condition, what: str, timeout: float = 300.0, interval: float = 1.0):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def node_containers(hadoop_conf: HadoopConfiguration, application_id: str) -> dict[str, int]:  # noqa: F811
+    """The application's running containers as the NodeManager reports them: id -> memory in MiB."""
+    address = hadoop_conf.get("yarn.nodemanager.webapp.address")
+    body = requests.get(f"http://{address}/ws/v1/node/containers", headers={"Accept": "application/json"}, timeout=10).json()
+    containers = (body.get("containers") or {}).get("container") or []
+    return {
+        c["id"]: int(c["totalMemoryNeededMB"]) for c in containers if application_id.split("_", 1)[1] in c["id"] and c["state"] == "RUNNING"
+    }
+
+
+def test_configuration_errors_are_refused_before_anything_runs(
+    cli_env: dict[str, str],
+    hadoop_cluster: HadoopCluster,
+    tmp_path: Path,
+    yarn_clean: None,
+) -> None:
+    program = str(PROGRAMS / "waits.py")
+    unset = {k: v for k, v in cli_env.items() if k != "HADOOP_CONF_DIR"}
+    result = cli(unset, "run", "-t", "yarn-per-job", program)
+    assert result.returncode == 1 and "HADOOP_CONF_DIR" in result.stderr, result.stderr
+
+    empty = tmp_path / "empty-conf"
+    empty.mkdir()
+    result = cli({**cli_env, "HADOOP_CONF_DIR": str(empty)}, "run", "-t", "yarn-per-job", program)
+    assert result.returncode == 1 and "holds none of" in result.stderr, result.stderr
+
+    # A ResourceManager that does not answer: the same configuration with a closed port.
+    unreachable = tmp_path / "unreachable-conf"
+    unreachable.mkdir()
+    for site in hadoop_cluster.hadoop_conf_dir.glob("*.xml"):
+        text = site.read_text()
+        text = text.replace(hadoop_cluster.resourcemanager_address, "127.0.0.1:9")
+        (unreachable / site.name).write_text(text)
+    started = time.monotonic()
+    result = cli({**cli_env, "HADOOP_CONF_DIR": str(unreachable)}, "run", "-t", "yarn-per-job", program)
+    assert result.returncode == 1 and "127.0.0.1:9" in result.stderr, result.stderr
+    assert time.monotonic() - started < 60, "an unreachable ResourceManager must be reported within about 30 s"
+
+    # Larger than YARN's maximum container: the message names the option to lower.
+    result = cli(cli_env, "run", "-t", "yarn-per-job", "-D", "taskmanager.memory.process.size=64g", program)
+    assert result.returncode == 1, result.stderr
+    assert "maximum container memory" in result.stderr and "taskmanager.memory.process.size" in result.stderr, result.stderr
+
+    # A queue the scheduler does not know: YARN refuses the application, which leaves nothing behind.
+    result = cli(cli_env, "run", "-t", "yarn-per-job", "-D", "yarn.application.queue=no-such-queue", program)
+    assert result.returncode == 1, result.stderr
+    assert "no-such-queue" in result.stderr and "Error:" in result.stderr, result.stderr
+
+
+def test_detached_run_container_sizes_list_and_cancel(
+    cli_env: dict[str, str],
+    yarn: YarnClient,  # noqa: F811
+    hadoop_conf: HadoopConfiguration,  # noqa: F811
+    yarn_clean: None,
+) -> None:
+    settings = ("-D", "taskmanager.numberOfTaskSlots=2", "-D", "yarn.tags=Nightly,team-a")
+    result = cli(cli_env, "run", "-t", "yarn-per-job", "-d", "-p", "4", *settings, str(PROGRAMS / "waits.py"), "600")
+    assert result.returncode == 0, result.stderr
+    application, job_id = application_id_in(result.stderr), job_id_in(result.stdout)
+    assert f"jobcluster cancel {job_id}" in result.stdout
+    assert "ACCEPTED in queue default" in result.stderr and "RUNNING" in result.stderr, result.stderr
+
+    report = yarn.report(application)
+    assert report.application_type == "jobcluster" and report.name == "waits"
+    assert {"nightly", "team-a", f"jobcluster-job-id:{job_id}"} <= set(report.tags)
+
+    # Two TaskExecutor containers of exactly the memory model's size, the ApplicationMaster of the
+    # JobManager's (rounded up to YARN's minimum allocation of 256 MiB), as the NodeManager runs them.
+    config = load_configuration(None, {"taskmanager.numberOfTaskSlots": "2"})  # the shipped defaults, as the CLI read them
+    tm_mib = task_executor_process_spec_from_config(config).total_process // MiB
+    jm_mib = job_manager_process_spec_from_config(config).total_process // MiB
+    containers = wait_for(lambda: (c := node_containers(hadoop_conf, application)) and len(c) == 3 and c, "3 containers")
+    am = next(cid for cid in containers if cid.endswith("_000001"))
+    assert containers.pop(am) == -(-jm_mib // 256) * 256
+    assert sorted(containers.values()) == [tm_mib, tm_mib]
+
+    listed = cli(cli_env, "list", "-t", "yarn-per-job")
+    assert listed.returncode == 0, listed.stderr
+    line = next((line for line in listed.stdout.splitlines() if job_id in line), None)
+    assert line is not None and application in line and "RUNNING" in line, listed.stdout
+
+    cancelled = cli(cli_env, "cancel", job_id, "-t", "yarn-per-job")
+    assert cancelled.returncode == 0, cancelled.stderr
+    ended = yarn.follow(application, timeout=120)
+    assert (ended.state, ended.final_status) == ("FINISHED", "KILLED"), ended
+
+    unknown = cli(cli_env, "cancel", job_id, "-t", "yarn-per-job")
+    assert unknown.returncode == 1 and "no running job" in unknown.stderr, unknown.stderr
+
+
+def test_application_killed_through_yarn_while_attached(
+    cli_env: dict[str, str],
+    yarn: YarnClient,  # noqa: F811
+    yarn_clean: None,
+) -> None:
+    argv = [sys.executable, "-m", "jobcluster", "run", "-t", "yarn-per-job", "-p", "1", str(PROGRAMS / "waits.py"), "600"]
+    with subprocess.Popen(argv, env=cli_env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as client:
+        assert client.stderr is not None
+        seen = []
+        for line in client.stderr:
+            seen.append(line)
+            if re.search(r"Job [0-9a-f]{32} is RUNNING", line):
+                break
+        else:
+            pytest.fail("".join(seen))
+        application = application_id_in("".join(seen))
+        yarn.kill(application)
+        try:
+            rest = client.stderr.read()
+            code = client.wait(timeout=120)
+        finally:
+            client.kill()
+    assert code == 1, rest
+    assert f"YARN application {application} KILLED" in rest, rest
