@@ -42,14 +42,17 @@ class ProgressPrinter:
         cluster = job_client.cluster_client
         _say(f"Job cluster {cluster.cluster_id} is up; REST API at {cluster.rest_url}")
 
-    def detached(self, job_client: JobClient) -> None:
+    def detached(self, job_client: JobClient, target: str) -> None:
         cluster = job_client.cluster_client
-        click.echo(f"Job has been submitted with JobID {job_client.job_id}")
-        click.echo(f"  follow it:  jobcluster list   (or GET {job_client.cluster_client.rest_url}/jobs/{job_client.job_id})")
-        click.echo(f"  cancel it:  jobcluster cancel {job_client.job_id}")
+        job = job_client.job_id
+        on_target = "" if target == "local" else f" -t {target}"
+        logs = f" ({cluster.log_location})" if cluster.log_location else ""
+        click.echo(f"Job has been submitted with JobID {job} to job cluster {cluster.cluster_id}")
+        click.echo(f"  follow it:  jobcluster list{on_target}   (or GET {cluster.rest_url}/jobs/{job})")
+        click.echo(f"  cancel it:  jobcluster cancel {job}{on_target}")
         click.echo(
-            f"  its output: GET {job_client.cluster_client.rest_url}/jobs/{job_client.job_id}/stdout (and /stderr) while it runs; "
-            f"kept in driver.out and driver.err of the cluster's logs{' (' + cluster.log_location + ')' if cluster.log_location else ''}"
+            f"  its output: GET {cluster.rest_url}/jobs/{job}/stdout (and /stderr) while it runs; "
+            f"kept in driver.out and driver.err of the cluster's logs{logs}"
         )
 
     def update(self, job: dict[str, Any], task_managers: list[dict[str, Any]]) -> None:

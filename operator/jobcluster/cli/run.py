@@ -95,7 +95,7 @@ def run(
     try:
         printer.submitted(job_client)
         if detached:
-            printer.detached(job_client)
+            printer.detached(job_client, target)
             return
         try:
             result = job_client.wait_for_result(on_update=printer.update, on_output=printer.program_output)

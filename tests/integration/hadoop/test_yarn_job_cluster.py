@@ -26,7 +26,7 @@ from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
 from jobcluster.memory.size import MiB
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from tests.infra.hadoop.cluster import HadoopCluster
-from tests.integration.hadoop.test_yarn_client import am_logs, hadoop_conf, paths, yarn  # noqa: F401 - fixtures
+from tests.integration.hadoop.test_yarn_client import hadoop_conf, paths, yarn  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.hadoop
 
@@ -170,7 +170,8 @@ def test_detached_run_container_sizes_list_and_cancel(
     listed = cli(cli_env, "list", "-t", "yarn-per-job")
     assert listed.returncode == 0, listed.stderr
     line = next((line for line in listed.stdout.splitlines() if job_id in line), None)
-    assert line is not None and application in line and "RUNNING" in line, listed.stdout
+    assert line is not None and application in line and re.search(r"\b(CREATED|RUNNING)\b", line), listed.stdout
+    assert "http://" in line, "the REST URL the ApplicationMaster registered"
 
     cancelled = cli(cli_env, "cancel", job_id, "-t", "yarn-per-job")
     assert cancelled.returncode == 0, cancelled.stderr
