@@ -6,6 +6,7 @@ interpreter's base), so venv-pack packs them exactly as it packs a user's, and t
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tarfile
@@ -86,6 +87,17 @@ def test_pack_caches_by_fingerprint(venv: Path, tmp_path: Path):
     (site(venv) / "numpyish" / "extra.py").write_text("X = 1\n")
     third = pyenv.pack_environment(venv, cache)
     assert third.packed and third.path != first.path
+
+
+def test_the_cache_keeps_the_most_recently_used_archives(tmp_path: Path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    archives = [cache / f"python-env-{i}.tar.gz" for i in range(5)]
+    for age, archive in enumerate(archives):
+        archive.write_bytes(b"x")
+        os.utime(archive, (1_000_000 + age, 1_000_000 + age))  # python-env-4 is the newest
+    pyenv._keep_recent(archives[0], keep=3)  # used now: the newest of all
+    assert sorted(p.name for p in cache.iterdir()) == ["python-env-0.tar.gz", "python-env-3.tar.gz", "python-env-4.tar.gz"]
 
 
 def test_the_archive_runs_with_jobcluster_inside_it(venv: Path, tmp_path: Path):

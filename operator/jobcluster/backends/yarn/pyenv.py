@@ -77,6 +77,9 @@ CONTAINER_PYTHON = f"./{ENVIRONMENT_KEY}/bin/python"
 SHARED_DIR = "python"
 """Directory under ``<staging base>/.jobcluster/`` holding the shipped environments of every job."""
 
+CACHED_ARCHIVES = 3
+"""Packed environments kept in the client's cache (the most recently used)."""
+
 COMPRESS_LEVEL = 1
 """gzip level of the archive. Most of a PySpark environment is jars, which are compressed already. Measured on
 the shared 2-core machine with the 656 MB development venv: level 1 gives 386-405 MB in 38-54 s, level 4
@@ -258,6 +261,7 @@ def pack_environment(
     digest = fingerprint(prefix, extra)
     archive = cache / f"python-env-{digest[:32]}.tar.gz"
     if archive.is_file():
+        _keep_recent(archive)
         return PackedEnvironment(archive, digest, packed=False, seconds=time.monotonic() - started)
     cache.mkdir(parents=True, exist_ok=True)
     progress(f"Packing the Python environment {prefix} for the YARN containers (once per environment) ...")
@@ -275,7 +279,20 @@ def pack_environment(
         partial.unlink(missing_ok=True)
     seconds = time.monotonic() - started
     progress(f"Packed the Python environment: {archive.stat().st_size / (1 << 20):.0f} MiB in {seconds:.0f} s ({archive})")
+    _keep_recent(archive)
     return PackedEnvironment(archive, digest, packed=True, seconds=seconds)
+
+
+def _keep_recent(archive: Path, keep: int = CACHED_ARCHIVES) -> None:
+    """Mark ``archive`` used now and remove all but the ``keep`` most recently used archives of its cache.
+
+    Every change to the environment (a package installed, jobcluster upgraded)
+    gives a new archive of a few hundred MiB; the ones not used lately go.
+    """
+    os.utime(archive)
+    archives = sorted(archive.parent.glob("python-env-*.tar.gz"), key=lambda a: a.stat().st_mtime, reverse=True)
+    for old in archives[keep:]:
+        old.unlink(missing_ok=True)
 
 
 @contextmanager

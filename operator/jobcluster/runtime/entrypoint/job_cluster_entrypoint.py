@@ -99,6 +99,7 @@ class JobClusterEntrypoint:
         self.context = context
         self._create_driver = create_driver
         self.status = ApplicationStatus.UNKNOWN  # what the ResourceManager reports when it deregisters
+        self.diagnostics: str | None = None  # and why, when the job did not finish (e.g. YARN's diagnostics)
 
     async def run(self) -> ApplicationStatus:
         ctx = self.context
@@ -150,7 +151,7 @@ class JobClusterEntrypoint:
         )
         stack.push_async_callback(rpc.stop_endpoint, resource_manager)
         await rpc.start_endpoint(resource_manager)
-        stack.push_async_callback(lambda: resource_manager.deregister_application(self.status, None))
+        stack.push_async_callback(lambda: resource_manager.deregister_application(self.status, self.diagnostics))
 
         rm_gateway = ResourceManagerGateway(rpc, rpc.address, RESOURCE_MANAGER_ENDPOINT, resource_manager.fencing_token)
         sizing_conf = merge_spark_conf(
@@ -192,6 +193,7 @@ class JobClusterEntrypoint:
         self._install_signal_handlers(dispatcher)
         log.info("job cluster %s is up: REST %s, job %s", ctx.cluster_id, rest.url, graph.job_id)
         self.status = await dispatcher.termination
+        self.diagnostics = _diagnostics(job_master.result)
         return self.status
 
     def _prepare_scratch(self, stack: AsyncExitStack) -> Path:
@@ -244,3 +246,17 @@ class JobClusterEntrypoint:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, dispatcher.fail, f"received signal {sig.name}")
+
+
+DIAGNOSTICS_LIMIT = 4000  # characters of a failure cause handed to the platform (YARN keeps a few KB per attempt)
+
+
+def _diagnostics(result: JobResult | None) -> str | None:
+    """How the job ended, for the platform's own view of the application: its state and, if any, the
+    end of its failure cause (the program's error is at the end)."""
+    if result is None:
+        return None
+    text = f"job {result.job_id} {result.status.value}"
+    if result.failure_cause:
+        text += f": {result.failure_cause[-DIAGNOSTICS_LIMIT:]}"
+    return text
