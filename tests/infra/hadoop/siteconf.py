@@ -26,6 +26,10 @@ MIN_ALLOCATION_MB = 256
 """yarn.scheduler.minimum-allocation-mb: small, so TaskManager-sized requests
 are rounded up as little as possible."""
 
+CONTAINER_MONITOR_INTERVAL_MS = 1000
+"""yarn.nodemanager.container-monitor.interval-ms: how often the NodeManager
+measures each container's process tree against its size (YARN's default: 3000)."""
+
 
 @dataclass(frozen=True)
 class Ports:
@@ -92,8 +96,9 @@ class NodeResources:
     Sized for several realistic containers (1-2 GiB) at once rather than for
     the machine: vcores are overcommitted (YARN does not check them against
     the CPUs), and on a small machine memory is too. Test job clusters are
-    mostly idle JVMs, and memory enforcement is off (see ``yarn_site``), so
-    overcommit costs nothing until containers really use the memory.
+    mostly idle JVMs, and YARN enforces each container's own size (physical
+    memory, see ``yarn_site``), not the node's sum, so overcommit costs
+    nothing until containers really use the memory.
     """
 
     memory_mb: int
@@ -188,10 +193,24 @@ def yarn_site(ports: Ports, layout: Layout, resources: NodeResources) -> dict[st
         # Containers run as processes of the NodeManager's user (no setuid
         # container-executor binary, no cgroups, no Docker).
         "yarn.nodemanager.container-executor.class": ("org.apache.hadoop.yarn.server.nodemanager.DefaultContainerExecutor"),
-        # Memory is overcommitted on purpose (see NodeResources): do not kill
-        # containers for their virtual or physical size.
+        # Physical memory is enforced as on a production cluster: the
+        # NodeManager's container monitor kills a container whose process tree
+        # (resident pages of every process in it) is over its size with exit
+        # status -104 (KILLED_EXCEEDED_PMEM). That is what proves the memory
+        # model's sizes hold. Virtual memory is not checked (as on most
+        # clusters: JVMs reserve far more address space than they use).
+        "yarn.nodemanager.pmem-check-enabled": "true",
         "yarn.nodemanager.vmem-check-enabled": "false",
-        "yarn.nodemanager.pmem-check-enabled": "false",
+        "yarn.nodemanager.container-monitor.enabled": "true",
+        # Without cgroups this must be false: when true (the default) the
+        # monitor leaves memory to the cgroup OOM killer and never kills a
+        # container itself (ContainersMonitorImpl.checkLimit), so the pmem
+        # check above would silently do nothing.
+        "yarn.nodemanager.resource.memory.enforced": "false",
+        # Look every second instead of every 3 s: an oversized container is
+        # killed within about 2 s (YARN kills at once above twice the size,
+        # else when processes older than one interval are over it).
+        "yarn.nodemanager.container-monitor.interval-ms": str(CONTAINER_MONITOR_INTERVAL_MS),
         # A nearly full disk must not mark the node UNHEALTHY.
         "yarn.nodemanager.disk-health-checker.enable": "false",
         "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "100.0",

@@ -1,0 +1,81 @@
+"""The test cluster enforces physical memory: a container whose process tree outgrows its size is killed by YARN.
+
+An ApplicationMaster container of the smallest size (256 MiB) runs a Python one-liner that fills 768 MiB
+and holds it. The NodeManager's container monitor (pmem check on, see tests/infra/hadoop/siteconf.py) must
+kill it with exit status -104 (KILLED_EXCEEDED_PMEM), which the ResourceManager reports as the attempt's
+exit code with the monitor's diagnostics; with the check off the process would sleep its 90 s and exit 0.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+import time
+
+import psutil
+import pytest
+
+from jobcluster.backends.yarn.resources import ContainerResource
+from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory
+from jobcluster.backends.yarn.statuses import KILLED_EXCEEDED_PMEM
+from jobcluster.backends.yarn.submission import submit_application_master
+from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, NewApplication, YarnClient
+from tests.infra.hadoop.cluster import HadoopCluster
+from tests.infra.hadoop.siteconf import MIN_ALLOCATION_MB
+from tests.integration.hadoop.test_yarn_client import (  # noqa: F401 - fixtures
+    APP_TIMEOUT,
+    TEST_TYPE,
+    am_logs,
+    hadoop_conf,
+    no_leftovers,
+    paths,
+    yarn,
+)
+
+pytestmark = pytest.mark.hadoop
+
+HOG_MIB = 3 * MIN_ALLOCATION_MB
+"""What the container's process fills: three times its size, so YARN kills it at the first look."""
+
+
+def test_a_container_past_its_physical_memory_is_killed_with_exit_status_104(
+    hadoop_cluster: HadoopCluster,
+    yarn: YarnClient,  # noqa: F811
+    paths: HdfsPaths,  # noqa: F811
+    no_leftovers: None,  # noqa: F811
+) -> None:
+    # bytes * n writes every page (memset), so all of it is resident; no quotes (the NM's bash -c "...").
+    hog = f"import time; hog = bytes([1]) * ({HOG_MIB} << 20); print(len(hog) >> 20, flush=True); time.sleep(90)"
+
+    def build(application: NewApplication, staging: StagingDirectory) -> ApplicationMasterSpec:
+        return ApplicationMasterSpec(
+            name="jobcluster-pmem-test",
+            application_type=TEST_TYPE,
+            resource=ContainerResource(MIN_ALLOCATION_MB, 1),
+            command=f"{sys.executable} -c {shlex.quote(hog)} 1><LOG_DIR>/am.out 2><LOG_DIR>/am.err",
+        )
+
+    started = time.monotonic()
+    submitted = submit_application_master(yarn, paths, None, build, until=lambda r: r.is_terminal, timeout=APP_TIMEOUT)
+    submitted.staging.remove()
+    report = submitted.report
+    elapsed = time.monotonic() - started
+
+    logs = am_logs(hadoop_cluster, report.application_id)
+    assert (report.state, report.final_status) == ("FAILED", "FAILED"), f"{report}\n{logs}"
+    # The ResourceManager's account of the attempt: the AM container's exit code, then the NodeManager's reason.
+    assert f"exited with  exitCode: {KILLED_EXCEEDED_PMEM}" in report.diagnostics, report.diagnostics
+    limit = re.search(
+        r"Container \[pid=(\d+),containerID=\S+\] is running (\d+)B beyond the 'PHYSICAL' memory limit\. "
+        r"Current usage: ([\d.]+) ([MG])B of (\d+) MB physical memory used",
+        report.diagnostics,
+    )
+    assert limit, report.diagnostics
+    pid, beyond = int(limit.group(1)), int(limit.group(2))
+    used_mib = float(limit.group(3)) * (1024 if limit.group(4) == "G" else 1)
+    assert int(limit.group(5)) == MIN_ALLOCATION_MB
+    assert beyond > MIN_ALLOCATION_MB << 20 and used_mib >= HOG_MIB, report.diagnostics
+    assert "Killing container." in report.diagnostics, report.diagnostics
+    assert elapsed < 60, f"killed only after {elapsed:.0f} s (the process would have slept 90 s)"
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, "the killed process tree lives on"
