@@ -107,6 +107,19 @@ def hadoop_lines(sc: SparkContext, fs: Any, files: list[Any], scratch: str) -> R
     return sc.union(parts) if parts else sc.emptyRDD()
 
 
+def input_lines(sc: SparkContext, name: str, scratch: str) -> tuple[list[Any], RDD[str]]:
+    """The files of the input ``name`` and their lines; ``scratch``: a local directory for shipped copies."""
+    # The input as Spark sees it: a path without a scheme is on fs.defaultFS.
+    path = sc._jvm.org.apache.hadoop.fs.Path(name)
+    fs = path.getFileSystem(sc._jsc.hadoopConfiguration())
+    path = fs.makeQualified(path)
+    if path.toUri().getScheme() == "file":
+        files = input_files(path.toUri().getPath(), name)
+        return files, sc.parallelize(files, max(1, min(len(files), 4 * sc.defaultParallelism))).flatMap(read_lines)
+    files = hadoop_files(fs, path, name)
+    return files, hadoop_lines(sc, fs, files, scratch)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--input", required=True, help="a text file or a directory of text files (read recursively)")
@@ -118,17 +131,7 @@ def main() -> None:
     sc = spark.sparkContext
     scratch = tempfile.mkdtemp(prefix="wordcount-")
     try:
-        # The input as Spark sees it: a path without a scheme is on fs.defaultFS.
-        path = sc._jvm.org.apache.hadoop.fs.Path(args.input)
-        fs = path.getFileSystem(sc._jsc.hadoopConfiguration())
-        path = fs.makeQualified(path)
-        if path.toUri().getScheme() == "file":
-            files = input_files(path.toUri().getPath(), args.input)
-            lines = sc.parallelize(files, max(1, min(len(files), 4 * sc.defaultParallelism))).flatMap(read_lines)
-        else:
-            files = hadoop_files(fs, path, args.input)
-            lines = hadoop_lines(sc, fs, files, scratch)
-
+        files, lines = input_lines(sc, args.input, scratch)
         counts = lines.flatMap(tokenize).map(lambda word: (word, 1)).reduceByKey(add).cache()
         rows = counts.map(lambda wc: (f"{wc[0]}\t{wc[1]}",))
         spark.createDataFrame(rows, "value string").write.mode("overwrite").text(args.output)

@@ -1,22 +1,24 @@
 """WordCount that takes its time: each partition sleeps before counting.
 
-Used to kill a TaskExecutor, or cancel the job, while Spark tasks still run.
-It reuses the example's input reading and tokenizer, shipped with ``--py-files``.
+Used to kill a TaskExecutor or a JobManager, or cancel the job, while Spark tasks still run.
+It reuses the example's input reading (local paths and hdfs:// alike) and tokenizer,
+shipped with ``--py-files``.
 """
 
 import argparse
+import shutil
+import tempfile
 import time
 from operator import add
 
 from pyspark.sql import SparkSession
-from wordcount import input_files, read_lines, tokenize
+from wordcount import input_lines, tokenize
 
 
-def slow_words(paths, delay):
+def slow_words(lines, delay):
     time.sleep(delay)
-    for path in paths:
-        for line in read_lines(path):
-            yield from tokenize(line)
+    for line in lines:
+        yield from tokenize(line)
 
 
 def main() -> None:
@@ -27,12 +29,16 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=24)
     args = parser.parse_args()
     spark = SparkSession.builder.appName("SlowWordCount").getOrCreate()
-    files = input_files(args.input)
-    words = spark.sparkContext.parallelize(files, min(len(files), args.partitions)).mapPartitions(lambda it: slow_words(it, args.delay))
-    counts = words.map(lambda w: (w, 1)).reduceByKey(add)
-    spark.createDataFrame(counts.map(lambda wc: (f"{wc[0]}\t{wc[1]}",)), ["value"]).write.mode("overwrite").text(args.output)
-    print("done")
-    spark.stop()
+    scratch = tempfile.mkdtemp(prefix="slow-wordcount-")
+    try:
+        _, lines = input_lines(spark.sparkContext, args.input, scratch)
+        words = lines.repartition(args.partitions).mapPartitions(lambda it: slow_words(it, args.delay))
+        counts = words.map(lambda w: (w, 1)).reduceByKey(add)
+        spark.createDataFrame(counts.map(lambda wc: (f"{wc[0]}\t{wc[1]}",)), "value string").write.mode("overwrite").text(args.output)
+        print("done")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        spark.stop()
 
 
 if __name__ == "__main__":

@@ -7,14 +7,18 @@ of the session (and cached on this machine across sessions), as it is for a user
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import psutil
 import pytest
 import requests
 
@@ -26,12 +30,14 @@ from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
 from jobcluster.memory.size import MiB
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from tests.infra.hadoop.cluster import HadoopCluster
+from tests.integration.hadoop.test_wordcount_hdfs import CORPUS, count_words
 from tests.integration.hadoop.test_yarn_client import hadoop_conf, paths, yarn  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.hadoop
 
 REPO = Path(__file__).resolve().parents[3]
 PROGRAMS = REPO / "tests" / "e2e" / "programs"
+WORDCOUNT = REPO / "examples" / "wordcount.py"
 JOB_TIMEOUT = 900.0
 """Seconds one CLI call may take; the first deployment of a session packs and uploads the environment."""
 
@@ -206,3 +212,133 @@ def test_application_killed_through_yarn_while_attached(
             client.kill()
     assert code == 1, rest
     assert f"YARN application {application} KILLED" in rest, rest
+
+
+# -- WordCount on HDFS, and the faults a job cluster on YARN survives -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hdfs_corpus(paths: HdfsPaths, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Counter[str]]:  # noqa: F811
+    """A corpus on HDFS (the tricky files of test_wordcount_hdfs plus a slice of the real corpus), and its counts."""
+    files = dict(CORPUS)
+    real = Path(os.environ.get("JOBCLUSTER_CORPUS") or Path(json.__file__).parent)
+    for path in sorted(p for p in real.rglob("*") if p.is_file())[:40]:
+        files[f"real/{path.relative_to(real)}"] = path.read_bytes()
+    root = f"{paths.staging_base(None)}/wordcount-corpus"
+    expected: Counter[str] = Counter()
+    for name, data in files.items():
+        paths.client.write(f"{root}/{name}", data=data, overwrite=True)
+        expected += count_words(data)
+    return paths.qualify(root), expected
+
+
+def hdfs_word_counts(paths: HdfsPaths, output: str) -> Counter[str]:  # noqa: F811
+    counts: Counter[str] = Counter()
+    directory = urlsplit(output).path
+    for name in paths.client.list(directory):
+        if name.startswith("part-"):
+            with paths.client.read(f"{directory}/{name}", encoding="utf-8") as reader:
+                for line in reader.read().splitlines():
+                    word, count = line.rsplit("\t", 1)
+                    assert word not in counts, f"{word!r} twice in the output"
+                    counts[word] = int(count)
+    return counts
+
+
+def pmem_kills(hadoop_cluster: HadoopCluster, application_id: str) -> list[str]:
+    """The NodeManager's lines about containers of the application killed for exceeding their memory."""
+    log = (hadoop_cluster.log_dir / "nodemanager.log").read_text(errors="replace")
+    suffix = application_id.split("_", 1)[1]
+    return [line for line in log.splitlines() if suffix in line and "beyond the 'PHYSICAL' memory limit" in line]
+
+
+def test_wordcount_on_hdfs_with_exact_counts(
+    cli_env: dict[str, str],
+    hadoop_cluster: HadoopCluster,
+    hdfs_corpus: tuple[str, Counter[str]],
+    paths: HdfsPaths,  # noqa: F811
+    yarn_clean: None,
+) -> None:
+    corpus, expected = hdfs_corpus
+    output = f"{paths.qualify(paths.staging_base(None))}/wordcount-out"
+    slots = ("-D", "taskmanager.numberOfTaskSlots=2")
+    result = cli(cli_env, "run", "-t", "yarn-per-job", "-p", "4", *slots, str(WORDCOUNT), "--input", corpus, "--output", output)
+    assert result.returncode == 0, result.stderr
+    application = application_id_in(result.stderr)
+    assert f"YARN application {application} FINISHED with final status SUCCEEDED" in result.stderr, result.stderr
+    assert len(re.findall(r"TaskExecutor container_\S+ registered: 2 slots", result.stderr)) == 2, result.stderr
+    assert "distinct. Top" in result.stdout, "the program's own stdout reached the client"
+    assert hdfs_word_counts(paths, output) == expected
+    assert pmem_kills(hadoop_cluster, application) == []
+
+
+def test_missing_input_fails_the_job_with_the_programs_error(
+    cli_env: dict[str, str],
+    paths: HdfsPaths,  # noqa: F811
+    yarn_clean: None,
+) -> None:
+    missing = f"{paths.qualify(paths.staging_base(None))}/no-such-corpus"
+    result = cli(cli_env, "run", "-t", "yarn-per-job", "-p", "1", str(WORDCOUNT), "--input", missing, "--output", missing + "-out")
+    assert result.returncode == 1, result.stderr
+    assert "no-such-corpus does not exist" in result.stderr, result.stderr
+    application = application_id_in(result.stderr)
+    # YARN's own view carries the job's end and the program's error (the ApplicationMaster's diagnostics)
+    assert re.search(
+        f"YARN application {application} FINISHED with final status FAILED: job [0-9a-f]{{32}} FAILED: .*no-such-corpus", result.stderr
+    ), result.stderr
+
+
+def container_process(application_id: str, container_suffix: str, module: str) -> psutil.Process:
+    """The jobcluster process running ``module`` in the application's container ``..._<container_suffix>``."""
+    wanted = f"{application_id.split('_', 1)[1]}_{container_suffix}"
+    for proc in psutil.process_iter(["cmdline", "environ"]):
+        try:
+            env = proc.info["environ"] or {}
+            if env.get("CONTAINER_ID", "").endswith(wanted) and module in " ".join(proc.info["cmdline"] or []):
+                return proc
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    raise AssertionError(f"no process of {module} in container {wanted}")
+
+
+def follow_until(client: subprocess.Popen[str], pattern: str, seen: list[str]) -> re.Match[str]:
+    assert client.stderr is not None
+    for line in client.stderr:
+        seen.append(line)
+        match = re.search(pattern, line)
+        if match:
+            return match
+    pytest.fail(f"the client ended before {pattern!r}:\n{''.join(seen)}")
+
+
+def test_killed_task_executor_and_application_master_are_replaced_with_exact_counts(
+    cli_env: dict[str, str],
+    hdfs_corpus: tuple[str, Counter[str]],
+    paths: HdfsPaths,  # noqa: F811
+    yarn: YarnClient,  # noqa: F811
+    yarn_clean: None,
+) -> None:
+    """One attached run, two faults: a TaskExecutor's process killed mid-job (YARN reports its container
+    completed, the ResourceManager starts another), then the ApplicationMaster's (YARN starts a second attempt,
+    which runs the job again; the client follows it to its new REST address). The counts are still exact."""
+    corpus, expected = hdfs_corpus
+    output = f"{paths.qualify(paths.staging_base(None))}/wordcount-faults-out"
+    argv = [sys.executable, "-m", "jobcluster", "run", "-t", "yarn-per-job", "-p", "2", "-D", "taskmanager.numberOfTaskSlots=1"]
+    argv += ["-D", "yarn.application-attempts=2", "--py-files", str(WORDCOUNT), str(PROGRAMS / "slow_wordcount.py")]
+    argv += ["--input", corpus, "--output", output, "--delay", "4"]
+    seen: list[str] = []
+    with subprocess.Popen(argv, env=cli_env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as client:
+        try:
+            follow_until(client, r"Spark app-\S+: .* [1-9]\d* executors", seen)
+            application = application_id_in("".join(seen))
+            container_process(application, "01_000002", "jobcluster.runtime.taskexecutor").kill()
+            follow_until(client, r"TaskExecutor container_\S+_01_00000[4-9] registered", seen)
+            follow_until(client, r"Spark app-\S+: .* [1-9]\d* executors", seen)
+            container_process(application, "01_000001", "jobcluster.backends.yarn.entrypoint").kill()
+            follow_until(client, r"TaskExecutor container_\S+_02_\d+ registered", seen)
+            _, rest = client.communicate(timeout=JOB_TIMEOUT)
+        finally:
+            client.kill()
+    assert client.returncode == 0, "".join(seen) + rest
+    assert f"YARN application {application} FINISHED with final status SUCCEEDED" in rest, rest
+    assert hdfs_word_counts(paths, output) == expected
