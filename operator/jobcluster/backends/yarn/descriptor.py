@@ -62,6 +62,18 @@ DEPLOYMENT_TIMEOUT = 300.0
 """Seconds from submission until the ApplicationMaster must have registered (RUNNING); it may wait in a queue."""
 
 
+@dataclass(frozen=True)
+class _Job:
+    """What one deployment stages and submits; ``secret``: the new cluster's secret."""
+
+    spec: ClusterSpecification
+    graph: JobGraph
+    program: PackagedProgram
+    config: Configuration
+    yarn: YarnOptions
+    secret: str
+
+
 @dataclass
 class _Connection:
     """What one deployment or lookup talks to: the JVM with the YarnClient, and HDFS."""
@@ -109,21 +121,20 @@ class YarnClusterDescriptor(ClusterDescriptor):
     def deploy_job_cluster(
         self, spec: ClusterSpecification, graph: JobGraph, program: PackagedProgram, config: Configuration
     ) -> RestClusterClient:
-        yarn_opts = yarn_options(config, graph.job_name, graph.job_id)
+        job = _Job(spec, graph, program, config, yarn_options(config, graph.job_name, graph.job_id), new_cluster_secret())
         tm_vcores = vcores_of(task_manager_cpu_cores(config))
         connection = self._connect()
         try:
             self.progress(f"Connected to the YARN ResourceManager at {connection.yarn.resourcemanager_address}")
-            secret = new_cluster_secret()
 
             def build(application: NewApplication, staging: StagingDirectory) -> ApplicationMasterSpec:
-                self._check(spec, yarn_opts, tm_vcores, connection, application)
-                return self._stage(application, staging, graph, program, config, yarn_opts, spec, secret, connection.paths)
+                self._check(job, tm_vcores, connection.yarn, application)
+                return self._stage(job, connection.paths, staging)
 
             submitted = submit_application_master(
                 connection.yarn,
                 connection.paths,
-                yarn_opts.staging_directory,
+                job.yarn.staging_directory,
                 build,
                 on_change=self._report_state,
                 timeout=DEPLOYMENT_TIMEOUT,
@@ -140,7 +151,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
         return RestClusterClient(
             rest_url_of(report),
             report.application_id,
-            token=rest_token(secret),
+            token=rest_token(job.secret),
             liveness=watch.alive,
             end_report=watch.end_report,
             on_close=connection.close,
@@ -148,49 +159,38 @@ class YarnClusterDescriptor(ClusterDescriptor):
             log_location=f"`yarn logs -applicationId {report.application_id}`",
         )
 
-    def _check(
-        self, spec: ClusterSpecification, opts: YarnOptions, tm_vcores: int, connection: _Connection, application: NewApplication
-    ) -> None:
+    def _check(self, job: _Job, tm_vcores: int, yarn: YarnClient, application: NewApplication) -> None:
         """Flink's ClusterSpecification check: fatal mismatches raise, the rest is shown or logged."""
         self.progress(f"Created YARN application {application.application_id}")
         check = check_cluster_specification(
-            spec,
-            am_vcores=opts.am_vcores,
+            job.spec,
+            am_vcores=job.yarn.am_vcores,
             task_manager_vcores=tm_vcores,
-            queue=opts.queue,
-            cluster=connection.yarn.cluster_resources(application.maximum),
+            queue=job.yarn.queue,
+            cluster=yarn.cluster_resources(application.maximum),
         )
         for warning in check.warnings:
             self.progress(f"Warning: {warning}")
         for note in check.notes:
             log.info("%s", note)
 
-    def _stage(
-        self,
-        application: NewApplication,
-        staging: StagingDirectory,
-        graph: JobGraph,
-        program: PackagedProgram,
-        config: Configuration,
-        opts: YarnOptions,
-        spec: ClusterSpecification,
-        secret: str,
-        paths: HdfsPaths,
-    ) -> ApplicationMasterSpec:
+    def _stage(self, job: _Job, paths: HdfsPaths, staging: StagingDirectory) -> ApplicationMasterSpec:
         """Ship the Python, stage the cluster's files, and describe the ApplicationMaster to submit."""
+        opts = job.yarn
         python = container_python(opts.python, paths, staging.base, progress=self.progress)
         self.progress(f"Staging the job's files in {staging.uri}")
-        files = [staging.upload(path, f"{layout.ARTIFACTS_DIR}/{path.name}") for path in staged_files(program)]
-        files.append(staging.write(layout.JOB_GRAPH_FILE, graph.model_dump_json().encode()))
-        files.append(staging.write(layout.CONFIG_FILE, yaml.safe_dump(config.to_dict(), sort_keys=True).encode()))
-        files.append(staging.write(layout.SECRET_FILE, secret.encode()))
+        files = [staging.upload(path, f"{layout.ARTIFACTS_DIR}/{path.name}") for path in staged_files(job.program)]
+        files.append(staging.write(layout.JOB_GRAPH_FILE, job.graph.model_dump_json().encode()))
+        files.append(staging.write(layout.CONFIG_FILE, yaml.safe_dump(job.config.to_dict(), sort_keys=True).encode()))
+        files.append(staging.write(layout.SECRET_FILE, job.secret.encode()))
+        token = rest_token(job.secret).encode()
         with hdfs_errors(f"cannot write the REST token into {staging.uri}"):
-            paths.client.write(staging.remote_path(REST_TOKEN_FILE), data=rest_token(secret).encode(), overwrite=True, permission="600")
+            paths.client.write(staging.remote_path(REST_TOKEN_FILE), data=token, overwrite=True, permission="600")
         resources = (*files, *python.resources)
         return ApplicationMasterSpec(
             name=opts.application_name,
             application_type=opts.application_type,
-            resource=ContainerResource(spec.master_memory_mib, opts.am_vcores),
+            resource=ContainerResource(job.spec.master_memory_mib, opts.am_vcores),
             command=application_master_command([python.executable, "-m", ENTRYPOINT_MODULE]),
             environment={
                 ENV_LOCAL_RESOURCES: encode_local_resources(resources),
