@@ -7,6 +7,7 @@ of the session (and cached on this machine across sessions), as it is for a user
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -342,3 +343,25 @@ def test_killed_task_executor_and_application_master_are_replaced_with_exact_cou
     assert client.returncode == 0, "".join(seen) + rest
     assert f"YARN application {application} FINISHED with final status SUCCEEDED" in rest, rest
     assert hdfs_word_counts(paths, output) == expected
+
+
+def test_memory_heavy_job_stays_inside_its_containers(
+    cli_env: dict[str, str],
+    hadoop_cluster: HadoopCluster,
+    yarn_clean: None,
+) -> None:
+    """Python objects, cached blocks and a shuffle under the shipped configuration, with YARN's physical-memory
+    check on: the job finishes with its exact result and YARN killed no container for memory."""
+    program = PROGRAMS / "memory_heavy.py"
+    spec = importlib.util.spec_from_file_location("memory_heavy", program)
+    assert spec is not None and spec.loader is not None
+    memory_heavy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(memory_heavy)
+    records, checksum = memory_heavy.expected(8, 24)
+
+    result = cli(cli_env, "run", "-t", "yarn-per-job", "-p", "4", "-D", "taskmanager.numberOfTaskSlots=2", str(program))
+    assert result.returncode == 0, result.stderr
+    assert f"RESULT {records} {checksum}" in result.stdout, result.stdout
+    application = application_id_in(result.stderr)
+    assert f"YARN application {application} FINISHED with final status SUCCEEDED" in result.stderr, result.stderr
+    assert pmem_kills(hadoop_cluster, application) == []
