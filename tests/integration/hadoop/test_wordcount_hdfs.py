@@ -30,6 +30,8 @@ pytestmark = pytest.mark.hadoop
 REPO = Path(__file__).resolve().parents[3]
 WORDCOUNT = REPO / "examples" / "wordcount.py"
 SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+SUBMIT_OPTIONS = ("--master", "local[2]", "--conf", "spark.ui.enabled=false", "--conf", "spark.default.parallelism=2")
+"""Few shuffle partitions (and output files): each task is slow on a loaded 2-core machine."""
 SUBMIT_TIMEOUT = 300.0
 """Seconds one spark-submit may take; ~20-40 s on a loaded 2-core machine."""
 
@@ -70,7 +72,7 @@ def spark_submit(hadoop_cluster: HadoopCluster, *args: str) -> subprocess.Comple
     }
     env.pop("SPARK_HOME", None)  # pyspark's own
     return subprocess.run(
-        [str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(WORDCOUNT), *args],
+        [str(SPARK_SUBMIT), *SUBMIT_OPTIONS, str(WORDCOUNT), *args],
         env=env,
         capture_output=True,
         text=True,
