@@ -284,9 +284,8 @@ def test_missing_input_fails_the_job_with_the_programs_error(
     assert "no-such-corpus does not exist" in result.stderr, result.stderr
     application = application_id_in(result.stderr)
     # YARN's own view carries the job's end and the program's error (the ApplicationMaster's diagnostics)
-    assert re.search(
-        f"YARN application {application} FINISHED with final status FAILED: job [0-9a-f]{{32}} FAILED: .*no-such-corpus", result.stderr
-    ), result.stderr
+    yarn_view = f"YARN application {application} FINISHED with final status FAILED: job [0-9a-f]{{32}} FAILED: .*no-such-corpus"
+    assert re.search(yarn_view, result.stderr, re.DOTALL), result.stderr
 
 
 def container_process(application_id: str, container_suffix: str, module: str) -> psutil.Process:
