@@ -42,6 +42,10 @@ class ClusterClientError(JobClusterError):
     """The client could not reach a cluster, or the cluster refused a request."""
 
 
+class ClusterUnreachableError(ClusterClientError):
+    """The cluster's REST API did not answer (connection refused, timed out)."""
+
+
 class JobNotFoundError(ClusterClientError):
     """No running cluster knows the requested job id."""
 

@@ -18,11 +18,12 @@ from jobcluster.runtime.resourcemanager.driver import ResourceManagerDriver
 
 TARGETS: dict[str, str] = {
     "local": "jobcluster.backends.local",
+    "kubernetes-application": "jobcluster.backends.kubernetes",
 }
 
 
 # Targets of Flink's deployment model whose backends are not built yet: named so the error says so.
-PLANNED_TARGETS = ("yarn-per-job", "kubernetes-application")
+PLANNED_TARGETS = ("yarn-per-job",)
 
 
 def known_targets() -> list[str]:

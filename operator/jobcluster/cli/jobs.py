@@ -10,14 +10,18 @@ import click
 
 from jobcluster.backends import registry
 from jobcluster.cli.common import conf_dir_option, dynamic_properties_option, load_cli_configuration, reports_errors
-from jobcluster.client.descriptor import ClusterHandle
+from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle
 from jobcluster.config import options
-from jobcluster.errors import ClusterClientError, JobNotFoundError
+from jobcluster.errors import ClusterClientError, ClusterUnreachableError, JobNotFoundError
+
+
+def _descriptor(target: str | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...]) -> ClusterDescriptor:
+    config = load_cli_configuration(conf_dir, dynamic_properties, **{options.EXECUTION_TARGET.key: target})
+    return registry.cluster_descriptor(config.get(options.EXECUTION_TARGET), config)
 
 
 def _clusters(target: str | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...]) -> list[ClusterHandle]:
-    config = load_cli_configuration(conf_dir, dynamic_properties, **{options.EXECUTION_TARGET.key: target})
-    return registry.cluster_descriptor(config.get(options.EXECUTION_TARGET), config).list_clusters()
+    return _descriptor(target, conf_dir, dynamic_properties).list_clusters()
 
 
 def _jobs(handle: ClusterHandle) -> list[dict[str, Any]]:
@@ -53,10 +57,23 @@ def list_jobs(target: str | None, conf_dir: Path | None, dynamic_properties: tup
 @dynamic_properties_option
 @reports_errors
 def cancel(job_id: str, target: str | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...]) -> None:
-    """Cancel the running job JOB_ID; its job cluster then shuts down."""
-    for handle in _clusters(target, conf_dir, dynamic_properties):
-        if handle.job_id == job_id and handle.rest_url:
-            handle.client().cancel(job_id)
-            click.echo(f"Cancelled job {job_id} (cluster {handle.cluster_id} shuts down).")
-            return
+    """Cancel the running job JOB_ID (or the job of the cluster with id JOB_ID); its job cluster then shuts down.
+
+    When the cluster's JobManager does not answer, the cluster is killed (on Kubernetes: its Deployment deleted).
+    """
+    descriptor = _descriptor(target, conf_dir, dynamic_properties)
+    for handle in descriptor.list_clusters():
+        if job_id not in (handle.job_id, handle.cluster_id):
+            continue
+        if handle.rest_url:
+            try:
+                handle.client().cancel(handle.job_id)
+            except ClusterUnreachableError as exc:
+                click.echo(f"The JobManager of cluster {handle.cluster_id} does not answer ({exc}); killing the cluster.", err=True)
+            else:
+                click.echo(f"Cancelled job {handle.job_id} (cluster {handle.cluster_id} shuts down).")
+                return
+        descriptor.kill_cluster(handle.cluster_id)
+        click.echo(f"Killed job cluster {handle.cluster_id} (job {handle.job_id}).")
+        return
     raise JobNotFoundError(f"no running job with JobID {job_id}; `jobcluster list` shows the running jobs")

@@ -17,7 +17,7 @@ from typing import Any, cast
 
 import requests
 
-from jobcluster.errors import ClusterClientError, JobNotFoundError
+from jobcluster.errors import ClusterClientError, ClusterUnreachableError, JobNotFoundError
 
 REQUEST_TIMEOUT = 10.0  # seconds for one REST call
 
@@ -61,7 +61,7 @@ class RestClusterClient:
         try:
             resp = self._session.request(method, url, params=params or None, timeout=self.timeout)
         except requests.RequestException as exc:
-            raise ClusterClientError(f"cluster {self.cluster_id} is not reachable at {self.rest_url}: {exc}") from exc
+            raise ClusterUnreachableError(f"cluster {self.cluster_id} is not reachable at {self.rest_url}: {exc}") from exc
         if resp.status_code == 404:
             errors = _errors(resp)
             raise JobNotFoundError(errors or f"{path} not found on cluster {self.cluster_id}")

@@ -1,0 +1,271 @@
+"""`jobcluster run -t kubernetes-application` end to end on the real test cluster, through the CLI.
+
+One namespace for the module (RBAC of manifests/rbac.yaml applied, the JobManager
+runs as its service account); the pods run the repository's entry points
+(``entrypoints/``) with this virtualenv's Python first on their PATH, as the
+image would.  CPU requests are small (the node has this machine's 2 cores);
+memory is the memory model's.  After every test the namespace holds no object
+of any job cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+
+import kubernetes
+import pytest
+from kubernetes.utils import parse_quantity
+
+from tests.integration.k8s.test_kubernetes_cluster_objects import objects_of
+from tests.integration.k8s.waiting import wait_for
+
+pytestmark = pytest.mark.k8s
+
+REPO = Path(__file__).resolve().parents[3]
+WORDCOUNT = REPO / "examples" / "wordcount.py"
+WAITS = REPO / "tests" / "e2e" / "programs" / "waits.py"
+TIMEOUT = (5, 30)
+CLI_TIMEOUT = 600
+GONE_TIMEOUT = 120  # seconds for the garbage collector to remove a deleted cluster's objects
+TM_MEMORY_MIB = 2560  # the shipped taskmanager.memory.process.size
+JM_MEMORY_MIB = 1600  # the shipped jobmanager.memory.process.size
+
+
+@pytest.fixture(scope="module")
+def namespace(k8s_cluster, k8s_api):
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": name}}, _request_timeout=TIMEOUT)
+    k8s_cluster.kubectl("apply", "-n", name, "-f", str(REPO / "manifests" / "rbac.yaml"))
+    yield name
+    try:
+        core.delete_namespace(name, _request_timeout=TIMEOUT)
+    except kubernetes.client.ApiException:
+        pass
+
+
+@pytest.fixture(scope="module")
+def cli_env(k8s_cluster) -> dict[str, str]:
+    return {**k8s_cluster.env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{k8s_cluster.env()['PATH']}"}
+
+
+def pod_path() -> str:
+    """The pods' PATH: this virtualenv first (the image's Python), then the usual."""
+    return f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
+
+
+def cluster_options(namespace: str, cluster_id: str | None = None) -> list[str]:
+    options = {
+        "kubernetes.namespace": namespace,
+        "jobcluster.kubernetes.entrypoint.dir": str(REPO / "entrypoints"),
+        "kubernetes.jobmanager.service-account": "jobcluster",
+        "kubernetes.jobmanager.cpu.amount": "0.25",
+        "kubernetes.taskmanager.cpu.amount": "0.5",
+        "containerized.master.env.PATH": pod_path(),
+        "containerized.taskmanager.env.PATH": pod_path(),
+    }
+    if cluster_id:
+        options["kubernetes.cluster-id"] = cluster_id
+    return [arg for key, value in options.items() for arg in ("-D", f"{key}={value}")]
+
+
+def jobcluster(env: dict[str, str], *args: str, timeout: float = CLI_TIMEOUT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "jobcluster", *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env, check=False
+    )
+
+
+def corpus(directory: Path) -> Path:
+    directory.mkdir()
+    (directory / "a.txt").write_text("the quick brown fox\njumps over the lazy dog\nThe END\n" * 40)
+    (directory / "b.txt").write_text("to be or not to be, that is the question\nfox_trot 42 42\n" * 25)
+    return directory
+
+
+def expected_counts(directory: Path) -> Counter:
+    counts: Counter = Counter()
+    for path in sorted(directory.iterdir()):
+        for line in path.read_text().splitlines():
+            counts.update(re.findall(r"[a-z0-9_]+", line.lower()))
+    return counts
+
+
+def read_counts(out: Path) -> Counter:
+    counts: Counter = Counter()
+    for part in out.glob("part-*"):
+        for line in part.read_text().splitlines():
+            word, count = line.rsplit("\t", 1)
+            assert word not in counts
+            counts[word] = int(count)
+    return counts
+
+
+def list_json(k8s_api, namespace: str, kind: str, selector: str) -> list[dict]:
+    core, apps = kubernetes.client.CoreV1Api(k8s_api), kubernetes.client.AppsV1Api(k8s_api)
+    lister = {"pods": core.list_namespaced_pod, "deployments": apps.list_namespaced_deployment}[kind]
+    response = lister(namespace, label_selector=selector, _preload_content=False, _request_timeout=TIMEOUT)
+    return json.loads(response.data)["items"]
+
+
+def quantities(resources: dict) -> dict:
+    return {kind: {name: parse_quantity(value) for name, value in amounts.items()} for kind, amounts in resources.items()}
+
+
+def assert_namespace_empty(k8s_api, namespace: str) -> None:
+    wait_for(lambda: not objects_of(k8s_api, namespace), timeout=GONE_TIMEOUT, what=f"no job cluster object in {namespace}")
+
+
+def test_wordcount_on_two_task_manager_pods_with_two_slots(k8s_api, namespace, cli_env, tmp_path):
+    """Exact counts; the TaskManager pods as the memory model and the options say, read back from the API server."""
+    source, out = corpus(tmp_path / "corpus"), tmp_path / "out"
+    cluster_id = f"wc-{uuid.uuid4().hex[:6]}"
+    args = [
+        "run", "-t", "kubernetes-application", "-p", "4",
+        "-D", "taskmanager.numberOfTaskSlots=2",
+        "-D", "kubernetes.taskmanager.labels=team:data",
+        "-D", "kubernetes.taskmanager.memory.limit-factor=1.5",
+        "-D", "kubernetes.taskmanager.cpu.limit-factor=2",
+        *cluster_options(namespace, cluster_id),
+        str(WORDCOUNT), "--input", str(source), "--output", str(out),
+    ]  # fmt: skip
+    started = time.monotonic()
+    with open(tmp_path / "stdout", "w+") as stdout, open(tmp_path / "stderr", "w+") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "jobcluster", *args], stdout=stdout, stderr=stderr, cwd=REPO, env=cli_env, text=True
+        )
+        try:
+            tm_selector = f"app={cluster_id},component=taskmanager"
+            pods = wait_for(
+                lambda: len(found := list_json(k8s_api, namespace, "pods", tm_selector)) == 2 and found,
+                timeout=300,
+                interval=0.5,
+                what="two TaskManager pods",
+            )
+            (deployment,) = list_json(k8s_api, namespace, "deployments", f"app={cluster_id}")
+            code = process.wait(CLI_TIMEOUT)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        stdout.seek(0)
+        stderr.seek(0)
+        out_text, err_text = stdout.read(), stderr.read()
+    print(f"attached WordCount on Kubernetes took {time.monotonic() - started:.1f} s")
+    assert code == 0, f"stdout:\n{out_text}\nstderr:\n{err_text}"
+    assert read_counts(out) == expected_counts(source)
+
+    # what the user saw: the objects, the JobManager pod, the TaskExecutors and slots, the result
+    assert f"Created Deployment {cluster_id}" in err_text
+    assert re.search(rf"JobManager pod {cluster_id}-\S+ is running", err_text)
+    assert len(set(re.findall(r"TaskExecutor (\S+) registered: 2 slots", err_text))) == 2, err_text
+    assert "Slots offered to the job: 4/4" in err_text
+    assert re.search(r"FINISHED in \d+\.\d s", err_text)
+
+    # the JobManager Deployment: labels with the JobID, the pod sized by the JobManager's memory model
+    labels = deployment["metadata"]["labels"]
+    assert (labels["app"], labels["component"], labels["type"]) == (cluster_id, "jobmanager", "jobcluster-native-kubernetes")
+    assert re.fullmatch(r"[0-9a-f]{32}", labels["jobcluster.io/job-id"])
+    (jm_container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert quantities(jm_container["resources"]) == {
+        "requests": {"cpu": Decimal("0.25"), "memory": JM_MEMORY_MIB << 20},
+        "limits": {"cpu": Decimal("0.25"), "memory": JM_MEMORY_MIB << 20},
+    }
+
+    # the TaskManager pods: named by attempt and number, sized by the TaskExecutor's process memory, owned by the Deployment
+    assert sorted(p["metadata"]["name"] for p in pods) == [f"{cluster_id}-taskmanager-1-1", f"{cluster_id}-taskmanager-1-2"]
+    for pod in pods:
+        (container,) = pod["spec"]["containers"]
+        assert quantities(container["resources"]) == {
+            "requests": {"cpu": Decimal("0.5"), "memory": TM_MEMORY_MIB << 20},
+            "limits": {"cpu": Decimal("1"), "memory": int(TM_MEMORY_MIB * 1.5) << 20},
+        }
+        assert pod["metadata"]["labels"] == {
+            "team": "data",
+            "type": "jobcluster-native-kubernetes",
+            "app": cluster_id,
+            "component": "taskmanager",
+        }
+        (owner,) = pod["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+            "Deployment",
+            cluster_id,
+            deployment["metadata"]["uid"],
+            True,
+        )
+        assert pod["spec"]["restartPolicy"] == "Never"
+    assert_namespace_empty(k8s_api, namespace)
+
+
+def test_detached_then_list_cluster_id_in_use_and_cancel(k8s_api, namespace, cli_env):
+    """A detached job is listed, its cluster id is refused to a second run, and cancel removes the cluster."""
+    cluster_id = f"detached-{uuid.uuid4().hex[:6]}"
+    target = ["-t", "kubernetes-application", *cluster_options(namespace)]
+    common = [*target, "-p", "1", "-D", "taskmanager.numberOfTaskSlots=1", "-D", f"kubernetes.cluster-id={cluster_id}"]
+    try:
+        result = jobcluster(cli_env, "run", "-d", *common, str(WAITS), "600")
+        assert result.returncode == 0, result.stderr
+        job_id = re.search(r"JobID ([0-9a-f]{32})", result.stdout).group(1)
+        before = objects_of(k8s_api, namespace)
+        assert f"deployment/{cluster_id}" in before
+
+        # the same cluster id again: refused before anything is created, the running cluster left alone
+        again = jobcluster(cli_env, "run", *common, str(WORDCOUNT), "--input", str(WORDCOUNT), "--output", "/nonexistent")
+        assert again.returncode == 1
+        assert f"Error: the job cluster {cluster_id} already exists in namespace {namespace}" in again.stderr
+        assert [o for o in objects_of(k8s_api, namespace) if not o.startswith("pod/")] == [o for o in before if not o.startswith("pod/")]
+
+        listed = wait_for(
+            lambda: (r := jobcluster(cli_env, "list", *target)).returncode == 0 and "RUNNING" in r.stdout and r,
+            timeout=180,
+            interval=1,
+            what="the job listed as RUNNING",
+        )
+        (row,) = [line for line in listed.stdout.splitlines() if job_id in line]
+        assert cluster_id in row
+        assert "Waits" in row or "waits" in row
+
+        cancelled = jobcluster(cli_env, "cancel", job_id, *target)
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert f"Cancelled job {job_id}" in cancelled.stdout
+        assert_namespace_empty(k8s_api, namespace)
+        assert "No running jobs." in jobcluster(cli_env, "list", *target).stdout
+    finally:
+        kubernetes.client.AppsV1Api(k8s_api).delete_collection_namespaced_deployment(
+            namespace, label_selector=f"app={cluster_id}", _request_timeout=TIMEOUT
+        )
+
+
+@pytest.mark.parametrize(
+    ("cluster_id", "namespace_name", "error"),
+    [
+        ("Bad_Id", None, r"Error: kubernetes.cluster-id 'Bad_Id' is not a valid cluster id"),
+        ("a" * 46, None, r"Error: kubernetes.cluster-id 'a{46}' is 46 characters long; it must be no more than 45"),
+        ("fine", "no-such-namespace", r"Error: namespace no-such-namespace does not exist"),
+    ],
+)
+def test_bad_input_leaves_nothing(k8s_api, namespace, cli_env, cluster_id, namespace_name, error):
+    target_namespace = namespace_name or namespace
+    result = jobcluster(
+        cli_env,
+        "run",
+        "-t",
+        "kubernetes-application",
+        *cluster_options(target_namespace, cluster_id),
+        str(WORDCOUNT),
+        "--input",
+        str(WORDCOUNT),
+        "--output",
+        "/nonexistent",
+        timeout=120,
+    )
+    assert result.returncode == 1, result.stderr
+    assert re.search(error, result.stderr), result.stderr
+    assert objects_of(k8s_api, namespace) == []
