@@ -38,10 +38,10 @@ class ProgressPrinter:
         cluster = job_client.cluster_client
         _say(f"Job cluster {cluster.cluster_id} is up; REST API at {cluster.rest_url}")
 
-    def detached(self, job_client: JobClient) -> None:
+    def detached(self, job_client: JobClient, target: str) -> None:
         click.echo(f"Job has been submitted with JobID {job_client.job_id}")
-        click.echo(f"  follow it:  jobcluster list   (or GET {job_client.cluster_client.rest_url}/jobs/{job_client.job_id})")
-        click.echo(f"  cancel it:  jobcluster cancel {job_client.job_id}")
+        click.echo(f"  follow it:  jobcluster list -t {target}   (or GET {job_client.cluster_client.rest_url}/jobs/{job_client.job_id})")
+        click.echo(f"  cancel it:  jobcluster cancel {job_client.job_id} -t {target}")
         click.echo(
             f"  its output: GET {job_client.cluster_client.rest_url}/jobs/{job_client.job_id}/stdout (and /stderr) while it runs; "
             "kept in driver.out and driver.err of the cluster's log directory"

@@ -92,12 +92,12 @@ def run(
     job_client = PipelineExecutor(descriptor).execute(graph, packaged, config)
     printer.submitted(job_client)
     if detached:
-        printer.detached(job_client)
+        printer.detached(job_client, target)
         return
     try:
         result = job_client.wait_for_result(on_update=printer.update, on_output=printer.program_output)
     except KeyboardInterrupt:
-        click.echo(f"\nInterrupted. The job keeps running; cancel it with: jobcluster cancel {graph.job_id}", err=True)
+        click.echo(f"\nInterrupted. The job keeps running; cancel it with: jobcluster cancel {graph.job_id} -t {target}", err=True)
         sys.exit(130)
     printer.result(result)
     printer.shut_down(job_client.cluster_client.cluster_id, job_client.cluster_client.wait_until_shut_down(SHUTDOWN_TIMEOUT))

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import kubernetes
 import pytest
+import requests
 from kubernetes.utils import parse_quantity
 
 from tests.integration.k8s.test_kubernetes_cluster_objects import objects_of
@@ -32,7 +33,9 @@ pytestmark = pytest.mark.k8s
 
 REPO = Path(__file__).resolve().parents[3]
 WORDCOUNT = REPO / "examples" / "wordcount.py"
-WAITS = REPO / "tests" / "e2e" / "programs" / "waits.py"
+PROGRAMS = REPO / "tests" / "e2e" / "programs"
+WAITS = PROGRAMS / "waits.py"
+SLOW_WORDCOUNT = PROGRAMS / "slow_wordcount.py"
 TIMEOUT = (5, 30)
 CLI_TIMEOUT = 600
 GONE_TIMEOUT = 120  # seconds for the garbage collector to remove a deleted cluster's objects
@@ -85,9 +88,10 @@ def jobcluster(env: dict[str, str], *args: str, timeout: float = CLI_TIMEOUT) ->
 
 
 def corpus(directory: Path) -> Path:
+    """16 small files: 16 partitions of the slow WordCount, so that tasks are still to run when a TaskManager goes."""
     directory.mkdir()
-    (directory / "a.txt").write_text("the quick brown fox\njumps over the lazy dog\nThe END\n" * 40)
-    (directory / "b.txt").write_text("to be or not to be, that is the question\nfox_trot 42 42\n" * 25)
+    for n in range(16):
+        (directory / f"part{n:02d}.txt").write_text(f"the quick brown fox {n}\njumps over the lazy dog\nThe END fox_trot 42\n" * (n + 1))
     return directory
 
 
@@ -116,6 +120,16 @@ def list_json(k8s_api, namespace: str, kind: str, selector: str) -> list[dict]:
     return json.loads(response.data)["items"]
 
 
+def tasks_running(rest: str) -> bool:
+    """Whether the job is RUNNING with some Spark tasks done and more to come (the moment to take a TaskManager away)."""
+    try:
+        (job,) = requests.get(f"{rest}/jobs/overview", timeout=5).json()["jobs"]
+        spark = requests.get(f"{rest}/jobs/{job['jid']}", timeout=5).json().get("spark") or {}
+    except (requests.RequestException, ValueError):
+        return False
+    return job["state"] == "RUNNING" and 1 <= spark.get("tasks_completed", 0) < spark.get("tasks_total", 0) - 4
+
+
 def quantities(resources: dict) -> dict:
     return {kind: {name: parse_quantity(value) for name, value in amounts.items()} for kind, amounts in resources.items()}
 
@@ -124,8 +138,9 @@ def assert_namespace_empty(k8s_api, namespace: str) -> None:
     wait_for(lambda: not objects_of(k8s_api, namespace), timeout=GONE_TIMEOUT, what=f"no job cluster object in {namespace}")
 
 
-def test_wordcount_on_two_task_manager_pods_with_two_slots(k8s_api, namespace, cli_env, tmp_path):
-    """Exact counts; the TaskManager pods as the memory model and the options say, read back from the API server."""
+def test_wordcount_on_two_task_manager_pods_one_deleted_mid_job(k8s_api, namespace, cli_env, tmp_path):
+    """Exact counts; the TaskManager pods as the memory model and the options say, read back from the API server;
+    a TaskManager pod deleted while tasks run is replaced and the counts stay exact."""
     source, out = corpus(tmp_path / "corpus"), tmp_path / "out"
     cluster_id = f"wc-{uuid.uuid4().hex[:6]}"
     args = [
@@ -135,8 +150,10 @@ def test_wordcount_on_two_task_manager_pods_with_two_slots(k8s_api, namespace, c
         "-D", "kubernetes.taskmanager.memory.limit-factor=1.5",
         "-D", "kubernetes.taskmanager.cpu.limit-factor=2",
         *cluster_options(namespace, cluster_id),
-        str(WORDCOUNT), "--input", str(source), "--output", str(out),
+        "--py-files", str(WORDCOUNT),
+        str(SLOW_WORDCOUNT), "--input", str(source), "--output", str(out), "--delay", "3",
     ]  # fmt: skip
+    core = kubernetes.client.CoreV1Api(k8s_api)
     started = time.monotonic()
     with open(tmp_path / "stdout", "w+") as stdout, open(tmp_path / "stderr", "w+") as stderr:
         process = subprocess.Popen(
@@ -151,6 +168,10 @@ def test_wordcount_on_two_task_manager_pods_with_two_slots(k8s_api, namespace, c
                 what="two TaskManager pods",
             )
             (deployment,) = list_json(k8s_api, namespace, "deployments", f"app={cluster_id}")
+            rest = wait_for(lambda: re.search(r"REST API at (\S+)", Path(stderr.name).read_text()), what="the REST URL").group(1)
+            wait_for(lambda: tasks_running(rest), timeout=300, interval=0.5, what="Spark tasks completed and more to run")
+            victim = f"{cluster_id}-taskmanager-1-1"
+            core.delete_namespaced_pod(victim, namespace, _request_timeout=TIMEOUT)
             code = process.wait(CLI_TIMEOUT)
         finally:
             if process.poll() is None:
@@ -158,14 +179,15 @@ def test_wordcount_on_two_task_manager_pods_with_two_slots(k8s_api, namespace, c
         stdout.seek(0)
         stderr.seek(0)
         out_text, err_text = stdout.read(), stderr.read()
-    print(f"attached WordCount on Kubernetes took {time.monotonic() - started:.1f} s")
+    print(f"attached slow WordCount on Kubernetes, one TaskManager pod replaced, took {time.monotonic() - started:.1f} s")
     assert code == 0, f"stdout:\n{out_text}\nstderr:\n{err_text}"
     assert read_counts(out) == expected_counts(source)
+    registered = set(re.findall(r"TaskExecutor (\S+) registered: 2 slots", err_text))
+    assert registered == {f"{cluster_id}-taskmanager-1-{n}" for n in (1, 2, 3)}, err_text  # the deleted one replaced by a third
 
     # what the user saw: the objects, the JobManager pod, the TaskExecutors and slots, the result
     assert f"Created Deployment {cluster_id}" in err_text
     assert re.search(rf"JobManager pod {cluster_id}-\S+ is running", err_text)
-    assert len(set(re.findall(r"TaskExecutor (\S+) registered: 2 slots", err_text))) == 2, err_text
     assert "Slots offered to the job: 4/4" in err_text
     assert re.search(r"FINISHED in \d+\.\d s", err_text)
 
