@@ -24,8 +24,10 @@ from pathlib import Path
 import kubernetes
 import pytest
 import requests
+import yaml
 from kubernetes.utils import parse_quantity
 
+from tests.infra.k8s.cluster import free_port
 from tests.integration.k8s.test_kubernetes_cluster_objects import objects_of
 from tests.integration.k8s.waiting import wait_for
 
@@ -265,29 +267,55 @@ def test_detached_then_list_cluster_id_in_use_and_cancel(k8s_api, namespace, cli
         )
 
 
-@pytest.mark.parametrize(
-    ("cluster_id", "namespace_name", "error"),
-    [
-        ("Bad_Id", None, r"Error: kubernetes.cluster-id 'Bad_Id' is not a valid cluster id"),
-        ("a" * 46, None, r"Error: kubernetes.cluster-id 'a{46}' is 46 characters long; it must be no more than 45"),
-        ("fine", "no-such-namespace", r"Error: namespace no-such-namespace does not exist"),
-    ],
-)
-def test_bad_input_leaves_nothing(k8s_api, namespace, cli_env, cluster_id, namespace_name, error):
-    target_namespace = namespace_name or namespace
+BAD_INPUT = {
+    "invalid cluster id": r"Error: kubernetes.cluster-id 'Bad_Id' is not a valid cluster id",
+    "cluster id too long": r"Error: kubernetes.cluster-id 'a{46}' is 46 characters long; it must be no more than 45",
+    "missing namespace": r"Error: namespace no-such-namespace does not exist; create it or set kubernetes.namespace",
+    "program too big for a ConfigMap": r"Error: the files staged for job cluster fine take \d+ bytes, more than a ConfigMap can hold.*local://",
+    "API server not reachable": r"Error: the Kubernetes API server at https://127\.0\.0\.1:\d+ is not reachable",
+    "JobManager without RBAC": r"Error: the JobManager pod fine-\S+ of job cluster fine did not start: its container exited with code 1",
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUT))
+def test_bad_input_and_faults_leave_nothing(k8s_cluster, k8s_api, namespace, cli_env, tmp_path, case):
+    """Each is refused with a clear error and exit 1, and nothing of the cluster is left in the namespace."""
+    cluster_id, target_namespace, program, extra = "fine", namespace, WORDCOUNT, []
+    if case == "invalid cluster id":
+        cluster_id = "Bad_Id"
+    elif case == "cluster id too long":
+        cluster_id = "a" * 46
+    elif case == "missing namespace":
+        target_namespace = "no-such-namespace"
+    elif case == "program too big for a ConfigMap":
+        program = tmp_path / "big.py"
+        program.write_text("# padding\n" * 120_000)
+    elif case == "API server not reachable":
+        config = yaml.safe_load(k8s_cluster.kubeconfig.read_text())
+        config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{free_port()}"
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump(config))
+        extra = ["-D", f"kubernetes.config.file={kubeconfig}"]
+    elif case == "JobManager without RBAC":
+        extra = ["-D", "kubernetes.jobmanager.service-account=default"]  # may not create pods
+    started = time.monotonic()
     result = jobcluster(
         cli_env,
         "run",
         "-t",
         "kubernetes-application",
         *cluster_options(target_namespace, cluster_id),
-        str(WORDCOUNT),
+        *extra,
+        str(program),
         "--input",
         str(WORDCOUNT),
         "--output",
         "/nonexistent",
-        timeout=120,
+        timeout=180,
     )
     assert result.returncode == 1, result.stderr
-    assert re.search(error, result.stderr), result.stderr
-    assert objects_of(k8s_api, namespace) == []
+    assert re.search(BAD_INPUT[case], result.stderr), result.stderr
+    assert result.stderr.count("Error:") == 1, result.stderr
+    if case == "API server not reachable":
+        assert time.monotonic() - started < 30
+    assert_namespace_empty(k8s_api, namespace)

@@ -35,6 +35,7 @@ from typing import Any
 
 import kubernetes
 import requests
+import urllib3
 import yaml
 
 from jobcluster.backends.kubernetes import job_manager_pod as jmp
@@ -168,6 +169,8 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
                 name = pod["metadata"]["name"]
                 failure = jmp.startup_failure(pod)
                 if failure:
+                    reason = _startup_failure_line(core, jm.namespace, name)
+                    failure = f"{failure}: {reason}" if reason else failure
                     raise DeploymentError(
                         f"the JobManager pod {name} of job cluster {jm.cluster_id} did not start: {failure} "
                         f"(its log: kubectl logs -n {jm.namespace} {name}); the cluster was deleted"
@@ -326,6 +329,20 @@ def _staged_files(
     for path in staged_files(program):
         files[f"{layout.ARTIFACTS_DIR}/{path.name}"] = path.read_bytes()
     return files
+
+
+def _startup_failure_line(core: kubernetes.client.CoreV1Api, namespace: str, pod: str) -> str | None:
+    """The reason the JobManager printed when it could not start, from its container's log (this or the last run);
+    None when the log cannot be read (no permission, or a node that does not serve logs)."""
+    for previous in (False, True):
+        try:
+            text: Any = core.read_namespaced_pod_log(pod, namespace, previous=previous, tail_lines=50, _request_timeout=(2.0, 5.0))
+        except (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError):
+            continue
+        for line in reversed(str(text).splitlines()):
+            if line.startswith(layout.STARTUP_FAILURE_PREFIX):
+                return line[len(layout.STARTUP_FAILURE_PREFIX) :]
+    return None
 
 
 def _serves(url: str) -> bool:
