@@ -76,7 +76,9 @@ def kubernetes_run(cluster: KubernetesCluster, namespace: str, corpus: str, para
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO)
         watcher.start()
         assert proc.stderr is not None
+        lines = []
         for line in proc.stderr:
+            lines.append(line)
             now = time.monotonic() - start
             for key, marker in LINES.items():
                 if marker in line and (key != "jobmanager_running_s" or " is running" in line):
@@ -96,7 +98,7 @@ def kubernetes_run(cluster: KubernetesCluster, namespace: str, corpus: str, para
             time.sleep(0.2)
         api.close()
         if proc.returncode != 0:
-            raise SystemExit(f"run failed with exit code {proc.returncode}")
+            raise SystemExit(f"the Kubernetes run failed with exit code {proc.returncode}:\n{''.join(lines[-30:])}")
         return times
 
 

@@ -15,6 +15,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes.pod_status import unscheduled_reason
+
+__all__ = ["is_running", "newest_pod", "rest_port", "startup_failure", "unscheduled_reason"]
 
 #: Waiting reasons that do not go away without a change by the user.
 FATAL_WAITING_REASONS = frozenset(
@@ -42,14 +45,6 @@ def startup_failure(pod: Mapping[str, Any]) -> str | None:
         waiting = (container.get("state") or {}).get("waiting") or {}
         if waiting.get("reason") in FATAL_WAITING_REASONS:
             return f"its container cannot start ({waiting['reason']}: {waiting.get('message')})"
-    return None
-
-
-def unscheduled_reason(pod: Mapping[str, Any]) -> str | None:
-    """The scheduler's message while the pod waits for a node (``PodScheduled`` False), else None."""
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return str(condition.get("message") or condition.get("reason") or "not scheduled")
     return None
 
 
