@@ -47,8 +47,12 @@ def test_service_url_by_type():
 def test_startup_failure_of_a_crash_looping_or_unpullable_job_manager():
     crashed = {"status": {"phase": "Running", "containerStatuses": [{"lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}}]}}
     assert jmp.startup_failure(crashed) == "its container exited with code 1 (Error)"
-    pull = {"status": {"containerStatuses": [{"state": {"waiting": {"reason": "ErrImagePull", "message": "not found"}}}]}}
-    assert jmp.startup_failure(pull) == "its container cannot start (ErrImagePull: not found)"
+    pull = {"status": {"containerStatuses": [{"state": {"waiting": {"reason": "ImagePullBackOff", "message": "not found"}}}]}}
+    assert jmp.startup_failure(pull) == "its container cannot start (ImagePullBackOff: not found)"
+    # retried by the kubelet: the ConfigMap and Secret are created just after the Deployment
+    config = {"status": {"containerStatuses": [{"state": {"waiting": {"reason": "CreateContainerConfigError", "message": "no cm"}}}]}}
+    assert jmp.startup_failure(config) is None
+    assert jmp.waiting_reason(config) == "CreateContainerConfigError: no cm"
     creating = {"status": {"containerStatuses": [{"state": {"waiting": {"reason": "ContainerCreating"}}}]}}
     assert jmp.startup_failure(creating) is None
     pending = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "message": "0/1 nodes: Insufficient cpu."}]}}

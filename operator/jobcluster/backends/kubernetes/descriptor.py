@@ -191,7 +191,8 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
                 else:
                     if pod["spec"].get("nodeName"):
                         self._say_once(seen, "scheduled", f"JobManager pod {name} is scheduled on node {pod['spec']['nodeName']}")
-                    waiting_for = f"the JobManager pod {name} to run"
+                    waiting = jmp.waiting_reason(pod)
+                    waiting_for = f"the JobManager pod {name} to run" + (f" ({waiting})" if waiting else "")
             time.sleep(POLL_SECONDS)
         raise DeploymentError(
             f"job cluster {jm.cluster_id} did not start within {timeout:.0f} s: still waiting for {waiting_for} "

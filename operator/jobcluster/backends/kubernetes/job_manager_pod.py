@@ -4,8 +4,7 @@ Why these rules: the Deployment restarts a JobManager container that exits
 (``restartPolicy: Always``), so a JobManager that cannot start never reaches a
 terminal phase; it crash-loops.  The client therefore counts a container that
 has terminated once (``state`` or ``lastState``), and the waiting reasons that
-need a user's change (an image that cannot be pulled, a bad container
-config), as a failed start, and reports the scheduler's reason while the pod
+need a user's change (an image that cannot be pulled), as a failed start, and reports the scheduler's reason while the pod
 waits for a node.
 """
 
@@ -17,12 +16,13 @@ from typing import Any
 from jobcluster.backends.kubernetes import pod_layout as pl
 from jobcluster.backends.kubernetes.pod_status import unscheduled_reason
 
-__all__ = ["is_running", "newest_pod", "rest_port", "startup_failure", "unscheduled_reason"]
+__all__ = ["is_running", "newest_pod", "rest_port", "startup_failure", "unscheduled_reason", "waiting_reason"]
 
-#: Waiting reasons that do not go away without a change by the user.
-FATAL_WAITING_REASONS = frozenset(
-    {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError"}
-)
+#: Waiting reasons that do not go away without a change by the user.  Not among them: ``ErrImagePull``
+#: (the kubelet retries, and a registry hiccup passes: ``ImagePullBackOff`` follows a repeated failure) and
+#: ``CreateContainerConfigError`` (the kubelet retries until the ConfigMap and Secret exist, which the client
+#: creates right after the Deployment).
+FATAL_WAITING_REASONS = frozenset({"ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
 
 
 def newest_pod(pods: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -45,6 +45,15 @@ def startup_failure(pod: Mapping[str, Any]) -> str | None:
         waiting = (container.get("state") or {}).get("waiting") or {}
         if waiting.get("reason") in FATAL_WAITING_REASONS:
             return f"its container cannot start ({waiting['reason']}: {waiting.get('message')})"
+    return None
+
+
+def waiting_reason(pod: Mapping[str, Any]) -> str | None:
+    """``reason: message`` of the first container that waits, or None."""
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        waiting = (container.get("state") or {}).get("waiting")
+        if waiting and waiting.get("reason"):
+            return f"{waiting['reason']}: {waiting.get('message')}" if waiting.get("message") else str(waiting["reason"])
     return None
 
 
