@@ -163,8 +163,13 @@ def test_wordcount_on_two_task_manager_pods_one_deleted_mid_job(k8s_api, namespa
         )
         try:
             tm_selector = f"app={cluster_id},component=taskmanager"
+
+            def two_pods() -> list[dict] | bool:
+                assert process.poll() is None, f"jobcluster run ended early:\n{Path(stderr.name).read_text()}"
+                return len(found := list_json(k8s_api, namespace, "pods", tm_selector)) == 2 and found
+
             pods = wait_for(
-                lambda: len(found := list_json(k8s_api, namespace, "pods", tm_selector)) == 2 and found,
+                two_pods,
                 timeout=300,
                 interval=0.5,
                 what="two TaskManager pods",
@@ -228,17 +233,43 @@ def test_wordcount_on_two_task_manager_pods_one_deleted_mid_job(k8s_api, namespa
     assert_namespace_empty(k8s_api, namespace)
 
 
-def test_detached_then_list_cluster_id_in_use_and_cancel(k8s_api, namespace, cli_env):
-    """A detached job is listed, its cluster id is refused to a second run, and cancel removes the cluster."""
+def test_detached_then_list_cluster_id_in_use_and_cancel(k8s_api, namespace, cli_env, tmp_path):
+    """A detached job is listed, its cluster id is refused to a second run, and cancel removes the cluster;
+    its pods carry what the pod templates add (the TaskManager's staged in the ConfigMap, read by the JobManager)."""
     cluster_id = f"detached-{uuid.uuid4().hex[:6]}"
+    jm_template, tm_template = tmp_path / "jobmanager.yaml", tmp_path / "taskmanager.yaml"
+    for path, label in ((jm_template, "jm"), (tm_template, "tm")):
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"labels": {"from-template": label}},
+                    "spec": {"containers": [{"name": "jobcluster-main-container", "env": [{"name": "FROM_TEMPLATE", "value": label}]}]},
+                }
+            )
+        )
     target = ["-t", "kubernetes-application", *cluster_options(namespace)]
     common = [*target, "-p", "1", "-D", "taskmanager.numberOfTaskSlots=1", "-D", f"kubernetes.cluster-id={cluster_id}"]
+    templates = [
+        "-D",
+        f"kubernetes.pod-template-file.jobmanager={jm_template}",
+        "-D",
+        f"kubernetes.pod-template-file.taskmanager={tm_template}",
+    ]
     try:
-        result = jobcluster(cli_env, "run", "-d", *common, str(WAITS), "600")
+        result = jobcluster(cli_env, "run", "-d", *common, *templates, str(WAITS), "600")
         assert result.returncode == 0, result.stderr
         job_id = re.search(r"JobID ([0-9a-f]{32})", result.stdout).group(1)
         before = objects_of(k8s_api, namespace)
         assert f"deployment/{cluster_id}" in before
+        tm_pod = wait_for(
+            lambda: list_json(k8s_api, namespace, "pods", f"app={cluster_id},component=taskmanager"), timeout=180, what="a TaskManager pod"
+        )[0]
+        (jm_pod,) = list_json(k8s_api, namespace, "pods", f"app={cluster_id},component=jobmanager")
+        for pod, label in ((jm_pod, "jm"), (tm_pod, "tm")):
+            assert pod["metadata"]["labels"]["from-template"] == label
+            assert {"name": "FROM_TEMPLATE", "value": label} in pod["spec"]["containers"][0]["env"]
 
         # the same cluster id again: refused before anything is created, the running cluster left alone
         again = jobcluster(cli_env, "run", *common, str(WORDCOUNT), "--input", str(WORDCOUNT), "--output", "/nonexistent")
@@ -318,4 +349,37 @@ def test_bad_input_and_faults_leave_nothing(k8s_cluster, k8s_api, namespace, cli
     assert result.stderr.count("Error:") == 1, result.stderr
     if case == "API server not reachable":
         assert time.monotonic() - started < 30
+    assert_namespace_empty(k8s_api, namespace)
+
+
+def test_task_manager_that_fits_no_node_fails_the_job_and_the_cluster_goes(k8s_cluster, k8s_api, namespace, cli_env):
+    """The job FAILS after slot.request.timeout; the JobManager's log has the scheduler's reason; nothing is left."""
+    cluster_id = f"nofit-{uuid.uuid4().hex[:6]}"
+    result = jobcluster(
+        cli_env,
+        "run",
+        "-t",
+        "kubernetes-application",
+        "-p",
+        "1",
+        "-D",
+        "taskmanager.numberOfTaskSlots=1",
+        "-D",
+        "slot.request.timeout=15 s",
+        *cluster_options(namespace, cluster_id),
+        "-D",
+        "kubernetes.taskmanager.cpu.amount=64",
+        str(WORDCOUNT),
+        "--input",
+        str(WORDCOUNT),
+        "--output",
+        "/nonexistent",
+        timeout=300,
+    )
+    assert result.returncode == 1, result.stderr
+    assert re.search(r"Job [0-9a-f]{32} \(wordcount\) FAILED", result.stderr), result.stderr
+    assert "NoResourceAvailableException" in result.stderr
+    jm_pod = re.search(rf"JobManager pod ({cluster_id}-\S+) is running", result.stderr).group(1)
+    log = k8s_cluster.pod_log(namespace, jm_pod)
+    assert re.search(rf"TaskManager pod {cluster_id}-taskmanager-1-1 cannot be scheduled: .*Insufficient cpu", log), log[-3000:]
     assert_namespace_empty(k8s_api, namespace)
