@@ -111,3 +111,22 @@ def test_a_pod_that_ends_before_its_creation_returns_fails_the_request():
         assert await driver.request_resource(task_executor_process_spec_from_config(CONFIG)) == "wc-taskmanager-1-2"
 
     asyncio.run(scenario())
+
+
+def test_an_unschedulable_worker_is_logged_once_with_the_schedulers_reason_and_not_reported(caplog):
+    async def scenario() -> None:
+        recorder = Recorder()
+        driver, _core = ready_driver(recorder)
+        name = await driver.request_resource(task_executor_process_spec_from_config(CONFIG))
+        message = "0/1 nodes are available: 1 Insufficient cpu."
+        pending = {
+            "metadata": {"name": name},
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "message": message}]},
+        }
+        with caplog.at_level("WARNING", logger="jobcluster.backends.kubernetes.driver"):
+            for _ in range(3):
+                await driver._on_pod_event("MODIFIED", pending)
+        assert [r.getMessage() for r in caplog.records] == [f"TaskManager pod {name} cannot be scheduled: {message}"]
+        assert recorder.terminated == []
+
+    asyncio.run(scenario())

@@ -86,7 +86,10 @@ def test_taskmanager_passes_the_dynamic_configs_on_and_reads_the_staged_configur
     recorded = run_entrypoint(tmp_path, "taskmanager", args, {"JOBCLUSTER_RESOURCE_ID": "wordcount-taskmanager-1-1"})
     assert recorded["argv"][1:] == ["-m", "jobcluster.runtime.taskexecutor", *args]
     env = recorded["env"]
-    assert env["JOBCLUSTER_CLUSTER_DIR"] == str(tmp_path / "staged")
+    # a writable copy of the staged files: the TaskExecutor writes its Spark conf and scratch space there
+    cluster_dir = tmp_path / "work" / "cluster"
+    assert env["JOBCLUSTER_CLUSTER_DIR"] == str(cluster_dir)
+    assert (cluster_dir / "jobcluster.yaml").is_file() and not (cluster_dir / "jobcluster.yaml").is_symlink()
     assert env["JOBCLUSTER_LOG_DIR"] == str(tmp_path / "work" / "log")
     assert env["JOBCLUSTER_BIND_HOST"] == "127.7.0.9"
     assert recorded["cwd"] == str(tmp_path / "work" / "log")

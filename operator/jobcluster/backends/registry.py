@@ -19,11 +19,8 @@ from jobcluster.runtime.resourcemanager.driver import ResourceManagerDriver
 TARGETS: dict[str, str] = {
     "local": "jobcluster.backends.local",
     "yarn-per-job": "jobcluster.backends.yarn",
+    "kubernetes-application": "jobcluster.backends.kubernetes",
 }
-
-
-# Targets of Flink's deployment model whose backends are not built yet: named so the error says so.
-PLANNED_TARGETS = ("kubernetes-application",)
 
 
 def known_targets() -> list[str]:
@@ -32,10 +29,6 @@ def known_targets() -> list[str]:
 
 def _backend(target: str) -> ModuleType:
     module = TARGETS.get(target)
-    if module is None and target in PLANNED_TARGETS:
-        raise IllegalConfigurationError(
-            f"execution.target {target!r} is not available in this version yet; available targets: {', '.join(known_targets())}"
-        )
     if module is None:
         raise IllegalConfigurationError(f"unknown execution.target {target!r}; available targets: {', '.join(known_targets())}")
     return importlib.import_module(module)

@@ -55,25 +55,24 @@ def list_jobs(target: str | None, conf_dir: Path | None, dynamic_properties: tup
 @dynamic_properties_option
 @reports_errors
 def cancel(job_id: str, target: str | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...]) -> None:
-    """Cancel the running job JOB_ID; its job cluster then shuts down.
+    """Cancel the running job JOB_ID (or the job of the cluster with id JOB_ID); its job cluster then shuts down.
 
-    The job is cancelled through its cluster's REST API; when the JobManager
-    does not answer, the cluster is killed through its platform instead (a
-    YARN application killed and its staging directory removed).
+    When the cluster's JobManager does not answer, the cluster is killed through its platform
+    (a YARN application killed and its staging directory removed; on Kubernetes its Deployment deleted).
     """
     descriptor = _descriptor(target, conf_dir, dynamic_properties)
     for handle in descriptor.list_clusters():
-        if handle.job_id != job_id.lower():
+        if job_id.lower() not in (handle.job_id, handle.cluster_id.lower()):
             continue
-        try:
-            if handle.rest_url is None:
-                raise ClusterUnreachableError(f"cluster {handle.cluster_id} does not serve REST")
-            handle.client().cancel(job_id)
-        except ClusterUnreachableError as error:
-            click.echo(f"The JobManager did not answer ({error}); killing cluster {handle.cluster_id}.", err=True)
-            descriptor.kill_cluster(handle.cluster_id)
-            click.echo(f"Killed cluster {handle.cluster_id} of job {job_id}.")
-            return
-        click.echo(f"Cancelled job {job_id} (cluster {handle.cluster_id} shuts down).")
+        if handle.rest_url:
+            try:
+                handle.client().cancel(handle.job_id)
+            except ClusterUnreachableError as exc:
+                click.echo(f"The JobManager of cluster {handle.cluster_id} does not answer ({exc}); killing the cluster.", err=True)
+            else:
+                click.echo(f"Cancelled job {handle.job_id} (cluster {handle.cluster_id} shuts down).")
+                return
+        descriptor.kill_cluster(handle.cluster_id)
+        click.echo(f"Killed job cluster {handle.cluster_id} (job {handle.job_id}).")
         return
     raise JobNotFoundError(f"no running job with JobID {job_id}; `jobcluster list` shows the running jobs")

@@ -100,7 +100,7 @@ def run(
         try:
             result = job_client.wait_for_result(on_update=printer.update, on_output=printer.program_output)
         except KeyboardInterrupt:
-            click.echo(f"\nInterrupted. The job keeps running; cancel it with: jobcluster cancel {graph.job_id}", err=True)
+            click.echo(f"\nInterrupted. The job keeps running; cancel it with: jobcluster cancel {graph.job_id} -t {target}", err=True)
             sys.exit(130)
         printer.result(result)
         printer.shut_down(cluster.cluster_id, cluster.wait_until_shut_down(SHUTDOWN_TIMEOUT), cluster.end_report(SHUTDOWN_TIMEOUT))

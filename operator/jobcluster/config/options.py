@@ -732,6 +732,23 @@ KUBERNETES_REST_SERVICE_EXPOSED_TYPE = ConfigOption(
     description="Type of the REST Service '<cluster-id>-rest'. Headless_ClusterIP is a ClusterIP Service without a cluster IP.",
     choices=("ClusterIP", "NodePort", "LoadBalancer", "Headless_ClusterIP"),
 )
+KUBERNETES_REST_ENDPOINT = ConfigOption(
+    "jobcluster.kubernetes.rest.endpoint",
+    "str",
+    "pod-ip",
+    description="How the client reaches the job cluster's REST API: 'pod-ip' = the JobManager pod's IP and rest.port "
+    "(for clients that route the pod network: in-cluster clients such as the operator, or the test cluster); "
+    "'service' = the REST Service '<cluster-id>-rest' by kubernetes.rest-service.exposed.type, as Flink's client does.",
+    choices=("pod-ip", "service"),
+)
+KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT = ConfigOption(
+    "jobcluster.kubernetes.jobmanager.startup-timeout",
+    "duration",
+    300.0,
+    description="Time the client waits for the JobManager pod to run and serve REST (seconds; includes scheduling "
+    "and pulling the image); the cluster is deleted when it does not.",
+    positive=True,
+)
 KUBERNETES_JOB_MANAGER_OWNER_REFERENCE = ConfigOption(
     "kubernetes.jobmanager.owner.reference",
     "str",

@@ -37,7 +37,7 @@ from jobcluster.backends.kubernetes.kube_client import api_call, load_api_client
 from jobcluster.backends.kubernetes.labels import selector_text, task_manager_selector
 from jobcluster.backends.kubernetes.parameters import KubernetesTaskManagerParameters, task_manager_parameters
 from jobcluster.backends.kubernetes.pod_events import DELETED, plan_recovery, pod_name, resync_events, worker_termination
-from jobcluster.backends.kubernetes.pod_status import exit_code
+from jobcluster.backends.kubernetes.pod_status import exit_code, unscheduled_reason
 from jobcluster.backends.kubernetes.pod_template import load_pod_template
 from jobcluster.backends.kubernetes.pod_watch import WATCH_TIMEOUT_SECONDS, PodWatch, list_pods
 from jobcluster.backends.kubernetes.taskmanager import build_task_manager_pod, task_manager_pod_name
@@ -95,6 +95,8 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         self._workers: set[str] = set()
         #: Pods being created → the diagnostics if they ended before their creation returned.
         self._creating: dict[str, str | None] = {}
+        #: Pods whose scheduling failure was logged.
+        self._unschedulable: set[str] = set()
         self._queue: asyncio.Queue[_Item] | None = None
         self._consumer: asyncio.Task[None] | None = None
         self._watch: PodWatch | None = None
@@ -246,6 +248,10 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         name = pod_name(pod)
         diagnostics = worker_termination(event_type, pod)
         if diagnostics is None:
+            unscheduled = unscheduled_reason(pod)
+            if unscheduled and name not in self._unschedulable:
+                self._unschedulable.add(name)  # once per pod: the scheduler retries, and says so on every try
+                log.warning("TaskManager pod %s cannot be scheduled: %s", name, unscheduled)
             return
         if name in self._creating:
             self._creating[name] = diagnostics

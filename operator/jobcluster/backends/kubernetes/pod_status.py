@@ -21,6 +21,14 @@ def is_scheduled(pod: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "PodScheduled" and c.get("status") == "True" for c in conditions)
 
 
+def unscheduled_reason(pod: Mapping[str, Any]) -> str | None:
+    """The scheduler's message while the pod waits for a node (``PodScheduled`` False), else None."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return str(condition.get("message") or condition.get("reason") or "not scheduled")
+    return None
+
+
 def is_terminated(pod: Mapping[str, Any]) -> bool:
     status = pod.get("status") or {}
     if status.get("phase") == "Failed":

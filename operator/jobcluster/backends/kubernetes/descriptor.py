@@ -1,0 +1,364 @@
+"""KubernetesClusterDescriptor: a job cluster as a JobManager Deployment whose ResourceManager starts TaskManager pods.
+
+Flink's ``KubernetesClusterDescriptor`` in application mode, for one JobGraph:
+
+1. read every ``kubernetes.*`` option into parameters (a bad cluster id, map,
+   factor or template is refused before the API server is contacted);
+2. stage the cluster-side configuration (``cluster_config.py``), the
+   serialized JobGraph, the program with its ``--py-files`` and the
+   TaskManager pod template (if any) as files of one ConfigMap;
+3. create the Deployment ``<cluster-id>``, then the ConfigMap, the Secret with
+   the cluster's secret and the REST Service, all owned by the Deployment
+   (``cluster_objects.py``; a cluster id in use or a missing namespace is
+   refused before anything is created);
+4. wait for the JobManager pod to run and serve REST at the address
+   ``jobcluster.kubernetes.rest.endpoint`` chooses (``rest_endpoint.py``).
+
+Any failure after step 3 deletes the Deployment, and the garbage collector
+removes what it owns: a failed deployment leaves nothing in the namespace.
+The descriptor is a plain object with blocking calls, so an operator can use
+it in-process (off its event loop).  ``progress`` receives one line per step
+(the CLI prints them on stderr).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import requests
+import urllib3
+import yaml
+
+from jobcluster.backends.kubernetes import job_manager_pod as jmp
+from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes import rest_endpoint
+from jobcluster.backends.kubernetes.cluster_config import TARGET, cluster_side_configuration
+from jobcluster.backends.kubernetes.cluster_id import check_cluster_id
+from jobcluster.backends.kubernetes.cluster_objects import create_job_manager_objects, delete_cluster
+from jobcluster.backends.kubernetes.kube_client import api_call, load_api_client
+from jobcluster.backends.kubernetes.labels import (
+    COMPONENT_JOB_MANAGER,
+    LABEL_COMPONENT,
+    LABEL_JOB_ID,
+    LABEL_TYPE,
+    TYPE_VALUE,
+    job_manager_selector,
+    selector_text,
+)
+from jobcluster.backends.kubernetes.parameters import (
+    KubernetesJobManagerParameters,
+    KubernetesTaskManagerParameters,
+    job_manager_parameters,
+    task_manager_parameters,
+)
+from jobcluster.backends.kubernetes.pod_template import load_pod_template
+from jobcluster.backends.kubernetes.pod_watch import list_pods
+from jobcluster.client.cluster_client import RestClusterClient
+from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, PackagedProgram
+from jobcluster.client.program import staged_files
+from jobcluster.config import options
+from jobcluster.config.configuration import Configuration
+from jobcluster.errors import DeploymentError
+from jobcluster.jobgraph.model import JobGraph
+from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.security import new_cluster_secret, rest_token
+
+log = logging.getLogger(__name__)
+
+#: The TaskManager pod template's file in the ConfigMap; the driver reads it relative to the JobManager's cluster dir.
+TASK_MANAGER_TEMPLATE_FILE = "taskmanager-pod-template.yaml"
+POLL_SECONDS = 0.5
+PROBE_TIMEOUT = 3.0  # seconds for one REST probe while waiting
+
+Progress = Callable[[str], None]
+
+
+class KubernetesClusterDescriptor(ClusterDescriptor):
+    """Deploys, lists and kills the job clusters of ``kubernetes.namespace`` (see the module docstring).
+
+    ``config``: the client's configuration (kubeconfig, context, namespace,
+    REST endpoint choice); ``api``: an ApiClient to use instead of loading one
+    from ``config`` (the operator's); ``progress``: where step lines go.
+    """
+
+    target = TARGET
+
+    def __init__(self, config: Configuration, api: kubernetes.client.ApiClient | None = None, progress: Progress | None = None) -> None:
+        self._config = config
+        self._api = api
+        if progress is not None:
+            self.progress = progress
+        self.namespace = str(config.get(options.KUBERNETES_NAMESPACE))
+        self.rest_endpoint = str(config.get(options.KUBERNETES_REST_ENDPOINT))
+
+    @property
+    def api(self) -> kubernetes.client.ApiClient:
+        """The ApiClient, loaded on first use (IllegalConfigurationError when no kubeconfig can be used)."""
+        if self._api is None:
+            self._api = load_api_client(self._config)
+        return self._api
+
+    # -- deploy
+
+    def deploy_job_cluster(
+        self, spec: ClusterSpecification, graph: JobGraph, program: PackagedProgram, config: Configuration
+    ) -> RestClusterClient:
+        """Create the cluster's objects and wait until its JobManager serves REST.
+
+        Raises:
+            IllegalConfigurationError: an option the parameters refuse (nothing created).
+            DeploymentError: the files do not fit a ConfigMap, the cluster id is in use,
+                the namespace does not exist, the API server refuses or cannot be reached,
+                or the JobManager does not start within
+                ``jobcluster.kubernetes.jobmanager.startup-timeout`` (the cluster is deleted).
+        """
+        jm = job_manager_parameters(config, graph.job_id)
+        tm = task_manager_parameters(config, graph.job_id)
+        staged_config = cluster_side_configuration(config, jm, tm)
+        files = _staged_files(graph, program, staged_config, tm)
+        jm_template = (
+            load_pod_template(jm.pod_template_file, options.KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE.key) if jm.pod_template_file else None
+        )
+        secret = new_cluster_secret()
+        api = self.api
+        create_job_manager_objects(api, jm, files, secret, jm_template)
+        self.progress(
+            f"Created Deployment {jm.cluster_id} (JobManager: {jm.memory_mib} MiB, {jm.cpu:g} CPU), ConfigMap "
+            f"{pl.config_map_name(jm.cluster_id)}, Secret {pl.secret_name(jm.cluster_id)} and Service "
+            f"{pl.rest_service_name(jm.cluster_id)} in namespace {jm.namespace}"
+        )
+        try:
+            rest_url = self._wait_until_serving(jm, config.get(options.KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT))
+        except BaseException:
+            try:
+                delete_cluster(api, jm.namespace, jm.cluster_id)
+            except DeploymentError as exc:
+                log.error("could not delete the job cluster %s after its failed start: %s", jm.cluster_id, exc)
+            raise
+        return RestClusterClient(
+            rest_url,
+            jm.cluster_id,
+            token=rest_token(secret),
+            liveness=functools.partial(self._deployment_exists, jm.cluster_id),
+            log_location=_log_location(jm.namespace, jm.cluster_id),
+        )
+
+    def _wait_until_serving(self, jm: KubernetesJobManagerParameters, timeout: float) -> str:
+        """The REST URL once the JobManager pod runs and answers there; DeploymentError on a failed start or timeout."""
+        core = kubernetes.client.CoreV1Api(self.api)
+        selector = selector_text(job_manager_selector(jm.cluster_id))
+        deadline = time.monotonic() + timeout
+        seen: set[str] = set()
+        waiting_for = "the JobManager pod to be created"
+        while time.monotonic() < deadline:
+            pods, _ = list_pods(core, jm.namespace, selector)
+            pod = jmp.newest_pod(pods)
+            if pod is not None:
+                name = pod["metadata"]["name"]
+                failure = jmp.startup_failure(pod)
+                if failure:
+                    reason = _startup_failure_line(core, jm.namespace, name)
+                    failure = f"{failure}: {reason}" if reason else failure
+                    raise DeploymentError(
+                        f"the JobManager pod {name} of job cluster {jm.cluster_id} did not start: {failure} "
+                        f"(its log: kubectl logs -n {jm.namespace} {name}); the cluster was deleted"
+                    )
+                unscheduled = jmp.unscheduled_reason(pod)
+                if unscheduled:
+                    waiting_for = f"the JobManager pod {name} to be scheduled: {unscheduled}"
+                elif jmp.is_running(pod):
+                    self._say_once(
+                        seen,
+                        "running",
+                        f"JobManager pod {name} is running on node {pod['spec'].get('nodeName')} at {pod['status']['podIP']}",
+                    )
+                    url = self._rest_url(core, jm, pod)
+                    waiting_for = f"the JobManager's REST API at {url}" if url else "the REST Service's address"
+                    if url and _serves(url):
+                        return url
+                else:
+                    if pod["spec"].get("nodeName"):
+                        self._say_once(seen, "scheduled", f"JobManager pod {name} is scheduled on node {pod['spec']['nodeName']}")
+                    waiting = jmp.waiting_reason(pod)
+                    waiting_for = f"the JobManager pod {name} to run" + (f" ({waiting})" if waiting else "")
+            time.sleep(POLL_SECONDS)
+        raise DeploymentError(
+            f"job cluster {jm.cluster_id} did not start within {timeout:.0f} s: still waiting for {waiting_for} "
+            f"({options.KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT.key}); the cluster was deleted"
+        )
+
+    def _say_once(self, seen: set[str], key: str, line: str) -> None:
+        if key not in seen:
+            seen.add(key)
+            self.progress(line)
+
+    def _rest_url(self, core: kubernetes.client.CoreV1Api, jm: KubernetesJobManagerParameters, pod: Mapping[str, Any]) -> str | None:
+        if self.rest_endpoint == rest_endpoint.POD_IP:
+            return rest_endpoint.pod_rest_url(pod, jm.rest_port)
+        name = pl.rest_service_name(jm.cluster_id)
+        response: Any = api_call("get", "services", jm.namespace, core.read_namespaced_service, name, jm.namespace, _preload_content=False)
+        return rest_endpoint.service_rest_url(_json(response), pod)
+
+    def _deployment_exists(self, cluster_id: str) -> bool:
+        """False once the Deployment is gone; True while it exists or when the API server cannot tell."""
+        apps = kubernetes.client.AppsV1Api(self.api)
+        try:
+            api_call("get", "deployments", self.namespace, apps.read_namespaced_deployment, cluster_id, self.namespace)
+        except kubernetes.client.ApiException as exc:
+            return bool(exc.status != 404)
+        except DeploymentError:
+            return True
+        return True
+
+    # -- list and kill
+
+    def list_clusters(self) -> list[ClusterHandle]:
+        """The job clusters of the namespace (their JobManager Deployments), with REST URL and token where known.
+
+        Raises:
+            DeploymentError: the API server refuses or cannot be reached.
+        """
+        apps, core = kubernetes.client.AppsV1Api(self.api), kubernetes.client.CoreV1Api(self.api)
+        selector = selector_text({LABEL_TYPE: TYPE_VALUE, LABEL_COMPONENT: COMPONENT_JOB_MANAGER})
+        try:
+            response: Any = api_call(
+                "list",
+                "deployments",
+                self.namespace,
+                apps.list_namespaced_deployment,
+                self.namespace,
+                label_selector=selector,
+                _preload_content=False,
+            )
+        except kubernetes.client.ApiException as exc:
+            if exc.status == 404:
+                return []
+            raise
+        handles = []
+        for deployment in _json(response).get("items") or []:
+            if (deployment.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            handles.append(self._handle(core, deployment))
+        return handles
+
+    def _handle(self, core: kubernetes.client.CoreV1Api, deployment: Mapping[str, Any]) -> ClusterHandle:
+        metadata = deployment["metadata"]
+        cluster_id = metadata["name"]
+        pods, _ = list_pods(core, self.namespace, selector_text(job_manager_selector(cluster_id)))
+        pod = jmp.newest_pod(pods)
+        rest_url = None
+        if pod is not None and jmp.is_running(pod):
+            port = jmp.rest_port(deployment, int(self._config.get(options.REST_PORT)) or 8081)
+            try:
+                rest_url = self._rest_url_of(core, cluster_id, pod, port)
+            except (DeploymentError, kubernetes.client.ApiException) as exc:
+                log.warning("cannot find the REST address of job cluster %s: %s", cluster_id, exc)
+        return ClusterHandle(
+            cluster_id=cluster_id,
+            target=self.target,
+            rest_url=rest_url,
+            job_id=(metadata.get("labels") or {}).get(LABEL_JOB_ID, ""),
+            job_name=cluster_id,
+            log_dir=_log_location(self.namespace, cluster_id),
+            rest_token=self._read_rest_token(core, cluster_id),
+        )
+
+    def _rest_url_of(self, core: kubernetes.client.CoreV1Api, cluster_id: str, pod: Mapping[str, Any], port: int) -> str | None:
+        if self.rest_endpoint == rest_endpoint.POD_IP:
+            return rest_endpoint.pod_rest_url(pod, port)
+        name = pl.rest_service_name(cluster_id)
+        response: Any = api_call(
+            "get", "services", self.namespace, core.read_namespaced_service, name, self.namespace, _preload_content=False
+        )
+        return rest_endpoint.service_rest_url(_json(response), pod)
+
+    def _read_rest_token(self, core: kubernetes.client.CoreV1Api, cluster_id: str) -> str | None:
+        """The cluster's REST token, derived from its Secret; None when this user may not read it."""
+        name = pl.secret_name(cluster_id)
+        try:
+            response: Any = api_call(
+                "get", "secrets", self.namespace, core.read_namespaced_secret, name, self.namespace, _preload_content=False
+            )
+        except (DeploymentError, kubernetes.client.ApiException):
+            return None
+        encoded = (_json(response).get("data") or {}).get(pl.SECRET_KEY)
+        return rest_token(base64.b64decode(encoded).decode()) if encoded else None
+
+    def kill_cluster(self, cluster_id: str) -> None:
+        """Delete the Deployment ``cluster_id`` (everything it owns follows).
+
+        Raises:
+            IllegalConfigurationError: ``cluster_id`` is not a valid cluster id.
+            DeploymentError: there is no such job cluster in the namespace, or the API server refuses.
+        """
+        check_cluster_id(cluster_id)
+        if not delete_cluster(self.api, self.namespace, cluster_id):
+            raise DeploymentError(f"no job cluster {cluster_id} in namespace {self.namespace}")
+
+
+def _staged_files(
+    graph: JobGraph, program: PackagedProgram, config: Configuration, tm: KubernetesTaskManagerParameters
+) -> dict[str, bytes]:
+    """Path below the cluster dir → content: the configuration, the JobGraph, the program and its files, the TaskManager template.
+
+    The TaskManager pod template is read here (the client's file) and staged;
+    the staged configuration then names its staged copy, relative to the
+    JobManager's cluster dir.  ``config`` is changed accordingly.
+    """
+    files: dict[str, bytes] = {}
+    if tm.pod_template_file:
+        template_key = options.KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE.key
+        load_pod_template(tm.pod_template_file, template_key)  # refuse a bad template before anything is created
+        files[TASK_MANAGER_TEMPLATE_FILE] = Path(tm.pod_template_file).read_bytes()
+        config.set(options.KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE, TASK_MANAGER_TEMPLATE_FILE)
+    for option in (options.KUBERNETES_POD_TEMPLATE_FILE, options.KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE):
+        config.remove(option)  # client-side paths; the JobManager pod reads only the TaskManager template, staged above
+    files[layout.CONFIG_FILE] = yaml.safe_dump(config.to_dict(), sort_keys=True).encode()
+    files[layout.JOB_GRAPH_FILE] = graph.model_dump_json(indent=2).encode()
+    for path in staged_files(program):
+        files[f"{layout.ARTIFACTS_DIR}/{path.name}"] = path.read_bytes()
+    return files
+
+
+def _startup_failure_line(core: kubernetes.client.CoreV1Api, namespace: str, pod: str) -> str | None:
+    """The reason the JobManager printed when it could not start, from its container's log (this or the last run);
+    None when the log cannot be read (no permission, or a node that does not serve logs)."""
+    for previous in (False, True):
+        try:
+            text: Any = core.read_namespaced_pod_log(pod, namespace, previous=previous, tail_lines=50, _request_timeout=(2.0, 5.0))
+        except (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError):
+            continue
+        for line in reversed(str(text).splitlines()):
+            if line.startswith(layout.STARTUP_FAILURE_PREFIX):
+                return line[len(layout.STARTUP_FAILURE_PREFIX) :]
+    return None
+
+
+def _serves(url: str) -> bool:
+    """Whether the job cluster answers ``GET /jobs/overview`` with 200 (503 while it starts)."""
+    try:
+        with requests.Session() as session:
+            session.trust_env = False  # the pod network is never reached through an HTTP proxy
+            return bool(session.get(f"{url}/jobs/overview", timeout=PROBE_TIMEOUT).status_code == 200)
+    except requests.RequestException:
+        return False
+
+
+def _json(response: Any) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(response.data)
+    return document
+
+
+def _log_location(namespace: str, cluster_id: str) -> str:
+    return (
+        f"kubectl logs -n {namespace} deployment/{cluster_id}, and of the TaskManagers: "
+        f"kubectl logs -n {namespace} -l app={cluster_id},component=taskmanager"
+    )

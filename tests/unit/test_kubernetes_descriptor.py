@@ -1,0 +1,140 @@
+"""The descriptor's pure parts: the REST address choice, the JobManager pod's startup rules, the staged files, the registry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from jobcluster.backends import registry
+from jobcluster.backends.kubernetes import job_manager_pod as jmp
+from jobcluster.backends.kubernetes.cluster_config import cluster_side_configuration
+from jobcluster.backends.kubernetes.descriptor import TASK_MANAGER_TEMPLATE_FILE, KubernetesClusterDescriptor, _staged_files
+from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
+from jobcluster.backends.kubernetes.rest_endpoint import pod_rest_url, service_rest_url
+from jobcluster.client.descriptor import PackagedProgram
+from jobcluster.client.program import build_job_graph
+from jobcluster.config.configuration import Configuration
+from jobcluster.config.validation import validate_configuration
+from jobcluster.errors import DeploymentError, IllegalConfigurationError
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+
+
+def service(kind: str, **extra) -> dict:
+    port = {"name": "rest", "port": 8081, "targetPort": 8081, **({"nodePort": 30081} if kind == "NodePort" else {})}
+    return {"metadata": {"name": "wc-rest", "namespace": "ns"}, "spec": {"type": kind, "ports": [port]}, **extra}
+
+
+def test_pod_ip_url_once_the_pod_has_an_ip():
+    assert pod_rest_url({"status": {"podIP": "127.20.0.3"}}, 8081) == "http://127.20.0.3:8081"
+    assert pod_rest_url({"status": {"podIP": "fd00::3"}}, 8081) == "http://[fd00::3]:8081"
+    assert pod_rest_url({"status": {}}, 8081) is None
+
+
+def test_service_url_by_type():
+    assert service_rest_url(service("ClusterIP"), None) == "http://wc-rest.ns.svc:8081"
+    assert service_rest_url(service("NodePort"), {"status": {"hostIP": "10.1.2.3"}}) == "http://10.1.2.3:30081"
+    assert service_rest_url(service("NodePort"), None) is None
+    assert service_rest_url(service("LoadBalancer"), None) is None  # no ingress yet
+    balanced = service("LoadBalancer", status={"loadBalancer": {"ingress": [{"hostname": "lb.example.com"}]}})
+    assert service_rest_url(balanced, None) == "http://lb.example.com:8081"
+    with pytest.raises(DeploymentError, match="no port named 'rest'"):
+        service_rest_url({"metadata": {"name": "x"}, "spec": {"ports": []}}, None)
+
+
+def test_startup_failure_of_a_crash_looping_or_unpullable_job_manager():
+    crashed = {"status": {"phase": "Running", "containerStatuses": [{"lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}}]}}
+    assert jmp.startup_failure(crashed) == "its container exited with code 1 (Error)"
+    pull = {"status": {"containerStatuses": [{"state": {"waiting": {"reason": "ImagePullBackOff", "message": "not found"}}}]}}
+    assert jmp.startup_failure(pull) == "its container cannot start (ImagePullBackOff: not found)"
+    # retried by the kubelet: the ConfigMap and Secret are created just after the Deployment
+    config = {"status": {"containerStatuses": [{"state": {"waiting": {"reason": "CreateContainerConfigError", "message": "no cm"}}}]}}
+    assert jmp.startup_failure(config) is None
+    assert jmp.waiting_reason(config) == "CreateContainerConfigError: no cm"
+    creating = {"status": {"containerStatuses": [{"state": {"waiting": {"reason": "ContainerCreating"}}}]}}
+    assert jmp.startup_failure(creating) is None
+    pending = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "message": "0/1 nodes: Insufficient cpu."}]}}
+    assert jmp.unscheduled_reason(pending) == "0/1 nodes: Insufficient cpu."
+    assert not jmp.is_running({"status": {"phase": "Running"}})
+    assert jmp.is_running({"status": {"phase": "Running", "podIP": "127.1.0.2"}})
+
+
+def test_newest_pod_skips_pods_being_deleted():
+    old = {"metadata": {"name": "a", "creationTimestamp": "2026-01-01T00:00:00Z"}}
+    new = {"metadata": {"name": "b", "creationTimestamp": "2026-01-01T00:00:05Z"}}
+    leaving = {"metadata": {"name": "c", "creationTimestamp": "2026-01-01T00:00:09Z", "deletionTimestamp": "x"}}
+    assert jmp.newest_pod([old, new, leaving]) is new
+    assert jmp.newest_pod([]) is None
+
+
+def test_staged_files_hold_config_jobgraph_program_and_the_task_manager_template(tmp_path: Path):
+    script = tmp_path / "wordcount.py"
+    script.write_text("print('hi')\n")
+    helper = tmp_path / "helper.py"
+    helper.write_text("X = 1\n")
+    template = tmp_path / "tm.yaml"
+    template.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    from-template: 'yes'\n")
+    config = Configuration(
+        {
+            "jobmanager.memory.process.size": "1600m",
+            "taskmanager.memory.process.size": "2560m",
+            "kubernetes.pod-template-file.default": str(template),
+            "kubernetes.config.file": "/home/me/.kube/config",
+        }
+    )
+    program = PackagedProgram(script=script, artifacts=(helper,))
+    graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
+    jm, tm = job_manager_parameters(config, graph.job_id), task_manager_parameters(config, graph.job_id)
+    files = _staged_files(graph, program, cluster_side_configuration(config, jm, tm), tm)
+
+    assert sorted(files) == [
+        "artifacts/helper.py",
+        "artifacts/wordcount.py",
+        "jobcluster.yaml",
+        "jobgraph.json",
+        TASK_MANAGER_TEMPLATE_FILE,
+    ]
+    staged = yaml.safe_load(files["jobcluster.yaml"])
+    assert staged["execution.target"] == "kubernetes-application"
+    assert staged["kubernetes.cluster-id"] == jm.cluster_id
+    assert staged["kubernetes.pod-template-file.taskmanager"] == TASK_MANAGER_TEMPLATE_FILE  # relative to the JobManager's cluster dir
+    assert "kubernetes.pod-template-file.default" not in staged
+    assert "kubernetes.config.file" not in staged
+    assert json.loads(files["jobgraph.json"])["job_id"] == graph.job_id
+    assert files[TASK_MANAGER_TEMPLATE_FILE] == template.read_bytes()
+
+
+def test_a_bad_task_manager_template_is_refused_before_anything_is_created(tmp_path: Path):
+    script = tmp_path / "p.py"
+    script.write_text("")
+    template = tmp_path / "tm.yaml"
+    template.write_text("kind: Service\n")
+    config = Configuration(
+        {
+            "taskmanager.memory.process.size": "2560m",
+            "jobmanager.memory.process.size": "1600m",
+            "kubernetes.pod-template-file.taskmanager": str(template),
+        }
+    )
+    program = PackagedProgram(script=script)
+    graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
+    tm = task_manager_parameters(config, graph.job_id)
+    with pytest.raises(IllegalConfigurationError, match=r"kubernetes\.pod-template-file\.taskmanager: the pod template .* must be a Pod"):
+        _staged_files(graph, program, config, tm)
+
+
+def test_kubernetes_application_is_a_target_and_its_descriptor_needs_no_api_server_to_be_made():
+    assert "kubernetes-application" in registry.known_targets()
+    config = Configuration({"kubernetes.namespace": "analytics", "kubernetes.config.file": "/does/not/exist"})
+    descriptor = registry.cluster_descriptor("kubernetes-application", config)
+    assert isinstance(descriptor, KubernetesClusterDescriptor)
+    assert (descriptor.namespace, descriptor.rest_endpoint) == ("analytics", "pod-ip")
+    with pytest.raises(IllegalConfigurationError, match="cannot use the Kubernetes configuration /does/not/exist"):
+        descriptor.list_clusters()
+
+
+def test_rest_endpoint_option_is_checked():
+    with pytest.raises(IllegalConfigurationError, match=r"jobcluster\.kubernetes\.rest\.endpoint"):
+        validate_configuration(Configuration({"jobcluster.kubernetes.rest.endpoint": "proxy"}))
