@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from decimal import Decimal
 
 import pytest
 import requests
@@ -19,95 +18,11 @@ from jobcluster.cli.progress import ProgressPrinter
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.errors import ClusterClientError, JobNotFoundError
 from jobcluster.heartbeat.manager import HeartbeatManager
-from jobcluster.memory.spec import TaskExecutorProcessSpec
-from jobcluster.runtime.messages import TaskExecutorRegistration
-from jobcluster.runtime.resourcemanager.resource_manager import task_manager_info
-from jobcluster.runtime.rest.endpoint import RestEndpoint
+from tests.support.rest_standin import JOB_ID, MiB, StandInDispatcher
+from tests.support.rest_standin import TOKEN as STANDIN_TOKEN
+from tests.support.rest_standin import with_endpoint as _with_endpoint
 
-JOB_ID = "0123456789abcdef0123456789abcdef"
-MiB = 1 << 20
-SPARK = {
-    "app_id": "app-1",
-    "jobs_total": 2,
-    "jobs_completed": 1,
-    "tasks_total": 10,
-    "tasks_completed": 6,
-    "tasks_failed": 1,
-    "executors": 2,
-    "tasks_active": 3,
-}
-TOKEN = {"Authorization": "Bearer t0ken"}
-
-
-class StandInDispatcher:
-    """Knows one RUNNING job ``JOB_ID`` with Spark's progress ``SPARK``; records cancels."""
-
-    def __init__(self) -> None:
-        self.cancelled: list[str] = []
-
-    def job_ids(self) -> list[str]:
-        return [JOB_ID]
-
-    def _job(self, job_id: str) -> None:
-        if job_id != JOB_ID:
-            raise JobNotFoundError(f"Job {job_id} not found")
-
-    def job_details(self, job_id: str) -> dict:
-        self._job(job_id)
-        return {
-            "jid": job_id,
-            "name": "wordcount",
-            "state": "RUNNING",
-            "start-time": 1000,
-            "end-time": -1,
-            "duration": 500,
-            "timestamps": {"INITIALIZING": 1000, "RUNNING": 1200},
-            "slots": {"required": 1, "held": 1},
-            "spark": SPARK,
-        }
-
-    def job_result(self, job_id: str) -> None:
-        self._job(job_id)
-
-    async def cancel_job(self, job_id: str) -> None:
-        self._job(job_id)
-        self.cancelled.append(job_id)
-
-
-def _registration() -> TaskExecutorRegistration:
-    spec = TaskExecutorProcessSpec(Decimal(2), 128 * MiB, 128 * MiB, 512 * MiB, 0, 64 * MiB, 256 * MiB, 256 * MiB, 192 * MiB, 2)
-    return TaskExecutorRegistration(
-        resource_id="tm-1",
-        address="http://127.0.0.1:1/taskmanager",
-        num_slots=2,
-        process_spec={**spec.to_dict(), "total_flink": spec.total_flink, "total_process": spec.total_process},
-        pid=4242,
-        host="h",
-        cpu_cores=8,
-        physical_memory=16 << 30,
-    )
-
-
-def _with_endpoint(scenario):
-    """Run ``scenario(url, dispatcher)`` (blocking, in a thread) against a real RestEndpoint with token 't0ken'."""
-
-    async def task_managers():
-        return [task_manager_info(_registration(), 1, 2500, 1000)]
-
-    async def resource_overview():
-        return {"taskmanagers": 1, "slots-total": 2, "slots-available": 1, "pending-taskmanagers": 0}
-
-    async def main():
-        endpoint = RestEndpoint("127.0.0.1", 0, "test", "t0ken")
-        dispatcher = StandInDispatcher()
-        await endpoint.start()
-        endpoint.serve(dispatcher, task_managers, resource_overview)  # type: ignore[arg-type]
-        try:
-            await asyncio.to_thread(scenario, endpoint.url, dispatcher)
-        finally:
-            await endpoint.stop()
-
-    asyncio.run(main())
+TOKEN = {"Authorization": f"Bearer {STANDIN_TOKEN}"}
 
 
 def test_every_error_is_flink_json_with_flink_status():
