@@ -33,6 +33,10 @@ SPARK = {
     "tasks_failed": 1,
     "executors": 2,
     "tasks_active": 3,
+    "input_bytes": 4096,
+    "input_records": 40,
+    "output_bytes": 512,
+    "output_records": 5,
 }
 
 

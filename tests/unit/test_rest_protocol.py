@@ -238,6 +238,9 @@ def test_job_details_are_flinks_job_details_info():
         _has_fields(vertex["metrics"], IO_METRICS_FIELDS)
         assert vertex["status"] == "RUNNING" and vertex["parallelism"] == 4 and re.fullmatch(r"[0-9a-f]{32}", vertex["slotSharingGroupId"])
         assert set(vertex["tasks"]) == EXECUTION_STATES
+        metrics = vertex["metrics"]
+        assert (metrics["read-bytes"], metrics["read-records"], metrics["write-bytes"], metrics["write-records"]) == (4096, 40, 512, 5)
+        assert metrics["read-bytes-complete"] is True
         assert (vertex["tasks"]["RUNNING"], vertex["tasks"]["FINISHED"], vertex["tasks"]["FAILED"], vertex["tasks"]["SCHEDULED"]) == (
             3,
             6,

@@ -159,11 +159,13 @@ def _vertex_info(details: dict[str, Any], vertex: dict[str, Any], state: str) ->
 
 
 def io_metrics(spark: dict[str, Any] | None) -> dict[str, Any]:
-    """Flink's IOMetricsInfo from Spark's stage totals: bytes and records read and written.
+    """Flink's IOMetricsInfo from Spark's stage totals (see ``stage_io``): what the program read and wrote.
 
-    Spark reports input/output bytes and records of its stages (not of a
-    Flink network edge); ``*-complete`` is true once Spark has reported.
-    Busy, idle and backpressured times have no Spark counterpart: 0.
+    ``read-*`` is what Spark's stages read from data sources, ``write-*``
+    what they wrote to sinks (Flink counts a vertex's network input and
+    output; the one vertex here has none). ``*-complete`` is true once Spark
+    has reported. Busy, idle and backpressured times have no Spark
+    counterpart: 0.
     """
     spark = spark or {}
     known = bool(spark.get("app_id"))
