@@ -1,13 +1,14 @@
 """The cluster's REST endpoint, with Flink-compatible paths.
 
-It serves what the client needs (overview, job list, job details, execution
-result, cancel, TaskManagers) in the shapes Flink's REST API uses, so tools
-written for Flink's API can read the basics, and the program's stdout and
+It serves Flink's paths for a per-job cluster (overview, config, job list,
+job details and status, execution result, cancel, stop-with-savepoint,
+TaskManagers) in the shapes Flink's REST API uses (bodies: flink_bodies.py),
+so Flink's own CLI and RestClusterClient work against it, and the program's stdout and
 stderr from a byte offset (``/jobs/{id}/stdout``, ``/jobs/{id}/stderr``),
 which an attached client follows. It is the public face of the
 cluster: reading Flink's paths stays open as in Flink, so Flink's tools and
 dashboards work unchanged, while every call that changes something (cancel,
-and any later stop or savepoint) and the program's own output must carry the
+stop, savepoints) and the program's own output must carry the
 cluster's token as ``Authorization: Bearer <token>`` and are answered 401
 without it. Flink's own CLI can send that header (``FLINK_REST_CLIENT_HEADERS``,
 Flink 1.19+). The token travels in clear text: bind the endpoint to an address
@@ -221,7 +222,7 @@ class RestEndpoint:
 
         ``stop`` is answered 308 Permanent Redirect with an error, as Flink's
         JobCancellationHandler does since the mode was removed (a graceful stop
-        is ``POST /jobs/{id}/stop``, which jobcluster does not serve yet); any
+        is ``POST /jobs/{id}/stop``, see :meth:`_trigger_savepoint`); any
         other mode is 400.
         """
         assert self._dispatcher is not None
