@@ -135,7 +135,14 @@ def test_taskmanagers_use_flink_names_and_types(capsys):
         assert memory["totalFlinkMemory"] == (128 + 128 + 512 + 0 + 64 + 256) * MiB
         assert memory["totalProcessMemory"] == memory["totalFlinkMemory"] + (256 + 192) * MiB
         assert tm["hardware"] == {"cpuCores": 8, "physicalMemory": 16 << 30, "freeMemory": 512 * MiB, "managedMemory": 256 * MiB}
-        assert tm["timeSinceLastHeartbeat"] == 2500 and tm["slotsNumber"] == 2 and tm["freeSlots"] == 1
+        assert tm["slotsNumber"] == 2 and tm["freeSlots"] == 1
+        # Flink writes the time of the last heartbeat (ms since the epoch) under this name; the view's age is 2500 ms.
+        now_ms = time.time() * 1000
+        assert type(tm["timeSinceLastHeartbeat"]) is int and now_ms - 5000 < tm["timeSinceLastHeartbeat"] <= now_ms - 2500
+        assert (tm["dataPort"], tm["jmxPort"], tm["blocked"], tm["path"]) == (-1, -1, False, "http://127.0.0.1:1/taskmanager")
+        profile = {"cpuCores": 2.0, "taskHeapMemory": 512, "taskOffHeapMemory": 0, "managedMemory": 256, "networkMemory": 64}
+        assert tm["totalResource"] == profile | {"extendedResources": {}}
+        assert tm["freeResource"] == {k: v / 2 for k, v in profile.items()} | {"extendedResources": {}}  # one of two slots free
         ProgressPrinter().update(StandInDispatcher().job_details(JOB_ID), [tm])
 
     _with_endpoint(scenario)

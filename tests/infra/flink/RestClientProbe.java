@@ -1,6 +1,6 @@
 // Reads a job through Flink's own RestClusterClient and prints what Flink's types made of the answers.
 // Run as a single-file program: java -cp <Flink client classpath> RestClientProbe.java HOST PORT WHAT JOBID
-// WHAT: status | details | result | overview | config. One "key value" line per fact.
+// WHAT: status | details | result | overview | config | taskmanagers. One "key value" line per fact.
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.client.deployment.StandaloneClusterId;
 import org.apache.flink.client.program.rest.RestClusterClient;
@@ -13,6 +13,9 @@ import org.apache.flink.runtime.rest.messages.ClusterOverviewHeaders;
 import org.apache.flink.runtime.rest.messages.DashboardConfiguration;
 import org.apache.flink.runtime.rest.messages.DashboardConfigurationHeaders;
 import org.apache.flink.runtime.rest.messages.job.JobDetailsInfo;
+import org.apache.flink.runtime.rest.messages.taskmanager.TaskManagerInfo;
+import org.apache.flink.runtime.rest.messages.taskmanager.TaskManagersHeaders;
+import org.apache.flink.runtime.rest.messages.taskmanager.TaskManagersInfo;
 
 public class RestClientProbe {
     public static void main(String[] args) throws Exception {
@@ -55,6 +58,15 @@ public class RestClientProbe {
                     DashboardConfiguration c = rest.sendRequest(args[0], Integer.parseInt(args[1]), DashboardConfigurationHeaders.getInstance()).get();
                     System.out.println("flink-version " + c.getFlinkVersion());
                     System.out.println("web-cancel " + c.getFeatures().isWebCancelEnabled());
+                    break;
+                case "taskmanagers":
+                    TaskManagersInfo t = rest.sendRequest(args[0], Integer.parseInt(args[1]), TaskManagersHeaders.getInstance()).get();
+                    for (TaskManagerInfo tm : t.getTaskManagerInfos()) {
+                        System.out.println("taskmanager " + tm.getResourceId() + " slots " + tm.getNumberSlots() + " free " + tm.getNumberAvailableSlots());
+                        System.out.println("last-heartbeat " + tm.getLastHeartbeat());
+                        System.out.println("task-heap " + tm.getMemoryConfiguration().getTaskHeap());
+                        System.out.println("cpu-cores " + tm.getHardwareDescription().getNumberOfCPUCores());
+                    }
                     break;
                 default:
                     throw new IllegalArgumentException("unknown probe " + args[2]);

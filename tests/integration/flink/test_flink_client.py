@@ -51,6 +51,9 @@ def test_flink_rest_cluster_client_reads_the_job_the_cluster_and_its_config(flin
         overview = flink_client.probe(url, "overview")
         assert (overview["taskmanagers"], overview["slots-total"], overview["jobs-running"]) == ("1", "2", "1")
         assert flink_client.probe(url, "config")["web-cancel"] == "true"
+        managers = flink_client.probe(url, "taskmanagers")
+        assert managers["taskmanager"] == "tm-1 slots 2 free 1" and managers["cpu-cores"] == "8"
+        assert managers["task-heap"] == str(512 << 20) and int(managers["last-heartbeat"]) > 0
         dispatcher.finish(JobStatus.FINISHED, exit_code=0)
         result = flink_client.probe(url, "result", JOB_ID)
         assert result == {"application-status": "SUCCEEDED", "net-runtime": "3000"}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import logging
 import re
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -287,7 +288,8 @@ class RestEndpoint:
 
     async def _taskmanagers(self, request: web.Request) -> web.Response:
         assert self._task_managers is not None
-        return web.json_response({"taskmanagers": await self._task_managers()})
+        now_ms = int(time.time() * 1000)
+        return web.json_response({"taskmanagers": [flink_bodies.task_manager_info(tm, now_ms) for tm in await self._task_managers()]})
 
 
 def _job_id(request: web.Request) -> str:

@@ -271,3 +271,47 @@ def dashboard_configuration(version: str, refresh_interval_ms: int = 3000) -> di
         "flink-revision": "",
         "features": {"web-submit": False, "web-cancel": True, "web-rescale": False, "web-history": False},
     }
+
+
+def task_manager_info(view: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """Flink's TaskManagerInfo (an entry of ``/taskmanagers``) from the ResourceManager's view of a TaskExecutor.
+
+    The view (``resource_manager.task_manager_info``) has the memory model,
+    hardware, slots and the heartbeat's age in ms; Flink's client also
+    needs these, which Flink 1.20 always writes:
+
+    - ``timeSinceLastHeartbeat``: despite its name, Flink writes the time
+      of the last heartbeat in ms since the epoch (its ResourceManager passes
+      ``HeartbeatManager.getLastHeartbeatFrom``, and the web UI shows it as a
+      date), so it is ``now_ms`` minus the age;
+    - ``totalResource``/``freeResource`` (ResourceProfileInfo, sizes in MiB):
+      the TaskExecutor's CPU (one core per slot: a slot is one Spark core),
+      task heap, task off-heap, managed and network memory, and the share of
+      the slots still free (every slot is an equal share, as Flink's default
+      slot profile);
+    - ``dataPort`` and ``jmxPort`` -1: Spark moves data through its own block
+      manager, and no JMX port is opened; ``blocked`` false: no blocklist.
+    """
+    memory = view["memoryConfiguration"]
+    slots, free = view["slotsNumber"], view["freeSlots"]
+    total = _resource_profile(memory, slots, 1.0)
+    return view | {
+        "timeSinceLastHeartbeat": now_ms - int(view["timeSinceLastHeartbeat"]),
+        "dataPort": -1,
+        "jmxPort": -1,
+        "totalResource": total,
+        "freeResource": _resource_profile(memory, slots, free / slots if slots else 0.0),
+        "blocked": False,
+    }
+
+
+def _resource_profile(memory: dict[str, int], cpu_cores: int, share: float) -> dict[str, Any]:
+    mib = 1 << 20
+    return {
+        "cpuCores": float(cpu_cores * share),
+        "taskHeapMemory": int(memory["taskHeap"] * share) // mib,
+        "taskOffHeapMemory": int(memory["taskOffHeap"] * share) // mib,
+        "managedMemory": int(memory["managedMemory"] * share) // mib,
+        "networkMemory": int(memory["networkMemory"] * share) // mib,
+        "extendedResources": {},
+    }
