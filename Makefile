@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make run    install everything, fetch the corpus, run WordCount on a local job cluster
-#   make test   install everything (incl. the YARN/HDFS and Kubernetes test clusters), run the static checks and all tests
+#   make test   install everything (incl. the YARN/HDFS and Kubernetes test clusters and Flink's client), run the static checks and all tests
 #   make lint   just the static checks: ruff (lint + format), mypy, lint-imports
 SHELL := /bin/bash
 PYTHON ?= python3.11
@@ -43,6 +43,7 @@ run: venv java corpus
 infra: java
 	bash tests/infra/hadoop/build.sh
 	bash tests/infra/k8s/build.sh
+	bash tests/infra/flink/build.sh
 
 # The static checks, configured in pyproject.toml; `make test` runs them first (they need no test cluster).
 LINT_PATHS := operator tests benchmarks examples

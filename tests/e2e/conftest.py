@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 from support import processes_of
+
+from tests.infra.flink.client import FlinkClient, build_classpath
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +28,14 @@ def corpus() -> Path:
     import json as stdlib_json
 
     return Path(stdlib_json.__file__).parent
+
+
+@pytest.fixture(scope="session")
+def flink_client() -> Iterator[FlinkClient]:
+    """Apache Flink's own CLI and RestClusterClient (tests/infra/flink), resolved and compiled once per session."""
+    client = FlinkClient(build_classpath())
+    yield client
+    client.close()
 
 
 @pytest.fixture

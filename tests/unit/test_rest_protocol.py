@@ -9,105 +9,25 @@ serializers (JobDetails, TaskManagerInfo).
 from __future__ import annotations
 
 import asyncio
+import base64
+import re
 import time
-from decimal import Decimal
 
 import pytest
 import requests
 
 from jobcluster.cli.progress import ProgressPrinter
 from jobcluster.client.cluster_client import RestClusterClient
+from jobcluster.client.job_client import JobClient
 from jobcluster.errors import ClusterClientError, JobNotFoundError
 from jobcluster.heartbeat.manager import HeartbeatManager
-from jobcluster.memory.spec import TaskExecutorProcessSpec
-from jobcluster.runtime.messages import TaskExecutorRegistration
-from jobcluster.runtime.resourcemanager.resource_manager import task_manager_info
-from jobcluster.runtime.rest.endpoint import RestEndpoint
+from jobcluster.runtime.jobmaster.job_status import JobStatus
+from jobcluster.runtime.rest.serialized_throwable import serialized_throwable
+from tests.support.rest_standin import JOB_ID, MiB, StandInDispatcher
+from tests.support.rest_standin import TOKEN as STANDIN_TOKEN
+from tests.support.rest_standin import with_endpoint as _with_endpoint
 
-JOB_ID = "0123456789abcdef0123456789abcdef"
-MiB = 1 << 20
-SPARK = {
-    "app_id": "app-1",
-    "jobs_total": 2,
-    "jobs_completed": 1,
-    "tasks_total": 10,
-    "tasks_completed": 6,
-    "tasks_failed": 1,
-    "executors": 2,
-    "tasks_active": 3,
-}
-TOKEN = {"Authorization": "Bearer t0ken"}
-
-
-class StandInDispatcher:
-    """Knows one RUNNING job ``JOB_ID`` with Spark's progress ``SPARK``; records cancels."""
-
-    def __init__(self) -> None:
-        self.cancelled: list[str] = []
-
-    def job_ids(self) -> list[str]:
-        return [JOB_ID]
-
-    def _job(self, job_id: str) -> None:
-        if job_id != JOB_ID:
-            raise JobNotFoundError(f"Job {job_id} not found")
-
-    def job_details(self, job_id: str) -> dict:
-        self._job(job_id)
-        return {
-            "jid": job_id,
-            "name": "wordcount",
-            "state": "RUNNING",
-            "start-time": 1000,
-            "end-time": -1,
-            "duration": 500,
-            "timestamps": {"INITIALIZING": 1000, "RUNNING": 1200},
-            "slots": {"required": 1, "held": 1},
-            "spark": SPARK,
-        }
-
-    def job_result(self, job_id: str) -> None:
-        self._job(job_id)
-
-    async def cancel_job(self, job_id: str) -> None:
-        self._job(job_id)
-        self.cancelled.append(job_id)
-
-
-def _registration() -> TaskExecutorRegistration:
-    spec = TaskExecutorProcessSpec(Decimal(2), 128 * MiB, 128 * MiB, 512 * MiB, 0, 64 * MiB, 256 * MiB, 256 * MiB, 192 * MiB, 2)
-    return TaskExecutorRegistration(
-        resource_id="tm-1",
-        address="http://127.0.0.1:1/taskmanager",
-        num_slots=2,
-        process_spec={**spec.to_dict(), "total_flink": spec.total_flink, "total_process": spec.total_process},
-        pid=4242,
-        host="h",
-        cpu_cores=8,
-        physical_memory=16 << 30,
-    )
-
-
-def _with_endpoint(scenario):
-    """Run ``scenario(url, dispatcher)`` (blocking, in a thread) against a real RestEndpoint with token 't0ken'."""
-
-    async def task_managers():
-        return [task_manager_info(_registration(), 1, 2500, 1000)]
-
-    async def resource_overview():
-        return {"taskmanagers": 1, "slots-total": 2, "slots-available": 1, "pending-taskmanagers": 0}
-
-    async def main():
-        endpoint = RestEndpoint("127.0.0.1", 0, "test", "t0ken")
-        dispatcher = StandInDispatcher()
-        await endpoint.start()
-        endpoint.serve(dispatcher, task_managers, resource_overview)  # type: ignore[arg-type]
-        try:
-            await asyncio.to_thread(scenario, endpoint.url, dispatcher)
-        finally:
-            await endpoint.stop()
-
-    asyncio.run(main())
+TOKEN = {"Authorization": f"Bearer {STANDIN_TOKEN}"}
 
 
 def test_every_error_is_flink_json_with_flink_status():
@@ -215,7 +135,14 @@ def test_taskmanagers_use_flink_names_and_types(capsys):
         assert memory["totalFlinkMemory"] == (128 + 128 + 512 + 0 + 64 + 256) * MiB
         assert memory["totalProcessMemory"] == memory["totalFlinkMemory"] + (256 + 192) * MiB
         assert tm["hardware"] == {"cpuCores": 8, "physicalMemory": 16 << 30, "freeMemory": 512 * MiB, "managedMemory": 256 * MiB}
-        assert tm["timeSinceLastHeartbeat"] == 2500 and tm["slotsNumber"] == 2 and tm["freeSlots"] == 1
+        assert tm["slotsNumber"] == 2 and tm["freeSlots"] == 1
+        # Flink writes the time of the last heartbeat (ms since the epoch) under this name; the view's age is 2500 ms.
+        now_ms = time.time() * 1000
+        assert type(tm["timeSinceLastHeartbeat"]) is int and now_ms - 5000 < tm["timeSinceLastHeartbeat"] <= now_ms - 2500
+        assert (tm["dataPort"], tm["jmxPort"], tm["blocked"], tm["path"]) == (-1, -1, False, "http://127.0.0.1:1/taskmanager")
+        profile = {"cpuCores": 2.0, "taskHeapMemory": 512, "taskOffHeapMemory": 0, "managedMemory": 256, "networkMemory": 64}
+        assert tm["totalResource"] == profile | {"extendedResources": {}}
+        assert tm["freeResource"] == {k: v / 2 for k, v in profile.items()} | {"extendedResources": {}}  # one of two slots free
         ProgressPrinter().update(StandInDispatcher().job_details(JOB_ID), [tm])
 
     _with_endpoint(scenario)
@@ -247,3 +174,204 @@ def test_time_since_last_heartbeat_is_the_heartbeat_managers_age():
     started = time.monotonic()
     asyncio.run(main())
     assert time.monotonic() - started < 5
+
+
+# Field names and JSON types of Flink 1.20's REST description (rest_v1_dispatcher.yml) for the bodies below.
+IO_METRICS_FIELDS = {
+    "read-bytes": int,
+    "read-bytes-complete": bool,
+    "write-bytes": int,
+    "write-bytes-complete": bool,
+    "read-records": int,
+    "read-records-complete": bool,
+    "write-records": int,
+    "write-records-complete": bool,
+    "accumulated-backpressured-time": int,
+    "accumulated-idle-time": int,
+    "accumulated-busy-time": float,
+}
+VERTEX_FIELDS = {
+    "id": str,
+    "slotSharingGroupId": str,
+    "name": str,
+    "maxParallelism": int,
+    "parallelism": int,
+    "status": str,
+    "start-time": int,
+    "end-time": int,
+    "duration": int,
+    "tasks": dict,
+    "metrics": dict,
+}
+JOB_DETAILS_FIELDS = {
+    "jid": str,
+    "name": str,
+    "isStoppable": bool,
+    "state": str,
+    "job-type": str,
+    "start-time": int,
+    "end-time": int,
+    "duration": int,
+    "maxParallelism": int,
+    "now": int,
+    "timestamps": dict,
+    "vertices": list,
+    "status-counts": dict,
+    "plan": dict,
+}
+EXECUTION_STATES = {"CREATED", "SCHEDULED", "DEPLOYING", "RUNNING", "FINISHED", "CANCELING", "CANCELED", "FAILED", "RECONCILING"}
+EXECUTION_STATES |= {"INITIALIZING"}
+JOB_STATES = {"INITIALIZING", "CREATED", "RUNNING", "FAILING", "FAILED", "CANCELLING", "CANCELED", "FINISHED", "RESTARTING"}
+JOB_STATES |= {"SUSPENDED", "RECONCILING"}
+
+
+def _has_fields(body: dict, fields: dict) -> None:
+    for name, kind in fields.items():
+        assert name in body, name
+        assert type(body[name]) is kind, (name, body[name])
+
+
+def test_job_details_are_flinks_job_details_info():
+    def scenario(url, dispatcher):
+        details = requests.get(f"{url}/v1/jobs/{JOB_ID}", timeout=5).json()
+        _has_fields(details, JOB_DETAILS_FIELDS)
+        assert details["job-type"] == "BATCH" and details["isStoppable"] is False and details["maxParallelism"] == 128
+        assert set(details["timestamps"]) == JOB_STATES and details["timestamps"]["RUNNING"] == 1200
+        assert details["timestamps"]["FAILING"] == 0
+        assert set(details["status-counts"]) == EXECUTION_STATES
+        assert details["status-counts"]["RUNNING"] == 1 and sum(details["status-counts"].values()) == 1
+        (vertex,) = details["vertices"]
+        _has_fields(vertex, VERTEX_FIELDS)
+        _has_fields(vertex["metrics"], IO_METRICS_FIELDS)
+        assert vertex["status"] == "RUNNING" and vertex["parallelism"] == 4 and re.fullmatch(r"[0-9a-f]{32}", vertex["slotSharingGroupId"])
+        assert set(vertex["tasks"]) == EXECUTION_STATES
+        metrics = vertex["metrics"]
+        assert (metrics["read-bytes"], metrics["read-records"], metrics["write-bytes"], metrics["write-records"]) == (4096, 40, 512, 5)
+        assert metrics["read-bytes-complete"] is True
+        assert (vertex["tasks"]["RUNNING"], vertex["tasks"]["FINISHED"], vertex["tasks"]["FAILED"], vertex["tasks"]["SCHEDULED"]) == (
+            3,
+            6,
+            1,
+            1,
+        )
+        assert [n["id"] for n in details["plan"]["nodes"]] == [vertex["id"]]
+        # jobcluster's own fields ride along (Flink's reader ignores them); the status path Flink's client polls.
+        assert details["restarts"] == 1 and details["slots"] == {"required": 1, "held": 1} and details["spark"]["tasks_total"] == 10
+        assert requests.get(f"{url}/jobs/{JOB_ID}/status", timeout=5).json() == {"status": "RUNNING"}
+        dispatcher.finish(JobStatus.FINISHED)
+        done = requests.get(f"{url}/jobs/{JOB_ID}", timeout=5).json()
+        assert done["state"] == "FINISHED" and done["vertices"][0]["status"] == "FINISHED" and done["status-counts"]["FINISHED"] == 1
+
+    _with_endpoint(scenario)
+
+
+def test_execution_result_is_what_flinks_job_result_serializer_writes():
+    def scenario(url, dispatcher):
+        path = f"{url}/jobs/{JOB_ID}/execution-result"
+        assert requests.get(path, timeout=5).json() == {"status": {"id": "IN_PROGRESS"}}
+        dispatcher.finish(JobStatus.FINISHED, exit_code=0)
+        body = requests.get(path, timeout=5).json()
+        assert body["status"] == {"id": "COMPLETED"}
+        # Exactly Flink 1.20's keys: its JobResultDeserializer breaks on others; no failure-cause on success.
+        assert body["job-execution-result"] == {
+            "id": JOB_ID,
+            "application-status": "SUCCEEDED",
+            "accumulator-results": {},
+            "net-runtime": 3000,
+        }
+
+    _with_endpoint(scenario)
+
+
+def test_a_failed_jobs_result_carries_a_serialized_throwable_and_jobclusters_client_reads_it():
+    cause = "the PySpark program exited with code 3\nTraceback (most recent call last):\nValueError: boom"
+
+    def scenario(url, dispatcher):
+        client = RestClusterClient(url, "c")
+        assert JobClient(client, JOB_ID).details()["state"] == "RUNNING"
+        dispatcher.finish(JobStatus.FAILED, cause, 3)
+        result = client.execution_result(JOB_ID)
+        assert set(result) == {"id", "application-status", "accumulator-results", "net-runtime", "failure-cause"}
+        assert result["application-status"] == "FAILED"
+        failure = result["failure-cause"]
+        assert set(failure) == {"class", "stack-trace", "serialized-throwable"} and failure["stack-trace"] == cause
+        serialized = base64.b64decode(failure["serialized-throwable"])
+        assert serialized[:4] == bytes.fromhex("aced0005") and b"org.apache.flink.util.SerializedThrowable" in serialized
+        assert failure["class"].encode() in serialized and b"ValueError: boom" in serialized
+        ended = JobClient(client, JOB_ID).wait_for_result()
+        assert (ended.status, ended.job_name, ended.failure_cause, ended.program_exit_code, ended.restarts) == (
+            "FAILED",
+            "wordcount",
+            cause,
+            3,
+            1,
+        )
+        assert ended.duration_ms == 3000 and not ended.succeeded
+
+    _with_endpoint(scenario)
+
+
+def test_overview_and_config_carry_flinks_fields():
+    def scenario(url, dispatcher):
+        overview = requests.get(f"{url}/overview", timeout=5).json()
+        counts = ("taskmanagers", "slots-total", "slots-available", "jobs-running", "jobs-finished", "jobs-cancelled", "jobs-failed")
+        _has_fields(overview, dict.fromkeys((*counts, "taskmanagers-blocked", "slots-free-and-blocked"), int))
+        _has_fields(overview, {"flink-version": str, "flink-commit": str})
+        assert (overview["taskmanagers"], overview["slots-total"], overview["slots-available"], overview["jobs-running"]) == (1, 2, 1, 1)
+        config = requests.get(f"{url}/config", timeout=5).json()
+        _has_fields(
+            config,
+            {
+                "refresh-interval": int,
+                "timezone-name": str,
+                "timezone-offset": int,
+                "flink-version": str,
+                "flink-revision": str,
+                "features": dict,
+            },
+        )
+        assert config["features"] == {"web-submit": False, "web-cancel": True, "web-rescale": False, "web-history": False}
+
+    _with_endpoint(scenario)
+
+
+def test_stop_with_savepoint_fails_as_flink_fails_it_for_a_batch_job():
+    def scenario(url, dispatcher):
+        stop = f"{url}/jobs/{JOB_ID}/stop"
+        assert requests.post(stop, json={"drain": False}, timeout=5).status_code == 401
+        triggered = requests.post(stop, json={"drain": False}, headers=TOKEN, timeout=5)
+        assert triggered.status_code == 202
+        trigger_id = triggered.json()["request-id"]
+        assert re.fullmatch(r"[0-9a-f]{32}", trigger_id)
+        status = requests.get(f"{url}/jobs/{JOB_ID}/savepoints/{trigger_id}", timeout=5).json()
+        assert status["status"] == {"id": "COMPLETED"}
+        failure = status["operation"]["failure-cause"]
+        assert failure["class"] == "java.lang.IllegalStateException" and f"Job {JOB_ID} is not a streaming job." in failure["stack-trace"]
+        assert base64.b64decode(failure["serialized-throwable"])[:2] == b"\xac\xed"
+        # Flink's idempotent retry: the client's triggerId names the operation; a savepoint fails alike.
+        mine = "ab" * 16
+        again = requests.post(f"{url}/v1/jobs/{JOB_ID}/savepoints", json={"triggerId": mine}, headers=TOKEN, timeout=5)
+        assert again.status_code == 202 and again.json() == {"request-id": mine}
+        assert "failure-cause" in requests.get(f"{url}/jobs/{JOB_ID}/savepoints/{mine}", timeout=5).json()["operation"]
+        assert requests.get(f"{url}/jobs/{JOB_ID}/savepoints/{'c' * 32}", timeout=5).status_code == 404
+        assert requests.post(f"{url}/jobs/{'f' * 32}/stop", json={}, headers=TOKEN, timeout=5).status_code == 404
+        assert requests.post(stop, data="{", headers=TOKEN, timeout=5).status_code == 400
+        assert dispatcher.cancelled == [] and requests.get(f"{url}/jobs/{JOB_ID}/status", timeout=5).json()["status"] == "RUNNING"
+
+    _with_endpoint(scenario)
+
+
+def test_cancel_takes_an_upper_case_job_id():
+    def scenario(url, dispatcher):
+        assert requests.patch(f"{url}/jobs/{JOB_ID.upper()}?mode=cancel", headers=TOKEN, timeout=5).status_code == 202
+        assert dispatcher.cancelled == [JOB_ID]
+        RestClusterClient(url, "c", token=STANDIN_TOKEN).cancel(JOB_ID.upper())
+        assert dispatcher.cancelled == [JOB_ID, JOB_ID]
+
+    _with_endpoint(scenario)
+
+
+def test_serialized_throwable_strings_are_javas_modified_utf8():
+    data = serialized_throwable("x.Y", "nul\x00 and \U0001f600", "t" * 70_000)
+    assert b"nul\xc0\x80 and \xed\xa0\xbd\xed\xb8\x80" in data  # NUL as two bytes, a non-BMP character as a surrogate pair
+    assert b"\x7c" + (70_000).to_bytes(8, "big") + b"ttt" in data  # beyond 65535 bytes: TC_LONGSTRING

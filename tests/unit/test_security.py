@@ -19,6 +19,7 @@ from jobcluster.runtime.entrypoint.cluster_dir import ENV_CLUSTER_SECRET, SECRET
 from jobcluster.runtime.rest.endpoint import RestEndpoint
 from jobcluster.security import new_cluster_secret, private_directory, rest_token, spark_secret, write_private_file
 from jobcluster.spark.security import SPARK_DEFAULTS_FILE, SparkSecurity
+from tests.support.rest_standin import StandInDispatcher
 
 JOB_ID = "0" * 32
 
@@ -80,18 +81,14 @@ def test_spark_security_is_installed_as_a_private_spark_defaults_file(tmp_path, 
     assert "the-spark-secret" not in SparkSecurity("the-spark-secret", "h").settings().values()
 
 
-class RecordingDispatcher:
-    def __init__(self) -> None:
-        self.cancelled: list[str] = []
+class RecordingDispatcher(StandInDispatcher):
+    """One RUNNING job ``JOB_ID``; records cancels (tests/support/rest_standin.py)."""
 
     def job_ids(self) -> list[str]:
         return [JOB_ID]
 
-    def job_details(self, job_id: str) -> dict:
-        return {"jid": job_id, "state": "RUNNING"}
-
-    async def cancel_job(self, job_id: str) -> None:
-        self.cancelled.append(job_id)
+    def _job(self, job_id: str) -> None:
+        pass
 
 
 def _with_endpoint(scenario):

@@ -81,7 +81,7 @@ class JobClient:
                 if terminal:
                     result = self.cluster_client.execution_result(self.job_id)
                     if result is not None:
-                        return _to_result(result)
+                        return _to_result(result, details)
                 last_contact = time.monotonic()
             except ClusterClientError as exc:
                 if not self.cluster_client.job_manager_alive():
@@ -127,14 +127,20 @@ class DriverOutputFollower:
                 self._sink(stream, data)
 
 
-def _to_result(body: dict[str, Any]) -> JobExecutionResult:
-    failure = body.get("failure-cause")
+def _to_result(result: dict[str, Any], details: dict[str, Any]) -> JobExecutionResult:
+    """How the job ended, from Flink's ``job-execution-result`` and the terminal job's ``/jobs/{id}``.
+
+    Flink's result carries the JobID, the runtime and, for a failed job, the
+    cause; name, state, restarts and the program's exit code come from the
+    job's details, fetched just before (a terminal job's details no longer change).
+    """
+    failure = result.get("failure-cause")
     return JobExecutionResult(
-        job_id=body["id"],
-        job_name=body.get("job-name", ""),
-        status=body["job-status"],
-        duration_ms=body.get("net-runtime", 0),
+        job_id=result["id"],
+        job_name=details.get("name", ""),
+        status=details["state"],
+        duration_ms=result.get("net-runtime", 0),
         failure_cause=failure.get("stack-trace") if failure else None,
-        restarts=body.get("restarts", 0),
-        program_exit_code=body.get("program-exit-code"),
+        restarts=details.get("restarts", 0),
+        program_exit_code=details.get("program-exit-code"),
     )

@@ -344,7 +344,10 @@ class JobMaster(FencedRpcEndpoint):
         return await asyncio.to_thread(read_from, driver_output_file(self._log_dir, stream), offset)
 
     def job_details(self) -> dict[str, Any]:
-        """Flink's ``/jobs/{id}`` body: state, times, the one vertex, and Spark's progress."""
+        """The job as jobcluster sees it: state, times, the one vertex, Spark's progress, the program's exit code.
+
+        The REST endpoint shapes it into Flink's ``/jobs/{id}`` (rest/flink_bodies.py).
+        """
         now = _now_ms()
         end = self.result.end_time if self.result else -1
         vertex = self.graph.vertices[0]
@@ -366,9 +369,11 @@ class JobMaster(FencedRpcEndpoint):
                     "name": vertex.name,
                     "parallelism": vertex.parallelism,
                     "maxParallelism": vertex.max_parallelism,
+                    "slotSharingGroup": vertex.slot_sharing_group,
                     "status": self.status.value,
                     "spark": progress,
                 }
             ],
             "spark": progress,
+            "program-exit-code": self.result.program_exit_code if self.result else None,
         }

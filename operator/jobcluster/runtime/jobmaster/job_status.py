@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any
 
 
 class JobStatus(enum.Enum):
@@ -43,22 +42,3 @@ class JobResult:
     @property
     def duration_ms(self) -> int:
         return self.end_time - self.start_time
-
-    def to_rest(self) -> dict[str, Any]:
-        """Flink's ``/jobs/{id}/execution-result`` body, with restarts and the program's exit code added."""
-        return {
-            "status": {"id": "COMPLETED"},
-            "job-execution-result": {
-                "id": self.job_id,
-                "application-status": {"FINISHED": "SUCCEEDED"}.get(self.status.value, self.status.value),
-                "net-runtime": self.duration_ms,
-                "accumulator-results": {},
-                "failure-cause": {"class": "jobcluster.JobFailure", "stack-trace": self.failure_cause} if self.failure_cause else None,
-                "job-status": self.status.value,
-                "job-name": self.job_name,
-                "start-time": self.start_time,
-                "end-time": self.end_time,
-                "restarts": self.restarts,
-                "program-exit-code": self.program_exit_code,
-            },
-        }

@@ -78,6 +78,10 @@ class SparkProgress:
     tasks_failed: int
     executors: int
     tasks_active: int = 0
+    input_bytes: int = 0
+    input_records: int = 0
+    output_bytes: int = 0
+    output_records: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -275,6 +279,7 @@ class SparkApplication:
             base = f"{self.ui_url}/api/v1/applications/{self.app_id}"
             jobs = await fetch_json(f"{base}/jobs")
             executors = await fetch_json(f"{base}/executors")
+            stages = await fetch_json(f"{base}/stages")
         except SparkError:
             return None
         return SparkProgress(
@@ -286,7 +291,19 @@ class SparkApplication:
             tasks_failed=sum(j.get("numFailedTasks", 0) for j in jobs),
             tasks_active=sum(j.get("numActiveTasks", 0) for j in jobs),
             executors=sum(1 for e in executors if e.get("id") != "driver" and e.get("isActive", True)),
+            **stage_io(stages),
         )
+
+
+def stage_io(stages: list[dict[str, Any]]) -> dict[str, int]:
+    """Bytes and records the application read from its inputs and wrote to its outputs, over all stage attempts.
+
+    From Spark's ``/api/v1/applications/{id}/stages`` (``inputBytes``,
+    ``inputRecords``, ``outputBytes``, ``outputRecords``: data sources and
+    sinks, not shuffles). A re-run stage attempt counts again, as Spark counts it.
+    """
+    keys = {"input_bytes": "inputBytes", "input_records": "inputRecords", "output_bytes": "outputBytes", "output_records": "outputRecords"}
+    return {ours: sum(int(stage.get(spark, 0)) for stage in stages) for ours, spark in keys.items()}
 
 
 def completed_tasks(job: dict[str, Any]) -> int:

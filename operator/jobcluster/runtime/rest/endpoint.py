@@ -1,13 +1,14 @@
 """The cluster's REST endpoint, with Flink-compatible paths.
 
-It serves what the client needs (overview, job list, job details, execution
-result, cancel, TaskManagers) in the shapes Flink's REST API uses, so tools
-written for Flink's API can read the basics, and the program's stdout and
+It serves Flink's paths for a per-job cluster (overview, config, job list,
+job details and status, execution result, cancel, stop-with-savepoint,
+TaskManagers) in the shapes Flink's REST API uses (bodies: flink_bodies.py),
+so Flink's own CLI and RestClusterClient work against it, and the program's stdout and
 stderr from a byte offset (``/jobs/{id}/stdout``, ``/jobs/{id}/stderr``),
 which an attached client follows. It is the public face of the
 cluster: reading Flink's paths stays open as in Flink, so Flink's tools and
 dashboards work unchanged, while every call that changes something (cancel,
-and any later stop or savepoint) and the program's own output must carry the
+stop, savepoints) and the program's own output must carry the
 cluster's token as ``Authorization: Bearer <token>`` and are answered 401
 without it. Flink's own CLI can send that header (``FLINK_REST_CLIENT_HEADERS``,
 Flink 1.19+). The token travels in clear text: bind the endpoint to an address
@@ -19,6 +20,8 @@ from __future__ import annotations
 import errno
 import logging
 import re
+import time
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -26,6 +29,8 @@ from aiohttp import web
 
 from jobcluster.errors import DeploymentError, JobNotFoundError
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
+from jobcluster.runtime.rest import flink_bodies
+from jobcluster.runtime.rest.serialized_throwable import failure_cause
 from jobcluster.security import token_matches
 
 log = logging.getLogger(__name__)
@@ -40,8 +45,6 @@ PRIVATE_READ_SUFFIXES = ("/stdout", "/stderr")
 API_VERSION_PREFIX = "/v1"
 #: A Flink JobID in a path: 32 hex digits (Flink's ``JobID.fromHexString``; either case).
 _JOB_ID = re.compile(r"[0-9a-fA-F]{32}")
-#: The task states Flink's ``/jobs/overview`` counts per job (Flink 1.20's ``ExecutionState``, lower case).
-TASK_STATES = ("created", "scheduled", "deploying", "running", "finished", "canceling", "canceled", "failed", "reconciling", "initializing")
 
 
 class RestEndpoint:
@@ -63,6 +66,7 @@ class RestEndpoint:
         self._version = version
         self._token = token
         self._runner: web.AppRunner | None = None
+        self._savepoint_triggers: set[tuple[str, str]] = set()  # (JobID, TriggerId) of every savepoint asked for
 
     @property
     def url(self) -> str:
@@ -78,10 +82,14 @@ class RestEndpoint:
             ("GET", "/jobs/overview", self._jobs_overview),
             ("GET", "/jobs/{job_id}", self._job),
             ("PATCH", "/jobs/{job_id}", self._cancel),
+            ("GET", "/jobs/{job_id}/status", self._job_status),
             ("GET", "/jobs/{job_id}/execution-result", self._execution_result),
             ("GET", "/jobs/{job_id}/stdout", self._program_output),
             ("GET", "/jobs/{job_id}/stderr", self._program_output),
             ("GET", "/taskmanagers", self._taskmanagers),
+            ("POST", "/jobs/{job_id}/stop", self._trigger_savepoint),
+            ("POST", "/jobs/{job_id}/savepoints", self._trigger_savepoint),
+            ("GET", "/jobs/{job_id}/savepoints/{trigger_id}", self._savepoint_status),
         ]
         for method, path, handler in routes:
             app.router.add_route(method, path, handler)
@@ -161,19 +169,14 @@ class RestEndpoint:
         assert self._dispatcher is not None and self._resource_overview is not None
         resources = await self._resource_overview()
         states = [self._dispatcher.job_details(j)["state"] for j in self._dispatcher.job_ids()]
-        return web.json_response(
-            {
-                **resources,
-                "jobs-running": sum(1 for s in states if s not in ("FINISHED", "FAILED", "CANCELED")),
-                "jobs-finished": states.count("FINISHED"),
-                "jobs-cancelled": states.count("CANCELED"),
-                "jobs-failed": states.count("FAILED"),
-                "flink-version": f"jobcluster {self._version}",
-            }
-        )
+        return web.json_response(flink_bodies.cluster_overview(resources, states, self._flink_version))
 
     async def _config(self, request: web.Request) -> web.Response:
-        return web.json_response({"refresh-interval": 3000, "flink-version": f"jobcluster {self._version}", "features": {}})
+        return web.json_response(flink_bodies.dashboard_configuration(self._flink_version))
+
+    @property
+    def _flink_version(self) -> str:
+        return f"jobcluster {self._version}"
 
     async def _jobs(self, request: web.Request) -> web.Response:
         assert self._dispatcher is not None
@@ -183,18 +186,21 @@ class RestEndpoint:
 
     async def _jobs_overview(self, request: web.Request) -> web.Response:
         assert self._dispatcher is not None
-        return web.json_response({"jobs": [job_overview(self._dispatcher.job_details(j)) for j in self._dispatcher.job_ids()]})
+        jobs = [flink_bodies.job_overview(self._dispatcher.job_details(j)) for j in self._dispatcher.job_ids()]
+        return web.json_response({"jobs": jobs})
 
     async def _job(self, request: web.Request) -> web.Response:
         assert self._dispatcher is not None
-        return web.json_response(self._dispatcher.job_details(_job_id(request)))
+        return web.json_response(flink_bodies.job_details_info(self._dispatcher.job_details(_job_id(request))))
+
+    async def _job_status(self, request: web.Request) -> web.Response:
+        """Flink's ``/jobs/{id}/status`` (JobStatusInfo), which Flink's client polls."""
+        assert self._dispatcher is not None
+        return web.json_response({"status": self._dispatcher.job_details(_job_id(request))["state"]})
 
     async def _execution_result(self, request: web.Request) -> web.Response:
         assert self._dispatcher is not None
-        result = self._dispatcher.job_result(_job_id(request))
-        if result is None:
-            return web.json_response({"status": {"id": "IN_PROGRESS"}})
-        return web.json_response(result.to_rest())
+        return web.json_response(flink_bodies.execution_result(self._dispatcher.job_result(_job_id(request))))
 
     async def _program_output(self, request: web.Request) -> web.Response:
         """The program's stdout or stderr (by the path's last part) from byte ``?offset=N`` (default 0), raw bytes.
@@ -217,7 +223,7 @@ class RestEndpoint:
 
         ``stop`` is answered 308 Permanent Redirect with an error, as Flink's
         JobCancellationHandler does since the mode was removed (a graceful stop
-        is ``POST /jobs/{id}/stop``, which jobcluster does not serve yet); any
+        is ``POST /jobs/{id}/stop``, see :meth:`_trigger_savepoint`); any
         other mode is 400.
         """
         assert self._dispatcher is not None
@@ -244,9 +250,46 @@ class RestEndpoint:
         await self._dispatcher.cancel_job(_job_id(request))
         return web.json_response({}, status=202)
 
+    async def _trigger_savepoint(self, request: web.Request) -> web.Response:
+        """Flink's ``POST /jobs/{id}/stop`` (stop-with-savepoint) and ``POST /jobs/{id}/savepoints``: 202 with a ``request-id``.
+
+        The operation then fails as it does in Flink for a job without
+        checkpointing (a batch job): its status (``GET
+        /jobs/{id}/savepoints/{triggerid}``) is COMPLETED with the failure
+        ``java.lang.IllegalStateException: Job <id> is not a streaming job.``, and
+        the job carries on. A Spark program has no state Flink could snapshot;
+        ``cancel`` ends it. The request body's ``triggerId``, if given, is used
+        as the operation's id (Flink's idempotent retry).
+        """
+        assert self._dispatcher is not None
+        job_id = _job_id(request)
+        self._dispatcher.job_details(job_id)  # JobNotFoundError (404) for another job
+        try:
+            body = await request.json() if request.can_read_body else {}
+        except ValueError as exc:
+            return web.json_response({"errors": [f"Bad request: the body is not JSON: {exc}"]}, status=400)
+        trigger_id = body.get("triggerId") if isinstance(body, dict) else None
+        if trigger_id is None:
+            trigger_id = uuid.uuid4().hex
+        elif not isinstance(trigger_id, str) or not _JOB_ID.fullmatch(trigger_id):
+            return web.json_response({"errors": [f"Bad request: triggerId {trigger_id!r} is not 32 hexadecimal characters"]}, status=400)
+        self._savepoint_triggers.add((job_id, trigger_id.lower()))
+        return web.json_response({"request-id": trigger_id.lower()}, status=202)
+
+    async def _savepoint_status(self, request: web.Request) -> web.Response:
+        job_id, trigger_id = _job_id(request), request.match_info["trigger_id"].lower()
+        if (job_id, trigger_id) not in self._savepoint_triggers:
+            return web.json_response(
+                {"errors": [f"There is no savepoint operation with triggerId={trigger_id} for job {job_id}."]}, status=404
+            )
+        message = f"Job {job_id} is not a streaming job."
+        cause = failure_cause("java.lang.IllegalStateException", message, f"java.lang.IllegalStateException: {message}")
+        return web.json_response({"status": {"id": "COMPLETED"}, "operation": {"failure-cause": cause}})
+
     async def _taskmanagers(self, request: web.Request) -> web.Response:
         assert self._task_managers is not None
-        return web.json_response({"taskmanagers": await self._task_managers()})
+        now_ms = int(time.time() * 1000)
+        return web.json_response({"taskmanagers": [flink_bodies.task_manager_info(tm, now_ms) for tm in await self._task_managers()]})
 
 
 def _job_id(request: web.Request) -> str:
@@ -257,35 +300,3 @@ def _job_id(request: web.Request) -> str:
 def _allow_header(exc: web.HTTPException) -> dict[str, str]:
     allow = exc.headers.get("Allow")
     return {"Allow": allow} if allow else {}
-
-
-def job_overview(details: dict[str, Any]) -> dict[str, Any]:
-    """One entry of Flink's ``/jobs/overview`` (JobDetails) from the ``/jobs/{id}`` body.
-
-    ``tasks`` counts Spark's tasks (Flink counts subtasks), per Flink task state,
-    from Spark's progress (all 0 before Spark reports): ``total`` the tasks of
-    the Spark jobs submitted so far, ``running`` Spark's active tasks,
-    ``finished`` the completed ones, ``failed`` failed task attempts,
-    ``scheduled`` those of submitted jobs neither running nor done; the other
-    states have no Spark counterpart and stay 0. ``pending-operators`` is 0:
-    the whole program is known when the job is submitted. ``jobType`` is BATCH
-    and ``schedulerType`` Default: a Spark program runs as one batch job under
-    jobcluster's one scheduler.
-    """
-    spark = details.get("spark") or {}
-    total = spark.get("tasks_total", 0)
-    running = spark.get("tasks_active", 0)
-    finished = spark.get("tasks_completed", 0)
-    tasks = dict.fromkeys(TASK_STATES, 0) | {
-        "running": running,
-        "finished": finished,
-        "failed": spark.get("tasks_failed", 0),
-        "scheduled": max(0, total - finished - running),
-    }
-    return {k: details[k] for k in ("jid", "name", "state", "start-time", "end-time", "duration")} | {
-        "last-modification": max(details["timestamps"].values(), default=details["start-time"]),
-        "tasks": {"total": total} | tasks,
-        "pending-operators": 0,
-        "jobType": "BATCH",
-        "schedulerType": "Default",
-    }

@@ -1,0 +1,317 @@
+"""Flink's REST response bodies, built from what jobcluster knows of its one job.
+
+Why a module of its own: Flink's client reads these bodies with a strict
+mapper (every constructor property present and non-null, so a missing field
+fails its request) and with hand-written deserializers (the execution result
+accepts exactly Flink's keys), so each body is shaped here, in one place,
+after Flink 1.20's message classes (``JobDetails``, ``JobDetailsInfo``,
+``JobExecutionResultResponseBody`` with ``JobResultSerializer``,
+``ClusterOverviewWithVersion``, ``DashboardConfiguration``). jobcluster's own
+additions (``restarts``, ``slots``, ``spark``, ``program-exit-code``) ride
+along only where Flink's reader ignores unknown fields. What a field means for
+a Spark-backed job is in the README's REST section.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from typing import Any
+
+from jobcluster.runtime.jobmaster.job_status import JobResult, JobStatus
+from jobcluster.runtime.rest.serialized_throwable import failure_cause
+
+#: Flink 1.20's ``ExecutionState`` names: the task states Flink counts per job and per vertex.
+EXECUTION_STATES = (
+    "CREATED",
+    "SCHEDULED",
+    "DEPLOYING",
+    "RUNNING",
+    "FINISHED",
+    "CANCELING",
+    "CANCELED",
+    "FAILED",
+    "RECONCILING",
+    "INITIALIZING",
+)
+#: Flink 1.20's ``JobStatus`` names: ``timestamps`` of ``/jobs/{id}`` has one entry for each.
+FLINK_JOB_STATES = (
+    "INITIALIZING",
+    "CREATED",
+    "RUNNING",
+    "FAILING",
+    "FAILED",
+    "CANCELLING",
+    "CANCELED",
+    "FINISHED",
+    "RESTARTING",
+    "SUSPENDED",
+    "RECONCILING",
+)
+#: The Java class named in the failure cause of a failed job: the program's error has no Java class.
+JOB_FAILURE_CLASS = "jobcluster.JobFailure"
+#: Flink's ``ApplicationStatus`` of a terminal job (``ApplicationStatus.fromJobStatus``).
+_APPLICATION_STATUS = {"FINISHED": "SUCCEEDED", "FAILED": "FAILED", "CANCELED": "CANCELED"}
+#: The state of the one vertex (the program) while the job is in a state.
+_VERTEX_STATE = {
+    "INITIALIZING": "CREATED",
+    "CREATED": "SCHEDULED",  # waiting for its slots
+    "RUNNING": "RUNNING",
+    "RESTARTING": "CREATED",  # the next attempt waits to be submitted
+    "CANCELLING": "CANCELING",
+    "CANCELED": "CANCELED",
+    "FAILED": "FAILED",
+    "FINISHED": "FINISHED",
+}
+
+
+def spark_task_counts(spark: dict[str, Any] | None) -> dict[str, int]:
+    """Spark's tasks per Flink ExecutionState (upper case), all states present; see the README's REST table.
+
+    ``RUNNING``: Spark's active tasks; ``FINISHED``: the completed ones;
+    ``FAILED``: failed task attempts; ``SCHEDULED``: tasks of the Spark jobs
+    submitted so far that are neither running nor done. The other states have
+    no Spark counterpart and are 0.
+    """
+    spark = spark or {}
+    total = spark.get("tasks_total", 0)
+    running = spark.get("tasks_active", 0)
+    finished = spark.get("tasks_completed", 0)
+    return dict.fromkeys(EXECUTION_STATES, 0) | {
+        "RUNNING": running,
+        "FINISHED": finished,
+        "FAILED": spark.get("tasks_failed", 0),
+        "SCHEDULED": max(0, total - finished - running),
+    }
+
+
+def job_overview(details: dict[str, Any]) -> dict[str, Any]:
+    """One entry of Flink's ``/jobs/overview`` (JobDetails) from jobcluster's job details.
+
+    ``tasks`` counts Spark's tasks (Flink counts subtasks) per task state in
+    lower case, plus ``total`` (the tasks of the Spark jobs submitted so far);
+    all 0 before Spark reports. ``pending-operators`` is 0: the whole program
+    is known when the job is submitted. ``jobType`` is BATCH and
+    ``schedulerType`` Default: a Spark program runs as one batch job under
+    jobcluster's one scheduler.
+    """
+    counts = spark_task_counts(details.get("spark"))
+    return {k: details[k] for k in ("jid", "name", "state", "start-time", "end-time", "duration")} | {
+        "last-modification": max(details["timestamps"].values(), default=details["start-time"]),
+        "tasks": {"total": (details.get("spark") or {}).get("tasks_total", 0)} | {s.lower(): n for s, n in counts.items()},
+        "pending-operators": 0,
+        "jobType": "BATCH",
+        "schedulerType": "Default",
+    }
+
+
+def job_details_info(details: dict[str, Any]) -> dict[str, Any]:
+    """Flink's ``/jobs/{id}`` (JobDetailsInfo) from jobcluster's job details, with jobcluster's fields kept.
+
+    The job has one vertex, the program: its state follows the job's, its
+    tasks and metrics are Spark's (see :func:`spark_task_counts`, :func:`io_metrics`).
+    ``timestamps`` has every Flink job state (0 for those not reached), the
+    ``plan`` is the one-vertex graph, ``isStoppable`` is false (no source
+    can be stopped gracefully), ``job-type`` BATCH.
+    """
+    state = details["state"]
+    vertex_state = _VERTEX_STATE.get(state, "CREATED")
+    vertices = [_vertex_info(details, v, vertex_state) for v in details["vertices"]]
+    status_counts = dict.fromkeys(EXECUTION_STATES, 0)
+    for vertex in vertices:
+        status_counts[vertex["status"]] += 1
+    extras = {k: details[k] for k in ("restarts", "slots", "spark", "program-exit-code") if k in details}
+    return {
+        "jid": details["jid"],
+        "name": details["name"],
+        "isStoppable": False,
+        "state": state,
+        "job-type": "BATCH",
+        "start-time": details["start-time"],
+        "end-time": details["end-time"],
+        "duration": details["duration"],
+        "maxParallelism": max((v["maxParallelism"] for v in details["vertices"]), default=-1),
+        "now": details["now"],
+        "timestamps": dict.fromkeys(FLINK_JOB_STATES, 0) | details["timestamps"],
+        "vertices": vertices,
+        "status-counts": status_counts,
+        "plan": _plan(details),
+        "pending-operators": 0,
+        "schedulerType": "Default",
+    } | extras
+
+
+def _vertex_info(details: dict[str, Any], vertex: dict[str, Any], state: str) -> dict[str, Any]:
+    started = details["start-time"] if state != "CREATED" else -1
+    return {
+        "id": vertex["id"],
+        "slotSharingGroupId": slot_sharing_group_id(details["jid"], vertex.get("slotSharingGroup", "default")),
+        "name": vertex["name"],
+        "maxParallelism": vertex["maxParallelism"],
+        "parallelism": vertex["parallelism"],
+        "status": state,
+        "start-time": started,
+        "end-time": details["end-time"],
+        "duration": details["duration"] if started > 0 else -1,
+        "tasks": spark_task_counts(details.get("spark")),
+        "metrics": io_metrics(details.get("spark")),
+    }
+
+
+def io_metrics(spark: dict[str, Any] | None) -> dict[str, Any]:
+    """Flink's IOMetricsInfo from Spark's stage totals (see ``stage_io``): what the program read and wrote.
+
+    ``read-*`` is what Spark's stages read from data sources, ``write-*``
+    what they wrote to sinks (Flink counts a vertex's network input and
+    output; the one vertex here has none). ``*-complete`` is true once Spark
+    has reported. Busy, idle and backpressured times have no Spark
+    counterpart: 0.
+    """
+    spark = spark or {}
+    known = bool(spark.get("app_id"))
+    return {
+        "read-bytes": spark.get("input_bytes", 0),
+        "read-bytes-complete": known,
+        "write-bytes": spark.get("output_bytes", 0),
+        "write-bytes-complete": known,
+        "read-records": spark.get("input_records", 0),
+        "read-records-complete": known,
+        "write-records": spark.get("output_records", 0),
+        "write-records-complete": known,
+        "accumulated-backpressured-time": 0,
+        "accumulated-idle-time": 0,
+        "accumulated-busy-time": 0.0,
+    }
+
+
+def slot_sharing_group_id(job_id: str, group: str) -> str:
+    """A stable 32-hex-digit SlotSharingGroupId for a named group of the job (Flink's are random; names are not IDs)."""
+    return hashlib.md5(f"{job_id}/{group}".encode(), usedforsecurity=False).hexdigest()
+
+
+def _plan(details: dict[str, Any]) -> dict[str, Any]:
+    """Flink's JSON plan of the job graph: one node per vertex, no inputs."""
+    return {
+        "jid": details["jid"],
+        "name": details["name"],
+        "type": "BATCH",
+        "nodes": [
+            {
+                "id": v["id"],
+                "parallelism": v["parallelism"],
+                "operator": "PySpark program",
+                "operator_strategy": "",
+                "description": v["name"],
+                "optimizer_properties": {},
+            }
+            for v in details["vertices"]
+        ],
+    }
+
+
+def execution_result(result: JobResult | None) -> dict[str, Any]:
+    """Flink's ``/jobs/{id}/execution-result``: ``{"status": {"id": "IN_PROGRESS"}}`` until the job is terminal, then
+    ``COMPLETED`` with the ``job-execution-result`` exactly as Flink 1.20's JobResultSerializer writes it.
+
+    Its keys are ``id``, ``application-status``, ``accumulator-results``
+    (empty: Spark's accumulators stay in the program), ``net-runtime`` (ms)
+    and, only for a failed job, ``failure-cause`` (``class``, ``stack-trace``:
+    the cause's whole text, ``serialized-throwable``). Nothing else: Flink
+    1.20's reader of this object breaks on keys it does not know. A job's
+    name, restarts and the program's exit code are in ``/jobs/{id}``.
+    """
+    if result is None:
+        return {"status": {"id": "IN_PROGRESS"}}
+    body: dict[str, Any] = {
+        "id": result.job_id,
+        "application-status": _APPLICATION_STATUS.get(result.status.value, "UNKNOWN"),
+        "accumulator-results": {},
+        "net-runtime": result.duration_ms,
+    }
+    if result.status is JobStatus.FAILED:
+        cause = result.failure_cause or "the job failed"
+        body["failure-cause"] = failure_cause(JOB_FAILURE_CLASS, cause.splitlines()[0] if cause else None, cause)
+    return {"status": {"id": "COMPLETED"}, "job-execution-result": body}
+
+
+def cluster_overview(resources: dict[str, Any], states: list[str], version: str) -> dict[str, Any]:
+    """Flink's ``/overview`` (ClusterOverviewWithVersion): ``resources`` from the ResourceManager, jobs by state.
+
+    No TaskManager is ever blocked (jobcluster has no blocklist), so the
+    ``-blocked`` counts are 0 and ``slots-free-and-blocked`` is 0.
+    """
+    return {
+        "taskmanagers": resources["taskmanagers"],
+        "slots-total": resources["slots-total"],
+        "slots-available": resources["slots-available"],
+        "jobs-running": sum(1 for s in states if s not in _APPLICATION_STATUS),
+        "jobs-finished": states.count("FINISHED"),
+        "jobs-cancelled": states.count("CANCELED"),
+        "jobs-failed": states.count("FAILED"),
+        "flink-version": version,
+        "flink-commit": "",
+        "taskmanagers-blocked": 0,
+        "slots-free-and-blocked": 0,
+    } | {k: v for k, v in resources.items() if k not in ("taskmanagers", "slots-total", "slots-available")}
+
+
+def dashboard_configuration(version: str, refresh_interval_ms: int = 3000) -> dict[str, Any]:
+    """Flink's ``/config`` (DashboardConfiguration): the JobManager's time zone, version, and the web features.
+
+    ``web-cancel`` is true (cancel is served, with the token); submitting,
+    rescaling and a history server are not.
+    """
+    now = datetime.datetime.now().astimezone()
+    offset = now.utcoffset() or datetime.timedelta(0)
+    return {
+        "refresh-interval": refresh_interval_ms,
+        "timezone-name": now.tzname() or "UTC",
+        "timezone-offset": int(offset.total_seconds() * 1000),
+        "flink-version": version,
+        "flink-revision": "",
+        "features": {"web-submit": False, "web-cancel": True, "web-rescale": False, "web-history": False},
+    }
+
+
+def task_manager_info(view: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """Flink's TaskManagerInfo (an entry of ``/taskmanagers``) from the ResourceManager's view of a TaskExecutor.
+
+    The view (``resource_manager.task_manager_info``) has the memory model,
+    hardware, slots and the heartbeat's age in ms; Flink's client also
+    needs these, which Flink 1.20 always writes:
+
+    - ``timeSinceLastHeartbeat``: despite its name, Flink writes the time
+      of the last heartbeat in ms since the epoch (its ResourceManager passes
+      ``HeartbeatManager.getLastHeartbeatFrom``, and the web UI shows it as a
+      date), so it is ``now_ms`` minus the age;
+    - ``totalResource``/``freeResource`` (ResourceProfileInfo, sizes in MiB):
+      the TaskExecutor's CPU (one core per slot: a slot is one Spark core),
+      task heap, task off-heap, managed and network memory, and the share of
+      the slots still free (every slot is an equal share, as Flink's default
+      slot profile);
+    - ``dataPort`` and ``jmxPort`` -1: Spark moves data through its own block
+      manager, and no JMX port is opened; ``blocked`` false: no blocklist.
+    """
+    memory = view["memoryConfiguration"]
+    slots, free = view["slotsNumber"], view["freeSlots"]
+    total = _resource_profile(memory, slots, 1.0)
+    return view | {
+        "timeSinceLastHeartbeat": now_ms - int(view["timeSinceLastHeartbeat"]),
+        "dataPort": -1,
+        "jmxPort": -1,
+        "totalResource": total,
+        "freeResource": _resource_profile(memory, slots, free / slots if slots else 0.0),
+        "blocked": False,
+    }
+
+
+def _resource_profile(memory: dict[str, int], cpu_cores: int, share: float) -> dict[str, Any]:
+    mib = 1 << 20
+    return {
+        "cpuCores": float(cpu_cores * share),
+        "taskHeapMemory": int(memory["taskHeap"] * share) // mib,
+        "taskOffHeapMemory": int(memory["taskOffHeap"] * share) // mib,
+        "managedMemory": int(memory["managedMemory"] * share) // mib,
+        "networkMemory": int(memory["networkMemory"] * share) // mib,
+        "extendedResources": {},
+    }
