@@ -176,6 +176,8 @@ def test_detached_run_container_sizes_list_and_cancel(
 
     listed = cli(cli_env, "list", "-t", "yarn-per-job")
     assert listed.returncode == 0, listed.stderr
+    other = cli(cli_env, "list", "-t", "yarn-per-job", "-D", "yarn.application.id=application_1_0001")  # Flink's -yid
+    assert other.returncode == 0 and job_id not in other.stdout, other.stdout
     line = next((line for line in listed.stdout.splitlines() if job_id in line), None)
     assert line is not None and application in line and re.search(r"\b(CREATED|RUNNING)\b", line), listed.stdout
     assert "http://" in line, "the REST URL the ApplicationMaster registered"
@@ -194,7 +196,9 @@ def test_application_killed_through_yarn_while_attached(
     yarn: YarnClient,  # noqa: F811
     yarn_clean: None,
 ) -> None:
-    argv = [sys.executable, "-m", "jobcluster", "run", "-t", "yarn-per-job", "-p", "1", str(PROGRAMS / "waits.py"), "600"]
+    # With a Python present on every node (here: this one), nothing is packed or shipped.
+    python = ("-D", f"jobcluster.yarn.python={sys.executable}")
+    argv = [sys.executable, "-m", "jobcluster", "run", "-t", "yarn-per-job", "-p", "1", *python, str(PROGRAMS / "waits.py"), "600"]
     with subprocess.Popen(argv, env=cli_env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as client:
         assert client.stderr is not None
         seen = []
@@ -205,6 +209,7 @@ def test_application_killed_through_yarn_while_attached(
         else:
             pytest.fail("".join(seen))
         application = application_id_in("".join(seen))
+        assert not any("Python environment" in line for line in seen), "".join(seen)
         yarn.kill(application)
         try:
             rest = client.stderr.read()
