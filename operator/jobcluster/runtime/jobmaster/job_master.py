@@ -231,10 +231,12 @@ class JobMaster(FencedRpcEndpoint):
                 return
             if self._cancel_requested:
                 break
+            stopped_by_us = self._no_executors_cause is not None
             cause = self._no_executors_cause or self._application.failure_cause(code)
             self._no_executors_cause = None
             if strategy.type != "fixed-delay" or self.restarts >= strategy.attempts:
-                await self._finish(JobStatus.FAILED, cause, program_exit_code=code)
+                # a program the JobMaster stopped did not choose its exit code: the failure is the cluster's
+                await self._finish(JobStatus.FAILED, cause, program_exit_code=None if stopped_by_us else code)
                 return
             self.restarts += 1
             log.warning(
