@@ -10,10 +10,9 @@ import click
 from jobcluster.backends import registry
 from jobcluster.cli.common import conf_dir_option, dynamic_properties_option, load_cli_configuration, reports_errors
 from jobcluster.cli.progress import ProgressPrinter
-from jobcluster.client.descriptor import PackagedProgram
 from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.job_client import JobExecutionResult
-from jobcluster.client.program import build_job_graph
+from jobcluster.client.program import build_job_graph, packaged_program
 from jobcluster.config import options
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 
@@ -43,10 +42,10 @@ SHUTDOWN_TIMEOUT = 60.0  # seconds an attached run waits for its cluster to be g
     "--py-files",
     "py_files",
     multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Extra .py/.zip files for the program (repeatable).",
+    metavar="FILE",
+    help="Extra .py/.zip files for the program (repeatable); local:///path for one already in the image.",
 )
-@click.argument("program", type=click.Path(path_type=Path))
+@click.argument("program")
 @click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
 @reports_errors
 def run(
@@ -55,11 +54,14 @@ def run(
     conf_dir: Path | None,
     dynamic_properties: tuple[str, ...],
     detached: bool,
-    py_files: tuple[Path, ...],
-    program: Path,
+    py_files: tuple[str, ...],
+    program: str,
     program_args: tuple[str, ...],
 ) -> None:
     """Run PROGRAM (a PySpark script) with PROGRAM_ARGS on its own job cluster.
+
+    PROGRAM is a file on this machine, staged with the job, or local:///path
+    for a file already in the cluster's image (Kubernetes) or on its nodes.
 
     The program runs as under spark-submit in client mode: in this directory,
     with its own directory on sys.path; its stdout and stderr are streamed here
@@ -85,7 +87,7 @@ def run(
     )
     target = config.get(options.EXECUTION_TARGET)
     descriptor = registry.cluster_descriptor(target, config)
-    packaged = PackagedProgram(script=program, args=tuple(program_args), artifacts=tuple(py_files))
+    packaged = packaged_program(program, program_args, py_files)
     graph = build_job_graph(packaged, config, task_executor_process_spec_from_config(config))
     printer = ProgressPrinter()
     descriptor.progress = printer.step

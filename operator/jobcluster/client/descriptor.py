@@ -21,11 +21,17 @@ from jobcluster.jobgraph.model import JobGraph
 
 @dataclass(frozen=True)
 class PackagedProgram:
-    """The user's program: the PySpark script, its arguments, and extra files (``--py-files``)."""
+    """The user's program: the PySpark script, its arguments, and extra files (``--py-files``).
+
+    ``provided``: the paths among ``script`` and ``artifacts`` that are already on
+    the cluster's file system (given as ``local:///...``, Flink's scheme for a file
+    in the image): absolute, never staged, read where they are by the JobManager.
+    """
 
     script: Path
     args: tuple[str, ...] = ()
     artifacts: tuple[Path, ...] = ()
+    provided: frozenset[Path] = frozenset()
 
 
 @dataclass(frozen=True)

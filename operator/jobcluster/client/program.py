@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from jobcluster.client.descriptor import PackagedProgram
 from jobcluster.config import options
@@ -19,10 +21,53 @@ from jobcluster.jobgraph.model import (
 )
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 
+#: Flink's scheme for a file already in the image (or on every node): ``local:///opt/app/job.py``.
+PROVIDED_SCHEME = "local"
+
+
+def parse_program_uri(text: str) -> tuple[Path, bool]:
+    """``(path, provided)`` of a program or ``--py-files`` argument.
+
+    A plain path or ``file://`` URI names a file on this machine, which is
+    staged; ``local:///abs/path`` a file already on the cluster's file system
+    (``provided``), which is not.  Raises JobGraphError for any other scheme or a
+    ``local://`` path that is not absolute.
+    """
+    parts = urlsplit(text)
+    if len(parts.scheme) <= 1:  # no scheme, or a Windows drive letter
+        return Path(text), False
+    if parts.scheme == "file":
+        return Path(parts.path), False
+    if parts.scheme == PROVIDED_SCHEME:
+        if parts.netloc or not parts.path.startswith("/"):
+            raise JobGraphError(
+                f"{text!r}: a local:// program needs an absolute path in the image, with three slashes: local:///opt/app/job.py"
+            )
+        return Path(parts.path), True
+    raise JobGraphError(
+        f"{text!r}: the {parts.scheme}:// scheme is not supported; give a file on this machine (staged with the job) "
+        "or local:///path for a file already in the cluster's image"
+    )
+
+
+def packaged_program(script: str, args: Iterable[str] = (), py_files: Iterable[str] = ()) -> PackagedProgram:
+    """The PackagedProgram of a script and its ``--py-files``, each a path or URI (``parse_program_uri``).
+
+    Raises JobGraphError for a URI it refuses.
+    """
+    script_path, script_provided = parse_program_uri(script)
+    artifacts = [parse_program_uri(text) for text in py_files]
+    provided = {path for path, is_provided in [(script_path, script_provided), *artifacts] if is_provided}
+    return PackagedProgram(
+        script=script_path, args=tuple(args), artifacts=tuple(path for path, _ in artifacts), provided=frozenset(provided)
+    )
+
 
 def check_program(program: PackagedProgram) -> None:
-    """JobGraphError when the script or an artifact is missing or not a file."""
+    """JobGraphError when the script or an artifact is missing or not a file (provided files are checked where they are, by the cluster)."""
     for path in (program.script, *program.artifacts):
+        if path in program.provided:
+            continue
         if not path.exists():
             raise JobGraphError(f"program file {path} does not exist")
         if not path.is_file():
@@ -59,7 +104,7 @@ def build_job_graph(program: PackagedProgram, config: Configuration, tm_spec: Ta
             JobVertex(
                 id=new_job_id(),
                 name=f"PySpark: {program.script.name}",
-                program=program.script.name,
+                program=_graph_path(program, program.script),
                 program_args=list(program.args),
                 parallelism=parallelism,
                 max_parallelism=max_parallelism,
@@ -72,7 +117,7 @@ def build_job_graph(program: PackagedProgram, config: Configuration, tm_spec: Ta
             managed=profile.managed,
             network=profile.network,
         ),
-        user_artifacts=[UserArtifact(name=p.name, path=p.name) for p in program.artifacts],
+        user_artifacts=[UserArtifact(name=p.name, path=_graph_path(program, p)) for p in program.artifacts],
         execution_config=ExecutionConfig(
             restart_strategy=RestartStrategy(
                 type="fixed-delay" if strategy == "fixed-delay" else "none",
@@ -83,6 +128,11 @@ def build_job_graph(program: PackagedProgram, config: Configuration, tm_spec: Ta
     )
 
 
+def _graph_path(program: PackagedProgram, path: Path) -> str:
+    """A file's path in the JobGraph: its staged name, or its absolute path when it is provided."""
+    return str(path) if path in program.provided else path.name
+
+
 def staged_files(program: PackagedProgram) -> list[Path]:
-    """Every file to stage next to the JobGraph: the script, then the artifacts."""
-    return [program.script, *program.artifacts]
+    """Every file to stage next to the JobGraph: the script, then the artifacts, except provided ones."""
+    return [path for path in (program.script, *program.artifacts) if path not in program.provided]

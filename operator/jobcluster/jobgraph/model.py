@@ -56,7 +56,8 @@ class ExecutionConfig(_Model):
 
 
 class UserArtifact(_Model):
-    """A file the program needs; ``path`` is relative to the staging directory."""
+    """A file the program needs; ``path`` is relative to the staging directory, or absolute for a file
+    already on the cluster's file system (``local://``, not staged)."""
 
     name: str
     path: str
@@ -90,7 +91,10 @@ class JobVertex(_Model):
 
     id: str
     name: str
-    program: str = Field(description="staged program path, relative to the staging directory")
+    program: str = Field(
+        description="staged program path, relative to the staging directory; absolute for a program already "
+        "on the cluster's file system (local://), which is not staged"
+    )
     program_args: list[str] = []
     parallelism: int = Field(ge=1)
     max_parallelism: int = Field(ge=1)

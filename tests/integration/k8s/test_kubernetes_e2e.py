@@ -258,11 +258,17 @@ def test_detached_then_list_cluster_id_in_use_and_cancel(k8s_api, namespace, cli
         f"kubernetes.pod-template-file.taskmanager={tm_template}",
     ]
     try:
-        result = jobcluster(cli_env, "run", "-d", *common, *templates, str(WAITS), "600")
+        # the program is in the image (local://): the JobManager runs it where it is, nothing of it is staged
+        result = jobcluster(cli_env, "run", "-d", *common, *templates, f"local://{WAITS}", "600")
         assert result.returncode == 0, result.stderr
         job_id = re.search(r"JobID ([0-9a-f]{32})", result.stdout).group(1)
         before = objects_of(k8s_api, namespace)
         assert f"deployment/{cluster_id}" in before
+        staged = kubernetes.client.CoreV1Api(k8s_api).read_namespaced_config_map(
+            f"jobcluster-config-{cluster_id}", namespace, _request_timeout=TIMEOUT
+        )
+        assert "jobgraph.json" in staged.data
+        assert not [key for key in staged.data if key.startswith("artifacts.")]
         tm_pod = wait_for(
             lambda: list_json(k8s_api, namespace, "pods", f"app={cluster_id},component=taskmanager"), timeout=180, what="a TaskManager pod"
         )[0]

@@ -72,6 +72,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
         self, spec: ClusterSpecification, graph: JobGraph, program: PackagedProgram, config: Configuration
     ) -> RestClusterClient:
         check_java()  # the local cluster's Spark daemons run on this machine
+        _check_provided(program)
         self._check_machine_fits(spec, graph, config)
         graph = with_client_paths(graph, program)
         cluster_id = f"jobcluster-{graph.job_id[:12]}"
@@ -214,6 +215,13 @@ class LocalClusterDescriptor(ClusterDescriptor):
         pid = json.loads(info_file.read_text())["pid"]
         kill_process_tree(pid, 10.0, session_members(pid))
         shutil.rmtree(cluster_dir, ignore_errors=True)
+
+
+def _check_provided(program: PackagedProgram) -> None:
+    """DeploymentError when a ``local://`` file is missing: a local cluster's file system is this machine's."""
+    for path in sorted(program.provided):
+        if not path.is_file():
+            raise DeploymentError(f"{path} (given as local://{path}) is not a file on this machine, where the local target's cluster runs")
 
 
 def with_client_paths(graph: JobGraph, program: PackagedProgram) -> JobGraph:
