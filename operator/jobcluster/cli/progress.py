@@ -79,6 +79,12 @@ class ProgressPrinter:
                 self._spark = key
                 _say(f"Spark {spark['app_id']}: {key[0]}/{key[1]} Spark jobs, {key[2]}/{key[3]} tasks done, {key[4]} executors")
 
+    def relocated(self, rest_url: str) -> None:
+        """A new JobManager attempt took over: the job runs again from its start, followed at ``rest_url``."""
+        self._flush_program_stderr()
+        self._state = self._slots = self._spark = None
+        _say(f"The JobManager was restarted; following its new attempt at {rest_url} (the job runs again from its start)")
+
     def program_output(self, stream: str, data: bytes) -> None:
         """Copy what the program wrote to ``stream`` (``stdout`` or ``stderr``) to ours, bytes as they are."""
         if stream == "stdout":

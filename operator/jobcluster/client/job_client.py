@@ -53,6 +53,7 @@ class JobClient:
         on_update: Callable[[dict[str, Any], list[dict[str, Any]]], None] | None = None,
         max_unreachable: float = 60.0,
         on_output: OutputSink | None = None,
+        on_relocate: Callable[[str], None] | None = None,
     ) -> JobExecutionResult:
         """Poll until the job is terminal; ``on_update(job_details, task_managers)`` after each poll.
 
@@ -60,7 +61,8 @@ class JobClient:
         as they are written (see :class:`DriverOutputFollower`), all of it
         before this returns: the output is read to its end once the job is
         terminal, and only then is the result fetched, which lets an attached
-        cluster shut down.
+        cluster shut down. ``on_relocate(rest_url)`` when a new JobManager
+        attempt serves elsewhere and the job is followed there.
 
         Raises:
             ClusterClientError: the cluster's liveness check reports its
@@ -91,6 +93,8 @@ class JobClient:
                     last_contact = time.monotonic()
                     if output is not None:
                         output.restart()
+                    if on_relocate is not None:
+                        on_relocate(self.cluster_client.rest_url)
                     continue
                 if time.monotonic() - last_contact > max_unreachable:
                     raise ClusterClientError(

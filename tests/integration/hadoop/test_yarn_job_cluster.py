@@ -196,15 +196,17 @@ def test_application_killed_through_yarn_while_attached(
     yarn: YarnClient,  # noqa: F811
     yarn_clean: None,
 ) -> None:
-    # With a Python present on every node (here: this one), nothing is packed or shipped.
+    # With a Python present on every node (here: this one), nothing is packed or shipped;
+    # a local:// program is on every node too: it runs where it is, not staged.
     python = ("-D", f"jobcluster.yarn.python={sys.executable}")
-    argv = [sys.executable, "-m", "jobcluster", "run", "-t", "yarn-per-job", "-p", "1", *python, str(PROGRAMS / "waits.py"), "600"]
+    program = f"local://{PROGRAMS / 'waits.py'}"
+    argv = [sys.executable, "-m", "jobcluster", "run", "-t", "yarn-per-job", "-p", "1", *python, program, "600"]
     with subprocess.Popen(argv, env=cli_env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as client:
         assert client.stderr is not None
         seen = []
         for line in client.stderr:
             seen.append(line)
-            if re.search(r"Job [0-9a-f]{32} is RUNNING", line):
+            if re.search(r"Spark \S+: [1-9]\d*/\d+ Spark jobs", line):  # the program runs
                 break
         else:
             pytest.fail("".join(seen))

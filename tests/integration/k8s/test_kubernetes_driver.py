@@ -9,6 +9,7 @@ the SPI is a recorder, so what the driver reports is seen as it reports it.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import sys
 import time
@@ -22,12 +23,15 @@ from kubernetes.utils import parse_quantity
 from jobcluster.backends.kubernetes.cluster_config import cluster_side_configuration
 from jobcluster.backends.kubernetes.cluster_objects import create_job_manager_objects
 from jobcluster.backends.kubernetes.driver import KubernetesResourceManagerDriver
+from jobcluster.backends.kubernetes.job_result import read_job_result
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
+from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, TaskExecutorLaunchContext
 from tests.integration.k8s.test_kubernetes_cluster_objects import FILES, JOB_ID, objects_of
+from tests.integration.k8s.waiting import wait_for
 
 pytestmark = pytest.mark.k8s
 
@@ -283,3 +287,40 @@ def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_na
     while objects_of(k8s_api, k8s_namespace) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert objects_of(k8s_api, k8s_namespace) == []
+
+
+def test_an_owned_cluster_leaves_its_job_result_for_its_owner(k8s_cluster, k8s_api, k8s_namespace, entrypoint_dir, tmp_path):
+    """With an owner (as the FlinkJob operator sets one), deregistering leaves the job's result in a ConfigMap owned
+    by that owner, written with the JobManager's least privilege: it outlives the cluster and goes with the owner."""
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    owner = core.create_namespaced_config_map(
+        k8s_namespace, {"metadata": {"name": "stand-in-for-a-flinkjob"}}, _request_timeout=TIMEOUT
+    ).metadata
+    config = cluster_config(k8s_namespace, entrypoint_dir)
+    config.set(options.KUBERNETES_JOB_MANAGER_OWNER_REFERENCE, f"apiVersion:v1,kind:ConfigMap,name:{owner.name},uid:{owner.uid}")
+    create_job_manager_objects(k8s_api, job_manager_parameters(config, JOB_ID), FILES, "s3cr3t")
+    account = service_account_client(k8s_cluster, k8s_api, k8s_namespace)
+    driver = KubernetesResourceManagerDriver(account, task_manager_parameters(config, JOB_ID), "127.0.0.1", watch_timeout_seconds=3)
+
+    async def scenario() -> None:
+        await driver.initialize(Recorder(), launch_context(tmp_path))
+        await driver.terminate()
+        await driver.deregister_application(ApplicationStatus.FAILED, f"job {JOB_ID} FAILED: ZeroDivisionError")
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        stop_watches(driver)
+        account.close()
+    record = read_job_result(k8s_api, k8s_namespace, CLUSTER_ID)
+    assert record is not None
+    assert (record.cluster_id, record.job_id, record.state) == (CLUSTER_ID, JOB_ID, "FAILED")
+    assert record.diagnostics.endswith("ZeroDivisionError")
+    assert abs(datetime.datetime.fromisoformat(record.end_time) - datetime.datetime.now(datetime.UTC)) < datetime.timedelta(minutes=2)
+    stored = core.read_namespaced_config_map(f"{CLUSTER_ID}-job-result", k8s_namespace, _request_timeout=TIMEOUT)
+    assert [(ref.kind, ref.name, ref.uid, ref.controller) for ref in stored.metadata.owner_references] == [
+        ("ConfigMap", owner.name, owner.uid, None)
+    ]
+    wait_for(lambda: objects_of(k8s_api, k8s_namespace) == [f"configmap/{CLUSTER_ID}-job-result"], timeout=120, what="only the result left")
+    core.delete_namespaced_config_map(owner.name, k8s_namespace, _request_timeout=TIMEOUT)
+    wait_for(lambda: read_job_result(k8s_api, k8s_namespace, CLUSTER_ID) is None, timeout=120, what="the result gone with its owner")

@@ -140,9 +140,11 @@ def assert_namespace_empty(k8s_api, namespace: str) -> None:
     wait_for(lambda: not objects_of(k8s_api, namespace), timeout=GONE_TIMEOUT, what=f"no job cluster object in {namespace}")
 
 
-def test_wordcount_on_two_task_manager_pods_one_deleted_mid_job(k8s_api, namespace, cli_env, tmp_path):
+def test_wordcount_on_two_task_manager_pods_one_deleted_mid_job_then_the_job_manager(k8s_api, namespace, cli_env, tmp_path):
     """Exact counts; the TaskManager pods as the memory model and the options say, read back from the API server;
-    a TaskManager pod deleted while tasks run is replaced and the counts stay exact."""
+    a TaskManager pod deleted while tasks run is replaced; then the JobManager pod is deleted: the Deployment's
+    new pod runs the job again as attempt 2 (the old attempt's TaskManagers go), the attached client follows it
+    to its new address, and the counts stay exact."""
     source, out = corpus(tmp_path / "corpus"), tmp_path / "out"
     cluster_id = f"wc-{uuid.uuid4().hex[:6]}"
     args = [
@@ -179,6 +181,14 @@ def test_wordcount_on_two_task_manager_pods_one_deleted_mid_job(k8s_api, namespa
             wait_for(lambda: tasks_running(rest), timeout=300, interval=0.5, what="Spark tasks completed and more to run")
             victim = f"{cluster_id}-taskmanager-1-1"
             core.delete_namespaced_pod(victim, namespace, _request_timeout=TIMEOUT)
+            wait_for(
+                lambda: f"TaskExecutor {cluster_id}-taskmanager-1-3 registered" in Path(stderr.name).read_text(),
+                timeout=300,
+                what="the replacement TaskManager registered",
+            )
+            wait_for(lambda: tasks_running(rest), timeout=300, interval=0.5, what="Spark tasks running again")
+            (jm_pod,) = list_json(k8s_api, namespace, "pods", f"app={cluster_id},component=jobmanager")
+            core.delete_namespaced_pod(jm_pod["metadata"]["name"], namespace, _request_timeout=TIMEOUT)
             code = process.wait(CLI_TIMEOUT)
         finally:
             if process.poll() is None:
@@ -190,7 +200,11 @@ def test_wordcount_on_two_task_manager_pods_one_deleted_mid_job(k8s_api, namespa
     assert code == 0, f"stdout:\n{out_text}\nstderr:\n{err_text}"
     assert read_counts(out) == expected_counts(source)
     registered = set(re.findall(r"TaskExecutor (\S+) registered: 2 slots", err_text))
-    assert registered == {f"{cluster_id}-taskmanager-1-{n}" for n in (1, 2, 3)}, err_text  # the deleted one replaced by a third
+    first = {f"{cluster_id}-taskmanager-1-{n}" for n in (1, 2, 3)}  # the deleted one replaced by a third
+    assert first < registered and {name.rsplit("-", 2)[1] for name in registered - first} == {"2"}, err_text
+    assert len(registered - first) == 2, err_text  # attempt 2's own two TaskManagers
+    assert "The JobManager was restarted; following its new attempt at http://" in err_text
+    assert err_text.count("Created Deployment") == 1
 
     # what the user saw: the objects, the JobManager pod, the TaskExecutors and slots, the result
     assert f"Created Deployment {cluster_id}" in err_text

@@ -43,6 +43,7 @@ from jobcluster.backends.kubernetes import rest_endpoint
 from jobcluster.backends.kubernetes.cluster_config import TARGET, cluster_side_configuration
 from jobcluster.backends.kubernetes.cluster_id import check_cluster_id
 from jobcluster.backends.kubernetes.cluster_objects import create_job_manager_objects, delete_cluster
+from jobcluster.backends.kubernetes.job_result import JobResultRecord, read_job_result
 from jobcluster.backends.kubernetes.kube_client import api_call, load_api_client
 from jobcluster.backends.kubernetes.labels import (
     COMPONENT_JOB_MANAGER,
@@ -149,6 +150,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             token=rest_token(secret),
             liveness=functools.partial(self._deployment_exists, jm.cluster_id),
             log_location=_log_location(jm.namespace, jm.cluster_id),
+            locate=functools.partial(self._serving_rest_url, jm),
         )
 
     def _wait_until_serving(self, jm: KubernetesJobManagerParameters, timeout: float) -> str:
@@ -194,6 +196,22 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             f"job cluster {jm.cluster_id} did not start within {timeout:.0f} s: still waiting for {waiting_for} "
             f"({options.KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT.key}); the cluster was deleted"
         )
+
+    def _serving_rest_url(self, jm: KubernetesJobManagerParameters) -> str | None:
+        """Where the newest JobManager pod serves REST now, or None (no pod runs and answers yet).
+
+        The Deployment replaces a deleted or failed JobManager pod by one with a
+        new IP; an attached client follows it there (``RestClusterClient.locate``).
+        """
+        core = kubernetes.client.CoreV1Api(self.api)
+        try:
+            pods, _ = list_pods(core, jm.namespace, selector_text(job_manager_selector(jm.cluster_id)))
+            pod = jmp.newest_pod(pods)
+            url = self._rest_url(core, jm, pod) if pod is not None and jmp.is_running(pod) else None
+        except (DeploymentError, kubernetes.client.ApiException) as exc:
+            log.warning("cannot find the JobManager of job cluster %s: %s", jm.cluster_id, exc)
+            return None
+        return url if url and _serves(url) else None
 
     def _say_once(self, seen: set[str], key: str, line: str) -> None:
         if key not in seen:
@@ -291,6 +309,15 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             return None
         encoded = (_json(response).get("data") or {}).get(pl.SECRET_KEY)
         return rest_token(base64.b64decode(encoded).decode()) if encoded else None
+
+    def job_result(self, cluster_id: str) -> JobResultRecord | None:
+        """How the job of cluster ``cluster_id`` ended, as its JobManager left it for the Deployment's owners
+        (``job_result.py``); None when there is no such record (yet).
+
+        Raises:
+            DeploymentError: the API server refuses or cannot be reached.
+        """
+        return read_job_result(self.api, self.namespace, cluster_id)
 
     def kill_cluster(self, cluster_id: str) -> None:
         """Delete the Deployment ``cluster_id`` (everything it owns follows).

@@ -25,6 +25,7 @@ consumes in order.  The driver's state is touched only on the loop.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import os
 from typing import Any
@@ -33,6 +34,7 @@ import kubernetes
 
 from jobcluster.backends.kubernetes import pod_layout as pl
 from jobcluster.backends.kubernetes.cluster_objects import delete_cluster
+from jobcluster.backends.kubernetes.job_result import build_job_result_config_map
 from jobcluster.backends.kubernetes.kube_client import api_call, load_api_client
 from jobcluster.backends.kubernetes.labels import selector_text, task_manager_selector
 from jobcluster.backends.kubernetes.parameters import KubernetesTaskManagerParameters, task_manager_parameters
@@ -223,14 +225,28 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         await asyncio.gather(*(self._delete_pod(pod_name(pod)) for pod in pods))
 
     async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
-        """Delete the JobManager Deployment; its ConfigMap, Secret, Service and pods follow (cascading)."""
+        """Leave the job's result for the Deployment's owners, if any (``job_result.py``), then delete the
+        JobManager Deployment; its ConfigMap, Secret, Service and pods follow (cascading)."""
         log.info("application finished with %s%s", status.name, f": {diagnostics}" if diagnostics else "")
+        if self._owner is not None:
+            await asyncio.to_thread(self._write_job_result, status, diagnostics)
         try:
             await asyncio.to_thread(delete_cluster, self._api, self._params.namespace, self._params.cluster_id)
         except DeploymentError as exc:
             log.error("could not delete the job cluster %s: %s", self._params.cluster_id, exc)
             if self._handler is not None:
                 await self._handler.on_error(exc)
+
+    def _write_job_result(self, status: ApplicationStatus, diagnostics: str | None) -> None:
+        assert self._owner is not None
+        config_map = build_job_result_config_map(self._owner, status.name, diagnostics, datetime.datetime.now(datetime.UTC))
+        if config_map is None:
+            return
+        namespace = self._params.namespace
+        try:
+            api_call("create", "configmaps", namespace, self._core.create_namespaced_config_map, namespace, config_map)
+        except (DeploymentError, kubernetes.client.ApiException) as exc:
+            log.error("could not leave the job result in ConfigMap %s: %s", config_map["metadata"]["name"], _text(exc))
 
     async def _consume(self, queue: asyncio.Queue[_Item]) -> None:
         while True:

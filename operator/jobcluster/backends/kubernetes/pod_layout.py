@@ -53,3 +53,8 @@ def config_map_name(cluster_id: str) -> str:
 def secret_name(cluster_id: str) -> str:
     """The Secret holding the cluster's secret: ``<cluster-id>-secret``."""
     return f"{cluster_id}-secret"
+
+
+def job_result_name(cluster_id: str) -> str:
+    """The ConfigMap a finished cluster leaves for its owner: ``<cluster-id>-job-result`` (Flink's job result store)."""
+    return f"{cluster_id}-job-result"

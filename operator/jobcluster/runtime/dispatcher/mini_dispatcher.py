@@ -68,11 +68,11 @@ class MiniDispatcher(RpcEndpoint):
         if not self.termination.done():
             self.termination.set_result(_APPLICATION_STATUS.get(result.status, ApplicationStatus.UNKNOWN))
 
-    def fail(self, cause: str) -> None:
-        """A fatal cluster error: end the application as FAILED now."""
-        log.error("cluster failed: %s", cause)
+    def close_externally(self, cause: str) -> None:
+        """The process is stopped from outside: end now with an UNKNOWN application status (the job did not end)."""
+        log.warning("shutting down: %s", cause)
         if not self.termination.done():
-            self.termination.set_result(ApplicationStatus.FAILED)
+            self.termination.set_result(ApplicationStatus.UNKNOWN)
 
     # ---- queries (served by the REST endpoint on the same loop) ------------------------
 

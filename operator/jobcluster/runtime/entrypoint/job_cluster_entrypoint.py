@@ -100,6 +100,7 @@ class JobClusterEntrypoint:
         self._create_driver = create_driver
         self.status = ApplicationStatus.UNKNOWN  # what the ResourceManager reports when it deregisters
         self.diagnostics: str | None = None  # and why, when the job did not finish (e.g. YARN's diagnostics)
+        self.closed_externally = False  # stopped by a signal: release the workers, but do not deregister
 
     async def run(self) -> ApplicationStatus:
         ctx = self.context
@@ -151,7 +152,7 @@ class JobClusterEntrypoint:
         )
         stack.push_async_callback(rpc.stop_endpoint, resource_manager)
         await rpc.start_endpoint(resource_manager)
-        stack.push_async_callback(lambda: resource_manager.deregister_application(self.status, self.diagnostics))
+        stack.push_async_callback(self._deregister, resource_manager)
 
         rm_gateway = ResourceManagerGateway(rpc, rpc.address, RESOURCE_MANAGER_ENDPOINT, resource_manager.fencing_token)
         sizing_conf = merge_spark_conf(
@@ -195,6 +196,20 @@ class JobClusterEntrypoint:
         self.status = await dispatcher.termination
         self.diagnostics = _diagnostics(job_master.result)
         return self.status
+
+    async def _deregister(self, resource_manager: ResourceManager) -> None:
+        """Tell the platform how the application ended, unless this process was stopped from outside.
+
+        Flink's ShutdownBehaviour.PROCESS_FAILURE: a JobManager stopped by a signal
+        (its pod deleted, its container preempted or killed) leaves the application
+        registered, so that the platform's next attempt (the Deployment's new pod, a
+        new ApplicationMaster attempt) runs the job again; deregistering would end
+        the application for good (delete the Deployment, unregister from YARN).
+        """
+        if self.closed_externally:
+            log.warning("stopped from outside: the application stays registered for the platform's next attempt")
+            return
+        await resource_manager.deregister_application(self.status, self.diagnostics)
 
     def _prepare_scratch(self, stack: AsyncExitStack) -> Path:
         """The JobManager's scratch directory; every scratch directory of the cluster goes when it ends.
@@ -245,7 +260,12 @@ class JobClusterEntrypoint:
     def _install_signal_handlers(self, dispatcher: MiniDispatcher) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, dispatcher.fail, f"received signal {sig.name}")
+            loop.add_signal_handler(sig, self._close_externally, dispatcher, sig)
+
+    def _close_externally(self, dispatcher: MiniDispatcher, sig: signal.Signals) -> None:
+        """Shut down after a signal: workers released, staged files removed, application left registered (``_deregister``)."""
+        self.closed_externally = True
+        dispatcher.close_externally(f"received signal {sig.name}")
 
 
 DIAGNOSTICS_LIMIT = 4000  # characters of a failure cause handed to the platform (YARN keeps a few KB per attempt)
