@@ -24,6 +24,17 @@ def test_conf_dir_from_hadoop_then_yarn_variable(tmp_path):
     assert hadoop_conf_dir({"HADOOP_CONF_DIR": " ", "YARN_CONF_DIR": str(tmp_path)}) == tmp_path
 
 
+def test_env_hadoop_conf_dir_comes_first(tmp_path):
+    configured, environment = tmp_path / "configured", tmp_path / "environment"
+    for path in (configured, environment):
+        path.mkdir()
+        (path / "core-site.xml").write_text(site({}))
+    assert hadoop_conf_dir({"HADOOP_CONF_DIR": str(environment)}, configured=str(configured)) == configured
+    assert hadoop_conf_dir({"HADOOP_CONF_DIR": str(environment)}, configured=None) == environment
+    with pytest.raises(YarnConfigurationError, match=r"env\.hadoop\.conf\.dir=/nonexistent is not a directory"):
+        hadoop_conf_dir({"HADOOP_CONF_DIR": str(environment)}, configured="/nonexistent")
+
+
 @pytest.mark.parametrize(
     ("environ", "message"),
     [

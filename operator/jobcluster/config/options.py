@@ -553,6 +553,14 @@ YARN_APPLICATION_ID = ConfigOption(
     description="The YARN application of a running job cluster (application_<cluster timestamp>_<sequence>), "
     "for commands that act on it, like Flink's -yid.",
 )
+ENV_HADOOP_CONF_DIR = ConfigOption(
+    "env.hadoop.conf.dir",
+    "str",
+    None,
+    description="The client's Hadoop configuration directory (core-site.xml, yarn-site.xml, hdfs-site.xml); "
+    "takes precedence over HADOOP_CONF_DIR and YARN_CONF_DIR (Flink's option). The containers use the "
+    "NodeManagers' own configuration.",
+)
 YARN_PYTHON = ConfigOption(
     "jobcluster.yarn.python",
     "str",

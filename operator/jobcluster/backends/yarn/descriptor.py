@@ -47,6 +47,7 @@ from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, Applicat
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, PackagedProgram
 from jobcluster.client.program import staged_files
+from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.runtime.entrypoint import cluster_dir as layout
@@ -102,10 +103,10 @@ class YarnClusterDescriptor(ClusterDescriptor):
         """Start the JVM with YARN's client and a WebHDFS client.
 
         Raises:
-            YarnConfigurationError: no usable Hadoop configuration (HADOOP_CONF_DIR / YARN_CONF_DIR).
+            YarnConfigurationError: no usable Hadoop configuration (env.hadoop.conf.dir, HADOOP_CONF_DIR, YARN_CONF_DIR).
             YarnClientError, JvmGatewayError: the ResourceManager cannot be reached (within 30 s) or Java fails.
         """
-        conf_dir = hadoop_conf_dir()
+        conf_dir = hadoop_conf_dir(configured=self.config.get(options.ENV_HADOOP_CONF_DIR))
         hadoop_conf = HadoopConfiguration.load(conf_dir)
         address = hadoop_conf.resourcemanager_address()
         paths = HdfsPaths(webhdfs_client(hadoop_conf), hadoop_conf.default_fs)

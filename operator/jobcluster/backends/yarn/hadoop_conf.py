@@ -36,15 +36,19 @@ DEFAULT_RESOURCEMANAGER_PORT = 8032
 _REFERENCE = re.compile(r"\$\{([^}$\s]+)\}")
 
 
-def hadoop_conf_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The directory named by ``HADOOP_CONF_DIR``, else ``YARN_CONF_DIR``.
+def hadoop_conf_dir(environ: Mapping[str, str] | None = None, configured: str | None = None) -> Path:
+    """The directory ``configured`` (``env.hadoop.conf.dir``), else the one named by ``HADOOP_CONF_DIR``,
+    else by ``YARN_CONF_DIR`` (Flink's order).
 
     Raises:
-        YarnConfigurationError: neither is set, or the directory holds none of the site files.
+        YarnConfigurationError: none is set, or the directory holds none of the site files.
     """
     env = os.environ if environ is None else environ
-    for variable in ("HADOOP_CONF_DIR", "YARN_CONF_DIR"):
-        value = env.get(variable, "").strip()
+    candidates = [("env.hadoop.conf.dir", configured or "")] + [
+        (variable, env.get(variable, "")) for variable in ("HADOOP_CONF_DIR", "YARN_CONF_DIR")
+    ]
+    for variable, value in candidates:
+        value = value.strip()
         if not value:
             continue
         path = Path(value)
@@ -59,7 +63,7 @@ def hadoop_conf_dir(environ: Mapping[str, str] | None = None) -> Path:
         return path
     raise YarnConfigurationError(
         "Neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set: the yarn-per-job target needs the Hadoop client configuration "
-        "(export HADOOP_CONF_DIR=/etc/hadoop/conf)."
+        "(export HADOOP_CONF_DIR=/etc/hadoop/conf, or -D env.hadoop.conf.dir=/etc/hadoop/conf)."
     )
 
 
