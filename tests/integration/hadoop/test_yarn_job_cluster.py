@@ -131,8 +131,9 @@ def test_configuration_errors_are_refused_before_anything_runs(
         text = site.read_text()
         text = text.replace(hadoop_cluster.resourcemanager_address, "127.0.0.1:9")
         (unreachable / site.name).write_text(text)
+    # Given as env.hadoop.conf.dir, which goes before the (working) HADOOP_CONF_DIR of the environment.
     started = time.monotonic()
-    result = cli({**cli_env, "HADOOP_CONF_DIR": str(unreachable)}, "run", "-t", "yarn-per-job", program)
+    result = cli(cli_env, "run", "-t", "yarn-per-job", "-D", f"env.hadoop.conf.dir={unreachable}", program)
     assert result.returncode == 1 and "127.0.0.1:9" in result.stderr, result.stderr
     assert time.monotonic() - started < 60, "an unreachable ResourceManager must be reported within about 30 s"
 
