@@ -12,6 +12,7 @@ from jobcluster.cli.jobs import cancel, list_jobs
 from jobcluster.cli.memory import memory
 from jobcluster.cli.prune import prune
 from jobcluster.cli.run import run
+from jobcluster.controller.main import operator
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,6 +35,7 @@ cli.add_command(info)
 cli.add_command(cancel)
 cli.add_command(memory)
 cli.add_command(prune)
+cli.add_command(operator)
 
 
 def main() -> None:

@@ -267,6 +267,26 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             handles.append(self._handle(core, deployment))
         return handles
 
+    def cluster_handle(self, cluster_id: str) -> ClusterHandle | None:
+        """The job cluster ``cluster_id`` of the namespace (REST URL and token where known), or None when it is gone.
+
+        Raises:
+            DeploymentError: the API server refuses or cannot be reached.
+        """
+        apps, core = kubernetes.client.AppsV1Api(self.api), kubernetes.client.CoreV1Api(self.api)
+        try:
+            response: Any = api_call(
+                "get", "deployments", self.namespace, apps.read_namespaced_deployment, cluster_id, self.namespace, _preload_content=False
+            )
+        except kubernetes.client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        deployment = _json(response)
+        if (deployment.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        return self._handle(core, deployment)
+
     def _handle(self, core: kubernetes.client.CoreV1Api, deployment: Mapping[str, Any]) -> ClusterHandle:
         metadata = deployment["metadata"]
         cluster_id = metadata["name"]

@@ -1,0 +1,168 @@
+"""The kopf handlers of FlinkJobs: thin, each one calls the same level-triggered reconciliation.
+
+``create``, ``update`` (of the spec), ``resume`` (an operator restart adopts
+every FlinkJob and its running cluster) and a timer (every
+:data:`OBSERVE_INTERVAL` seconds: the job's status from its cluster, the
+deadlines, the TTL) all run :meth:`Reconciler.reconcile`, which serializes the
+work per FlinkJob; different FlinkJobs are reconciled concurrently, and the
+blocking calls run in threads, so one slow deployment holds up no other.
+``delete`` removes the cluster at once (the garbage collector would, too: the
+FlinkJob owns its Deployment) within a bounded time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+import kubernetes
+from aiohttp import web
+
+from jobcluster.controller.metrics import OperatorMetrics
+from jobcluster.controller.reconciler import FlinkJobRef, Reconciler
+from jobcluster.controller.resource import GROUP, PLURAL, VERSION
+
+log = logging.getLogger(__name__)
+
+OBSERVE_INTERVAL = 3.0  # seconds between two looks at a FlinkJob
+DELETE_TIMEOUT = 30.0  # seconds a deletion may take before it is let through anyway
+API_TIMEOUT = (5.0, 30.0)  # seconds: connect, read of a status patch
+FINALIZER = "jobcluster.io/finalizer"
+ANNOTATION_PREFIX = "jobcluster.io"
+
+
+@dataclass
+class OperatorContext:
+    """What the handlers share: the reconciler, the API client, metrics, and the HTTP port (0: none)."""
+
+    reconciler: Reconciler
+    api: kubernetes.client.ApiClient
+    metrics: OperatorMetrics
+    port: int
+
+
+def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
+    """A kopf registry with the FlinkJob handlers bound to ``context``."""
+    registry = kopf.OperatorRegistry()
+    resource = (GROUP, VERSION, PLURAL)
+    runner: dict[str, web.AppRunner] = {}
+
+    @kopf.on.startup(registry=registry)
+    async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.persistence.finalizer = FINALIZER
+        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=ANNOTATION_PREFIX)
+        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=ANNOTATION_PREFIX)
+        settings.posting.level = logging.INFO
+        settings.networking.request_timeout = 60.0
+        settings.networking.connect_timeout = 10.0
+        settings.watching.server_timeout = 300
+        settings.watching.client_timeout = 330
+        if context.port:
+            runner["http"] = web.AppRunner(context.metrics.app())
+            await runner["http"].setup()
+            await web.TCPSite(runner["http"], "0.0.0.0", context.port).start()  # the pod's probe and Prometheus
+            log.info("serving /healthz and /metrics on port %d", context.port)
+
+    @kopf.on.cleanup(registry=registry)
+    async def stop_http(**_: Any) -> None:
+        if "http" in runner:
+            await runner.pop("http").cleanup()
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return connection_info(context.api.configuration)
+
+    async def reconcile(body: kopf.Body, logger: kopf.Logger) -> None:
+        started = time.monotonic()
+        name, namespace, uid = body.metadata.name, body.metadata.namespace or "default", body.metadata.uid or ""
+        try:
+            lifecycle = await context.reconciler.reconcile(
+                uid,
+                lambda: _read_flinkjob(context.api, namespace, name, uid),
+                lambda status: _patch_status(context.api, namespace, name, status),
+                lambda kind, reason, message: kopf.event(body, type=kind, reason=reason, message=message[:1000]),
+                lambda: _delete_flinkjob(context.api, namespace, name),
+            )
+        except Exception:
+            context.metrics.reconciles.labels("error").inc()
+            raise
+        finally:
+            context.metrics.reconcile_seconds.observe(time.monotonic() - started)
+        context.metrics.reconciles.labels("ok").inc()
+        context.metrics.job_state(uid, lifecycle)
+        logger.debug("reconciled: %s", lifecycle)
+
+    @kopf.on.resume(*resource, registry=registry)
+    @kopf.on.create(*resource, registry=registry)
+    @kopf.on.update(*resource, field="spec", registry=registry)
+    async def on_change(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
+        await reconcile(body, logger)
+
+    @kopf.timer(*resource, interval=OBSERVE_INTERVAL, registry=registry)
+    async def observe(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
+        await reconcile(body, logger)
+
+    @kopf.on.delete(*resource, timeout=DELETE_TIMEOUT, retries=3, backoff=2, registry=registry)
+    async def on_delete(body: kopf.Body, **_: Any) -> None:
+        name, namespace, uid = body.metadata.name, body.metadata.namespace or "default", body.metadata.uid or ""
+        context.metrics.job_state(uid, None)
+        context.reconciler.forget(uid)
+        await asyncio.wait_for(asyncio.to_thread(context.reconciler.clusters.remove, namespace, name), DELETE_TIMEOUT)
+
+    return registry
+
+
+def connection_info(config: kubernetes.client.Configuration) -> kopf.ConnectionInfo:
+    """kopf's credentials from the operator's ApiClient, so kopf and the descriptor use the same login."""
+    keys = config.api_key or {}
+    token = keys.get("BearerToken") or keys.get("authorization") or ""
+    scheme, _, value = str(token).partition(" ")
+    return kopf.ConnectionInfo(
+        server=config.host,
+        ca_path=config.ssl_ca_cert,
+        insecure=not config.verify_ssl,
+        scheme=scheme if value else None,
+        token=value or None,
+        certificate_path=config.cert_file,
+        private_key_path=config.key_file,
+    )
+
+
+async def _read_flinkjob(api: kubernetes.client.ApiClient, namespace: str, name: str, uid: str) -> FlinkJobRef | None:
+    """The FlinkJob as the API server has it now; None when it is gone or is another object of the same name."""
+    custom = kubernetes.client.CustomObjectsApi(api)
+    try:
+        body: Any = await asyncio.to_thread(
+            custom.get_namespaced_custom_object, GROUP, VERSION, namespace, PLURAL, name, _request_timeout=API_TIMEOUT
+        )
+    except kubernetes.client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    ref = FlinkJobRef.of(body)
+    return ref if ref.uid == uid else None
+
+
+async def _patch_status(api: kubernetes.client.ApiClient, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+    """A JSON merge patch of the FlinkJob's status subresource (off the loop, with a timeout)."""
+    custom = kubernetes.client.CustomObjectsApi(api)
+    await asyncio.to_thread(
+        custom.patch_namespaced_custom_object_status,
+        GROUP,
+        VERSION,
+        namespace,
+        PLURAL,
+        name,
+        {"status": dict(status)},
+        _request_timeout=API_TIMEOUT,
+    )
+
+
+async def _delete_flinkjob(api: kubernetes.client.ApiClient, namespace: str, name: str) -> None:
+    custom = kubernetes.client.CustomObjectsApi(api)
+    await asyncio.to_thread(custom.delete_namespaced_custom_object, GROUP, VERSION, namespace, PLURAL, name, _request_timeout=API_TIMEOUT)

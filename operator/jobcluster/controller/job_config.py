@@ -1,0 +1,105 @@
+"""A FlinkJob's effective configuration: the operator's defaults, then ``flinkConfiguration``, then the spec's fields.
+
+Precedence, lowest first (as the Flink Kubernetes Operator layers them):
+
+1. the shipped defaults (``conf/jobcluster.yaml``);
+2. the operator's default configuration (the chart's ``defaultConfiguration``);
+3. the FlinkJob's ``flinkConfiguration``;
+4. its typed fields (``image``, ``jobManager.resource``, ``job.parallelism``, ...);
+5. what the operator owns: the target, namespace, cluster id (= the FlinkJob's
+   name), the owner reference to the FlinkJob, attached execution (the
+   JobManager waits for the operator to fetch the result) and the startup
+   deadline.
+
+Pod templates are written as files into a scratch directory, because the
+descriptor reads ``kubernetes.pod-template-file.*`` from files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from jobcluster.backends.kubernetes.cluster_id import check_cluster_id
+from jobcluster.client.executor import cluster_specification
+from jobcluster.config import options
+from jobcluster.config.configuration import Configuration
+from jobcluster.config.loader import load_configuration
+from jobcluster.config.validation import validate_configuration
+from jobcluster.controller.resource import API_VERSION, KIND, TARGET_YARN, FlinkJobSpec
+from jobcluster.errors import JobClusterError
+
+JM_TEMPLATE_FILE = "jobmanager-pod-template.yaml"
+TM_TEMPLATE_FILE = "taskmanager-pod-template.yaml"
+HADOOP_CONF_DIR = "hadoop-conf"
+
+
+def owner_reference(name: str, uid: str) -> str:
+    """``kubernetes.jobmanager.owner.reference`` naming the FlinkJob: deleting it deletes the whole cluster.
+
+    Not the controller (the Deployment's controller is Kubernetes'), and it
+    blocks the owner's foreground deletion until the cluster is gone (Flink's operator does the same).
+    """
+    return f"apiVersion:{API_VERSION},kind:{KIND},name:{name},uid:{uid},controller:false,blockOwnerDeletion:true"
+
+
+def job_configuration(spec: FlinkJobSpec, name: str, namespace: str, uid: str, defaults: Mapping[str, str], scratch: Path) -> Configuration:
+    """The configuration to deploy ``spec`` with (see the module docstring); pod templates go to ``scratch``.
+
+    Raises:
+        IllegalConfigurationError: the name is not a valid cluster id, an option has a bad value,
+            or Flink's memory model rejects the sizes.
+        SparkError: a container misses Spark's minimums.
+    """
+    check_cluster_id(name)
+    typed: dict[str, str] = {options.PARALLELISM_DEFAULT.key: str(spec.job.parallelism)}
+    if spec.image:
+        typed[options.KUBERNETES_CONTAINER_IMAGE.key] = spec.image
+    if spec.image_pull_policy:
+        typed[options.KUBERNETES_CONTAINER_IMAGE_PULL_POLICY.key] = spec.image_pull_policy
+    typed[options.KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT.key] = spec.service_account
+    resources = (
+        (spec.job_manager, options.JOB_MANAGER_TOTAL_PROCESS_MEMORY, options.KUBERNETES_JOB_MANAGER_CPU),
+        (spec.task_manager, options.TASK_MANAGER_TOTAL_PROCESS_MEMORY, options.KUBERNETES_TASK_MANAGER_CPU),
+    )
+    for pod, memory, cpu in resources:
+        if pod.resource.memory:
+            typed[memory.key] = pod.resource.memory
+        if pod.resource.cpu is not None:
+            typed[cpu.key] = str(pod.resource.cpu)
+    templates = (
+        (spec.job_manager.pod_template, JM_TEMPLATE_FILE, options.KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE),
+        (spec.task_manager.pod_template, TM_TEMPLATE_FILE, options.KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE),
+    )
+    for template, file_name, option in templates:
+        if template:
+            path = scratch / file_name
+            path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", **template}, sort_keys=True))
+            typed[option.key] = str(path)
+    owned = {
+        options.EXECUTION_TARGET.key: spec.target,
+        options.EXECUTION_ATTACHED.key: "true",
+        options.KUBERNETES_NAMESPACE.key: namespace,
+        options.KUBERNETES_CLUSTER_ID.key: name,
+        options.KUBERNETES_JOB_MANAGER_OWNER_REFERENCE.key: owner_reference(name, uid),
+        options.KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT.key: f"{spec.startup_deadline_seconds} s",
+    }
+    if spec.target == TARGET_YARN:
+        owned[options.ENV_HADOOP_CONF_DIR.key] = str(scratch / HADOOP_CONF_DIR)
+    merged = {**defaults, **spec.flink_configuration, **typed, **owned}
+    merged.setdefault(options.PIPELINE_NAME.key, name)
+    config = load_configuration(None, merged)
+    validate_configuration(config)
+    cluster_specification(config)  # the memory model and Spark's minimums, before anything is deployed
+    return config
+
+
+def check_job_configuration(spec: FlinkJobSpec, name: str, namespace: str, defaults: Mapping[str, str], scratch: Path) -> str | None:
+    """What is wrong with ``spec``'s configuration, as one line; None when it can be deployed."""
+    try:
+        job_configuration(spec, name, namespace, "uid-unknown-yet", defaults, scratch)
+    except JobClusterError as exc:
+        return str(exc)
+    return None

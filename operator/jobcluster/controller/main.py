@@ -1,0 +1,66 @@
+"""``python -m jobcluster.controller`` / ``jobcluster operator``: the FlinkJob operator process.
+
+Runs kopf in this process (standalone: one replica, no peering), watching
+FlinkJobs in every namespace, or only in those given with ``--namespace``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from jobcluster.config.configuration import Configuration
+from jobcluster.config.loader import read_config_file
+from jobcluster.errors import JobClusterError
+
+DEFAULT_PORT = 8080
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+@click.command("operator")
+@click.option(
+    "-n",
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    metavar="NS",
+    help="Watch FlinkJobs in this namespace (repeatable). Default: all namespaces.",
+)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True, help="Port of /healthz and /metrics (0: none)."
+)
+@click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
+@click.option(
+    "--default-configuration",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="YAML file of Flink options applied to every FlinkJob under its own flinkConfiguration.",
+)
+def operator(namespaces: tuple[str, ...], port: int, log_level: str, default_configuration: Path | None) -> None:
+    """Run the FlinkJob operator: each FlinkJob becomes its own job cluster; its status says how the job goes.
+
+    \b
+    Install it with the Helm chart (charts/jobcluster-operator); run it here for development:
+      jobcluster operator --namespace analytics --port 8080
+    """
+    # kopf and the Kubernetes client load only here: `jobcluster run` never pays for them
+    import kopf
+
+    from jobcluster.backends.kubernetes.kube_client import load_api_client
+    from jobcluster.controller.clusters import KubernetesClusters
+    from jobcluster.controller.handlers import OperatorContext, build_registry
+    from jobcluster.controller.metrics import OperatorMetrics
+    from jobcluster.controller.reconciler import Reconciler
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        defaults = read_config_file(default_configuration) if default_configuration else {}
+        api = load_api_client(Configuration(defaults))
+    except JobClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    metrics = OperatorMetrics()
+    reconciler = Reconciler(KubernetesClusters(api), defaults, on_deployed=metrics.deploy_seconds.observe)
+    registry = build_registry(OperatorContext(reconciler, api, metrics, port))
+    kopf.run(registry=registry, standalone=True, clusterwide=not namespaces, namespaces=list(namespaces))

@@ -1,0 +1,69 @@
+"""The operator's Prometheus metrics, and the HTTP endpoint that serves them next to ``/healthz``.
+
+One aiohttp server on ``--port`` (aiohttp is already the REST endpoint's
+library; prometheus-client renders the metrics):
+
+- ``GET /healthz``: 200 while the operator's event loop answers (the liveness probe);
+- ``GET /metrics``: the metrics below, in Prometheus' text format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from jobcluster.controller import status as st
+
+LIFECYCLE_STATES = (st.CREATED, st.DEPLOYED, st.STABLE, st.SUSPENDED, st.UPGRADING, st.FAILED, st.FINISHED, st.DELETING)
+
+
+class OperatorMetrics:
+    """Reconciles (by outcome) and their durations, FlinkJobs by lifecycle state, deploy latency; in ``registry``."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.reconciles = Counter(
+            "jobcluster_operator_reconciles", "FlinkJob reconciliations, by outcome (ok or error).", ["outcome"], registry=self.registry
+        )
+        self.reconcile_seconds = Histogram(
+            "jobcluster_operator_reconcile_duration_seconds",
+            "Seconds one reconciliation of a FlinkJob took (a deployment included).",
+            buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300),
+            registry=self.registry,
+        )
+        self.deploy_seconds = Histogram(
+            "jobcluster_operator_deploy_duration_seconds",
+            "Seconds from the start of a deployment until the job cluster served REST.",
+            buckets=(5, 10, 20, 30, 45, 60, 90, 120, 180, 300),
+            registry=self.registry,
+        )
+        self.jobs = Gauge("jobcluster_operator_flinkjobs", "FlinkJobs by lifecycle state.", ["lifecycle_state"], registry=self.registry)
+        self._states: dict[str, str] = {}
+
+    def job_state(self, uid: str, lifecycle: str | None) -> None:
+        """Record the lifecycle state of FlinkJob ``uid`` (None: it is gone)."""
+        if lifecycle is None:
+            self._states.pop(uid, None)
+        else:
+            self._states[uid] = lifecycle
+        self._update_gauge(self._states)
+
+    def _update_gauge(self, states: Mapping[str, str]) -> None:
+        for state in LIFECYCLE_STATES:
+            self.jobs.labels(state).set(sum(1 for s in states.values() if s == state))
+
+    def app(self) -> web.Application:
+        """The aiohttp application serving ``/healthz`` and ``/metrics``."""
+
+        async def healthz(_request: web.Request) -> web.Response:
+            return web.Response(text="ok\n")
+
+        async def metrics(_request: web.Request) -> web.Response:
+            return web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+        app = web.Application()
+        app.router.add_get("/healthz", healthz)
+        app.router.add_get("/metrics", metrics)
+        return app

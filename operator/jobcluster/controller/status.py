@@ -1,0 +1,137 @@
+"""A FlinkJob's status: lifecycle states, the job status from the cluster, and standard conditions.
+
+Pure functions from what was observed to the status document; nothing here
+talks to an API.  The lifecycle (Flink Kubernetes Operator's names):
+
+    CREATED ──deploy──▶ DEPLOYED ──job RUNNING──▶ STABLE ──job FINISHED──▶ FINISHED
+       │                   │                        │
+       │                   └──────── job FAILED / CANCELED, deadline, cluster lost ──▶ FAILED
+       └── invalid spec ──▶ FAILED (fixing the spec deploys)
+    any ──job.state: suspended──▶ SUSPENDED ──running──▶ DEPLOYED ...
+    any ──changed job/configuration/resources/image/restartNonce──▶ UPGRADING ──▶ DEPLOYED ...
+    any ──kubectl delete──▶ DELETING
+
+Conditions (``kubectl wait --for=condition=X``): ``Running`` (the job runs),
+``Succeeded`` (the job FINISHED), ``Failed`` (lifecycle FAILED, with the
+reason), ``Ready`` (the resource is where its spec wants it: job running,
+suspended, or finished).  ``lastTransitionTime`` changes only when a
+condition's status does.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+CREATED, DEPLOYED, STABLE, SUSPENDED = "CREATED", "DEPLOYED", "STABLE", "SUSPENDED"
+UPGRADING, FAILED, FINISHED, DELETING = "UPGRADING", "FAILED", "FINISHED", "DELETING"
+
+TERMINAL_JOB_STATES = frozenset({"FINISHED", "FAILED", "CANCELED"})
+CONDITION_TYPES = ("Ready", "Running", "Succeeded", "Failed")
+
+
+def timestamp(now: datetime.datetime) -> str:
+    """RFC 3339, UTC, whole seconds (the API server's form)."""
+    return now.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def from_epoch_ms(value: Any) -> str | None:
+    """An RFC 3339 time of Flink's epoch milliseconds; None for -1/absent."""
+    if not isinstance(value, int | float) or value <= 0:
+        return None
+    return timestamp(datetime.datetime.fromtimestamp(value / 1000, datetime.UTC))
+
+
+def duration_text(seconds: float) -> str:
+    """``1h2m3s`` / ``2m3s`` / ``42s``."""
+    total = max(0, round(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+
+
+def job_status_of(details: Mapping[str, Any]) -> dict[str, Any]:
+    """``status.jobStatus`` from the cluster's ``GET /jobs/{id}`` (Flink's body)."""
+    status: dict[str, Any] = {"jobId": details["jid"], "jobName": details.get("name", ""), "state": details["state"]}
+    start, end = from_epoch_ms(details.get("start-time")), from_epoch_ms(details.get("end-time"))
+    if start:
+        status["startTime"] = start
+    if end:
+        status["endTime"] = end
+    duration = details.get("duration")
+    if isinstance(duration, int | float) and duration >= 0:
+        status["duration"] = duration_text(duration / 1000)
+    return status
+
+
+def task_managers_of(task_managers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``status.taskManagers`` from the cluster's ``GET /taskmanagers`` items."""
+    if not task_managers:
+        return {"count": 0}
+    first = task_managers[0]
+    memory = (first.get("memoryConfiguration") or {}).get("totalProcessMemory")
+    status: dict[str, Any] = {"count": len(task_managers), "slotsPerTaskManager": first.get("slotsNumber", 0)}
+    if memory:
+        status["processMemory"] = f"{int(memory) >> 20}Mi"
+    return status
+
+
+def lifecycle_of_terminal_job(state: str) -> tuple[str, str | None]:
+    """(lifecycle, failure reason) of a job that ended in ``state``."""
+    if state == "FINISHED":
+        return FINISHED, None
+    return FAILED, "JobCanceled" if state == "CANCELED" else "JobFailed"
+
+
+def _camel(text: str) -> str:
+    return "".join(part.capitalize() for part in text.replace("-", "_").split("_")) or "Unknown"
+
+
+def conditions(
+    lifecycle: str,
+    job_state: str | None,
+    failure_reason: str | None,
+    error: str,
+    generation: int | None,
+    previous: Sequence[Mapping[str, Any]],
+    now: datetime.datetime,
+) -> list[dict[str, Any]]:
+    """The four conditions for this state; each keeps its ``lastTransitionTime`` while its status stays."""
+    job_text = f"job {job_state}" if job_state else "no job yet"
+    ready = lifecycle in (STABLE, SUSPENDED, FINISHED)
+    failed = lifecycle == FAILED
+    wanted = {
+        "Ready": (
+            ready,
+            _camel(lifecycle) if ready else (failure_reason or _camel(lifecycle)),
+            f"{lifecycle}: {job_text}" + (f": {error}" if failed and error else ""),
+        ),
+        "Running": (job_state == "RUNNING", _camel(job_state or lifecycle), f"Job status {job_state or 'unknown'}"),
+        "Succeeded": (
+            job_state == "FINISHED" and lifecycle == FINISHED,
+            _camel(job_state or lifecycle),
+            f"Job status {job_state or 'unknown'}",
+        ),
+        "Failed": (failed, failure_reason or "NotFailed", error if failed else ""),
+    }
+    before = {c.get("type"): c for c in previous}
+    stamp = timestamp(now)
+    result = []
+    for kind in CONDITION_TYPES:
+        value, reason, message = wanted[kind]
+        status = "True" if value else "False"
+        old = before.get(kind) or {}
+        condition: dict[str, Any] = {
+            "type": kind,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": old.get("lastTransitionTime", stamp) if old.get("status") == status else stamp,
+        }
+        if generation is not None:
+            condition["observedGeneration"] = generation
+        result.append(condition)
+    return result
