@@ -128,7 +128,7 @@ def test_build_root_links_mounts_longest_first(tmp_path: Path):
     root.mkdir(parents=True)
     (root / "stale").write_text("from a previous attempt")
     mounts = build_root(root, container, {"conf": conf, "data": data})
-    assert mounts == [
+    assert [pair for pair in mounts if not pair[0].startswith("/opt/jobcluster")] == [
         ("/var/data/conf", str(root / "var/data/conf")),
         ("/var/data", str(root / "var/data")),
         ("/srv/sub", str(root / "srv/sub")),
@@ -341,3 +341,13 @@ def test_write_files_replaces_the_volume(tmp_path: Path):
     assert sorted(p.relative_to(vol).as_posix() for p in vol.rglob("*")) == ["a.conf", "dir", "dir/b"]
     assert (vol / "dir" / "b").stat().st_mode & 0o777 == 0o600
     assert not vol.with_name("cm.tmp").exists()
+
+
+def test_the_images_entry_points_are_this_repositorys(tmp_path):
+    from tests.infra.k8s.node_agent.image import REPO
+    from tests.infra.k8s.node_agent.mounts import build_root, rewrite
+
+    mounts = build_root(tmp_path / "root", {"name": "main"}, {})
+    assert rewrite("/opt/jobcluster/bin/jobmanager", mounts) == f"{REPO}/entrypoints/jobmanager"
+    assert (REPO / "entrypoints" / "jobmanager").is_file()
+    assert rewrite("/opt/jobcluster/binary", mounts) == "/opt/jobcluster/binary"  # a word boundary, as for volumes

@@ -55,6 +55,8 @@ def operator(namespaces: tuple[str, ...], port: int, log_level: str, default_con
     from jobcluster.controller.reconciler import Reconciler
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if log_level != "debug":  # the memory model explains each FlinkJob's sizes at every check; the status has what matters
+        logging.getLogger("jobcluster.memory").setLevel(logging.WARNING)
     try:
         defaults = read_config_file(default_configuration) if default_configuration else {}
         api = load_api_client(Configuration(defaults))

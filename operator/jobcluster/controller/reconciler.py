@@ -74,12 +74,16 @@ def _seconds_since(text: str | None, now: datetime.datetime) -> float | None:
 
 
 def needs_observation(facts: Facts) -> bool:
-    """Whether the cluster must be looked at: not for a settled suspension or an ended job of the current spec."""
+    """Whether the cluster must be looked at: while a job of the current spec may run, and before a new
+    spec is deployed where a cluster of the previous one may still run; not for a settled suspension or
+    an ended job."""
     lifecycle = facts.status.get("lifecycleState")
-    current = facts.status.get("deployedSpec") == facts.spec_hash
+    deployed = facts.status.get("deployedSpec")
     if facts.desired == "suspended":
         return lifecycle != st.SUSPENDED
-    return current and lifecycle in (st.DEPLOYED, st.STABLE, st.UPGRADING)
+    if deployed != facts.spec_hash:
+        return bool(deployed) and lifecycle != st.SUSPENDED
+    return lifecycle in (st.DEPLOYED, st.STABLE, st.UPGRADING)
 
 
 def plan(facts: Facts) -> Plan:
@@ -112,7 +116,7 @@ def _plan_new_spec(facts: Facts) -> Plan:
     if obs is not None and obs.exists and previous:
         return Plan(
             actions=[REMOVE],
-            status={"lifecycleState": st.UPGRADING},
+            status={"lifecycleState": st.UPGRADING, "jobStatus": None},
             events=[("Normal", "Upgrading", "the spec changed: removing the job cluster of the previous spec")],
         )
     upgrading = bool(previous) or facts.status.get("lifecycleState") in (st.UPGRADING, st.FINISHED, st.FAILED)
@@ -337,7 +341,9 @@ class Reconciler:
     ) -> dict[str, Any]:
         """Deploy the spec's cluster; the status fields of the outcome (DEPLOYED, or FAILED with the reason)."""
         started = self._clock()
-        await self._write(job, {**status, "deployTime": st.timestamp(started), "error": "", "jobStatus": None}, write_status)
+        # the spec is recorded before the long wait: an operator restarted meanwhile adopts this deployment
+        starting = {**status, "deployedSpec": spec_hash, "deployTime": st.timestamp(started), "error": "", "jobStatus": None}
+        await self._write(job, starting, write_status)
         spec = parse_spec(job.spec)
         try:
             with tempfile.TemporaryDirectory(prefix=f"flinkjob-{job.name}-") as scratch:
@@ -345,9 +351,9 @@ class Reconciler:
                 config = job_configuration(spec, job.name, job.namespace, job.uid, self.defaults, Path(scratch))
                 deployed = await asyncio.to_thread(self.clusters.deploy, config, program)
         except DeploymentError as exc:
-            if "already exists" in str(exc):  # the previous cluster's objects are still being collected
+            if "already exists" in str(exc):  # the previous cluster's objects are still being collected: try again
                 log.info("FlinkJob %s/%s: waiting for the previous job cluster to be gone", job.namespace, job.name)
-                return {"lifecycleState": st.UPGRADING}
+                return {"lifecycleState": st.UPGRADING, "deployedSpec": job.status.get("deployedSpec") or ""}
             return self._deploy_failed(job, spec_hash, exc, "DeploymentFailed", post_event)
         except InvalidSpecError as exc:
             return self._deploy_failed(job, spec_hash, exc, exc.reason, post_event)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tests.infra.k8s.node_agent.downward_api import field_value, resource_value
 from tests.infra.k8s.node_agent.errors import PodConfigError
+from tests.infra.k8s.node_agent.image import image_python_dir
 from tests.infra.k8s.node_agent.processes import POD_UID_ENV
 
 VOLUME_ROOT_ENV = "POD_VOLUME_ROOT"
@@ -67,6 +68,7 @@ def container_environment(
     meta = pod["metadata"]
     namespace = meta["namespace"]
     env = {k: v for k, v in os.environ.items() if k not in ENV_DENY and not k.startswith(ENV_DENY_PREFIXES)}
+    env["PATH"] = f"{image_python_dir()}{os.pathsep}{env.get('PATH', '')}"  # the image's Python first (image.py)
     host, port = api_host_port
     env.update(
         {

@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 from tests.infra.k8s.node_agent.errors import PodConfigError
+from tests.infra.k8s.node_agent.image import IMAGE_PATHS
 
 # (mountPath, host path) pairs, longest mountPath first so that nested mounts win.
 Mounts = list[tuple[str, str]]
@@ -43,6 +44,8 @@ def build_root(root: Path, container: dict, volumes: dict[str, Path]) -> Mounts:
         if not link.is_symlink():
             link.symlink_to(target)
         pairs.append((mount_path, str(link)))
+    mounted = {mount_path for mount_path, _ in pairs}
+    pairs += [(path, host) for path, host in IMAGE_PATHS if path not in mounted]  # image.py: what the image would hold
     return sorted(pairs, key=lambda p: len(p[0]), reverse=True)
 
 

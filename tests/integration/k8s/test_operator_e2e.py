@@ -1,0 +1,337 @@
+"""The FlinkJob operator end to end on the real test cluster: `kubectl apply` a FlinkJob, `kubectl wait`, the result.
+
+One operator process for the module (``python -m jobcluster.controller``, as the
+chart's pod runs it, with the test cluster's kubeconfig), watching one namespace
+with the job clusters' RBAC (manifests/rbac.yaml); the CRD is applied from
+manifests/crd.  The pods run this repository's entry points with this
+virtualenv's Python, through the operator's default configuration (what the
+chart's ``defaultConfiguration`` holds on a real cluster: nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import kubernetes
+import pytest
+import requests
+import yaml
+
+from tests.infra.k8s.cluster import free_port
+from tests.integration.k8s.waiting import wait_for
+
+pytestmark = pytest.mark.k8s
+
+REPO = Path(__file__).resolve().parents[3]
+CRD = REPO / "manifests" / "crd" / "flinkjobs.jobcluster.io.yaml"
+WAITS = REPO / "tests" / "e2e" / "programs" / "waits.py"
+TIMEOUT = (5, 30)
+GROUP, VERSION, PLURAL = "jobcluster.io", "v1alpha1", "flinkjobs"
+
+
+def pod_path() -> str:
+    return f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
+
+
+class Operator:
+    """The operator as a process: started, killed and started again by the tests."""
+
+    def __init__(self, env: dict[str, str], namespace: str, defaults: Path, log: Path) -> None:
+        self.env, self.namespace, self.defaults, self.log = env, namespace, defaults, log
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        argv = [sys.executable, "-m", "jobcluster.controller", "--namespace", self.namespace, "--port", str(self.port)]
+        argv += ["--default-configuration", str(self.defaults)]
+        with open(self.log, "a") as log:
+            self.process = subprocess.Popen(argv, env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for(self.healthy, timeout=60, what="the operator's /healthz")
+
+    def healthy(self) -> bool:
+        assert self.process is not None and self.process.poll() is None, self.log.read_text()[-3000:]
+        try:
+            return requests.get(f"http://127.0.0.1:{self.port}/healthz", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(30)
+
+
+@pytest.fixture(scope="module")
+def namespace(k8s_cluster, k8s_api):
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    name = f"op-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": name}}, _request_timeout=TIMEOUT)
+    k8s_cluster.kubectl("apply", "-f", str(CRD))
+    k8s_cluster.kubectl("apply", "-n", name, "-f", str(REPO / "manifests" / "rbac.yaml"))
+    yield name
+    custom = kubernetes.client.CustomObjectsApi(k8s_api)
+    for item in custom.list_namespaced_custom_object(GROUP, VERSION, name, PLURAL, _request_timeout=TIMEOUT)["items"]:
+        strip_finalizers(custom, name, item["metadata"]["name"])
+    core.delete_namespace(name, _request_timeout=TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def operator(k8s_cluster, namespace, tmp_path_factory):
+    work = tmp_path_factory.mktemp("operator")
+    defaults = work / "flink-conf.yaml"
+    defaults.write_text(
+        yaml.safe_dump(
+            {
+                "jobcluster.kubernetes.entrypoint.dir": str(REPO / "entrypoints"),
+                "kubernetes.jobmanager.cpu.amount": "0.25",
+                "kubernetes.taskmanager.cpu.amount": "0.5",
+                "containerized.master.env.PATH": pod_path(),
+                "containerized.taskmanager.env.PATH": pod_path(),
+            }
+        )
+    )
+    process = Operator(k8s_cluster.env(), namespace, defaults, work / "operator.log")
+    process.start()
+    yield process
+    process.kill()
+    print(f"operator log: {process.log}")
+
+
+def strip_finalizers(custom, namespace: str, name: str) -> None:
+    """What the README says to do when the operator is gone: without it nothing would remove its finalizer."""
+    try:
+        custom.patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, name, {"metadata": {"finalizers": None}}, _request_timeout=TIMEOUT
+        )
+    except kubernetes.client.ApiException:
+        pass
+
+
+def flinkjob(name: str, namespace: str, job: dict, **spec) -> dict:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "FlinkJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"job": job, **spec},
+    }
+
+
+def apply(k8s_cluster, document: dict, check: bool = True) -> subprocess.CompletedProcess:
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as manifest:
+        manifest.write(yaml.safe_dump(document))
+        manifest.flush()
+        return k8s_cluster.kubectl("apply", "-f", manifest.name, check=check)
+
+
+def get(k8s_api, namespace: str, name: str) -> dict:
+    return kubernetes.client.CustomObjectsApi(k8s_api).get_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, name, _request_timeout=TIMEOUT
+    )
+
+
+def job_status(k8s_api, namespace: str, name: str) -> dict:
+    return get(k8s_api, namespace, name).get("status", {}).get("jobStatus") or {}
+
+
+def condition(document: dict, kind: str) -> dict:
+    (found,) = [c for c in (document.get("status") or {}).get("conditions", []) if c["type"] == kind]
+    return found
+
+
+def kubectl_wait(k8s_cluster, namespace: str, name: str, kind: str, timeout: int = 240) -> None:
+    result = k8s_cluster.kubectl(
+        "wait", "-n", namespace, f"--for=condition={kind}", f"flinkjob/{name}", f"--timeout={timeout}s", timeout=timeout + 30, check=False
+    )
+    assert result.returncode == 0, f"{result.stderr}\n{k8s_cluster.kubectl('get', 'flinkjob', '-n', namespace, name, '-o', 'yaml').stdout}"
+
+
+def events_of(k8s_api, namespace: str, name: str) -> list[str]:
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    items = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}", _request_timeout=TIMEOUT).items
+    return [f"{e.type} {e.reason}: {e.message}" for e in items]
+
+
+def cluster_objects(k8s_api, namespace: str, name: str) -> list[str]:
+    core, apps = kubernetes.client.CoreV1Api(k8s_api), kubernetes.client.AppsV1Api(k8s_api)
+    selector = f"app={name}"
+    found = [
+        f"deployment/{d.metadata.name}"
+        for d in apps.list_namespaced_deployment(namespace, label_selector=selector, _request_timeout=TIMEOUT).items
+    ]
+    for kind, lister in (
+        ("pod", core.list_namespaced_pod),
+        ("service", core.list_namespaced_service),
+        ("configmap", core.list_namespaced_config_map),
+        ("secret", core.list_namespaced_secret),
+    ):
+        found += [f"{kind}/{o.metadata.name}" for o in lister(namespace, label_selector=selector, _request_timeout=TIMEOUT).items]
+    return sorted(found)
+
+
+def test_inline_wordcount_succeeds_with_exact_counts_and_a_true_status(k8s_cluster, k8s_api, namespace, operator, tmp_path):
+    corpus, out = tmp_path / "corpus", tmp_path / "out"
+    corpus.mkdir()
+    for n in range(4):
+        (corpus / f"part{n}.txt").write_text(f"the quick brown fox {n}\nThe lazy dog and the fox\n" * (n + 1))
+    source = (REPO / "examples" / "wordcount.py").read_text()
+    job = {"source": source, "args": ["--input", str(corpus), "--output", str(out)], "parallelism": 2}
+    apply(k8s_cluster, flinkjob("wordcount", namespace, job, flinkConfiguration={"taskmanager.numberOfTaskSlots": "2"}))
+    kubectl_wait(k8s_cluster, namespace, "wordcount", "Succeeded")
+
+    counts = Counter()
+    for part in out.glob("part-*"):
+        for line in part.read_text().splitlines():
+            word, count = line.rsplit("\t", 1)
+            counts[word] = int(count)
+    expected = Counter()
+    for path in corpus.iterdir():
+        expected.update(re.findall(r"[a-z0-9_]+", path.read_text().lower()))
+    assert counts == expected
+
+    document = get(k8s_api, namespace, "wordcount")
+    status = document["status"]
+    assert status["lifecycleState"] == "FINISHED"
+    assert status["jobStatus"]["state"] == "FINISHED" and re.fullmatch(r"[0-9a-f]{32}", status["jobStatus"]["jobId"])
+    assert status["jobStatus"]["startTime"] <= status["jobStatus"]["endTime"] and status["jobStatus"]["duration"].endswith("s")
+    assert status["taskManagers"] == {"count": 1, "slotsPerTaskManager": 2, "processMemory": "2560Mi"}
+    assert status["observedGeneration"] == document["metadata"]["generation"]
+    assert condition(document, "Succeeded")["status"] == "True" and condition(document, "Failed")["status"] == "False"
+    assert condition(document, "Ready")["status"] == "True" and condition(document, "Running")["status"] == "False"
+    columns = k8s_cluster.kubectl("get", "flinkjobs", "-n", namespace, "wordcount").stdout.splitlines()
+    assert columns[0].split() == ["NAME", "JOB", "STATUS", "LIFECYCLE", "PARALLELISM", "TARGET", "AGE"]
+    assert columns[1].split()[:5] == ["wordcount", "FINISHED", "FINISHED", "2", "kubernetes-application"]
+    events = events_of(k8s_api, namespace, "wordcount")
+    assert any(e.startswith("Normal Deployed: job cluster wordcount serves REST") for e in events), events
+    assert any(e.startswith("Normal JobFinished") for e in events), events
+    metrics = requests.get(f"http://127.0.0.1:{operator.port}/metrics", timeout=5).text
+    assert re.search(r'^jobcluster_operator_reconciles_total\{outcome="ok"\} [1-9]', metrics, re.M), metrics
+    assert re.search(r"^jobcluster_operator_deploy_duration_seconds_count [1-9]", metrics, re.M), metrics
+    assert re.search(r'^jobcluster_operator_flinkjobs\{lifecycle_state="FINISHED"\} [1-9]', metrics, re.M), metrics
+
+    # the cluster is gone; what is left is its result, owned by the FlinkJob: deleting the FlinkJob removes it
+    wait_for(
+        lambda: cluster_objects(k8s_api, namespace, "wordcount") == ["configmap/wordcount-job-result"], timeout=120, what="only the result"
+    )
+    k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "wordcount", timeout=60)
+    wait_for(lambda: cluster_objects(k8s_api, namespace, "wordcount") == [], timeout=60, what="nothing of wordcount")
+
+
+def test_invalid_spec_fails_clearly_deploys_nothing_and_deploys_once_fixed(k8s_cluster, k8s_api, namespace, operator):
+    job = {"program": f"local://{WAITS}", "args": ["1"]}
+    too_small = {"taskmanager.memory.process.size": "300m", "taskmanager.numberOfTaskSlots": "1"}
+    apply(k8s_cluster, flinkjob("tiny", namespace, job, flinkConfiguration=too_small))
+    kubectl_wait(k8s_cluster, namespace, "tiny", "Failed", timeout=60)
+    document = get(k8s_api, namespace, "tiny")
+    failed = condition(document, "Failed")
+    assert failed["reason"] == "InvalidSpec" and "exceed configured Total Process Memory" in failed["message"], failed
+    assert document["status"]["lifecycleState"] == "FAILED"
+    assert any(e.startswith("Warning InvalidSpec: TaskManager memory configuration failed") for e in events_of(k8s_api, namespace, "tiny"))
+    assert cluster_objects(k8s_api, namespace, "tiny") == []
+
+    # the API server refuses what the schema forbids, before the operator sees it
+    refused = apply(k8s_cluster, flinkjob("zero", namespace, {**job, "parallelism": 0}), check=False)
+    assert refused.returncode != 0 and "spec.job.parallelism" in refused.stderr
+
+    k8s_cluster.kubectl(
+        "patch",
+        "flinkjob",
+        "-n",
+        namespace,
+        "tiny",
+        "--type",
+        "merge",
+        "-p",
+        json.dumps({"spec": {"flinkConfiguration": {"taskmanager.memory.process.size": "2560m"}}}),
+    )
+    kubectl_wait(k8s_cluster, namespace, "tiny", "Succeeded")
+    assert condition(get(k8s_api, namespace, "tiny"), "Failed")["status"] == "False"
+    k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "tiny", timeout=60)
+
+
+def test_suspend_resume_upgrade_faults_and_delete(k8s_cluster, k8s_api, namespace, operator):
+    """One long job: suspended (its cluster goes) and resumed; a new restartNonce redeploys (new JobID);
+    its JobManager pod deleted (the job runs again) while the operator is killed and restarted (it adopts
+    the cluster and keeps the status true); deleted mid-run, everything of it goes within 30 s."""
+    name = "waits"
+    apply(
+        k8s_cluster,
+        flinkjob(
+            name, namespace, {"program": f"local://{WAITS}", "args": ["600"]}, flinkConfiguration={"taskmanager.numberOfTaskSlots": "1"}
+        ),
+    )
+    kubectl_wait(k8s_cluster, namespace, name, "Running")
+    first = get(k8s_api, namespace, name)["status"]["jobStatus"]["jobId"]
+
+    def patch(spec: dict) -> None:
+        k8s_cluster.kubectl("patch", "flinkjob", "-n", namespace, name, "--type", "merge", "-p", json.dumps({"spec": spec}))
+
+    patch({"job": {"state": "suspended"}})
+    wait_for(lambda: get(k8s_api, namespace, name)["status"]["lifecycleState"] == "SUSPENDED", timeout=60, what="SUSPENDED")
+    wait_for(
+        lambda: [o for o in cluster_objects(k8s_api, namespace, name) if not o.endswith("-job-result")] == [], timeout=60, what="no cluster"
+    )
+    patch({"job": {"state": "running"}})
+    kubectl_wait(k8s_cluster, namespace, name, "Running")
+    resumed = job_status(k8s_api, namespace, name)["jobId"]
+    assert resumed != first
+    patch({"restartNonce": 2})
+    wait_for(
+        lambda: get(k8s_api, namespace, name)["status"].get("lifecycleState") == "UPGRADING", timeout=60, interval=0.2, what="UPGRADING"
+    )
+    assert condition(get(k8s_api, namespace, name), "Running")["status"] == "False"  # no job runs while it upgrades
+    kubectl_wait(k8s_cluster, namespace, name, "Running")
+    upgraded = job_status(k8s_api, namespace, name)["jobId"]
+    assert upgraded not in (first, resumed)
+    events = events_of(k8s_api, namespace, name)
+    assert any(e.startswith("Normal Suspended") for e in events) and any(e.startswith("Normal Upgrading") for e in events), events
+
+    # faults: the operator killed, then the JobManager pod deleted while it is away
+    operator.kill()
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    (jm,) = core.list_namespaced_pod(namespace, label_selector=f"app={name},component=jobmanager", _request_timeout=TIMEOUT).items
+    core.delete_namespaced_pod(jm.metadata.name, namespace, _request_timeout=TIMEOUT)
+    operator.start()
+
+    def new_job_manager_ip() -> str | None:
+        pods = core.list_namespaced_pod(namespace, label_selector=f"app={name},component=jobmanager", _request_timeout=TIMEOUT).items
+        fresh = [p for p in pods if p.metadata.name != jm.metadata.name and p.status.phase == "Running" and p.status.pod_ip]
+        return fresh[0].status.pod_ip if fresh else None
+
+    ip = wait_for(new_job_manager_ip, timeout=120, what="the new JobManager pod")
+
+    def running_there() -> bool:
+        status = get(k8s_api, namespace, name).get("status", {})
+        return job_status(k8s_api, namespace, name).get("state") == "RUNNING" and f"//{ip}:" in status.get("restUrl", "")
+
+    wait_for(running_there, timeout=180, interval=1, what="the job RUNNING again on the new JobManager pod, in the status")
+    status = get(k8s_api, namespace, name)["status"]
+    assert status["jobStatus"]["jobId"] == upgraded and status["lifecycleState"] == "STABLE"
+
+    started = time.monotonic()
+    k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, name, "--wait=false")
+    wait_for(lambda: cluster_objects(k8s_api, namespace, name) == [], timeout=30, interval=0.5, what="every object of the cluster gone")
+    print(f"FlinkJob deleted mid-run: its cluster was gone after {time.monotonic() - started:.1f} s")
+
+
+def test_namespace_not_watched_is_ignored(k8s_cluster, k8s_api, namespace, operator):
+    other = f"other-{uuid.uuid4().hex[:6]}"
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    core.create_namespace({"metadata": {"name": other}}, _request_timeout=TIMEOUT)
+    try:
+        apply(k8s_cluster, flinkjob("ignored", other, {"program": f"local://{WAITS}"}))
+        time.sleep(8)  # more than two observation intervals of the operator
+        assert "status" not in get(k8s_api, other, "ignored")
+        assert cluster_objects(k8s_api, other, "ignored") == []
+    finally:
+        strip_finalizers(kubernetes.client.CustomObjectsApi(k8s_api), other, "ignored")
+        core.delete_namespace(other, _request_timeout=TIMEOUT)

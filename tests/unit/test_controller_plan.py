@@ -1,0 +1,228 @@
+"""The operator's decisions without a cluster: spec checks, the deployment digest, plans, status and conditions."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import pytest
+
+from jobcluster.backends.kubernetes.job_result import JobResultRecord
+from jobcluster.config import options
+from jobcluster.controller import status as st
+from jobcluster.controller.clusters import Observation
+from jobcluster.controller.job_config import job_configuration
+from jobcluster.controller.programs import job_program
+from jobcluster.controller.reconciler import DELETE_RESOURCE, DEPLOY, REMOVE, REMOVE_RESULT, Facts, needs_observation, plan
+from jobcluster.controller.resource import InvalidSpecError, deployed_spec_hash, parse_spec
+from jobcluster.errors import IllegalConfigurationError
+
+NOW = datetime.datetime(2026, 11, 24, 12, 0, 0, tzinfo=datetime.UTC)
+SPEC = {"job": {"source": "print(1)", "parallelism": 2}}
+
+
+def facts(status: dict, observation: Observation | None = None, desired: str = "running", **kw) -> Facts:
+    values = {
+        "generation": 3,
+        "spec_hash": "h2",
+        "desired": desired,
+        "startup_deadline": 300.0,
+        "active_deadline": None,
+        "ttl": None,
+        "delete_after_ttl": False,
+        "status": status,
+        "observation": observation,
+        "now": NOW,
+    }
+    return Facts(**{**values, **kw})
+
+
+def ago(seconds: float) -> str:
+    return st.timestamp(NOW - datetime.timedelta(seconds=seconds))
+
+
+# -- the spec
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"job": {"parallelism": 1}}, "exactly one of program"),
+        ({"job": {"program": "local:///a.py", "source": "x"}}, "exactly one of program"),
+        ({"job": {"program": "/opt/app/a.py"}}, "neither local:///path/in/image nor an http"),
+        ({"job": {"program": "local:///a.py", "pyFiles": ["s3://b/lib.zip"]}}, "spec.job.pyFiles 's3://b/lib.zip'"),
+        ({"job": {"program": "local:///a.py"}, "target": "yarn-per-job"}, "yarn-per-job is not supported by this operator version"),
+        ({"job": {"program": "local:///a.py", "parallelism": 0}}, "spec.job.parallelism"),
+        ({"job": {"program": "local:///a.py"}, "target": "mesos"}, "spec.target"),
+    ],
+)
+def test_invalid_specs_say_what_to_fix(spec, message):
+    with pytest.raises(InvalidSpecError, match=message):
+        parse_spec(spec)
+
+
+def test_the_deployment_digest_ignores_state_and_lifecycle_knobs_only():
+    base = deployed_spec_hash(SPEC)
+    assert deployed_spec_hash({"job": {**SPEC["job"], "state": "suspended"}, "ttlSecondsAfterFinished": 5}) == base
+    assert deployed_spec_hash({**SPEC, "restartNonce": 1}) != base
+    assert deployed_spec_hash({**SPEC, "flinkConfiguration": {"taskmanager.numberOfTaskSlots": "2"}}) != base
+    assert deployed_spec_hash({"job": {**SPEC["job"], "args": ["x"]}}) != base
+
+
+# -- the configuration and the program
+
+
+def test_configuration_layers_defaults_then_flink_configuration_then_fields_then_what_the_operator_owns(tmp_path):
+    spec = parse_spec(
+        {
+            "job": {"program": "local:///opt/app/job.py", "parallelism": 4},
+            "image": "registry.example.com/jobcluster:1",
+            "flinkConfiguration": {
+                "taskmanager.numberOfTaskSlots": "2",
+                "kubernetes.namespace": "elsewhere",
+                "jobmanager.memory.process.size": "2g",
+            },
+            "jobManager": {"resource": {"memory": "1800m", "cpu": 0.5}, "podTemplate": {"metadata": {"labels": {"a": "b"}}}},
+        }
+    )
+    defaults = {"taskmanager.numberOfTaskSlots": "1", "kubernetes.taskmanager.cpu.amount": "0.5"}
+    config = job_configuration(spec, "wordcount", "analytics", "uid-1", defaults, tmp_path)
+    assert config.get(options.NUM_TASK_SLOTS) == 2  # flinkConfiguration over the defaults
+    assert config.get(options.KUBERNETES_TASK_MANAGER_CPU) == 0.5  # a default nobody overrode
+    assert config.get_raw(options.JOB_MANAGER_TOTAL_PROCESS_MEMORY.key) == "1800m"  # the typed field over flinkConfiguration
+    assert config.get(options.KUBERNETES_NAMESPACE) == "analytics"  # the operator's, whatever flinkConfiguration says
+    assert config.get(options.KUBERNETES_CLUSTER_ID) == "wordcount"
+    assert config.get(options.PARALLELISM_DEFAULT) == 4
+    assert config.get(options.EXECUTION_ATTACHED) is True
+    assert config.get(options.KUBERNETES_CONTAINER_IMAGE) == "registry.example.com/jobcluster:1"
+    assert "kind:FlinkJob,name:wordcount,uid:uid-1" in config.get(options.KUBERNETES_JOB_MANAGER_OWNER_REFERENCE)
+    template = Path(config.get(options.KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE))
+    assert template.parent == tmp_path and "a: b" in template.read_text()
+
+
+@pytest.mark.parametrize(
+    ("name", "flink", "message"),
+    [
+        ("Bad_Name", {}, "not a valid cluster id"),
+        ("ok", {"taskmanager.memory.process.size": "300m"}, "exceed configured Total Process Memory"),
+        ("ok", {"heartbeat.timeout": "soon"}, "heartbeat.timeout"),
+    ],
+)
+def test_configurations_flink_would_refuse_are_refused(tmp_path, name, flink, message):
+    spec = parse_spec({"job": {"program": "local:///a.py"}, "flinkConfiguration": flink})
+    with pytest.raises(IllegalConfigurationError, match=message):
+        job_configuration(spec, name, "ns", "uid", {}, tmp_path)
+
+
+def test_programs_inline_fetched_and_in_the_image(tmp_path):
+    fetched: list[str] = []
+
+    def fetch(url: str) -> bytes:
+        fetched.append(url)
+        return b"import lib\n"
+
+    inline = job_program(parse_spec({"job": {"source": "print(42)\n", "args": ["a"]}}).job, "word-count", tmp_path)
+    assert inline.script == tmp_path / "word_count.py" and inline.script.read_text() == "print(42)\n" and inline.args == ("a",)
+    remote = parse_spec({"job": {"program": "https://example.com/jobs/etl.py", "pyFiles": ["local:///opt/lib.zip"]}}).job
+    program = job_program(remote, "etl", tmp_path, fetch)
+    assert fetched == ["https://example.com/jobs/etl.py"]
+    assert program.script == tmp_path / "etl.py" and program.script.read_bytes() == b"import lib\n"
+    assert program.provided == frozenset({Path("/opt/lib.zip")})
+
+
+# -- plans
+
+
+def test_a_new_resource_is_deployed_and_an_unchanged_ended_one_is_left_alone():
+    assert plan(facts({})).actions == [DEPLOY]
+    assert plan(facts({})).status["lifecycleState"] == st.CREATED
+    ended = {"deployedSpec": "h2", "lifecycleState": st.FINISHED, "jobStatus": {"state": "FINISHED", "endTime": ago(10)}}
+    assert not needs_observation(facts(ended))
+    assert plan(facts(ended)).actions == []
+
+
+def test_a_changed_spec_removes_the_running_cluster_first_then_deploys():
+    running = {"deployedSpec": "h1", "lifecycleState": st.STABLE}
+    assert needs_observation(facts(running))
+    first = plan(facts(running, Observation(exists=True)))
+    assert (first.actions, first.status["lifecycleState"]) == ([REMOVE], st.UPGRADING)
+    second = plan(facts({**running, "lifecycleState": st.UPGRADING}, Observation(exists=False)))
+    assert (second.actions, second.status["lifecycleState"]) == ([DEPLOY], st.UPGRADING)
+
+
+def test_suspend_removes_the_cluster_once_and_resume_deploys_again():
+    suspended = plan(facts({"deployedSpec": "h2", "lifecycleState": st.STABLE}, desired="suspended"))
+    assert suspended.actions == [REMOVE] and suspended.status["lifecycleState"] == st.SUSPENDED
+    assert suspended.status["jobStatus"]["state"] == "SUSPENDED" and suspended.status["deployedSpec"] == ""
+    settled = {"deployedSpec": "", "lifecycleState": st.SUSPENDED}
+    assert not needs_observation(facts(settled, desired="suspended")) and plan(facts(settled, desired="suspended")).actions == []
+    assert plan(facts(settled)).actions == [DEPLOY]
+
+
+def test_the_job_status_follows_the_cluster():
+    deployed = {"deployedSpec": "h2", "lifecycleState": st.DEPLOYED, "deployTime": ago(20), "jobStatus": {"jobId": "j1"}}
+    details = {"jid": "j1", "name": "wc", "state": "RUNNING", "start-time": 1_700_000_000_000, "end-time": -1, "duration": 65_000}
+    tms = [{"slotsNumber": 2, "memoryConfiguration": {"totalProcessMemory": 2560 << 20}}]
+    decided = plan(facts(deployed, Observation(exists=True, rest_url="http://10.0.0.5:8081", job=details, task_managers=tms)))
+    assert decided.status["lifecycleState"] == st.STABLE
+    assert decided.status["jobStatus"]["state"] == "RUNNING" and decided.status["jobStatus"]["duration"] == "1m5s"
+    assert decided.status["taskManagers"] == {"count": 1, "slotsPerTaskManager": 2, "processMemory": "2560Mi"}
+    assert [e[1] for e in decided.events] == ["JobRunning"]
+    failed = plan(
+        facts(
+            {**deployed, "lifecycleState": st.STABLE},
+            Observation(
+                exists=True, job={**details, "state": "FAILED"}, failure_cause="Traceback ...\nZeroDivisionError: division by zero"
+            ),
+        )
+    )
+    assert failed.status["lifecycleState"] == st.FAILED and failed.status["failureReason"] == "JobFailed"
+    assert failed.events == [("Warning", "JobFailed", "job j1 FAILED: ZeroDivisionError: division by zero")]
+
+
+def test_a_gone_cluster_is_judged_by_the_result_it_left_or_reported_lost():
+    stable = {"deployedSpec": "h2", "lifecycleState": st.STABLE, "jobStatus": {"jobId": "j1", "state": "RUNNING"}}
+    record = JobResultRecord("wc", "j1", "FINISHED", ago(5), "")
+    finished = plan(facts(stable, Observation(exists=False, result=record)))
+    assert finished.status["lifecycleState"] == st.FINISHED and finished.status["jobStatus"]["endTime"] == ago(5)
+    lost = plan(facts(stable, Observation(exists=False)))
+    assert lost.status["lifecycleState"] == st.FAILED and lost.status["failureReason"] == "ClusterLost"
+    assert lost.status["jobStatus"]["state"] == "FAILED"
+
+
+def test_deadlines_fail_the_job_with_the_reason_and_remove_its_cluster():
+    waiting = {
+        "deployedSpec": "h2",
+        "lifecycleState": st.DEPLOYED,
+        "deployTime": ago(400),
+        "jobStatus": {"jobId": "j1", "state": "CREATED"},
+    }
+    pending = "TaskManager pod wc-taskmanager-1-1 cannot be scheduled: 0/1 nodes are available: 1 Insufficient cpu."
+    late = plan(facts(waiting, Observation(exists=True, pending=pending)))
+    assert late.actions == [REMOVE] and late.status["failureReason"] == "StartupDeadlineExceeded"
+    assert pending in late.status["error"]
+    long_running = {**waiting, "lifecycleState": st.STABLE, "jobStatus": {"jobId": "j1", "state": "RUNNING", "startTime": ago(100)}}
+    over = plan(facts(long_running, Observation(exists=True), active_deadline=60.0))
+    assert over.actions == [REMOVE] and over.status["failureReason"] == "ActiveDeadlineExceeded"
+    assert plan(facts(long_running, Observation(exists=True), active_deadline=600.0)).actions == []
+
+
+def test_ttl_removes_what_is_left_once_and_optionally_the_resource():
+    ended = {"deployedSpec": "h2", "lifecycleState": st.FINISHED, "jobStatus": {"state": "FINISHED", "endTime": ago(120)}}
+    assert plan(facts(ended, ttl=300.0)).actions == []
+    assert plan(facts(ended, ttl=60.0)).actions == [REMOVE, REMOVE_RESULT]
+    assert plan(facts(ended, ttl=60.0, delete_after_ttl=True)).actions == [REMOVE, REMOVE_RESULT, DELETE_RESOURCE]
+    assert plan(facts({**ended, "ttlExpired": True}, ttl=60.0)).actions == []
+
+
+def test_conditions_keep_their_transition_time_while_their_status_stays():
+    first = st.conditions(st.STABLE, "RUNNING", None, "", 2, [], NOW - datetime.timedelta(minutes=5))
+    later = st.conditions(st.FINISHED, "FINISHED", None, "", 2, first, NOW)
+    by_type = {c["type"]: c for c in later}
+    assert by_type["Ready"]["status"] == "True" and by_type["Ready"]["lastTransitionTime"] == ago(300)  # True before and after
+    assert by_type["Running"]["status"] == "False" and by_type["Running"]["lastTransitionTime"] == st.timestamp(NOW)
+    assert by_type["Succeeded"]["status"] == "True" and by_type["Succeeded"]["reason"] == "Finished"
+    failed = {c["type"]: c for c in st.conditions(st.FAILED, "FAILED", "JobFailed", "boom", 2, later, NOW)}
+    assert (failed["Failed"]["status"], failed["Failed"]["reason"], failed["Failed"]["message"]) == ("True", "JobFailed", "boom")
+    assert failed["Ready"]["status"] == "False" and failed["Ready"]["reason"] == "JobFailed"
+    assert all(c["observedGeneration"] == 2 for c in failed.values())
