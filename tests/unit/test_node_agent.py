@@ -351,3 +351,11 @@ def test_the_images_entry_points_are_this_repositorys(tmp_path):
     assert rewrite("/opt/jobcluster/bin/jobmanager", mounts) == f"{REPO}/entrypoints/jobmanager"
     assert (REPO / "entrypoints" / "jobmanager").is_file()
     assert rewrite("/opt/jobcluster/binary", mounts) == "/opt/jobcluster/binary"  # a word boundary, as for volumes
+
+
+def test_a_host_path_put_in_is_not_rewritten_again():
+    from tests.infra.k8s.node_agent.mounts import rewrite
+
+    mounts = [("/etc/jobcluster", "/tmp/pods/p/rootfs/etc/jobcluster"), ("/tmp", "/tmp/pods/p/rootfs/tmp")]
+    assert rewrite("--conf=/etc/jobcluster/a.yaml", mounts) == "--conf=/tmp/pods/p/rootfs/etc/jobcluster/a.yaml"
+    assert rewrite("/tmp/x /etc/jobcluster", mounts) == "/tmp/pods/p/rootfs/tmp/x /tmp/pods/p/rootfs/etc/jobcluster"

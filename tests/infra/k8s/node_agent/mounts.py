@@ -50,8 +50,14 @@ def build_root(root: Path, container: dict, volumes: dict[str, Path]) -> Mounts:
 
 
 def rewrite(text: str, mounts: Mounts) -> str:
-    """Map mountPaths at the start of a word (or after = : ,) to the container's host paths."""
-    for mount_path, host_path in mounts:
-        pattern = r"(?:^|(?<=[\s=:,]))" + re.escape(mount_path) + r"(?=/|$|[\s:,])"
-        text = re.sub(pattern, host_path.replace("\\", r"\\"), text)  # a literal replacement: backslashes escaped
-    return text
+    """Map mountPaths at the start of a word (or after = : ,) to the container's host paths.
+
+    One pass over ``text``: a host path put in is never rewritten again (a pod that
+    mounts ``/tmp`` while its host paths live under ``/tmp`` keeps them intact).
+    """
+    if not mounts:
+        return text
+    hosts = dict(mounts)
+    alternatives = "|".join(re.escape(mount_path) for mount_path, _ in mounts)  # longest first: nested mounts win
+    pattern = r"(?:^|(?<=[\s=:,]))(" + alternatives + r")(?=/|$|[\s:,])"
+    return re.sub(pattern, lambda match: hosts[match.group(1)], text)
