@@ -158,3 +158,43 @@ def test_two_jobs_share_free_slots_in_declaration_order():
     jobs = [a[1] for a in actions.allocations]
     assert jobs == ["a", "b"]
     assert actions.worker_requests == 1
+
+
+def test_the_indexes_stay_equal_to_counting_every_slot_through_random_events():
+    """Registrations, losses, requirements, confirmations, failures and frees in a random order: after each
+    event the constant-time views equal a count over every slot, and each TaskExecutor's idleness its slots'."""
+    import random
+
+    rng = random.Random(7)
+    actions = RecordingActions()
+    manager = SlotManager(actions, slots_per_worker=3, max_slots=None, idle_timeout=60.0)
+    jobs = ["job-a", "job-b"]
+    for step in range(600):
+        event = rng.random()
+        slots = [s for tm in manager.task_managers.values() for s in tm.slots.values()]
+        if event < 0.2:
+            manager.register_task_executor(f"te-{step}", report(f"te-{step}", rng.randint(1, 4)))
+        elif event < 0.3 and manager.task_managers:
+            manager.unregister_task_executor(rng.choice(list(manager.task_managers)))
+        elif event < 0.5:
+            manager.declare_resource_requirements(rng.choice(jobs), rng.randint(0, 12))
+        elif event < 0.8 and slots:
+            slot = rng.choice(slots)
+            if slot.allocation_id is not None:
+                if slot.state is SlotState.PENDING and rng.random() < 0.5:
+                    manager.slot_allocation_failed(slot.slot_id, slot.allocation_id)
+                elif slot.state is SlotState.PENDING:
+                    manager.slot_allocated(slot.slot_id, slot.allocation_id)
+                else:
+                    manager.free_slot(slot.slot_id, slot.allocation_id)
+        else:
+            manager.worker_start_failed()
+        every = [s for tm in manager.task_managers.values() for s in tm.slots.values()]
+        assert manager.registered_slots() == len(every)
+        assert manager.free_slots() == sum(1 for s in every if s.state is SlotState.FREE)
+        for job in jobs:
+            assert manager.slots_of_job(job) == sum(1 for s in every if s.job_id == job)
+        for tm in manager.task_managers.values():
+            assert tm.is_idle() == all(s.state is SlotState.FREE for s in tm.slots.values())
+            assert (tm.idle_since is None) == (not tm.is_idle())
+    assert actions.allocations  # the walk did allocate slots

@@ -8,6 +8,12 @@ jobs that still miss slots, and (2) asks for new workers for what free and
 pending slots cannot cover, within ``slotmanager.number-of-slots.max``.
 What to do is handed to :class:`SlotManagerActions`, so this logic is tested
 without any process, network or cluster.
+
+Indexes keep every event's cost independent of the cluster's size: the free
+slots (in registration order), the slots held per job, the registered total,
+and per TaskExecutor the count of slots in use (so "idle" is one comparison).
+Every change of a slot's state goes through :meth:`SlotManager._set`, which
+keeps them true.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import enum
 import logging
 import math
 import time
-from collections.abc import Iterator
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -44,9 +50,10 @@ class TaskManagerEntry:
     resource_id: str
     slots: dict[int, Slot]
     idle_since: float | None = field(default_factory=time.monotonic)
+    busy: int = 0  # slots not FREE, kept by the SlotManager
 
     def is_idle(self) -> bool:
-        return all(s.state is SlotState.FREE for s in self.slots.values())
+        return self.busy == 0
 
 
 class SlotManagerActions(Protocol):
@@ -80,6 +87,9 @@ class SlotManager:
         self.task_managers: dict[str, TaskManagerEntry] = {}
         self.requirements: dict[str, int] = {}
         self.pending_workers = 0
+        self._free_slots: dict[SlotID, Slot] = {}  # an ordered set: the first registered are used first
+        self._job_slots: Counter[str] = Counter()  # slots PENDING or ALLOCATED per job
+        self._registered = 0
 
     # ---- inputs -------------------------------------------------------------------------
 
@@ -93,22 +103,24 @@ class SlotManager:
 
     def register_task_executor(self, resource_id: str, report: SlotReport) -> None:
         """A TaskExecutor registered with the slots in ``report``; it fulfils one pending worker."""
-        slots = {
-            s.slot_id.slot_number: Slot(
-                s.slot_id,
-                SlotState.ALLOCATED if s.allocation_id else SlotState.FREE,
-                s.job_id,
-                s.allocation_id,
-            )
-            for s in report.slots
-        }
-        self.task_managers[resource_id] = TaskManagerEntry(resource_id, slots)
+        if resource_id in self.task_managers:
+            self._remove_task_manager(resource_id)  # registered again (a new connection): its report replaces the old
+        entry = TaskManagerEntry(resource_id, {})
+        self.task_managers[resource_id] = entry
+        for s in report.slots:
+            slot = Slot(s.slot_id)
+            entry.slots[s.slot_id.slot_number] = slot
+            self._registered += 1
+            self._free_slots[slot.slot_id] = slot
+            if s.allocation_id:
+                self._set(slot, SlotState.ALLOCATED, s.job_id, s.allocation_id)
         self.pending_workers = max(0, self.pending_workers - 1)
         self.check_resource_requirements()
 
     def unregister_task_executor(self, resource_id: str) -> None:
         """The TaskExecutor is gone; its slots and their allocations with it."""
-        if self.task_managers.pop(resource_id, None) is not None:
+        if resource_id in self.task_managers:
+            self._remove_task_manager(resource_id)
             self.check_resource_requirements()
 
     def worker_start_failed(self) -> None:
@@ -119,7 +131,7 @@ class SlotManager:
     def slot_allocated(self, slot_id: SlotID, allocation_id: str) -> None:
         slot = self._slot(slot_id)
         if slot is not None and slot.allocation_id == allocation_id:
-            slot.state = SlotState.ALLOCATED
+            self._set(slot, SlotState.ALLOCATED, slot.job_id, allocation_id)
 
     def slot_allocation_failed(self, slot_id: SlotID, allocation_id: str) -> None:
         slot = self._slot(slot_id)
@@ -141,19 +153,19 @@ class SlotManager:
             return
         for entry in list(self.task_managers.values()):
             if entry.is_idle() and entry.idle_since is not None and now - entry.idle_since >= self.idle_timeout:
-                del self.task_managers[entry.resource_id]
+                self._remove_task_manager(entry.resource_id)
                 self._actions.release_task_executor(entry.resource_id, "idle")
 
-    # ---- views --------------------------------------------------------------------------
+    # ---- views (constant time) ----------------------------------------------------------
 
     def registered_slots(self) -> int:
-        return sum(len(tm.slots) for tm in self.task_managers.values())
+        return self._registered
 
     def free_slots(self) -> int:
-        return sum(1 for tm in self.task_managers.values() for s in tm.slots.values() if s.state is SlotState.FREE)
+        return len(self._free_slots)
 
     def slots_of_job(self, job_id: str) -> int:
-        return sum(1 for tm in self.task_managers.values() for s in tm.slots.values() if s.job_id == job_id)
+        return self._job_slots[job_id]
 
     # ---- the one decision ---------------------------------------------------------------
 
@@ -162,12 +174,11 @@ class SlotManager:
         missing_total = 0
         for job_id, required in self.requirements.items():
             missing = required - self.slots_of_job(job_id)
-            for slot in self._free_slot_iter():
-                if missing <= 0:
-                    break
-                slot.state, slot.job_id, slot.allocation_id = SlotState.PENDING, job_id, new_allocation_id()
-                self._mark_busy(slot.slot_id.resource_id)
-                self._actions.allocate_slot(slot.slot_id, job_id, slot.allocation_id)
+            while missing > 0 and self._free_slots:
+                slot = next(iter(self._free_slots.values()))
+                allocation_id = new_allocation_id()
+                self._set(slot, SlotState.PENDING, job_id, allocation_id)
+                self._actions.allocate_slot(slot.slot_id, job_id, allocation_id)
                 missing -= 1
             missing_total += max(0, missing)
         uncovered = missing_total - self.pending_workers * self.slots_per_worker
@@ -184,21 +195,38 @@ class SlotManager:
             return True
         return self.registered_slots() + (self.pending_workers + 1) * self.slots_per_worker <= self.max_slots
 
-    def _free_slot_iter(self) -> Iterator[Slot]:
-        for tm in self.task_managers.values():
-            for slot in tm.slots.values():
-                if slot.state is SlotState.FREE:
-                    yield slot
-
     def _slot(self, slot_id: SlotID) -> Slot | None:
         tm = self.task_managers.get(slot_id.resource_id)
         return tm.slots.get(slot_id.slot_number) if tm else None
 
     def _free(self, slot: Slot) -> None:
-        slot.state, slot.job_id, slot.allocation_id = SlotState.FREE, None, None
-        tm = self.task_managers.get(slot.slot_id.resource_id)
-        if tm is not None and tm.is_idle():
-            tm.idle_since = time.monotonic()
+        self._set(slot, SlotState.FREE, None, None)
 
-    def _mark_busy(self, resource_id: str) -> None:
-        self.task_managers[resource_id].idle_since = None
+    def _set(self, slot: Slot, state: SlotState, job_id: str | None, allocation_id: str | None) -> None:
+        """The one place a slot changes state: the indexes and the TaskExecutor's idle clock follow."""
+        entry = self.task_managers[slot.slot_id.resource_id]
+        if slot.state is SlotState.FREE:
+            if state is not SlotState.FREE:
+                del self._free_slots[slot.slot_id]
+                entry.busy += 1
+                entry.idle_since = None
+        elif state is SlotState.FREE:
+            self._free_slots[slot.slot_id] = slot
+            entry.busy -= 1
+            if entry.busy == 0:
+                entry.idle_since = time.monotonic()
+        if slot.job_id is not None:
+            self._job_slots[slot.job_id] -= 1
+            if not self._job_slots[slot.job_id]:
+                del self._job_slots[slot.job_id]
+        if job_id is not None:
+            self._job_slots[job_id] += 1
+        slot.state, slot.job_id, slot.allocation_id = state, job_id, allocation_id
+
+    def _remove_task_manager(self, resource_id: str) -> None:
+        entry = self.task_managers[resource_id]
+        for slot in entry.slots.values():
+            self._set(slot, SlotState.FREE, None, None)
+            del self._free_slots[slot.slot_id]
+            self._registered -= 1
+        del self.task_managers[resource_id]
