@@ -156,6 +156,17 @@ def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_le
             manifest.write(yaml.safe_dump(example))
             manifest.flush()
             k8s_cluster.kubectl("apply", "-f", manifest.name)
+
+        # the operator pod deleted while its job cluster starts: the job goes on, and the operator's next
+        # pod (the chart's Deployment makes it) adopts the cluster and brings the status up to date
+        custom = kubernetes.client.CustomObjectsApi(k8s_api)
+
+        def deployed() -> bool:
+            status = custom.get_namespaced_custom_object("jobcluster.io", "v1alpha1", jobs, "flinkjobs", "wordcount").get("status") or {}
+            return status.get("lifecycleState") in ("DEPLOYED", "STABLE", "FINISHED")
+
+        wait_for(deployed, timeout=120, what="the job cluster deployed")
+        core.delete_namespaced_pod(pod.metadata.name, system, _request_timeout=TIMEOUT)
         waited = k8s_cluster.kubectl(
             "wait", "-n", jobs, "--for=condition=Succeeded", "flinkjob/wordcount", "--timeout=240s", timeout=270, check=False
         )
@@ -166,6 +177,10 @@ def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_le
                 word, count = line.rsplit("\t", 1)
                 counts[word] = int(count)
         assert counts == Counter(re.findall(r"[a-z]+", (corpus / "a.txt").read_text()))
+        (replacement,) = core.list_namespaced_pod(
+            system, label_selector="app.kubernetes.io/name=jobcluster-operator", _request_timeout=TIMEOUT
+        ).items
+        assert replacement.metadata.name != pod.metadata.name
         k8s_cluster.kubectl("delete", "flinkjob", "-n", jobs, "wordcount", timeout=60)
     finally:
         k8s_cluster.helm("uninstall", *release, "--wait", check=False)
