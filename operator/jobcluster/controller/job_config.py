@@ -29,7 +29,6 @@ from jobcluster.config.configuration import Configuration
 from jobcluster.config.loader import load_configuration
 from jobcluster.config.validation import validate_configuration
 from jobcluster.controller.resource import API_VERSION, KIND, TARGET_YARN, FlinkJobSpec
-from jobcluster.errors import JobClusterError
 
 JM_TEMPLATE_FILE = "jobmanager-pod-template.yaml"
 TM_TEMPLATE_FILE = "taskmanager-pod-template.yaml"
@@ -95,11 +94,3 @@ def job_configuration(spec: FlinkJobSpec, name: str, namespace: str, uid: str, d
     cluster_specification(config)  # the memory model and Spark's minimums, before anything is deployed
     return config
 
-
-def check_job_configuration(spec: FlinkJobSpec, name: str, namespace: str, defaults: Mapping[str, str], scratch: Path) -> str | None:
-    """What is wrong with ``spec``'s configuration, as one line; None when it can be deployed."""
-    try:
-        job_configuration(spec, name, namespace, "uid-unknown-yet", defaults, scratch)
-    except JobClusterError as exc:
-        return str(exc)
-    return None
