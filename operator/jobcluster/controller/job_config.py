@@ -93,4 +93,3 @@ def job_configuration(spec: FlinkJobSpec, name: str, namespace: str, uid: str, d
     validate_configuration(config)
     cluster_specification(config)  # the memory model and Spark's minimums, before anything is deployed
     return config
-
