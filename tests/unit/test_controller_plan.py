@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from jobcluster.backends.kubernetes.job_result import JobResultRecord
+from jobcluster.client.descriptor import JobResult
 from jobcluster.config import options
 from jobcluster.controller import status as st
-from jobcluster.controller.clusters import Observation
+from jobcluster.controller.clusters import ClusterRef, JobClusters, Observation
 from jobcluster.controller.job_config import job_configuration
 from jobcluster.controller.programs import job_program
-from jobcluster.controller.reconciler import DELETE_RESOURCE, DEPLOY, REMOVE, REMOVE_RESULT, Facts, needs_observation, plan
+from jobcluster.controller.reconciler import DELETE_RESOURCE, DEPLOY, REMOVE, REMOVE_RESULT, Facts, FlinkJobRef, needs_observation, plan
 from jobcluster.controller.resource import InvalidSpecError, deployed_spec_hash, parse_spec
 from jobcluster.errors import IllegalConfigurationError
 
@@ -51,7 +51,7 @@ def ago(seconds: float) -> str:
         ({"job": {"program": "local:///a.py", "source": "x"}}, "exactly one of program"),
         ({"job": {"program": "/opt/app/a.py"}}, "neither local:///path/in/image nor an http"),
         ({"job": {"program": "local:///a.py", "pyFiles": ["s3://b/lib.zip"]}}, "spec.job.pyFiles 's3://b/lib.zip'"),
-        ({"job": {"program": "local:///a.py"}, "target": "yarn-per-job"}, "yarn-per-job is not supported by this operator version"),
+        ({"job": {"program": "local:///a.py"}, "target": "yarn-per-job"}, "yarn-per-job needs spec.hadoopConfigMap"),
         ({"job": {"program": "local:///a.py", "parallelism": 0}}, "spec.job.parallelism"),
         ({"job": {"program": "local:///a.py"}, "target": "mesos"}, "spec.target"),
     ],
@@ -182,7 +182,7 @@ def test_the_job_status_follows_the_cluster():
 
 def test_a_gone_cluster_is_judged_by_the_result_it_left_or_reported_lost():
     stable = {"deployedSpec": "h2", "lifecycleState": st.STABLE, "jobStatus": {"jobId": "j1", "state": "RUNNING"}}
-    record = JobResultRecord("wc", "j1", "FINISHED", ago(5), "")
+    record = JobResult("wc", "j1", "FINISHED", ago(5), "")
     finished = plan(facts(stable, Observation(exists=False, result=record)))
     assert finished.status["lifecycleState"] == st.FINISHED and finished.status["jobStatus"]["endTime"] == ago(5)
     lost = plan(facts(stable, Observation(exists=False)))
@@ -226,3 +226,53 @@ def test_conditions_keep_their_transition_time_while_their_status_stays():
     assert (failed["Failed"]["status"], failed["Failed"]["reason"], failed["Failed"]["message"]) == ("True", "JobFailed", "boom")
     assert failed["Ready"]["status"] == "False" and failed["Ready"]["reason"] == "JobFailed"
     assert all(c["observedGeneration"] == 2 for c in failed.values())
+
+
+def test_on_yarn_cpu_becomes_whole_vcores_and_the_hadoop_config_map_is_required(tmp_path):
+    spec = parse_spec(
+        {
+            "job": {"program": "local:///a.py"},
+            "target": "yarn-per-job",
+            "hadoopConfigMap": "hadoop-conf",
+            "jobManager": {"resource": {"cpu": 0.5}},
+            "taskManager": {"resource": {"cpu": 1.5}},
+        }
+    )
+    config = job_configuration(spec, "wc", "ns", "uid", {}, tmp_path)
+    assert config.get(options.EXECUTION_TARGET) == "yarn-per-job"
+    assert (config.get(options.YARN_APPMASTER_VCORES), config.get(options.YARN_CONTAINERS_VCORES)) == (1, 2)
+    assert not config.contains(options.KUBERNETES_TASK_MANAGER_CPU)
+
+
+def test_the_cluster_of_a_flinkjob_is_found_from_its_raw_spec_and_status():
+    body = {
+        "metadata": {"name": "wc", "namespace": "ns", "uid": "u1", "generation": 2},
+        "spec": {"job": {"parallelism": -3}, "target": "yarn-per-job", "hadoopConfigMap": "hc"},
+        "status": {"clusterId": "application_1_0002"},
+    }
+    ref = FlinkJobRef.of(body).cluster  # an invalid spec still says where a cluster of an older one may run
+    assert ref == ClusterRef("yarn-per-job", "ns", "wc", "u1", "application_1_0002", "hc")
+    assert FlinkJobRef.of({"metadata": {"name": "x"}}).cluster.target == "kubernetes-application"
+
+
+def test_jobs_go_to_the_adapter_of_their_target():
+    calls = []
+
+    class Recording:
+        def __init__(self, name):
+            self.name = name
+
+        def remove(self, ref):
+            calls.append((self.name, ref.name))
+            return True
+
+    clusters = JobClusters({"kubernetes-application": Recording("k8s"), "yarn-per-job": Recording("yarn")})
+    for target, name in (("yarn-per-job", "a"), ("kubernetes-application", "b"), ("mesos", "c")):
+        clusters.remove(ClusterRef(target, "ns", name, "u"))
+    assert calls == [("yarn", "a"), ("k8s", "b"), ("k8s", "c")]
+
+
+def test_an_observed_cluster_id_goes_into_the_status():
+    deployed = {"deployedSpec": "h2", "lifecycleState": st.DEPLOYED, "deployTime": ago(20), "jobStatus": {"jobId": "j1"}}
+    decided = plan(facts(deployed, Observation(exists=True, cluster_id="application_1_0003")))
+    assert decided.status["clusterId"] == "application_1_0003" and decided.status["lifecycleState"] == st.DEPLOYED

@@ -113,3 +113,24 @@ def test_malformed_xml_names_the_file(tmp_path):
     (tmp_path / "core-site.xml").write_text("<configuration><property>")
     with pytest.raises(YarnConfigurationError, match=r"core-site\.xml"):
         HadoopConfiguration.load(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("yarn", "url"),
+    [
+        ({"yarn.resourcemanager.webapp.address": "rm.example.com:18088"}, "http://rm.example.com:18088"),
+        ({"yarn.resourcemanager.hostname": "rm"}, "http://rm:8088"),
+        ({"yarn.resourcemanager.address": "rm:8032", "yarn.resourcemanager.webapp.address": "0.0.0.0:9999"}, "http://rm:9999"),
+        ({"yarn.resourcemanager.hostname": "rm", "yarn.http.policy": "HTTPS_ONLY"}, "https://rm:8090"),
+        (
+            {"yarn.resourcemanager.ha.rm-ids": "rm1,rm2", "yarn.resourcemanager.hostname.rm1": "r1"},
+            "http://r1:8088",
+        ),
+        (
+            {"yarn.resourcemanager.ha.rm-ids": "rm1,rm2", "yarn.resourcemanager.webapp.address.rm1": "r1:8188"},
+            "http://r1:8188",
+        ),
+    ],
+)
+def test_resourcemanager_web_services_url(tmp_path, yarn, url):
+    assert conf(tmp_path, yarn=yarn).resourcemanager_webapp_url() == url

@@ -45,3 +45,18 @@ def test_memory_kills_are_recognised():
 )
 def test_final_application_status(state, final):
     assert s.final_application_status(state) == final
+
+
+@pytest.mark.parametrize(
+    ("final", "state"),
+    [("SUCCEEDED", "FINISHED"), ("FAILED", "FAILED"), ("KILLED", "CANCELED"), ("UNDEFINED", "FAILED")],
+)
+def test_job_state_of_final_status_reverses_the_mapping(final, state):
+    assert s.job_state_of_final_status(final) == state
+    if final != "UNDEFINED":
+        assert s.final_application_status(state) == final
+
+
+def test_finish_time_is_rfc3339_utc_once_ended():
+    assert s.finish_time_of(1_795_510_847_606) == "2026-11-24T09:00:47Z"
+    assert s.finish_time_of(0) == "" and s.finish_time_of(None) == ""

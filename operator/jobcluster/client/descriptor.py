@@ -50,6 +50,21 @@ class ClusterSpecification:
 
 
 @dataclass(frozen=True)
+class JobResult:
+    """How the job of a cluster that is gone ended, as the cluster or its platform recorded it.
+
+    ``state``: FINISHED, FAILED or CANCELED (Flink's terminal JobStatus; UNKNOWN when the
+    cluster could not tell); ``end_time``: RFC 3339, UTC; ``diagnostics``: the failure cause, if any.
+    """
+
+    cluster_id: str
+    job_id: str
+    state: str
+    end_time: str
+    diagnostics: str
+
+
+@dataclass(frozen=True)
 class ClusterHandle:
     """A running job cluster as a descriptor finds it; ``rest_token``: the token its mutating REST calls need,
     when this user can read it."""

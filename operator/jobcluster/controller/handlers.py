@@ -6,8 +6,9 @@ every FlinkJob and its running cluster) and a timer (every
 deadlines, the TTL) all run :meth:`Reconciler.reconcile`, which serializes the
 work per FlinkJob; different FlinkJobs are reconciled concurrently, and the
 blocking calls run in threads, so one slow deployment holds up no other.
-``delete`` removes the cluster at once (the garbage collector would, too: the
-FlinkJob owns its Deployment) within a bounded time.
+``delete`` removes the cluster at once within a bounded time (on Kubernetes the
+garbage collector would, too: the FlinkJob owns its Deployment; a YARN
+application is killed through YARN).
 """
 
 from __future__ import annotations
@@ -109,10 +110,10 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
 
     @kopf.on.delete(*resource, timeout=DELETE_TIMEOUT, retries=3, backoff=2, registry=registry)
     async def on_delete(body: kopf.Body, **_: Any) -> None:
-        name, namespace, uid = body.metadata.name, body.metadata.namespace or "default", body.metadata.uid or ""
-        context.metrics.job_state(uid, None)
-        context.reconciler.forget(uid)
-        await asyncio.wait_for(asyncio.to_thread(context.reconciler.clusters.remove, namespace, name), DELETE_TIMEOUT)
+        job = FlinkJobRef.of(body)
+        context.metrics.job_state(job.uid, None)
+        context.reconciler.forget(job.uid)
+        await asyncio.wait_for(asyncio.to_thread(context.reconciler.clusters.remove, job.cluster), DELETE_TIMEOUT)
 
     return registry
 

@@ -5,18 +5,22 @@ Precedence, lowest first (as the Flink Kubernetes Operator layers them):
 1. the shipped defaults (``conf/jobcluster.yaml``);
 2. the operator's default configuration (the chart's ``defaultConfiguration``);
 3. the FlinkJob's ``flinkConfiguration``;
-4. its typed fields (``image``, ``jobManager.resource``, ``job.parallelism``, ...);
+4. its typed fields (``image``, ``jobManager.resource``, ``job.parallelism``, ...;
+   on YARN a ``cpu`` becomes whole vcores: ``yarn.appmaster.vcores``, ``yarn.containers.vcores``);
 5. what the operator owns: the target, namespace, cluster id (= the FlinkJob's
    name), the owner reference to the FlinkJob, attached execution (the
    JobManager waits for the operator to fetch the result) and the startup
    deadline.
 
 Pod templates are written as files into a scratch directory, because the
-descriptor reads ``kubernetes.pod-template-file.*`` from files.
+descriptor reads ``kubernetes.pod-template-file.*`` from files.  What depends
+on the platform (YARN's Hadoop configuration directory and the FlinkJob's
+application tag) is added by the target's adapter (``yarn_clusters.py``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -32,7 +36,6 @@ from jobcluster.controller.resource import API_VERSION, KIND, TARGET_YARN, Flink
 
 JM_TEMPLATE_FILE = "jobmanager-pod-template.yaml"
 TM_TEMPLATE_FILE = "taskmanager-pod-template.yaml"
-HADOOP_CONF_DIR = "hadoop-conf"
 
 
 def owner_reference(name: str, uid: str) -> str:
@@ -59,15 +62,24 @@ def job_configuration(spec: FlinkJobSpec, name: str, namespace: str, uid: str, d
     if spec.image_pull_policy:
         typed[options.KUBERNETES_CONTAINER_IMAGE_PULL_POLICY.key] = spec.image_pull_policy
     typed[options.KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT.key] = spec.service_account
+    yarn = spec.target == TARGET_YARN
     resources = (
-        (spec.job_manager, options.JOB_MANAGER_TOTAL_PROCESS_MEMORY, options.KUBERNETES_JOB_MANAGER_CPU),
-        (spec.task_manager, options.TASK_MANAGER_TOTAL_PROCESS_MEMORY, options.KUBERNETES_TASK_MANAGER_CPU),
+        (
+            spec.job_manager,
+            options.JOB_MANAGER_TOTAL_PROCESS_MEMORY,
+            options.YARN_APPMASTER_VCORES if yarn else options.KUBERNETES_JOB_MANAGER_CPU,
+        ),
+        (
+            spec.task_manager,
+            options.TASK_MANAGER_TOTAL_PROCESS_MEMORY,
+            options.YARN_CONTAINERS_VCORES if yarn else options.KUBERNETES_TASK_MANAGER_CPU,
+        ),
     )
     for pod, memory, cpu in resources:
         if pod.resource.memory:
             typed[memory.key] = pod.resource.memory
-        if pod.resource.cpu is not None:
-            typed[cpu.key] = str(pod.resource.cpu)
+        if pod.resource.cpu is not None:  # YARN counts whole vcores
+            typed[cpu.key] = str(math.ceil(pod.resource.cpu)) if yarn else str(pod.resource.cpu)
     templates = (
         (spec.job_manager.pod_template, JM_TEMPLATE_FILE, options.KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE),
         (spec.task_manager.pod_template, TM_TEMPLATE_FILE, options.KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE),
@@ -85,8 +97,6 @@ def job_configuration(spec: FlinkJobSpec, name: str, namespace: str, uid: str, d
         options.KUBERNETES_JOB_MANAGER_OWNER_REFERENCE.key: owner_reference(name, uid),
         options.KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT.key: f"{spec.startup_deadline_seconds} s",
     }
-    if spec.target == TARGET_YARN:
-        owned[options.ENV_HADOOP_CONF_DIR.key] = str(scratch / HADOOP_CONF_DIR)
     merged = {**defaults, **spec.flink_configuration, **typed, **owned}
     merged.setdefault(options.PIPELINE_NAME.key, name)
     config = load_configuration(None, merged)

@@ -7,6 +7,7 @@ FlinkJobs in every namespace, or only in those given with ``--namespace``.
 from __future__ import annotations
 
 import logging
+import tempfile
 from pathlib import Path
 
 import click
@@ -49,10 +50,13 @@ def operator(namespaces: tuple[str, ...], port: int, log_level: str, default_con
     import kopf
 
     from jobcluster.backends.kubernetes.kube_client import load_api_client
-    from jobcluster.controller.clusters import KubernetesClusters
+    from jobcluster.controller.clusters import JobClusters
     from jobcluster.controller.handlers import OperatorContext, build_registry
+    from jobcluster.controller.kubernetes_clusters import KubernetesClusters
     from jobcluster.controller.metrics import OperatorMetrics
     from jobcluster.controller.reconciler import Reconciler
+    from jobcluster.controller.resource import TARGET_KUBERNETES, TARGET_YARN
+    from jobcluster.controller.yarn_clusters import YarnClusters
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if log_level != "debug":  # the memory model explains each FlinkJob's sizes at every check; the status has what matters
@@ -63,6 +67,8 @@ def operator(namespaces: tuple[str, ...], port: int, log_level: str, default_con
     except JobClusterError as exc:
         raise click.ClickException(str(exc)) from None
     metrics = OperatorMetrics()
-    reconciler = Reconciler(KubernetesClusters(api), defaults, on_deployed=metrics.deploy_seconds.observe)
+    work_dir = Path(tempfile.gettempdir()) / "jobcluster-operator"
+    clusters = JobClusters({TARGET_KUBERNETES: KubernetesClusters(api), TARGET_YARN: YarnClusters(api, work_dir / "hadoop-conf")})
+    reconciler = Reconciler(clusters, defaults, on_deployed=metrics.deploy_seconds.observe)
     registry = build_registry(OperatorContext(reconciler, api, metrics, port))
     kopf.run(registry=registry, standalone=True, clusterwide=not namespaces, namespaces=list(namespaces))

@@ -5,8 +5,8 @@ cluster, whatever event caused it (create, update, resume after an operator
 restart, or the periodic timer), so a missed event or a restarted operator
 only delays, never loses, a transition.  :func:`plan` decides (pure, tested
 without a cluster); :class:`Reconciler` observes, carries the plan out through
-:class:`~jobcluster.controller.clusters.KubernetesClusters` off the event
-loop, and writes the status.
+:class:`~jobcluster.controller.clusters.JobClusters` (the adapter of the
+FlinkJob's target) off the event loop, and writes the status.
 
 Status fields of the operator's own (beyond those the CRD documents):
 ``deployedSpec`` (the digest of the spec whose cluster runs or ran, see
@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from jobcluster.controller import status as st
-from jobcluster.controller.clusters import KubernetesClusters, Observation
+from jobcluster.controller.clusters import ClusterRef, JobClusters, Observation
 from jobcluster.controller.job_config import job_configuration
 from jobcluster.controller.programs import job_program
-from jobcluster.controller.resource import InvalidSpecError, deployed_spec_hash, parse_spec
+from jobcluster.controller.resource import TARGET_KUBERNETES, InvalidSpecError, deployed_spec_hash, parse_spec
 from jobcluster.errors import DeploymentError, JobClusterError
 
 log = logging.getLogger(__name__)
@@ -143,6 +143,8 @@ def _plan_observed(facts: Facts) -> Plan:
     job = {**old_job, **st.job_status_of(obs.job)} if obs.job is not None else old_job
     state = job.get("state")
     update: dict[str, Any] = {"jobStatus": job, "restUrl": obs.rest_url or facts.status.get("restUrl", "")}
+    if obs.cluster_id:
+        update["clusterId"] = obs.cluster_id
     if obs.job is not None:
         update["taskManagers"] = st.task_managers_of(obs.task_managers)
     if state in st.TERMINAL_JOB_STATES and obs.job is not None:
@@ -248,13 +250,25 @@ class FlinkJobRef:
             deleting=bool(metadata.get("deletionTimestamp")),
         )
 
+    @property
+    def cluster(self) -> ClusterRef:
+        """Where this FlinkJob's cluster is (from the raw spec and status: valid or not, a cluster may exist)."""
+        return ClusterRef(
+            target=str(self.spec.get("target") or TARGET_KUBERNETES),
+            namespace=self.namespace,
+            name=self.name,
+            uid=self.uid,
+            cluster_id=str(self.status.get("clusterId") or ""),
+            hadoop_config_map=self.spec.get("hadoopConfigMap"),
+        )
+
 
 class Reconciler:
-    """Carries out :func:`plan` for FlinkJobs on Kubernetes; ``defaults``: the operator's default configuration."""
+    """Carries out :func:`plan` for FlinkJobs through ``clusters``; ``defaults``: the operator's default configuration."""
 
     def __init__(
         self,
-        clusters: KubernetesClusters,
+        clusters: JobClusters,
         defaults: Mapping[str, str],
         clock: Callable[[], datetime.datetime] | None = None,
         on_deployed: Callable[[float], None] | None = None,
@@ -308,15 +322,15 @@ class Reconciler:
         )
         if needs_observation(facts):
             job_id = (job.status.get("jobStatus") or {}).get("jobId")
-            observation = await asyncio.to_thread(self.clusters.observe, job.namespace, job.name, job_id)
+            observation = await asyncio.to_thread(self.clusters.observe, job.cluster, job_id)
             facts = Facts(**{**facts.__dict__, "observation": observation})
         decided = plan(facts)
         status = {**decided.status}
         for action in decided.actions:
             if action == REMOVE:
-                await asyncio.to_thread(self.clusters.remove, job.namespace, job.name)
+                await asyncio.to_thread(self.clusters.remove, job.cluster)
             elif action == REMOVE_RESULT:
-                await asyncio.to_thread(self.clusters.remove_result, job.namespace, job.name)
+                await asyncio.to_thread(self.clusters.remove_result, job.cluster)
             elif action == DEPLOY:
                 status.update(await self._deploy(job, spec_hash, status, write_status, post_event))
             elif action == DELETE_RESOURCE:
@@ -331,7 +345,7 @@ class Reconciler:
         """An invalid spec: FAILED with the reason, nothing deployed (a cluster of an older spec is removed)."""
         if job.status.get("deployedSpec") == spec_hash and job.status.get("lifecycleState") == st.FAILED:
             return st.FAILED
-        await asyncio.to_thread(self.clusters.remove, job.namespace, job.name)
+        await asyncio.to_thread(self.clusters.remove, job.cluster)
         post_event("Warning", error.reason, str(error))
         status = {"lifecycleState": st.FAILED, "error": str(error), "failureReason": error.reason, "deployedSpec": spec_hash, "restUrl": ""}
         return await self._write(job, status, write_status)
@@ -342,14 +356,22 @@ class Reconciler:
         """Deploy the spec's cluster; the status fields of the outcome (DEPLOYED, or FAILED with the reason)."""
         started = self._clock()
         # the spec is recorded before the long wait: an operator restarted meanwhile adopts this deployment
-        starting = {**status, "deployedSpec": spec_hash, "deployTime": st.timestamp(started), "error": "", "jobStatus": None}
+        # the cluster id is cleared: an adopting operator must not take the previous cluster's result for this one
+        starting = {
+            **status,
+            "deployedSpec": spec_hash,
+            "deployTime": st.timestamp(started),
+            "error": "",
+            "jobStatus": None,
+            "clusterId": "",
+        }
         await self._write(job, starting, write_status)
         spec = parse_spec(job.spec)
         try:
             with tempfile.TemporaryDirectory(prefix=f"flinkjob-{job.name}-") as scratch:
                 program = await asyncio.to_thread(job_program, spec.job, job.name, Path(scratch))
                 config = job_configuration(spec, job.name, job.namespace, job.uid, self.defaults, Path(scratch))
-                deployed = await asyncio.to_thread(self.clusters.deploy, config, program)
+                deployed = await asyncio.to_thread(self.clusters.deploy, job.cluster, config, program)
         except DeploymentError as exc:
             if "already exists" in str(exc):  # the previous cluster's objects are still being collected: try again
                 log.info("FlinkJob %s/%s: waiting for the previous job cluster to be gone", job.namespace, job.name)
@@ -363,13 +385,15 @@ class Reconciler:
         if self._on_deployed is not None:
             self._on_deployed(seconds)
         post_event(
-            "Normal", "Deployed", f"job cluster {job.name} serves REST at {deployed.rest_url} after {seconds:.1f} s; job {deployed.job_id}"
+            "Normal",
+            "Deployed",
+            f"job cluster {deployed.cluster_id} serves REST at {deployed.rest_url} after {seconds:.1f} s; job {deployed.job_id}",
         )
         return {
             "lifecycleState": st.DEPLOYED,
             "deployedSpec": spec_hash,
             "deployTime": st.timestamp(started),
-            "clusterId": job.name,
+            "clusterId": deployed.cluster_id,
             "restUrl": deployed.rest_url,
             "jobStatus": {"jobId": deployed.job_id, "jobName": job.name, "state": "CREATED"},
             "error": "",

@@ -87,7 +87,7 @@ def parse_spec(spec: Mapping[str, Any]) -> FlinkJobSpec:
     Raises:
         InvalidSpecError: a field of the wrong type or range (when the API server did not check it),
             no program or both program and source, a program URI that is neither ``local://`` nor
-            ``http(s)://``, or the yarn-per-job target (not deployed by the operator yet).
+            ``http(s)://``, or the yarn-per-job target without ``hadoopConfigMap``.
     """
     try:
         parsed = FlinkJobSpec.model_validate(dict(spec))
@@ -104,12 +104,11 @@ def parse_spec(spec: Mapping[str, Any]) -> FlinkJobSpec:
                 f"spec.job.{field} {uri!r} is neither local:///path/in/image nor an http(s):// URL "
                 "(a program on your machine goes inline, as spec.job.source)"
             )
-    if parsed.target == TARGET_YARN:
-        # the CRD keeps the field for the YARN target, which the operator does not deploy yet
+    if parsed.target == TARGET_YARN and not parsed.hadoop_config_map:
         raise InvalidSpecError(
-            "spec.target yarn-per-job is not supported by this operator version yet; use kubernetes-application, "
-            "or submit to YARN with: jobcluster run -t yarn-per-job",
-            reason="UnsupportedTarget",
+            "spec.target yarn-per-job needs spec.hadoopConfigMap: the ConfigMap of this namespace holding the Hadoop "
+            "client configuration (kubectl create configmap hadoop-conf --from-file=$HADOOP_CONF_DIR)",
+            reason="HadoopConfigurationMissing",
         )
     return parsed
 

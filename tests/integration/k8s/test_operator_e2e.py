@@ -1,4 +1,5 @@
-"""The FlinkJob operator end to end on the real test cluster: `kubectl apply` a FlinkJob, `kubectl wait`, the result.
+"""The FlinkJob operator end to end on the real test cluster: `kubectl apply` a FlinkJob, `kubectl wait`, the result;
+on Kubernetes, and on YARN (the Hadoop test cluster, configured through a ConfigMap).
 
 One operator process for the module (``python -m jobcluster.controller``, as the
 chart's pod runs it, with the test cluster's kubeconfig), watching one namespace
@@ -27,6 +28,9 @@ import pytest
 import requests
 import yaml
 
+from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
+from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
+from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from tests.infra.k8s.cluster import free_port
 from tests.integration.k8s.waiting import wait_for
 
@@ -335,3 +339,79 @@ def test_namespace_not_watched_is_ignored(k8s_cluster, k8s_api, namespace, opera
     finally:
         strip_finalizers(kubernetes.client.CustomObjectsApi(k8s_api), other, "ignored")
         core.delete_namespace(other, _request_timeout=TIMEOUT)
+
+
+@pytest.mark.hadoop
+def test_yarn_example_runs_as_a_yarn_application_and_deleting_it_kills_the_application(
+    k8s_cluster, k8s_api, namespace, operator, hadoop_cluster
+):
+    """manifests/examples/wordcount-yarn.yaml against the Hadoop test cluster, as its header says to run it;
+    then a long job on YARN whose FlinkJob is deleted mid-run."""
+    conf = hadoop_cluster.hadoop_conf_dir
+    hadoop = HadoopConfiguration.load(conf)
+    paths = HdfsPaths(webhdfs_client(hadoop), hadoop.default_fs)
+    yarn = ResourceManagerRest(hadoop.resourcemanager_webapp_url())
+    k8s_cluster.kubectl("create", "configmap", "hadoop-conf", "-n", namespace, f"--from-file={conf}")
+
+    root = f"{paths.staging_base(None)}/flinkjob-e2e"
+    expected = Counter()
+    for n in range(3):
+        text = f"Hadoop and YARN {n}\nthe fox and the hadoop dog\n" * (n + 2)
+        paths.client.write(f"{root}/corpus/part{n}.txt", data=text.encode(), overwrite=True)
+        expected.update(re.findall(r"[a-z0-9_]+", text.lower()))
+    example = yaml.safe_load((REPO / "manifests" / "examples" / "wordcount-yarn.yaml").read_text())
+    example["metadata"]["namespace"] = namespace
+    example["spec"]["job"]["args"] = ["--input", paths.qualify(f"{root}/corpus"), "--output", paths.qualify(f"{root}/out")]
+    example["spec"]["job"]["parallelism"] = 2
+    name = example["metadata"]["name"]
+    apply(k8s_cluster, example)
+    kubectl_wait(k8s_cluster, namespace, name, "Succeeded", timeout=300)
+
+    counts = Counter()
+    for part in (p for p in paths.client.list(f"{root}/out") if p.startswith("part-")):
+        with paths.client.read(f"{root}/out/{part}", encoding="utf-8") as reader:
+            for line in reader.read().splitlines():
+                word, count = line.rsplit("\t", 1)
+                counts[word] = int(count)
+    assert counts == expected
+    document = get(k8s_api, namespace, name)
+    status = document["status"]
+    application = status["clusterId"]
+    assert re.fullmatch(r"application_\d+_\d+", application), status
+    assert status["lifecycleState"] == "FINISHED" and status["jobStatus"]["state"] == "FINISHED"
+    assert status["taskManagers"]["count"] == 1 and status["taskManagers"]["slotsPerTaskManager"] == 2
+    columns = k8s_cluster.kubectl("get", "flinkjobs", "-n", namespace, name).stdout.splitlines()
+    assert columns[1].split()[:5] == [name, "FINISHED", "FINISHED", "2", "yarn-per-job"]
+    # YARN's own view: the application ended SUCCEEDED, tagged with the FlinkJob and its job
+    report = yarn.application(application)
+    assert (report.state, report.final_status) == ("FINISHED", "SUCCEEDED")
+    assert f"flinkjob-uid:{document['metadata']['uid']}" in report.tags
+    assert f"jobcluster-job-id:{status['jobStatus']['jobId']}" in report.tags
+    assert any(e.startswith(f"Normal Deployed: job cluster {application} serves REST") for e in events_of(k8s_api, namespace, name))
+
+    # a long job on YARN, its FlinkJob deleted mid-run: the application is killed and its staging directory gone
+    waits = flinkjob(
+        "waits-yarn",
+        namespace,
+        {"source": WAITS.read_text(), "args": ["600"]},
+        target="yarn-per-job",
+        hadoopConfigMap="hadoop-conf",
+        flinkConfiguration={"taskmanager.numberOfTaskSlots": "1"},
+    )
+    apply(k8s_cluster, waits)
+    kubectl_wait(k8s_cluster, namespace, "waits-yarn", "Running", timeout=300)
+    running = get(k8s_api, namespace, "waits-yarn")["status"]["clusterId"]
+    assert yarn.application(running).state == "RUNNING"
+    staging = StagingDirectory(paths, paths.staging_base(None), running)
+    assert paths.client.status(staging.path, strict=False) is not None
+    started = time.monotonic()
+    k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "waits-yarn", "--wait=false")
+
+    def killed() -> bool:
+        return yarn.application(running).state == "KILLED" and paths.client.status(staging.path, strict=False) is None
+
+    wait_for(killed, timeout=30, interval=0.5, what="the YARN application KILLED and its staging directory removed")
+    print(f"FlinkJob on YARN deleted mid-run: its application was killed after {time.monotonic() - started:.1f} s")
+    k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, name, timeout=60)
+    paths.client.delete(root, recursive=True)
+    yarn.close()

@@ -43,7 +43,7 @@ from jobcluster.backends.kubernetes import rest_endpoint
 from jobcluster.backends.kubernetes.cluster_config import TARGET, cluster_side_configuration
 from jobcluster.backends.kubernetes.cluster_id import check_cluster_id
 from jobcluster.backends.kubernetes.cluster_objects import create_job_manager_objects, delete_cluster
-from jobcluster.backends.kubernetes.job_result import JobResultRecord, read_job_result
+from jobcluster.backends.kubernetes.job_result import read_job_result
 from jobcluster.backends.kubernetes.kube_client import api_call, load_api_client
 from jobcluster.backends.kubernetes.labels import (
     COMPONENT_JOB_MANAGER,
@@ -63,7 +63,7 @@ from jobcluster.backends.kubernetes.parameters import (
 from jobcluster.backends.kubernetes.pod_template import load_pod_template
 from jobcluster.backends.kubernetes.pod_watch import list_pods
 from jobcluster.client.cluster_client import RestClusterClient
-from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, PackagedProgram
+from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram
 from jobcluster.client.program import staged_files
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
@@ -330,7 +330,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         encoded = (_json(response).get("data") or {}).get(pl.SECRET_KEY)
         return rest_token(base64.b64decode(encoded).decode()) if encoded else None
 
-    def job_result(self, cluster_id: str) -> JobResultRecord | None:
+    def job_result(self, cluster_id: str) -> JobResult | None:
         """How the job of cluster ``cluster_id`` ended, as its JobManager left it for the Deployment's owners
         (``job_result.py``); None when there is no such record (yet).
 

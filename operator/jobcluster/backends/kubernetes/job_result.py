@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import kubernetes
@@ -23,22 +22,11 @@ import kubernetes
 from jobcluster.backends.kubernetes import pod_layout as pl
 from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.backends.kubernetes.labels import LABEL_JOB_ID, common_labels
+from jobcluster.client.descriptor import JobResult
 
 #: The job's state for each application status (Flink's ApplicationStatus → JobStatus).
 JOB_STATES = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "CANCELED": "CANCELED"}
 COMPONENT = "job-result"
-
-
-@dataclass(frozen=True)
-class JobResultRecord:
-    """How a cluster's job ended: ``state`` FINISHED/FAILED/CANCELED (UNKNOWN when the cluster could not tell),
-    ``end_time`` RFC 3339 (UTC), ``diagnostics`` the failure cause, if any."""
-
-    cluster_id: str
-    job_id: str
-    state: str
-    end_time: str
-    diagnostics: str
 
 
 def build_job_result_config_map(
@@ -86,13 +74,13 @@ def _without_controller(owner: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in owner.items() if key in ("apiVersion", "kind", "name", "uid")}
 
 
-def parse_job_result(config_map: Mapping[str, Any]) -> JobResultRecord | None:
+def parse_job_result(config_map: Mapping[str, Any]) -> JobResult | None:
     """The record in a result ConfigMap (as JSON from the API server); None when it holds none."""
     text = (config_map.get("data") or {}).get("result.json")
     if not text:
         return None
     record = json.loads(text)
-    return JobResultRecord(
+    return JobResult(
         cluster_id=record.get("clusterId", ""),
         job_id=record.get("jobId", ""),
         state=record.get("state", "UNKNOWN"),
@@ -101,7 +89,7 @@ def parse_job_result(config_map: Mapping[str, Any]) -> JobResultRecord | None:
     )
 
 
-def read_job_result(api: kubernetes.client.ApiClient, namespace: str, cluster_id: str) -> JobResultRecord | None:
+def read_job_result(api: kubernetes.client.ApiClient, namespace: str, cluster_id: str) -> JobResult | None:
     """The result cluster ``cluster_id`` left, or None (none written, or not yet).
 
     Raises:

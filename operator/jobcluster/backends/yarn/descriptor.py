@@ -40,12 +40,14 @@ from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration, hadoop_con
 from jobcluster.backends.yarn.options import YarnOptions, application_id, job_id_of_tags, task_manager_cpu_cores, vcores_of, yarn_options
 from jobcluster.backends.yarn.pyenv import container_python
 from jobcluster.backends.yarn.resources import ContainerResource
-from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, hdfs_errors, webhdfs_client
+from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
+from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, hadoop_user, hdfs_errors, webhdfs_client
+from jobcluster.backends.yarn.statuses import job_state_of_final_status
 from jobcluster.backends.yarn.submission import submit_application_master
 from jobcluster.backends.yarn.validation import check_cluster_specification
 from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication, YarnClient
 from jobcluster.client.cluster_client import RestClusterClient
-from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, PackagedProgram
+from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram
 from jobcluster.client.program import staged_files
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
@@ -239,6 +241,82 @@ class YarnClusterDescriptor(ClusterDescriptor):
             ]
         finally:
             connection.close()
+
+    def _web_services(self) -> tuple[ResourceManagerRest, HdfsPaths]:
+        """The ResourceManager's REST API and HDFS, for looks that need no JVM.
+
+        Raises:
+            YarnConfigurationError: no usable Hadoop configuration.
+        """
+        conf_dir = hadoop_conf_dir(configured=self.config.get(options.ENV_HADOOP_CONF_DIR))
+        hadoop_conf = HadoopConfiguration.load(conf_dir)
+        rest = ResourceManagerRest(hadoop_conf.resourcemanager_webapp_url(), user=hadoop_user())
+        return rest, HdfsPaths(webhdfs_client(hadoop_conf), hadoop_conf.default_fs)
+
+    def cluster_handle(self, cluster_id: str) -> ClusterHandle | None:
+        """The application ``cluster_id`` while it runs (its REST URL once its ApplicationMaster
+        registered, its token when this user can read it); None once it ended or YARN does not know it.
+
+        Through the ResourceManager's REST API and WebHDFS: no JVM, so cheap enough to call every few seconds.
+
+        Raises:
+            YarnConfigurationError: no usable Hadoop configuration.
+            YarnClientError: the ResourceManager cannot be reached or refuses.
+        """
+        rest, paths = self._web_services()
+        try:
+            report = rest.application(cluster_id)
+        finally:
+            rest.close()
+        if report is None or report.is_terminal:
+            return None
+        serving = report.state == "RUNNING" and report.rpc_port > 0
+        base = paths.staging_base(yarn_options(self.config, job_name="").staging_directory)
+        return ClusterHandle(
+            cluster_id=cluster_id,
+            target=self.target,
+            rest_url=rest_url_of(report) if serving else None,
+            job_id=job_id_of_tags(report.tags) or "?",
+            job_name=report.name,
+            log_dir=f"`yarn logs -applicationId {cluster_id}`",
+            rest_token=_read_token(StagingDirectory(paths, base, cluster_id)) if serving else None,
+        )
+
+    def job_result(self, cluster_id: str) -> JobResult | None:
+        """How the job of the ended application ``cluster_id`` went, from its final status and diagnostics
+        (``statuses.job_state_of_final_status``); None while it runs or when YARN does not know it.
+
+        Raises:
+            YarnConfigurationError: no usable Hadoop configuration.
+            YarnClientError: the ResourceManager cannot be reached or refuses.
+        """
+        rest, _ = self._web_services()
+        try:
+            report = rest.application(cluster_id)
+        finally:
+            rest.close()
+        if report is None or not report.is_terminal:
+            return None
+        return JobResult(
+            cluster_id=cluster_id,
+            job_id=job_id_of_tags(report.tags) or "",
+            state=job_state_of_final_status(report.final_status),
+            end_time=report.finish_time,
+            diagnostics=report.diagnostics if report.final_status != "SUCCEEDED" else "",
+        )
+
+    def applications_tagged(self, tag: str) -> list[str]:
+        """The ids of the applications with ``tag`` that have not ended (YARN stores tags in lower case).
+
+        Raises:
+            YarnConfigurationError: no usable Hadoop configuration.
+            YarnClientError: the ResourceManager cannot be reached or refuses.
+        """
+        rest, _ = self._web_services()
+        try:
+            return [report.application_id for report in rest.applications(tag.lower())]
+        finally:
+            rest.close()
 
     def kill_cluster(self, cluster_id: str) -> None:
         """Kill the application through YARN and remove its staging directory (what its ApplicationMaster could not)."""

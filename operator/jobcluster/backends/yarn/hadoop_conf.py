@@ -165,6 +165,31 @@ class HadoopConfiguration:
             "(or yarn.resourcemanager.hostname) in its yarn-site.xml."
         )
 
+    def resourcemanager_webapp_url(self) -> str:
+        """The base URL of the ResourceManager's web services (``/ws/v1/cluster``), e.g. ``http://rm:8088``.
+
+        ``yarn.resourcemanager.webapp.address`` (``.https.address`` when ``yarn.http.policy``
+        is HTTPS_ONLY), else the ResourceManager's host with YARN's default web port (8088,
+        or 8090 for HTTPS); HA: the first RM id's (a standby redirects to the active one).
+
+        Raises:
+            YarnConfigurationError: the configuration names no ResourceManager.
+        """
+        https = (self.get("yarn.http.policy") or "HTTP_ONLY").upper() == "HTTPS_ONLY"
+        scheme, key, port = (
+            ("https", "yarn.resourcemanager.webapp.https.address", 8090) if https else ("http", "yarn.resourcemanager.webapp.address", 8088)
+        )
+        rm_ids = [r.strip() for r in (self.get("yarn.resourcemanager.ha.rm-ids") or "").split(",") if r.strip()]
+        suffix = f".{rm_ids[0]}" if rm_ids else ""
+        address = self.get(f"{key}{suffix}") or self.get(key)
+        if address:
+            host, _, given_port = address.rpartition(":")
+            if host not in ("", "0.0.0.0"):
+                return f"{scheme}://{address}"
+            port = int(given_port or port)
+        rpc_host = self.resourcemanager_address().rpartition(":")[0]
+        return f"{scheme}://{rpc_host}:{port}"
+
 
 def _read_site_file(path: Path) -> dict[str, str]:
     try:

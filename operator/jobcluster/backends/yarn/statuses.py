@@ -8,10 +8,13 @@ Pure mappings for the YarnResourceManagerDriver (backends.md §2):
   YARN, bad disks, killed for exceeding its memory, anything else);
 - the job's terminal state becomes the ``FinalApplicationStatus`` the
   ApplicationMaster unregisters with (``SUCCEEDED``, ``FAILED``, ``KILLED``
-  for a canceled job, else ``UNDEFINED``).
+  for a canceled job, else ``UNDEFINED``), and back, for a watcher that
+  learns how an ended application's job went.
 """
 
 from __future__ import annotations
+
+import datetime
 
 # org.apache.hadoop.yarn.api.records.ContainerExitStatus
 SUCCESS = 0
@@ -66,3 +69,20 @@ def final_application_status(job_state: str | None) -> str:
     terminal state (Flink's mapping): SUCCEEDED/FINISHED → SUCCEEDED, FAILED → FAILED, CANCELED → KILLED,
     anything else (UNKNOWN, None) → UNDEFINED."""
     return _FINAL_STATUS.get((job_state or "").upper(), "UNDEFINED")
+
+
+_JOB_STATE = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "KILLED": "CANCELED"}
+
+
+def job_state_of_final_status(final_status: str) -> str:
+    """The job's terminal state for the ``FinalApplicationStatus`` of an ended application (the reverse of
+    :func:`final_application_status`): SUCCEEDED → FINISHED, FAILED → FAILED, KILLED → CANCELED, and
+    UNDEFINED (it ended without unregistering: killed through YARN, or its last attempt lost) → FAILED."""
+    return _JOB_STATE.get(final_status.upper(), "FAILED")
+
+
+def finish_time_of(millis: object) -> str:
+    """An application's finish time (ms since the epoch, 0 while it runs) as RFC 3339 UTC, or ``""``."""
+    if not isinstance(millis, int) or millis <= 0:
+        return ""
+    return datetime.datetime.fromtimestamp(millis / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -34,6 +34,7 @@ from jobcluster.backends.yarn.errors import YarnClientError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
 from jobcluster.backends.yarn.resources import ContainerResource
+from jobcluster.backends.yarn.statuses import finish_time_of
 from jobcluster.backends.yarn.validation import NodeCapacity, YarnClusterResources
 
 DEFAULT_CONNECT_TIMEOUT = 30.0
@@ -56,7 +57,8 @@ class ApplicationReport:
     ``final_status``: FinalApplicationStatus (``UNDEFINED`` until the
     ApplicationMaster unregisters, then ``SUCCEEDED``/``FAILED``/``KILLED``);
     ``host``/``rpc_port``: what the ApplicationMaster registered (jobcluster:
-    the REST endpoint); ``tracking_url``: its web URL.
+    the REST endpoint); ``tracking_url``: its web URL; ``finish_time``: RFC 3339
+    UTC once it ended, else ``""``.
     """
 
     application_id: str
@@ -70,6 +72,7 @@ class ApplicationReport:
     rpc_port: int
     tracking_url: str
     tags: tuple[str, ...] = ()
+    finish_time: str = ""
 
     @property
     def is_terminal(self) -> bool:
@@ -319,4 +322,5 @@ def _report(java: Any) -> ApplicationReport:
         rpc_port=int(java.getRpcPort()),
         tracking_url=str(java.getTrackingUrl() or ""),
         tags=tuple(sorted(str(t) for t in java.getApplicationTags())),
+        finish_time=finish_time_of(int(java.getFinishTime())),
     )

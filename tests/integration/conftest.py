@@ -1,4 +1,5 @@
-"""Session fixtures for tests against the real Hadoop test cluster.
+"""Session fixtures for tests against the real Hadoop test cluster (here, for every integration test:
+the operator's tests on Kubernetes deploy to it as well).
 
 The cluster (tests/infra/hadoop) starts once per session, and only when a
 test that needs it is selected: ``hadoop_cluster`` is a lazy session fixture.
@@ -17,7 +18,7 @@ import pytest
 
 # `tests.infra...` must import under a plain `pytest` as well as under
 # `python -m pytest` (which puts the working directory on sys.path).
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
