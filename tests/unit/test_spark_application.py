@@ -17,3 +17,17 @@ def test_parallelism_reaches_spark():
     assert conf["spark.cores.max"] == conf["spark.default.parallelism"] == conf["spark.sql.shuffle.partitions"] == "6"
     assert conf["spark.master"] == "spark://h:1" and conf["spark.submit.deployMode"] == "client"
     assert conf["spark.executor.memory"] == "703m"
+
+
+def test_the_driver_waits_for_all_of_the_jobs_cores_unless_the_user_says_otherwise():
+    graph = JobGraph(
+        job_id=new_job_id(),
+        job_name="wc",
+        vertices=[JobVertex(id=new_job_id(), name="v", program="wc.py", parallelism=4, max_parallelism=128)],
+    )
+    master = SparkMasterAddress("spark://h:1", "http://h:2")
+    conf = submit_conf(graph, master, "127.0.0.1", 4040, {}, resources_wait=120.4)
+    assert conf["spark.scheduler.minRegisteredResourcesRatio"] == "1.0"
+    assert conf["spark.scheduler.maxRegisteredResourcesWaitingTime"] == "120s"
+    users = submit_conf(graph, master, "127.0.0.1", 4040, {"spark.scheduler.minRegisteredResourcesRatio": "0.5"})
+    assert users["spark.scheduler.minRegisteredResourcesRatio"] == "0.5"

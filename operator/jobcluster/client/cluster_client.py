@@ -141,7 +141,7 @@ class RestClusterClient:
                 return True
             except requests.RequestException:
                 pass
-            time.sleep(0.5)
+            time.sleep(0.1)  # the command returns this much after the cluster is gone, at most
         return False
 
     def close(self) -> None:

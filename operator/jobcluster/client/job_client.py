@@ -10,7 +10,7 @@ from typing import Any
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.errors import ClusterClientError
 
-POLL_INTERVAL = 1.0  # seconds between status polls
+POLL_INTERVAL = 0.5  # seconds between status polls: the result is seen at most this long after it is in
 TERMINAL_STATES = ("FINISHED", "FAILED", "CANCELED")
 OUTPUT_STREAMS = ("stdout", "stderr")
 ENDED_REPORT_TIMEOUT = 10.0  # seconds to wait for the platform's account of a cluster that died

@@ -26,6 +26,8 @@ from jobcluster.spark.home import spark_env, spark_home
 log = logging.getLogger(__name__)
 
 STATUS_TIMEOUT = 5.0  # seconds for one status request
+STOP_GRACE = 1.0  # seconds a daemon gets after SIGTERM before SIGKILL: a job cluster's Spark daemons hold no state
+POLL_INTERVAL = 0.2  # seconds between two looks at a daemon that starts: what waits for it starts that much sooner
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ async def _wait_for(condition: Callable[[], Awaitable[Any]], what: str, timeout:
                 return result
         except SparkError:
             pass
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(POLL_INTERVAL)
     raise SparkError(f"timed out after {timeout:.0f} s waiting for {what}; see {process.log_file}")
 
 
@@ -103,7 +105,22 @@ class SparkMaster:
         return status
 
     async def stop(self) -> None:
-        await self.process.stop()
+        await self.process.stop(STOP_GRACE)
+
+
+async def wait_until_alive(master: SparkMasterAddress, timeout: float, interval: float = POLL_INTERVAL) -> None:  # noqa: ASYNC109 - see _wait_for
+    """Return once the master at ``master`` says ALIVE (a worker started earlier would wait out Spark's
+    registration back-off of 5-15 s); SparkError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if (await fetch_json(f"{master.web_url}/json/")).get("status") == "ALIVE":
+                return
+        except SparkError:
+            pass
+        if time.monotonic() >= deadline:
+            raise SparkError(f"the Spark master {master.url} was not ALIVE within {timeout:.0f} s")
+        await asyncio.sleep(interval)
 
 
 async def alive_worker_ids(master_web_url: str) -> set[str]:
@@ -168,4 +185,4 @@ class SparkWorker:
         log.info("Spark worker %s registered at %s: %d cores, %d MiB", self.worker_id, self.master.url, self.cores, self.memory_mib)
 
     async def stop(self) -> None:
-        await self.process.stop()
+        await self.process.stop(STOP_GRACE)

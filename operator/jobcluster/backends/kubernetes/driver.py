@@ -186,6 +186,7 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
             job_manager_address=self._job_manager_address,
             owner=self._owner,
             template=self._template,
+            spark_master_env={k: v for k, v in self._context.env.items() if k in layout.SPARK_MASTER_ENV},
         )
         namespace = self._params.namespace
         self._creating[name] = None

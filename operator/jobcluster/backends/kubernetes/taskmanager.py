@@ -12,6 +12,7 @@ pods reach the JobManager by its pod IP (no cluster DNS needed).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from jobcluster.backends.kubernetes import pod_layout as pl
@@ -52,6 +53,7 @@ def build_task_manager_pod(
     job_manager_address: str,
     owner: dict[str, Any],
     template: dict[str, Any] | None = None,
+    spark_master_env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The Pod ``pod_name`` running one TaskExecutor of exactly ``spec``'s size, merged over ``template``.
 
@@ -60,8 +62,9 @@ def build_task_manager_pod(
     container runs ``<entrypoint dir>/taskmanager -D k=v ...`` with the spec's
     dynamic configs; its environment names the ResourceManager
     (``resource_manager_address``, ``resource_manager_id``) and the JobManager
-    pod's IP (``job_manager_address``); ``owner`` is the JobManager Deployment
-    as read from the API server (with ``metadata.uid``).
+    pod's IP (``job_manager_address``), and the job's Spark master
+    (``spark_master_env``: the launch context's ``JOBCLUSTER_SPARK_MASTER_*``);
+    ``owner`` is the JobManager Deployment as read from the API server (with ``metadata.uid``).
     """
     args = [arg for key, value in spec.dynamic_configs().items() for arg in ("-D", f"{key}={value}")]
     env = pod_env(
@@ -71,6 +74,7 @@ def build_task_manager_pod(
             layout.ENV_RESOURCE_MANAGER_ADDRESS: resource_manager_address,
             layout.ENV_RESOURCE_MANAGER_ID: resource_manager_id,
             pl.ENV_JOB_MANAGER_ADDRESS: job_manager_address,
+            **(spark_master_env or {}),
         },
     )
     container = main_container(

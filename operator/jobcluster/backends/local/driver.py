@@ -29,6 +29,7 @@ from jobcluster.runtime.resourcemanager.driver import (
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 10.0
+TERMINATE_GRACE_SECONDS = 1.0  # at the cluster's end: the TaskExecutor, its Spark worker and executors hold no state
 
 
 @dataclass
@@ -78,12 +79,12 @@ class LocalProcessDriver(ResourceManagerDriver):
         if not worker.released and self._handler is not None:
             await self._handler.on_worker_terminated(resource_id, f"process exited with code {code}; see {worker.process.log_file}")
 
-    async def release_resource(self, resource_id: str) -> None:
+    async def release_resource(self, resource_id: str, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
         worker = self._workers.pop(resource_id, None)
         if worker is None:
             return
         worker.released = True
-        await worker.process.stop(STOP_GRACE_SECONDS)
+        await worker.process.stop(grace_seconds)
         if worker.watcher is not None:
             await asyncio.gather(worker.watcher, return_exceptions=True)
         await self._remove_scratch(resource_id)
@@ -94,7 +95,8 @@ class LocalProcessDriver(ResourceManagerDriver):
         await asyncio.to_thread(shutil.rmtree, scratch_dir(self._context.cluster_dir, resource_id), ignore_errors=True)
 
     async def terminate(self) -> None:
-        await asyncio.gather(*(self.release_resource(r) for r in list(self._workers)))
+        """Stop every TaskExecutor at once; the cluster ends, so none of their processes holds anything to save."""
+        await asyncio.gather(*(self.release_resource(r, TERMINATE_GRACE_SECONDS) for r in list(self._workers)))
 
     async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
         log.info("application finished with %s%s", status.name, f": {diagnostics}" if diagnostics else "")

@@ -1,10 +1,11 @@
 """The MiniDispatcher: the dispatcher of a per-job cluster.
 
 It runs exactly the one job it was started with, answers questions about it,
-and completes :attr:`termination` with the ApplicationStatus once the job is
-terminal, which makes the entrypoint shut the whole cluster down. In attached
-mode it first waits (bounded) until the client has fetched the job result, so
-that an attached client always learns how its job ended.
+completes :attr:`workers_done` when the job needs its workers no more (it is
+terminal, or the process is stopped; the entrypoint then stops them) and :attr:`termination` with the ApplicationStatus, which
+makes the entrypoint shut the rest of the cluster down. In attached mode it
+first waits (bounded) until the client has fetched the job result, so that an
+attached client always learns how its job ended.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class MiniDispatcher(RpcEndpoint):
         self.result_retrieval_timeout = result_retrieval_timeout
         self.job_master: JobMaster | None = None
         self.termination: asyncio.Future[ApplicationStatus] = asyncio.get_running_loop().create_future()
+        self.workers_done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._result_fetched = asyncio.Event()
 
     async def on_start(self) -> None:
@@ -57,6 +59,8 @@ class MiniDispatcher(RpcEndpoint):
 
     async def _job_reached_terminal_state(self, result: JobResult) -> None:
         log.info("job %s reached terminal state %s", result.job_id, result.status.value)
+        if not self.workers_done.done():
+            self.workers_done.set_result(None)
         self.spawn(self._terminate_after_retrieval(result), "termination")
 
     async def _terminate_after_retrieval(self, result: JobResult) -> None:
@@ -71,6 +75,8 @@ class MiniDispatcher(RpcEndpoint):
     def close_externally(self, cause: str) -> None:
         """The process is stopped from outside: end now with an UNKNOWN application status (the job did not end)."""
         log.warning("shutting down: %s", cause)
+        if not self.workers_done.done():
+            self.workers_done.set_result(None)
         if not self.termination.done():
             self.termination.set_result(ApplicationStatus.UNKNOWN)
 

@@ -6,6 +6,22 @@ and the MiniDispatcher that runs the job. When the job is terminal it shuts
 everything down in reverse order, removes the staged files, stops the REST
 endpoint last, and exits with the ApplicationStatus code: 0 succeeded,
 1 failed, 2 canceled.
+
+Start-up order: nothing waits for what it does not need.  The Spark master's
+JVM starts in the background (its ports are chosen up front, so its address
+is known at once) while the ResourceManager, dispatcher and JobMaster start;
+the JobMaster declares its slots right away, so the TaskExecutors are
+requested while the master comes up.  Each TaskExecutor starts its Spark
+worker as soon as the master is ALIVE, and the JobMaster starts the PySpark
+driver at the same time, which Spark holds until every executor core of the
+job has registered (``spark.scheduler.minRegisteredResourcesRatio``).
+
+Shutdown: as soon as the job is terminal, the TaskExecutors and the Spark
+master are stopped, at the same time and while the client fetches the result
+(Spark's daemons get a short grace: they hold no state); once the result is
+handed over, the application is deregistered, then the RPC service, the
+staged files, and the REST endpoint go, last, whose disappearance tells the
+client the cluster is gone.
 """
 
 from __future__ import annotations
@@ -41,7 +57,7 @@ from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager,
 from jobcluster.runtime.rest.endpoint import RestEndpoint
 from jobcluster.security import rest_token, spark_secret
 from jobcluster.spark.conf import merge_spark_conf, user_spark_conf
-from jobcluster.spark.processes import SparkMaster
+from jobcluster.spark.processes import SparkMaster, SparkMasterAddress
 from jobcluster.spark.security import SparkSecurity
 from jobcluster.spark.sizing import spark_sizing_for_job_manager, spark_sizing_for_task_executor
 
@@ -131,14 +147,15 @@ class JobClusterEntrypoint:
         spark_env = self._install_spark_security(stack, config)
         spark_master = SparkMaster(ctx.bind_host, ctx.log_dir, {**jm_sizing.master_env(), **layout.scratch_env(scratch), **spark_env})
         stack.push_async_callback(spark_master.stop)
-        await spark_master.start()
+        master_started = asyncio.create_task(spark_master.start(), name="spark-master-start")
+        stack.push_async_callback(_cancel, master_started)
 
         driver: ResourceManagerDriver = self._create_driver(config, rest.url)
         resource_manager_id = uuid.uuid4().hex
         resource_manager = ResourceManager(
             rpc,
             driver,
-            self._launch_context(rpc.address, resource_manager_id),
+            self._launch_context(rpc.address, resource_manager_id, spark_master.address),
             config,
             tm_spec.worker_resource_spec(),
             ResourceManagerSettings(
@@ -152,7 +169,7 @@ class JobClusterEntrypoint:
         )
         stack.push_async_callback(rpc.stop_endpoint, resource_manager)
         await rpc.start_endpoint(resource_manager)
-        stack.push_async_callback(self._deregister, resource_manager)
+        stack.push_async_callback(self._stop_processes, resource_manager, spark_master)
 
         rm_gateway = ResourceManagerGateway(rpc, rpc.address, RESOURCE_MANAGER_ENDPOINT, resource_manager.fencing_token)
         sizing_conf = merge_spark_conf(
@@ -174,6 +191,7 @@ class JobClusterEntrypoint:
                 ctx.log_dir,
                 rm_gateway,
                 spark_master.address,
+                lambda: asyncio.shield(master_started),
                 ctx.bind_host,
                 sizing_conf,
                 jm_settings,
@@ -193,9 +211,19 @@ class JobClusterEntrypoint:
         self._write_rest_info(rest.url)
         self._install_signal_handlers(dispatcher)
         log.info("job cluster %s is up: REST %s, job %s", ctx.cluster_id, rest.url, graph.job_id)
+        await dispatcher.workers_done
+        # the workers and the Spark master go while the client fetches the result: it returns sooner
+        releasing = asyncio.create_task(_stop_workers(resource_manager, spark_master), name="stop-workers")
+        stack.push_async_callback(_cancel, releasing)
         self.status = await dispatcher.termination
+        await asyncio.gather(releasing, return_exceptions=True)
         self.diagnostics = _diagnostics(job_master.result)
         return self.status
+
+    async def _stop_processes(self, resource_manager: ResourceManager, spark_master: SparkMaster) -> None:
+        """The TaskExecutors (through the platform) and the Spark master at once: after the job neither holds
+        anything anyone needs, and each waits only a short grace before it is killed."""
+        await asyncio.gather(self._deregister(resource_manager), spark_master.stop())
 
     async def _deregister(self, resource_manager: ResourceManager) -> None:
         """Tell the platform how the application ended, unless this process was stopped from outside.
@@ -233,7 +261,7 @@ class JobClusterEntrypoint:
         stack.callback(shutil.rmtree, conf_dir, ignore_errors=True)  # even when the staging directory is kept
         return security.install(conf_dir)
 
-    def _launch_context(self, rpc_address: str, resource_manager_id: str) -> TaskExecutorLaunchContext:
+    def _launch_context(self, rpc_address: str, resource_manager_id: str, spark_master: SparkMasterAddress) -> TaskExecutorLaunchContext:
         ctx = self.context
         return TaskExecutorLaunchContext(
             cluster_id=ctx.cluster_id,
@@ -246,6 +274,8 @@ class JobClusterEntrypoint:
                 layout.ENV_BIND_HOST: ctx.bind_host,
                 layout.ENV_RESOURCE_MANAGER_ADDRESS: rpc_address,
                 layout.ENV_RESOURCE_MANAGER_ID: resource_manager_id,
+                layout.ENV_SPARK_MASTER_URL: spark_master.url,
+                layout.ENV_SPARK_MASTER_WEB_URL: spark_master.web_url,
             },
             cluster_dir=ctx.cluster_dir,
             log_dir=ctx.log_dir,
@@ -266,6 +296,16 @@ class JobClusterEntrypoint:
         """Shut down after a signal: workers released, staged files removed, application left registered (``_deregister``)."""
         self.closed_externally = True
         dispatcher.close_externally(f"received signal {sig.name}")
+
+
+async def _stop_workers(resource_manager: ResourceManager, spark_master: SparkMaster) -> None:
+    await asyncio.gather(resource_manager.release_workers(), spark_master.stop())
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` (if it still runs) and wait for it; its outcome was reported by whoever awaited it."""
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 DIAGNOSTICS_LIMIT = 4000  # characters of a failure cause handed to the platform (YARN keeps a few KB per attempt)

@@ -2,8 +2,12 @@
 
 It registers at the ResourceManager and declares the slots the JobGraph
 needs; TaskExecutors that were given those slots connect and offer them.
-Once the SlotPool holds them all, the JobMaster submits the PySpark program
-to the job's Spark master and follows it. A failed run is retried as the
+The PySpark program starts as soon as the job's Spark master is ALIVE, while
+the slots are still arriving (the job is CREATED): Spark holds it until every
+executor core of the job has registered (``spark.scheduler.minRegisteredResourcesRatio``
+1.0, for at most ``slot.request.timeout``), so the driver's start-up overlaps
+the TaskExecutors' instead of following it. Once the SlotPool holds all
+slots, the job is RUNNING. A failed run is retried as the
 restart strategy allows. Slots lost while running are declared again, so the
 ResourceManager replaces the lost TaskExecutor while Spark carries on with
 the executors it still has.
@@ -77,6 +81,8 @@ def _last_executor_output(log_dir: Path, app_id: str | None, lines: int = 10) ->
 class JobMaster(FencedRpcEndpoint):
     """JobMaster of ``graph``; its fencing token is the JobMasterId. ``on_terminal`` receives the JobResult.
 
+    ``spark_master_ready()`` returns once the job's Spark master is ALIVE (raises SparkError if it cannot start).
+
     ``spark_env``: environment the driver gets on top of Spark's (SPARK_CONF_DIR with the Spark secret).
     """
 
@@ -88,6 +94,7 @@ class JobMaster(FencedRpcEndpoint):
         log_dir: Path,
         resource_manager: ResourceManagerGateway,
         spark_master: SparkMasterAddress,
+        spark_master_ready: Callable[[], Awaitable[None]],
         host: str,
         sizing_conf: dict[str, str],
         settings: JobMasterSettings,
@@ -101,6 +108,7 @@ class JobMaster(FencedRpcEndpoint):
         self._log_dir = log_dir
         self._rm = resource_manager
         self.spark_master = spark_master
+        self._spark_master_ready = spark_master_ready
         self._host = host
         self._sizing_conf = sizing_conf
         self.settings = settings
@@ -131,6 +139,7 @@ class JobMaster(FencedRpcEndpoint):
         await self._rm.declare_required_resources(self.graph.job_id, self.slot_pool.required_slots)
         log.info("job %s (%s) waits for %d slots", self.graph.job_id, self.graph.job_name, self.slot_pool.required_slots)
         self.spawn(self._slot_request_timeout(), "slot-request-timeout")
+        self._application_task = self.spawn(self._run_application(), "application")
 
     async def on_stop(self) -> None:
         await self._heartbeats.stop()
@@ -145,13 +154,15 @@ class JobMaster(FencedRpcEndpoint):
 
     async def _slot_request_timeout(self) -> None:
         await asyncio.sleep(self.settings.slot_request_timeout)
-        if self._application_task is None and not self.status.is_terminal:
+        if self.status is JobStatus.CREATED and not self.slot_pool.has_required_slots():
             await self._finish(
                 JobStatus.FAILED,
                 f"NoResourceAvailableException: could not acquire the {self.slot_pool.required_slots} required slots within "
                 f"slot.request.timeout ({self.settings.slot_request_timeout:.0f} s); {self.slot_pool.size} arrived. "
                 "See the TaskManager logs for why workers did not start or register.",
             )
+            if self._application is not None:
+                await self._application.stop()
 
     # ---- TaskExecutors and their slots --------------------------------------------------
 
@@ -174,8 +185,8 @@ class JobMaster(FencedRpcEndpoint):
             if self.slot_pool.offer(PooledSlot(offer.allocation_id, resource_id, offer.slot_index)):
                 accepted.append(offer.allocation_id)
         log.info("SlotPool holds %d of %d slots", self.slot_pool.size, self.slot_pool.required_slots)
-        if self.slot_pool.has_required_slots() and self._application_task is None and not self._cancel_requested:
-            self._application_task = self.spawn(self._run_application(), "application")
+        if self.slot_pool.has_required_slots() and self.status is JobStatus.CREATED:
+            self._set_status(JobStatus.RUNNING)
         return accepted
 
     @rpc
@@ -205,7 +216,12 @@ class JobMaster(FencedRpcEndpoint):
 
     async def _run_application(self) -> None:
         strategy = self.graph.execution_config.restart_strategy
-        while not self._cancel_requested:
+        try:
+            await self._spark_master_ready()
+        except JobClusterError as exc:
+            await self._finish(JobStatus.FAILED, f"the job's Spark master did not start: {exc}")
+            return
+        while not self._cancel_requested and self.result is None:
             self._application = SparkApplication(
                 self.graph,
                 self._staging_dir,
@@ -215,8 +231,9 @@ class JobMaster(FencedRpcEndpoint):
                 self._sizing_conf,
                 self.restarts + 1,
                 env=self._spark_env,
+                resources_wait=self.settings.slot_request_timeout,
             )
-            self._set_status(JobStatus.RUNNING)
+            self._set_status(JobStatus.RUNNING if self.slot_pool.has_required_slots() else JobStatus.CREATED)
             try:
                 await self._application.start()
             except OSError as exc:
@@ -226,6 +243,8 @@ class JobMaster(FencedRpcEndpoint):
             code = await self._application.wait()
             poller.cancel()
             await asyncio.gather(poller, return_exceptions=True)
+            if self.result is not None:  # ended meanwhile (no slots in time, cancelled): the program was stopped
+                return
             if code == 0 and not self._cancel_requested:
                 await self._finish(JobStatus.FINISHED, None, program_exit_code=0)
                 return
@@ -255,8 +274,9 @@ class JobMaster(FencedRpcEndpoint):
         without_executors_since = loop.time()
         while True:
             progress = await application.progress()
-            if progress is None or progress.executors > 0:
-                # no SparkContext (not yet, or no longer) or executors registered: nothing is waiting for executors
+            if progress is None or progress.executors > 0 or not self.slot_pool.has_required_slots():
+                # no SparkContext (not yet, or no longer), executors registered, or slots still to come (their
+                # own timeout applies): nothing is waiting for executors that could have come
                 without_executors_since = loop.time()
             elif loop.time() - without_executors_since > self.settings.executor_registration_timeout:
                 await self._stop_without_executors(application, progress)
@@ -299,7 +319,7 @@ class JobMaster(FencedRpcEndpoint):
         self._set_status(JobStatus.CANCELLING)
         if self._application is not None and self._application.process.running():
             await self._application.stop()  # _run_application then finishes as CANCELED
-        elif self._application_task is None:
+        else:  # no program runs (the master is still starting): _run_application sees the result and ends
             await self._finish(JobStatus.CANCELED, None)
 
     async def _finish(self, status: JobStatus, failure_cause: str | None, program_exit_code: int | None = None) -> None:

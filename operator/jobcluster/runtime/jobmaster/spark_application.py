@@ -87,14 +87,20 @@ class SparkProgress:
         return self.__dict__.copy()
 
 
-def submit_conf(graph: JobGraph, master: SparkMasterAddress, host: str, ui_port: int, sizing_conf: dict[str, str]) -> dict[str, str]:
+def submit_conf(
+    graph: JobGraph, master: SparkMasterAddress, host: str, ui_port: int, sizing_conf: dict[str, str], resources_wait: float = 300.0
+) -> dict[str, str]:
     """Spark settings for the job: parallelism from the JobGraph, sizes from the memory model.
 
     ``spark.cores.max`` = the job's parallelism (one core per slot; executors
     take the cores Spark grants them, see ``spark/parallelism.py``), and Spark's
     default partition counts follow it, so ``-p`` means the same thing to Spark
-    that it means to the cluster. ``sizing_conf`` (the memory model's settings
-    and the user's ``spark.*`` keys) is applied last.
+    that it means to the cluster. The driver may start before the slots have
+    arrived: its SparkContext waits until all those cores have registered
+    (``spark.scheduler.minRegisteredResourcesRatio`` 1.0), at most
+    ``resources_wait`` seconds (``spark.scheduler.maxRegisteredResourcesWaitingTime``),
+    so no task runs on part of the job's slots. ``sizing_conf`` (the memory
+    model's settings and the user's ``spark.*`` keys) is applied last.
     """
     p = str(graph.parallelism)
     conf = {
@@ -110,6 +116,8 @@ def submit_conf(graph: JobGraph, master: SparkMasterAddress, host: str, ui_port:
         "spark.pyspark.python": python_command(),
         "spark.pyspark.driver.python": sys.executable,
         "spark.ui.showConsoleProgress": "false",
+        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime": f"{max(1, round(resources_wait))}s",
     }
     conf.update(sizing_conf)
     return conf
@@ -202,7 +210,8 @@ class SparkApplication:
 
     Output goes to the files of :mod:`driver_output` in ``log_dir``; the driver
     JVM's Spark log to ``driver.log``, its log4j configuration written next to it.
-    ``env``: added to the driver's environment (the cluster's Spark security: SPARK_CONF_DIR, SPARK_LOCAL_IP).
+    ``env``: added to the driver's environment (the cluster's Spark security: SPARK_CONF_DIR, SPARK_LOCAL_IP);
+    ``resources_wait``: seconds the SparkContext waits for the job's executors (see :func:`submit_conf`).
     """
 
     def __init__(
@@ -215,11 +224,12 @@ class SparkApplication:
         sizing_conf: dict[str, str],
         attempt: int,
         env: Mapping[str, str] | None = None,
+        resources_wait: float = 300.0,
     ) -> None:
         vertex = graph.vertices[0]
         self.ui_port = find_free_port(host)
         self.ui_url = f"http://{host}:{self.ui_port}"
-        conf = submit_conf(graph, master, host, self.ui_port, sizing_conf)
+        conf = submit_conf(graph, master, host, self.ui_port, sizing_conf, resources_wait)
         py_files = [staging_dir / a.path for a in graph.user_artifacts if a.path.endswith((".py", ".zip", ".egg"))]
         program, cwd = program_location(graph, staging_dir)
         self.stdout_file = log_dir / DRIVER_STDOUT_FILE

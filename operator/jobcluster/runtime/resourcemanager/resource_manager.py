@@ -114,6 +114,10 @@ class ResourceManager(FencedRpcEndpoint):
         await self._te_heartbeats.stop()
         await self._jm_heartbeats.stop()
 
+    async def release_workers(self) -> None:
+        """Stop every TaskExecutor (the job is over; the application stays registered)."""
+        await self._driver.terminate()
+
     async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
         """Release every worker and tell the backend how the application ended."""
         await self._driver.terminate()

@@ -66,6 +66,11 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
             name=f"spark-worker-{resource_id}",
         )
 
+    master = (
+        SparkMasterAddress(env[layout.ENV_SPARK_MASTER_URL], env[layout.ENV_SPARK_MASTER_WEB_URL])
+        if all(key in env for key in layout.SPARK_MASTER_ENV)
+        else None
+    )
     rpc = RpcService(host, secret, config.get(options.RPC_ASK_TIMEOUT))
     await rpc.start()
     done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -86,6 +91,7 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
         ),
         spark_worker,
         on_fatal,
+        spark_master=master,
     )
 
     def on_signal(sig: signal.Signals) -> None:

@@ -2,11 +2,13 @@
 
 It registers at the ResourceManager (retrying until
 ``taskmanager.registration.timeout``), reports its slots, and answers the
-ResourceManager's heartbeats. When the SlotManager assigns one of its slots to
-a job, it connects to that job's JobMaster, makes sure its Spark worker runs
-(cores = slots, memory from its process spec) and is registered at the job's
-Spark master, and only then offers the slot: an offered slot is capacity
-Spark can use. If the ResourceManager stops sending heartbeats, the
+ResourceManager's heartbeats. Meanwhile it starts its Spark worker (cores =
+slots, memory from its process spec) as soon as the job's Spark master is
+ALIVE (a per-job cluster knows its master from the start), so the worker's JVM
+starts while the slots are being assigned. When the SlotManager assigns one of
+its slots to a job, it connects to that job's JobMaster, makes sure the worker
+runs and is registered at the job's Spark master, and only then offers the
+slot: an offered slot is capacity Spark can use. If the ResourceManager stops sending heartbeats, the
 TaskExecutor shuts down, so no worker outlives its cluster.
 """
 
@@ -30,7 +32,7 @@ from jobcluster.runtime.messages import SlotID, SlotOffer, TaskExecutorRegistrat
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
 from jobcluster.runtime.taskexecutor.gateway import TASK_EXECUTOR_ENDPOINT
 from jobcluster.runtime.taskexecutor.task_slot_table import TaskSlotTable
-from jobcluster.spark.processes import SparkMasterAddress, SparkWorker
+from jobcluster.spark.processes import SparkMasterAddress, SparkWorker, wait_until_alive
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,8 @@ class TaskExecutorSettings:
 
 
 class TaskExecutor(RpcEndpoint):
-    """One TaskExecutor; ``on_fatal`` is awaited when it must end (lost ResourceManager, failed registration)."""
+    """One TaskExecutor; ``on_fatal`` is awaited when it must end (lost ResourceManager, failed registration);
+    ``spark_master``: the job's Spark master, when known at start (its worker then starts right away)."""
 
     def __init__(
         self,
@@ -60,8 +63,10 @@ class TaskExecutor(RpcEndpoint):
         settings: TaskExecutorSettings,
         spark_worker_factory: SparkWorkerFactory,
         on_fatal: Callable[[str], Awaitable[None]],
+        spark_master: SparkMasterAddress | None = None,
     ) -> None:
         super().__init__(TASK_EXECUTOR_ENDPOINT)
+        self._spark_master = spark_master
         self._rpc = rpc_service
         self.resource_id = resource_id
         self.process_spec = process_spec
@@ -78,6 +83,8 @@ class TaskExecutor(RpcEndpoint):
 
     async def on_start(self) -> None:
         self.spawn(self._register_at_resource_manager(), "registration")
+        if self._spark_master is not None:
+            self.spawn(self._start_spark_worker_early(self._spark_master), "spark-worker-start")
 
     async def on_stop(self) -> None:
         await self._rm_watch.stop()
@@ -205,9 +212,17 @@ class TaskExecutor(RpcEndpoint):
                 return
             if self._spark_worker is not None:
                 raise JobClusterError(f"the Spark worker exited; see {self._spark_worker.process.log_file}")
+            await wait_until_alive(master, self.settings.registration_timeout)
             self._spark_worker = self._spark_worker_factory(master)
             self.spawn(self._watch_spark_worker(self._spark_worker), "spark-worker-watch")
             await self._spark_worker.start()
+
+    async def _start_spark_worker_early(self, master: SparkMasterAddress) -> None:
+        """Start the worker before any slot is assigned; a failure here is retried (and reported) when a slot is offered."""
+        try:
+            await self._ensure_spark_worker(master)
+        except JobClusterError as exc:
+            log.warning("could not start the Spark worker ahead of the slot offers: %s", exc)
 
     async def _watch_spark_worker(self, worker: SparkWorker) -> None:
         # wait until the process exists before awaiting its exit
