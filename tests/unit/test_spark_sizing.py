@@ -50,7 +50,7 @@ def test_task_executor_mapping():
     sizing = spark_sizing_for_task_executor(te_spec())
     assert sizing.worker_env() == {
         "SPARK_DAEMON_MEMORY": "128m",
-        "SPARK_DAEMON_JAVA_OPTS": "-XX:MaxDirectMemorySize=128m -XX:MaxMetaspaceSize=96m",
+        "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:MaxDirectMemorySize=128m -XX:MaxMetaspaceSize=96m",
     }
     assert sizing.worker_args() == ["--cores", "2", "--memory", "1024m"]
     assert sizing.executor_conf() == {
@@ -204,7 +204,7 @@ def test_job_manager_mapping():
     }
     assert sizing.master_env() == {
         "SPARK_DAEMON_MEMORY": "64m",
-        "SPARK_DAEMON_JAVA_OPTS": "-XX:MaxDirectMemorySize=16m -XX:MaxMetaspaceSize=96m",
+        "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:MaxDirectMemorySize=16m -XX:MaxMetaspaceSize=96m",
     }
     assert sum(cap.bytes for cap in sizing.caps() if cap.component == "off_heap") == 128 * MiB
 

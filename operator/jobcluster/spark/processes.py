@@ -26,7 +26,7 @@ from jobcluster.spark.home import spark_env, spark_home
 log = logging.getLogger(__name__)
 
 STATUS_TIMEOUT = 5.0  # seconds for one status request
-STOP_GRACE = 1.0  # seconds a daemon gets after SIGTERM before SIGKILL: a job cluster's Spark daemons hold no state
+STOP_GRACE = 0.5  # seconds a daemon gets after SIGTERM before SIGKILL: a job cluster's Spark daemons hold no state
 POLL_INTERVAL = 0.2  # seconds between two looks at a daemon that starts: what waits for it starts that much sooner
 
 

@@ -105,8 +105,16 @@ class SparkDaemonSizing:
         """``SPARK_DAEMON_MEMORY`` (becomes -Xmx) and ``SPARK_DAEMON_JAVA_OPTS`` for spark-class."""
         return {
             "SPARK_DAEMON_MEMORY": _mib(self.heap_mib),
-            "SPARK_DAEMON_JAVA_OPTS": (f"-XX:MaxDirectMemorySize={_mib(self.direct_mib)} -XX:MaxMetaspaceSize={_mib(self.metaspace_mib)}"),
+            "SPARK_DAEMON_JAVA_OPTS": (
+                f"{DAEMON_JIT_OPTS} -XX:MaxDirectMemorySize={_mib(self.direct_mib)} -XX:MaxMetaspaceSize={_mib(self.metaspace_mib)}"
+            ),
         }
+
+
+# The master and worker daemons only coordinate (the executors compute): the client compiler alone and the
+# serial collector start their JVMs in about half the CPU time, which the 2 worker JVMs and the driver,
+# all starting at once, otherwise share.
+DAEMON_JIT_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 class _CappedContainer:

@@ -29,7 +29,7 @@ from jobcluster.runtime.resourcemanager.driver import (
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 10.0
-TERMINATE_GRACE_SECONDS = 1.0  # at the cluster's end: the TaskExecutor, its Spark worker and executors hold no state
+TERMINATE_GRACE_SECONDS = 0.5  # at the cluster's end: the TaskExecutor, its Spark worker and executors hold no state
 
 
 @dataclass
