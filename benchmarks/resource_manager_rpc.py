@@ -135,7 +135,7 @@ def registration(resource_id: str, address: str, slots: int, spec: TaskExecutorP
 
 async def one_size(task_executors: int, slots: int) -> dict[str, float]:
     secret = uuid.uuid4().hex
-    config = Configuration({"taskmanager.numberOfTaskSlots": str(slots)})
+    config = Configuration({"taskmanager.numberOfTaskSlots": str(slots), "taskmanager.memory.process.size": "4096m"})
     spec = task_executor_process_spec_from_config(config)
     rm_rpc, client_rpc = RpcService(HOST, secret, 60.0), RpcService(HOST, secret, 60.0)
     stand_ins = StandIns(secret)
