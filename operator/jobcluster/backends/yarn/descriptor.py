@@ -253,6 +253,13 @@ class YarnClusterDescriptor(ClusterDescriptor):
         rest = ResourceManagerRest(hadoop_conf.resourcemanager_webapp_url(), user=hadoop_user())
         return rest, HdfsPaths(webhdfs_client(hadoop_conf), hadoop_conf.default_fs)
 
+    def _application_report(self, cluster_id: str) -> tuple[ApplicationReport | None, HdfsPaths]:
+        rest, paths = self._web_services()
+        try:
+            return rest.application(cluster_id), paths
+        finally:
+            rest.close()
+
     def cluster_handle(self, cluster_id: str) -> ClusterHandle | None:
         """The application ``cluster_id`` while it runs (its REST URL once its ApplicationMaster
         registered, its token when this user can read it); None once it ended or YARN does not know it.
@@ -263,11 +270,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
             YarnConfigurationError: no usable Hadoop configuration.
             YarnClientError: the ResourceManager cannot be reached or refuses.
         """
-        rest, paths = self._web_services()
-        try:
-            report = rest.application(cluster_id)
-        finally:
-            rest.close()
+        report, paths = self._application_report(cluster_id)
         if report is None or report.is_terminal:
             return None
         serving = report.state == "RUNNING" and report.rpc_port > 0
@@ -290,11 +293,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
             YarnConfigurationError: no usable Hadoop configuration.
             YarnClientError: the ResourceManager cannot be reached or refuses.
         """
-        rest, _ = self._web_services()
-        try:
-            report = rest.application(cluster_id)
-        finally:
-            rest.close()
+        report, _ = self._application_report(cluster_id)
         if report is None or not report.is_terminal:
             return None
         return JobResult(
