@@ -222,6 +222,10 @@ def test_task_manager_pod():
         resource_manager_id="rm-1",
         job_manager_address="127.5.0.3",
         owner=DEPLOYMENT,
+        spark_master_env={
+            "JOBCLUSTER_SPARK_MASTER_URL": "spark://127.5.0.3:7077",
+            "JOBCLUSTER_SPARK_MASTER_WEB_URL": "http://127.5.0.3:8080",
+        },
     )
     args = [arg for key, value in spec.dynamic_configs().items() for arg in ("-D", f"{key}={value}")]
     assert pod == {
@@ -248,6 +252,8 @@ def test_task_manager_pod():
                             {"name": "JOBCLUSTER_RESOURCE_MANAGER_ADDRESS", "value": "127.5.0.3:41000"},
                             {"name": "JOBCLUSTER_RESOURCE_MANAGER_ID", "value": "rm-1"},
                             {"name": "JOBCLUSTER_JOBMANAGER_ADDRESS", "value": "127.5.0.3"},
+                            {"name": "JOBCLUSTER_SPARK_MASTER_URL", "value": "spark://127.5.0.3:7077"},
+                            {"name": "JOBCLUSTER_SPARK_MASTER_WEB_URL", "value": "http://127.5.0.3:8080"},
                         ]
                     ),
                     "resources": {"requests": {"cpu": "2", "memory": "1728Mi"}, "limits": {"cpu": "2", "memory": "1728Mi"}},
