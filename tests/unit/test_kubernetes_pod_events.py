@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from jobcluster.backends.kubernetes.pod_events import DELETED, MODIFIED, plan_recovery, resync_events, worker_termination
+from jobcluster.backends.kubernetes.pod_events import (
+    DELETED,
+    MODIFIED,
+    attempt_patch,
+    plan_recovery,
+    recorded_attempt,
+    resync_events,
+    worker_termination,
+)
 from jobcluster.backends.kubernetes.taskmanager import attempt_of_pod, task_manager_pod_name
 
 SCHEDULED = [{"type": "PodScheduled", "status": "True"}]
@@ -83,3 +91,13 @@ def test_pod_names_carry_the_attempt():
     assert name == "word-count-2-taskmanager-3-12"
     assert attempt_of_pod(name) == 3
     assert attempt_of_pod("word-count-2") is None
+
+
+def test_the_attempt_recorded_on_the_deployment_counts_when_no_pod_is_left():
+    """A JobManager that deleted its TaskManager pods when stopped leaves only the recorded attempt to count from."""
+    recorded = {"metadata": {"annotations": {"jobcluster.io/jobmanager-attempt": "2"}}}
+    assert plan_recovery([], recorded_attempt(recorded)).attempt == 3
+    assert plan_recovery([pod("wc-taskmanager-4-1")], recorded_attempt(recorded)).attempt == 5
+    garbled = {"metadata": {"annotations": {"jobcluster.io/jobmanager-attempt": "x"}}}
+    assert recorded_attempt({"metadata": {}}) == recorded_attempt(garbled) == 0
+    assert recorded_attempt({"metadata": attempt_patch(3)["metadata"]}) == 3

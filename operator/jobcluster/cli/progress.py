@@ -83,6 +83,7 @@ class ProgressPrinter:
         """A new JobManager attempt took over: the job runs again from its start, followed at ``rest_url``."""
         self._flush_program_stderr()
         self._state = self._slots = self._spark = None
+        self._task_managers.clear()  # the new attempt's TaskExecutors register with it anew
         _say(f"The JobManager was restarted; following its new attempt at {rest_url} (the job runs again from its start)")
 
     def program_output(self, stream: str, data: bytes) -> None:

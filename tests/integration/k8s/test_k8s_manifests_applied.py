@@ -209,9 +209,10 @@ def test_rbac_grants_the_jobmanager_exactly_what_it_needs(k8s_cluster, k8s_names
         return result.stdout.strip() == "yes"
 
     allowed = [("create", "pods"), ("delete", "pods"), ("get", "pods"), ("list", "pods"), ("watch", "pods")]
-    allowed += [("get", "configmaps"), ("create", "configmaps"), ("get", "deployments.apps"), ("delete", "deployments.apps")]
+    allowed += [("get", "configmaps"), ("create", "configmaps"), ("get", "deployments.apps"), ("patch", "deployments.apps")]
+    allowed += [("delete", "deployments.apps")]
     denied = [("get", "secrets"), ("create", "deployments.apps"), ("create", "services"), ("update", "pods")]
-    denied += [("update", "configmaps"), ("delete", "configmaps"), ("list", "deployments.apps"), ("patch", "deployments.apps")]
+    denied += [("update", "configmaps"), ("delete", "configmaps"), ("list", "deployments.apps"), ("update", "deployments.apps")]
     assert {f"{v} {r}" for v, r in allowed if not can(v, r)} == set()
     assert {f"{v} {r}" for v, r in denied if can(v, r)} == set()
     # only in its own namespace

@@ -241,6 +241,7 @@ def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_na
     params = task_manager_parameters(config, JOB_ID)
     earlier = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", watch_timeout_seconds=3)
     later = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", watch_timeout_seconds=3)
+    third = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", watch_timeout_seconds=3)
 
     async def scenario() -> None:
         await earlier.initialize(Recorder(), launch_context(tmp_path))
@@ -277,12 +278,16 @@ def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_na
             lambda: not core.list_namespaced_pod(k8s_namespace, label_selector="component=taskmanager", _request_timeout=TIMEOUT).items,
             what="no pods",
         )
+        # a third attempt finds no pod to count from: the attempt recorded on the Deployment still counts on
+        await third.initialize(Recorder(), launch_context(tmp_path))
+        assert third.attempt == 3
+        await third.terminate()
         await later.deregister_application(ApplicationStatus.FAILED, "test")
 
     try:
         asyncio.run(scenario())
     finally:
-        stop_watches(earlier, later)
+        stop_watches(earlier, later, third)
     deadline = time.monotonic() + 120
     while objects_of(k8s_api, k8s_namespace) and time.monotonic() < deadline:
         time.sleep(0.5)

@@ -6,7 +6,9 @@ Flink's ``KubernetesResourceManagerDriver`` with jobcluster's SPI
 * ``initialize`` reads the JobManager Deployment (every TaskManager pod's
   owner), lists the TaskManager pods of earlier JobManager attempts, deletes the
   terminated or unscheduled ones and reports the others as recovered workers;
-  the new attempt is one above the highest found (``pod_events.plan_recovery``).
+  the new attempt is one above the highest found in a pod name or recorded on
+  the Deployment (``pod_events.plan_recovery``), and is recorded there: a
+  JobManager that deleted its pods when stopped leaves no name to count from.
 * ``request_resource`` creates the pod ``<cluster-id>-taskmanager-<attempt>-<n>``
   (``build_task_manager_pod``) and returns its name, the worker's ResourceID.
 * A watch by label selector (``pod_watch``) sees every pod change; a pod that
@@ -38,7 +40,15 @@ from jobcluster.backends.kubernetes.job_result import build_job_result_config_ma
 from jobcluster.backends.kubernetes.kube_client import api_call, load_api_client
 from jobcluster.backends.kubernetes.labels import selector_text, task_manager_selector
 from jobcluster.backends.kubernetes.parameters import KubernetesTaskManagerParameters, task_manager_parameters
-from jobcluster.backends.kubernetes.pod_events import DELETED, plan_recovery, pod_name, resync_events, worker_termination
+from jobcluster.backends.kubernetes.pod_events import (
+    DELETED,
+    attempt_patch,
+    plan_recovery,
+    pod_name,
+    recorded_attempt,
+    resync_events,
+    worker_termination,
+)
 from jobcluster.backends.kubernetes.pod_status import exit_code, unscheduled_reason
 from jobcluster.backends.kubernetes.pod_template import load_pod_template
 from jobcluster.backends.kubernetes.pod_watch import WATCH_TIMEOUT_SECONDS, PodWatch, list_pods
@@ -113,7 +123,7 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         return self._watch
 
     async def initialize(self, handler: ResourceEventHandler, launch_context: TaskExecutorLaunchContext) -> None:
-        """Read the owner Deployment, recover or delete earlier attempts' pods, start watching.
+        """Read the owner Deployment, recover or delete earlier attempts' pods, record the new attempt, start watching.
 
         Raises:
             ResourceManagerError: the Deployment is missing, or the API server
@@ -124,9 +134,10 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         try:
             self._owner = await asyncio.to_thread(self._read_owner)
             pods, version = await asyncio.to_thread(list_pods, self._core, self._params.namespace, self._selector)
+            recovery = plan_recovery(pods, recorded_attempt(self._owner))
+            await asyncio.to_thread(self._record_attempt, recovery.attempt)
         except (DeploymentError, kubernetes.client.ApiException) as exc:
             raise ResourceManagerError(f"cannot start the Kubernetes ResourceManager driver: {exc}") from exc
-        recovery = plan_recovery(pods)
         for name in recovery.to_delete:
             await self._delete_pod(name)
         self._attempt = recovery.attempt
@@ -166,6 +177,11 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
             raise DeploymentError(f"Failed to find Deployment named {name} in namespace {namespace}: {exc.status} {exc.reason}") from exc
         owner: dict[str, Any] = self._api.sanitize_for_serialization(deployment)  # type: ignore[no-untyped-call]  # untyped client
         return owner
+
+    def _record_attempt(self, attempt: int) -> None:
+        apps = kubernetes.client.AppsV1Api(self._api)
+        namespace, name = self._params.namespace, pl.deployment_name(self._params.cluster_id)
+        api_call("patch", "deployments", namespace, apps.patch_namespaced_deployment, name, namespace, attempt_patch(attempt))
 
     async def request_resource(self, spec: TaskExecutorProcessSpec) -> str:
         """Create the next TaskManager pod of this attempt; its name once the API server accepted it.

@@ -16,6 +16,8 @@ LABEL_TYPE = "type"
 LABEL_APP = "app"
 LABEL_COMPONENT = "component"
 LABEL_JOB_ID = "jobcluster.io/job-id"
+#: On the JobManager Deployment: the last JobManager attempt, the number in its TaskManager pods' names.
+ANNOTATION_ATTEMPT = "jobcluster.io/jobmanager-attempt"
 
 TYPE_VALUE = "jobcluster-native-kubernetes"
 COMPONENT_JOB_MANAGER = "jobmanager"

@@ -5,7 +5,9 @@ give them), so the rules are tested without a cluster.  The rules are Flink's
 (``KubernetesResourceManagerDriver``): a ``DELETED`` event or a terminated pod
 (``pod_status.is_terminated``) ends the worker; on a new JobManager attempt the
 previous attempts' pods that are terminated or not scheduled are deleted, the
-others are recovered, and the new attempt is one above the highest found.
+others are recovered, and the new attempt is one above the highest found, in a
+pod's name or in the attempt the Deployment records (an attempt whose pods were
+all deleted before the next one started still counts).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from jobcluster.backends.kubernetes.labels import ANNOTATION_ATTEMPT
 from jobcluster.backends.kubernetes.pod_status import is_scheduled, is_terminated, max_attempt, termination_diagnostics
 from jobcluster.backends.kubernetes.taskmanager import attempt_of_pod
 
@@ -59,7 +62,7 @@ class Recovery:
 
     ``recovered``: pods kept as workers of this attempt (scheduled and alive);
     ``to_delete``: terminated or unscheduled pods; ``attempt``: the new attempt,
-    one above the highest in any pod name (1 when there is none).
+    one above the highest in any pod name or recorded (1 on a first start).
     """
 
     recovered: list[str]
@@ -67,8 +70,10 @@ class Recovery:
     attempt: int
 
 
-def plan_recovery(pods: Iterable[Mapping[str, Any]]) -> Recovery:
+def plan_recovery(pods: Iterable[Mapping[str, Any]], recorded_attempt: int = 0) -> Recovery:
     """Sort the listed TaskManager pods of earlier attempts (see :class:`Recovery`).
+
+    ``recorded_attempt``: the last attempt the Deployment recorded (0 if none).
 
     Pods whose name is not ``<cluster-id>-taskmanager-<attempt>-<n>`` are
     left alone (not ours to recover, not ours to delete).
@@ -82,4 +87,15 @@ def plan_recovery(pods: Iterable[Mapping[str, Any]]) -> Recovery:
             to_delete.append(name)
         else:
             recovered.append(name)
-    return Recovery(sorted(recovered), sorted(to_delete), max_attempt(recovered + to_delete) + 1)
+    return Recovery(sorted(recovered), sorted(to_delete), max(max_attempt(recovered + to_delete), recorded_attempt) + 1)
+
+
+def recorded_attempt(deployment: Mapping[str, Any]) -> int:
+    """The last JobManager attempt recorded on the Deployment (annotation ``jobcluster.io/jobmanager-attempt``), 0 if none."""
+    value = ((deployment.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_ATTEMPT, "0")
+    return int(value) if str(value).isdigit() else 0
+
+
+def attempt_patch(attempt: int) -> dict[str, Any]:
+    """The merge patch that records ``attempt`` on the Deployment (metadata only: its pods are not rolled)."""
+    return {"metadata": {"annotations": {ANNOTATION_ATTEMPT: str(attempt)}}}
