@@ -7,7 +7,8 @@ until it registered), then ``spark-submit --master spark://... --deploy-mode cli
 then stop the workers and the master.  Every size comes from jobcluster's own
 mapping of the shipped memory configuration (``spark/sizing.py``): the workers'
 cores and memory, the executors' and the driver's settings, so the two clusters
-differ only in how they are started.  Prints one line per phase with the seconds
+differ only in how they are started.  Prints one line per phase (master up,
+workers registered, first tasks, job done, stopped) with the seconds
 since the start (``PHASE <name> <seconds>``), which ``startup_side_by_side.py``
 reads; exits with spark-submit's code.
 """
@@ -60,6 +61,23 @@ def daemon(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
         return subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def run_driver(argv: list[str], env: dict[str, str]) -> int:
+    """spark-submit in client mode; its phase ``first_tasks`` when the DAGScheduler submits the first stage's tasks.
+
+    The driver's INFO log (spark-submit's default level for a Python program)
+    says ``Submitting N missing tasks``, the moment jobcluster's progress first
+    shows a Spark job with its tasks.
+    """
+    driver = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert driver.stderr is not None
+    first = False
+    for line in driver.stderr:  # read to its end, or the driver blocks on a full pipe
+        if not first and "Submitting" in line and "missing tasks" in line:
+            first = True
+            phase("first_tasks")
+    return driver.wait()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
@@ -102,9 +120,7 @@ def main() -> int:
         submit = [str(spark_home() / "bin" / "spark-submit"), "--master", url, "--deploy-mode", "client"]
         for key, value in conf.items():
             submit += ["--conf", f"{key}={value}"]
-        code = subprocess.run(
-            [*submit, args.program, *args.args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
-        ).returncode
+        code = run_driver([*submit, args.program, *args.args], env)
         phase("job_done")
     finally:
         for process in reversed(processes):

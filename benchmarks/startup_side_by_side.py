@@ -11,7 +11,7 @@ Runs, alternating in one invocation, WordCount on the corpus with:
 
 Each command's phases in seconds from its start (jobcluster: REST up, all
 slots offered, first Spark tasks, job FINISHED, command returned; by hand:
-master up, workers registered, job done, stopped), the medians, and the
+master up, workers registered, first tasks, job done, stopped), the medians, and the
 ratios the issue sets goals for.  Nothing is asserted.
 """
 
@@ -114,9 +114,9 @@ def main() -> None:
     wall = {name: times["returned"] for name, times in medians.items()}
     print(f"\njobcluster 2x2 / by hand 2x2: {wall['jobcluster 2x2'] / wall['by hand 2x2']:.2f}x (goal <= 1.0)")
     print(f"jobcluster 1x4 / local[4]:    {wall['jobcluster 1x4'] / wall['local[4]']:.2f}x (goal <= 1.6)")
-    first, ready = medians["jobcluster 2x2"].get("first_tasks"), medians["by hand 2x2"]["workers_registered"]
-    if first is not None:
-        print(f"first Spark tasks: jobcluster 2x2 at {first:.1f} s; by hand spark-submit starts at {ready:.1f} s")
+    first, by_hand_first = medians["jobcluster 2x2"].get("first_tasks"), medians["by hand 2x2"].get("first_tasks")
+    if first is not None and by_hand_first is not None:
+        print(f"first Spark tasks: jobcluster 2x2 at {first:.1f} s, by hand at {by_hand_first:.1f} s (goal: jobcluster sooner)")
     after = wall["jobcluster 2x2"] - medians["jobcluster 2x2"]["job_finished"]
     print(f"after the job: jobcluster 2x2 returns {after:.1f} s after FINISHED (goal <= 1 s)")
 
