@@ -246,8 +246,10 @@ class JobMaster(FencedRpcEndpoint):
             if self.result is not None:  # ended meanwhile (no slots in time, cancelled): the program was stopped
                 return
             if code == 0 and not self._cancel_requested:
+                # the result is in: the driver JVM's own exit (shutdown hooks) overlaps the cluster's shutdown (on_stop)
                 await self._finish(JobStatus.FINISHED, None, program_exit_code=0)
                 return
+            await self._application.wait_for_driver_jvm()
             if self._cancel_requested:
                 break
             stopped_by_us = self._no_executors_cause is not None

@@ -257,15 +257,23 @@ class SparkApplication:
         log.info("PySpark driver started (pid %s) in %s, driver UI %s", self.process.pid, self.process.cwd, self.ui_url)
 
     async def wait(self) -> int:
-        """The program's exit code (negative: killed by that signal), once its driver JVM is gone too.
+        """The program's exit code (negative: killed by that signal), as soon as the program has exited.
+
+        Its driver JVM may still be running its shutdown hooks then (see
+        :meth:`wait_for_driver_jvm`); :meth:`stop` ends it in any case.
+        """
+        return await self.process.wait()
+
+    async def wait_for_driver_jvm(self) -> None:
+        """Until the driver JVM is gone too, at most ``GATEWAY_EXIT_TIMEOUT`` seconds after the program exited.
 
         The JVM is the program's child and exits when the program does (its
-        stdin closes); waiting for it lets it unregister the application.
+        stdin closes), which on a busy machine takes a second or two; a
+        restarted attempt waits for it so that the old attempt's application
+        has unregistered from the Spark master.
         """
-        code = await self.process.wait()
         assert self.process.pid is not None
         await asyncio.to_thread(_wait_for_session_exit, self.process.pid, GATEWAY_EXIT_TIMEOUT)
-        return code
 
     async def stop(self) -> None:
         await self.process.stop()
