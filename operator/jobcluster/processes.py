@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -86,13 +87,40 @@ def kill_process_tree(pid: int, grace_seconds: float = 5.0, extra: Sequence[psut
             proc.terminate()
         except psutil.NoSuchProcess:
             pass
-    _, alive = psutil.wait_procs(procs, timeout=grace_seconds)
+    alive = wait_until_ended(procs, grace_seconds)
     for proc in alive:
         try:
             proc.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(alive, timeout=grace_seconds)
+    wait_until_ended(alive, grace_seconds)
+
+
+#: Seconds between checks of :func:`wait_until_ended`.
+_ENDED_POLL_SECONDS = 0.02
+
+
+def _ended(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def wait_until_ended(procs: Sequence[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait up to ``timeout`` seconds until every process of ``procs`` has ended; those still running.
+
+    A zombie has ended: an orphan whose new parent has not reaped it yet (PID 1,
+    or in a container the entrypoint, may take its time or never do it) holds
+    no resources but its process-table entry. ``psutil.wait_procs`` would count
+    it alive and wait out the whole timeout.
+    """
+    deadline = time.monotonic() + timeout
+    alive = [proc for proc in procs if not _ended(proc)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(_ENDED_POLL_SECONDS)
+        alive = [proc for proc in alive if not _ended(proc)]
+    return alive
 
 
 def session_members(session_id: int) -> list[psutil.Process]:

@@ -1,0 +1,34 @@
+"""``wait_until_ended``: how a stopped process tree is waited for (processes.py)."""
+
+import subprocess
+import sys
+import time
+
+import psutil
+
+from jobcluster.processes import wait_until_ended
+
+
+def test_a_zombie_has_ended_and_is_left_for_its_parent_to_reap():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc = psutil.Process(child.pid)
+    deadline = time.monotonic() + 30
+    while proc.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        assert wait_until_ended([proc], timeout=30) == []
+        assert proc.status() == psutil.STATUS_ZOMBIE  # not reaped here: its owner still gets its exit code
+    finally:
+        assert child.wait(5) == 0
+
+
+def test_a_running_process_is_returned_after_the_timeout_and_a_gone_one_is_not():
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    procs = [psutil.Process(running.pid), psutil.Process(gone.pid)]
+    gone.wait(30)  # reaped: the pid no longer exists
+    try:
+        assert [p.pid for p in wait_until_ended(procs, timeout=0.2)] == [running.pid]
+    finally:
+        running.kill()
+        running.wait(5)
