@@ -126,9 +126,9 @@ def wait_until_ended(procs: Sequence[psutil.Process], timeout: float) -> list[ps
 def session_members(session_id: int) -> list[psutil.Process]:
     """Every live process of the session ``session_id`` (processes that were started with ``start_new_session``)."""
     members = []
-    for proc in psutil.process_iter(["pid"]):
+    for proc in psutil.process_iter(["pid", "status"]):
         try:
-            if os.getsid(proc.pid) == session_id:
+            if os.getsid(proc.pid) == session_id and proc.info["status"] != psutil.STATUS_ZOMBIE:  # a zombie has ended
                 members.append(proc)
         except (ProcessLookupError, PermissionError, psutil.NoSuchProcess):
             continue

@@ -6,7 +6,7 @@ import time
 
 import psutil
 
-from jobcluster.processes import wait_until_ended
+from jobcluster.processes import session_members, wait_until_ended
 
 
 def test_a_zombie_has_ended_and_is_left_for_its_parent_to_reap():
@@ -32,3 +32,19 @@ def test_a_running_process_is_returned_after_the_timeout_and_a_gone_one_is_not()
     finally:
         running.kill()
         running.wait(5)
+
+
+def test_a_session_has_no_zombie_members():
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    ended = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    proc = psutil.Process(ended.pid)
+    deadline = time.monotonic() + 30
+    while proc.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        assert [p.pid for p in session_members(live.pid)] == [live.pid]
+        assert session_members(ended.pid) == []
+    finally:
+        live.kill()
+        live.wait(5)
+        ended.wait(5)
