@@ -382,8 +382,11 @@ def test_yarn_example_runs_as_a_yarn_application_and_deleting_it_kills_the_appli
     assert status["taskManagers"]["count"] == 1 and status["taskManagers"]["slotsPerTaskManager"] == 2
     columns = k8s_cluster.kubectl("get", "flinkjobs", "-n", namespace, name).stdout.splitlines()
     assert columns[1].split()[:5] == [name, "FINISHED", "FINISHED", "2", "yarn-per-job"]
-    # YARN's own view: the application ended SUCCEEDED, tagged with the FlinkJob and its job
-    report = yarn.application(application)
+    # YARN's own view: the application ends SUCCEEDED (it unregisters while the cluster shuts down, just after the
+    # job's result, which the status already shows), tagged with the FlinkJob and its job
+    report = wait_for(
+        lambda: (r := yarn.application(application)).state != "RUNNING" and r, timeout=60, interval=0.5, what="the application ended"
+    )
     assert (report.state, report.final_status) == ("FINISHED", "SUCCEEDED")
     assert f"flinkjob-uid:{document['metadata']['uid']}" in report.tags
     assert f"jobcluster-job-id:{status['jobStatus']['jobId']}" in report.tags
