@@ -123,15 +123,8 @@ class TaskExecutorsStandIn(RpcEndpoint):
             raise JobClusterError(f"call from ResourceManager {resource_manager_id}, not {self._resource_manager_id}")
 
     @rpc
-    async def request_slot(
-        self,
-        slot_id: dict[str, Any],
-        job_id: str,
-        allocation_id: str,
-        job_master_address: str,
-        job_master_id: str,
-        resource_manager_id: str,
-    ) -> str:
+    async def request_slot(self, slot_id: dict[str, Any], resource_manager_id: str, **allocation: Any) -> str:
+        """The TaskExecutor's ``request_slot``; of the allocation (job, JobMaster, allocation id) only the count matters here."""
         self._check(resource_manager_id)
         self.slots_requested[SlotID.model_validate(slot_id).resource_id] += 1
         if self.slots_requested.total() == self._expected_slots:
