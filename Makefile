@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make run    install everything, fetch the corpus, run WordCount on a local job cluster
-#   make test   install everything (incl. the YARN/HDFS and Kubernetes test clusters and Flink's client), run the static checks and all tests
+#   make test   install everything (incl. the YARN/HDFS and Kubernetes test clusters, the project's image and Flink's client),
+#               run the static checks and all tests
 #   make lint   just the static checks: ruff (lint + format), mypy, lint-imports
 SHELL := /bin/bash
 PYTHON ?= python3.11
@@ -13,7 +14,7 @@ OUT ?= $(CURDIR)/out/wordcount
 PARALLELISM ?= 4
 SLOTS ?= 2
 
-.PHONY: run test venv java corpus infra unit e2e lint clean
+.PHONY: run test venv java corpus packages infra unit e2e lint clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -40,9 +41,21 @@ run: venv java corpus
 	$(VENV)/bin/jobcluster run -t local -p $(PARALLELISM) -D taskmanager.numberOfTaskSlots=$(SLOTS) \
 		examples/wordcount.py --input $(CORPUS)/sources --output $(OUT)
 
-infra: java
+# Debian's packages the test clusters need: the Kubernetes node's runtime (runc), pod network (CNI
+# plugins, iptables, conntrack) and the daemonless image build (buildah, mmdebstrap).
+NODE_PACKAGES := runc containernetworking-plugins iptables conntrack buildah mmdebstrap
+packages:
+	@missing=$$(for p in $(NODE_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages for the test clusters: $$missing"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		{ apt-get install -y -qq --no-install-recommends $$missing || { apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; }; } >/dev/null; \
+	fi
+
+infra: java packages
 	bash tests/infra/hadoop/build.sh
 	bash tests/infra/k8s/build.sh
+	bash tests/infra/image/build.sh
 	bash tests/infra/flink/build.sh
 
 # The static checks, configured in pyproject.toml; `make test` runs them first (they need no test cluster).

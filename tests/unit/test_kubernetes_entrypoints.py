@@ -38,6 +38,17 @@ def staged_dir(root: Path) -> Path:
     return staged
 
 
+def secret_dir(root: Path) -> Path:
+    """A Secret mount as the kubelet makes it, with the cluster's secret under its one key."""
+    secret = root / "secret"
+    data = secret / "..2026_11_25"
+    data.mkdir(parents=True)
+    (data / "cluster-secret").write_text("s3cr3t")
+    (secret / "..data").symlink_to(data.name)
+    (secret / "cluster-secret").symlink_to("..data/cluster-secret")
+    return secret
+
+
 def run_entrypoint(tmp_path: Path, name: str, args: list[str], extra_env: dict[str, str]) -> dict:
     out = tmp_path / "exec.json"
     recorder = tmp_path / "python"
@@ -50,7 +61,7 @@ def run_entrypoint(tmp_path: Path, name: str, args: list[str], extra_env: dict[s
         "JOBCLUSTER_WORK_DIR": str(tmp_path / "work"),
         "JOBCLUSTER_POD_IP": "127.7.0.9",
         "JOBCLUSTER_CLUSTER_ID": "wordcount",
-        "JOBCLUSTER_CLUSTER_SECRET": "s3cr3t",
+        "JOBCLUSTER_SECRET_DIR": str(secret_dir(tmp_path)),
         **extra_env,
     }
     (tmp_path / "work").mkdir()
@@ -69,11 +80,13 @@ def test_jobmanager_copies_the_staged_files_binds_rest_to_the_pod_ip_and_execs_t
     assert env["JOBCLUSTER_CLUSTER_DIR"] == str(cluster_dir)
     assert env["JOBCLUSTER_LOG_DIR"] == str(tmp_path / "work" / "log")
     assert env["JOBCLUSTER_BIND_HOST"] == "127.7.0.9"
-    assert env["JOBCLUSTER_CLUSTER_SECRET"] == "s3cr3t"
-    assert "s3cr3t" not in " ".join(recorded["argv"])
+    # the secret arrives as a private file of the cluster directory, never in the environment or argv
+    assert "s3cr3t" not in json.dumps(env) and "s3cr3t" not in " ".join(recorded["argv"])
+    assert (cluster_dir / "cluster-secret").read_text() == "s3cr3t"
+    assert (cluster_dir / "cluster-secret").stat().st_mode & 0o777 == 0o600
     assert recorded["umask"] == 0o077
     # real files (not links into the read-only mount), without the kubelet's bookkeeping
-    assert sorted(p.name for p in cluster_dir.iterdir()) == ["artifacts", "jobcluster.yaml", "jobgraph.json"]
+    assert sorted(p.name for p in cluster_dir.iterdir()) == ["artifacts", "cluster-secret", "jobcluster.yaml", "jobgraph.json"]
     assert not (cluster_dir / "artifacts").is_symlink()
     assert (cluster_dir / "artifacts" / "wordcount.py").read_text() == "print('hi')\n"
     config = yaml.safe_load((cluster_dir / "jobcluster.yaml").read_text())
@@ -93,3 +106,4 @@ def test_taskmanager_passes_the_dynamic_configs_on_and_reads_the_staged_configur
     assert env["JOBCLUSTER_LOG_DIR"] == str(tmp_path / "work" / "log")
     assert env["JOBCLUSTER_BIND_HOST"] == "127.7.0.9"
     assert recorded["cwd"] == str(tmp_path / "work" / "log")
+    assert (cluster_dir / "cluster-secret").read_text() == "s3cr3t" and "s3cr3t" not in json.dumps(env)

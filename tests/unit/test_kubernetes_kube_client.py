@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from jobcluster.backends.kubernetes import kube_client
 from jobcluster.backends.kubernetes.kube_client import CONNECT_RETRIES, load_api_client
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import IllegalConfigurationError
@@ -66,12 +67,13 @@ def test_missing_file_is_a_clear_error(tmp_path):
         load_api_client(Configuration({"kubernetes.config.file": str(tmp_path / "missing")}), {})
 
 
-def test_in_cluster_service_account_below_the_pod_volume_root(tmp_path):
-    account = tmp_path / "root" / "var/run/secrets/kubernetes.io/serviceaccount"
+def test_in_cluster_service_account(tmp_path, monkeypatch):
+    account = tmp_path / "serviceaccount"  # where the kubelet mounts it: /var/run/secrets/kubernetes.io/serviceaccount
     account.mkdir(parents=True)
     (account / "token").write_text("pod-token")
     (account / "ca.crt").write_text("not checked until a call is made")
-    env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "6443", "POD_VOLUME_ROOT": str(tmp_path / "root")}
+    monkeypatch.setattr(kube_client, "_SERVICE_ACCOUNT_DIR", str(account))
+    env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "6443"}
     client = load_api_client(Configuration(), env)
     assert client.configuration.host == "https://127.0.0.1:6443"
     assert client.configuration.api_key["BearerToken"].lower() == "bearer pod-token"

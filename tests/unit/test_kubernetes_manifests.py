@@ -47,15 +47,20 @@ def common_env(own: list[dict]) -> list[dict]:
         {"name": "JOBCLUSTER_POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}},
         {"name": "JOBCLUSTER_STAGED_DIR", "value": "/opt/jobcluster/staged"},
         {"name": "JOBCLUSTER_WORK_DIR", "value": "/opt/jobcluster/work"},
+        {"name": "JOBCLUSTER_SECRET_DIR", "value": "/opt/jobcluster/secret"},
         *own,
-        {"name": "JOBCLUSTER_CLUSTER_SECRET", "valueFrom": {"secretKeyRef": {"name": f"{CID}-secret", "key": "cluster-secret"}}},
     ]
 
 
 MOUNTS = [
     {"name": "jobcluster-staged", "mountPath": "/opt/jobcluster/staged", "readOnly": True},
     {"name": "jobcluster-work", "mountPath": "/opt/jobcluster/work"},
+    {"name": "jobcluster-secret", "mountPath": "/opt/jobcluster/secret", "readOnly": True},
 ]
+SECRET_VOLUME = {
+    "name": "jobcluster-secret",
+    "secret": {"secretName": f"{CID}-secret", "items": [{"key": "cluster-secret", "path": "cluster-secret"}], "defaultMode": 0o444},
+}
 
 
 def test_job_manager_deployment():
@@ -87,6 +92,7 @@ def test_job_manager_deployment():
                     "volumes": [
                         {"name": "jobcluster-staged", "configMap": {"name": f"jobcluster-config-{CID}", "items": STAGED}},
                         {"name": "jobcluster-work", "emptyDir": {}},
+                        SECRET_VOLUME,
                     ],
                 },
             },
@@ -123,14 +129,16 @@ def test_job_manager_sizing_placement_owner_and_env():
     assert deployment["metadata"]["ownerReferences"] == [
         {"apiVersion": "jobcluster.io/v1", "kind": "FlinkJob", "name": "wc", "uid": "u-9", "controller": True}
     ]
-    # the user's env comes first; a user entry may never replace the secret reference
+    # the user's env comes first; a user entry may never replace jobcluster's
     assert container["env"] == [{"name": "JOBCLUSTER_PYTHON", "value": "/venv/bin/python"}, *common_env([])]
 
 
 def test_the_cluster_secret_is_never_a_literal_in_a_pod():
     params = job_manager_parameters(conf(), JOB_ID)
     text = repr(build_job_manager_deployment(params, STAGED))
-    assert "secretKeyRef" in text
+    # a file of the Secret's volume, never an environment variable (it would stay in /proc/<pid>/environ)
+    assert "secretKeyRef" not in text and "JOBCLUSTER_CLUSTER_SECRET" not in text
+    assert repr(SECRET_VOLUME) in text
     secret = build_secret(CID, "analytics", "s3cr3t-value", DEPLOYMENT)
     assert "s3cr3t-value" not in text
     assert secret == {
@@ -266,6 +274,7 @@ def test_task_manager_pod():
                     "configMap": {"name": f"jobcluster-config-{CID}", "items": [{"key": "jobcluster.yaml", "path": "jobcluster.yaml"}]},
                 },
                 {"name": "jobcluster-work", "emptyDir": {}},
+                SECRET_VOLUME,
             ],
             "restartPolicy": "Never",
         },
@@ -352,6 +361,7 @@ def test_pod_template_merge_follows_flinks_rules():
         {"name": "cache", "emptyDir": {}},
         {"name": "jobcluster-staged", "configMap": {"name": f"jobcluster-config-{CID}", "items": config_only}},
         {"name": "jobcluster-work", "emptyDir": {}},
+        SECRET_VOLUME,
     ]
     main, sidecar = spec_["containers"]
     assert sidecar == {"name": "sidecar", "image": "fluentbit"}
@@ -392,3 +402,23 @@ def test_load_pod_template_errors_name_the_key(tmp_path):
     good = tmp_path / "pod.yaml"
     good.write_text("apiVersion: v1\nkind: Pod\nspec:\n  containers: []\n")
     assert load_pod_template(str(good), key)["spec"] == {"containers": []}
+
+
+def test_image_pull_secrets_reach_the_job_manager_and_the_task_manager_pods():
+    config = conf(**{"kubernetes.container.image.pull-secrets": "registry-a; registry-b;"})
+    deployment = build_job_manager_deployment(job_manager_parameters(config, JOB_ID), STAGED)
+    spec = task_executor_process_spec_from_config(config)
+    tm = build_task_manager_pod(
+        task_manager_parameters(config, JOB_ID),
+        spec,
+        "wordcount-taskmanager-1-1",
+        resource_manager_address="http://10.244.0.5:6123",
+        resource_manager_id="rm-1",
+        job_manager_address="10.244.0.5",
+        owner=DEPLOYMENT,
+    )
+    expected = [{"name": "registry-a"}, {"name": "registry-b"}]
+    assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == expected
+    assert tm["spec"]["imagePullSecrets"] == expected
+    # none by default: the field is left out
+    assert "imagePullSecrets" not in build_job_manager_deployment(job_manager_parameters(conf(), JOB_ID), STAGED)["spec"]["template"]["spec"]

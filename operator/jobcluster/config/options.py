@@ -635,6 +635,13 @@ KUBERNETES_CONTAINER_IMAGE_PULL_POLICY = ConfigOption(
     description="Pull policy of the containers' image.",
     choices=("IfNotPresent", "Always", "Never"),
 )
+KUBERNETES_CONTAINER_IMAGE_PULL_SECRETS = ConfigOption(
+    "kubernetes.container.image.pull-secrets",
+    "str",
+    "",
+    description="Names of the Secrets (type kubernetes.io/dockerconfigjson, in kubernetes.namespace) the JobManager and "
+    "TaskManager pods pull their image with, separated by ';', e.g. 'registry-a;registry-b' (Flink's option).",
+)
 KUBERNETES_ENTRYPOINT_DIR = ConfigOption(
     "jobcluster.kubernetes.entrypoint.dir",
     "str",
@@ -744,10 +751,11 @@ KUBERNETES_REST_ENDPOINT = ConfigOption(
     "jobcluster.kubernetes.rest.endpoint",
     "str",
     "pod-ip",
-    description="How the client reaches the job cluster's REST API: 'pod-ip' = the JobManager pod's IP and rest.port "
-    "(for clients that route the pod network: in-cluster clients such as the operator, or the test cluster); "
-    "'service' = the REST Service '<cluster-id>-rest' by kubernetes.rest-service.exposed.type, as Flink's client does.",
-    choices=("pod-ip", "service"),
+    description="How the client reaches the job cluster's REST API: 'pod-ip' = the JobManager pod's IP and rest.port, "
+    "and when that IP cannot be reached from the client (off the pod network), a local port-forward through the API "
+    "server's pods/portforward; 'port-forward' = always that port-forward; 'service' = the REST Service "
+    "'<cluster-id>-rest' by kubernetes.rest-service.exposed.type, as Flink's client does.",
+    choices=("pod-ip", "port-forward", "service"),
 )
 KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT = ConfigOption(
     "jobcluster.kubernetes.jobmanager.startup-timeout",

@@ -2,12 +2,17 @@
 # Build the pinned Kubernetes test-cluster tools, once per version set.
 #
 # Why: the integration tests run a real kube-apiserver, etcd, controller manager
-# and scheduler, plus kubectl and helm. Release downloads (dl.k8s.io, GitHub) are
-# not reachable from CI; the Go module proxy is. So the tools are compiled from
-# the versions pinned in go.mod/go.sum (control plane, kubectl) and helm/go.mod
-# (helm) into a cache outside the repository:
+# and scheduler, a real node (kubelet, kube-proxy, containerd with its runc shim,
+# CoreDNS), plus kubectl and helm. Release downloads (dl.k8s.io, GitHub) are not
+# reachable from CI; the Go module proxy is. So the tools are compiled from the
+# versions pinned in go.mod/go.sum (control plane, node, kubectl), containerd/
+# (containerd, its shim, ctr), crictl/, coredns/ (CoreDNS) and helm/ into a cache
+# outside the repository:
 #
-#   ${JOBCLUSTER_CACHE:-$HOME/.cache/jobcluster}/k8s-<k8s>-etcd-<etcd>-helm-<helm>/bin
+#   ${JOBCLUSTER_CACHE:-$HOME/.cache/jobcluster}/k8s-<k8s>-etcd-<etcd>-containerd-<v>-coredns-<v>-crictl-<v>-helm-<helm>/bin
+#
+# runc and the CNI plugins come from Debian's packages (runc,
+# containernetworking-plugins), which the Makefile installs.
 #
 # A complete bin dir is reused as is (no Go needed then). Safe to run
 # concurrently (flock) and after an interrupted build (builds into a temp dir,
@@ -19,7 +24,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm)
+tools=(etcd pause kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy
+       containerd containerd-shim-runc-v2 ctr crictl coredns helm)
 
 require_version() { # <go.mod> <module path>
     awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' "$1"
@@ -27,13 +33,16 @@ require_version() { # <go.mod> <module path>
 k8s_version=$(require_version "$here/go.mod" k8s.io/kubernetes)
 etcd_version=$(require_version "$here/go.mod" go.etcd.io/etcd/server/v3)
 helm_version=$(require_version "$here/helm/go.mod" helm.sh/helm/v3)
-if [[ -z $k8s_version || -z $etcd_version || -z $helm_version ]]; then
-    echo "build.sh: cannot read the pinned versions from $here/go.mod and $here/helm/go.mod" >&2
+containerd_version=$(require_version "$here/containerd/go.mod" github.com/containerd/containerd/v2)
+coredns_version=$(require_version "$here/coredns/go.mod" github.com/coredns/coredns)
+crictl_version=$(require_version "$here/crictl/go.mod" sigs.k8s.io/cri-tools)
+if [[ -z $k8s_version || -z $etcd_version || -z $helm_version || -z $containerd_version || -z $coredns_version || -z $crictl_version ]]; then
+    echo "build.sh: cannot read the pinned versions from the go.mod files under $here" >&2
     exit 2
 fi
 
 cache_root=${JOBCLUSTER_CACHE:-$HOME/.cache/jobcluster}
-name="k8s-${k8s_version}-etcd-${etcd_version}-helm-${helm_version}"
+name="k8s-${k8s_version}-etcd-${etcd_version}-containerd-${containerd_version}-coredns-${coredns_version}-crictl-${crictl_version}-helm-${helm_version}"
 bin="$cache_root/$name/bin"
 
 is_complete() {
@@ -102,17 +111,30 @@ echo "build.sh: building $name into $bin with $("$go" env GOVERSION) (cold: ~15-
 # One invocation for all control-plane binaries, so shared packages compile once.
 (cd "$here" && "$go" build -ldflags "$k8s_ldflags" -o "$tmp/" \
     ./cmd/etcd \
+    ./cmd/pause \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler \
-    k8s.io/kubernetes/cmd/kubectl)
-echo "build.sh: control plane and kubectl built after $((SECONDS - start)) s; building helm" >&2
+    k8s.io/kubernetes/cmd/kubectl \
+    k8s.io/kubernetes/cmd/kubelet \
+    k8s.io/kubernetes/cmd/kube-proxy)
+echo "build.sh: control plane, node and kubectl built after $((SECONDS - start)) s; building containerd" >&2
+# Snapshotters that need cgo or kernel parts this node does not use are left out.
+containerd_ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd_version"
+(cd "$here/containerd" && "$go" build -tags "no_btrfs no_devmapper no_zfs" -ldflags "$containerd_ldflags" -o "$tmp/" \
+    github.com/containerd/containerd/v2/cmd/containerd \
+    github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+    github.com/containerd/containerd/v2/cmd/ctr)
+echo "build.sh: containerd built after $((SECONDS - start)) s; building crictl, coredns and helm" >&2
+(cd "$here/crictl" && "$go" build -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_version" -o "$tmp/" sigs.k8s.io/cri-tools/cmd/crictl)
+(cd "$here/coredns" && "$go" build -ldflags "-s -w" -o "$tmp/" ./cmd/coredns)
 (cd "$here/helm" && "$go" build -ldflags "$helm_ldflags" -o "$tmp/" helm.sh/helm/v3/cmd/helm)
 
 for t in "${tools[@]}"; do
     [[ -x $tmp/$t ]] || { echo "build.sh: $t missing after the build" >&2; exit 1; }
 done
-printf 'kubernetes %s\netcd %s\nhelm %s\ngo %s\n' "$k8s_version" "$etcd_version" "$helm_version" "$("$go" env GOVERSION)" >"$tmp/VERSIONS"
+printf 'kubernetes %s\netcd %s\ncontainerd %s\ncrictl %s\ncoredns %s\nhelm %s\ngo %s\n' "$k8s_version" "$etcd_version" \
+    "$containerd_version" "$crictl_version" "$coredns_version" "$helm_version" "$("$go" env GOVERSION)" >"$tmp/VERSIONS"
 chmod 755 "$tmp"
 touch "$tmp/.complete"
 rm -rf "$bin"

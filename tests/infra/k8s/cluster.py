@@ -1,27 +1,37 @@
-"""A real Kubernetes control plane on loopback, started and stopped by the test suite.
+"""A real Kubernetes cluster of one node on this machine, started and stopped by the test suite.
 
 Why: the Kubernetes backend, the operator and the Helm chart are tested against
-the real API server, controller manager and scheduler (built from the Go module
-proxy by build.sh), not a mock. Pods are run by a node agent (the node_agent package)
-as local processes, each on its own 127.x address.
+the real API server, controller manager and scheduler, and their pods run in
+real containers under a real kubelet (all built from the Go module proxy by
+build.sh; runc and the CNI plugins from Debian), not a mock. The node's
+particulars (network, configuration, clean-up) are in node.py.
 
-What start() does, on free loopback ports, each daemon in its own process group
-with its log under <work_dir>/logs:
+What start() does, each daemon in its own process group with its log under
+<work_dir>/logs (needs root: containers, cgroups, iptables):
 
 1. certificates (openssl CLI): a CA, the API server's serving cert, client certs
-   for the admin (system:masters), controller manager, scheduler and node, and
-   the service-account signing key pair;
-2. etcd (plain HTTP on 127.0.0.1, no fsync: the data is thrown away);
-3. kube-apiserver (Node,RBAC authorization, NodeRestriction), waits for /readyz;
-4. kube-controller-manager (all controllers, per-controller service-account
+   for the admin (system:masters), controller manager, scheduler, node and
+   kube-proxy, the kubelet's serving cert, and the service-account key pair;
+2. the host's network (node.setup_host_network): the node address NODE_IP,
+   the pod bridge, forwarding;
+3. etcd (plain HTTP on 127.0.0.1, no fsync: the data is thrown away);
+4. kube-apiserver on NODE_IP (Node,RBAC authorization, NodeRestriction), waits
+   for /readyz; the `kubernetes` Service points at it, so pods reach it;
+5. kube-controller-manager (all controllers, per-controller service-account
    credentials, no leader election) and kube-scheduler, waits for /healthz and
    for the `default` service account (pods cannot be created before it exists);
-5. the node agent, as system:node:<name>; waits for the Node to be Ready.
+6. containerd (CRI, runc, CNI bridge), the pause image and the given images
+   imported (once: containerd's image store lives in the cache), the kubelet
+   (cgroup v1, cgroupfs driver), kube-proxy (iptables) and CoreDNS (cluster
+   DNS on NODE_IP); waits for the Node to be Ready and for DNS to answer.
 
-stop() terminates them in reverse order (the node agent kills its pods), then
-kills anything still carrying this cluster's marker in its environment, so no
-process outlives the cluster. Daemons also die with the thread that started them
-(PR_SET_PDEATHSIG via setpriv), so start the cluster from a long-lived thread.
+stop() stops the kubelet, removes every pod sandbox through CRI (containers
+stop, CNI releases the addresses), terminates the daemons in reverse order,
+kills whatever still carries this cluster's marker or sits in the kubepods
+cgroups, unmounts what is left under the node's directories and removes the
+bridge and node address, so nothing outlives the cluster. Daemons also die
+with the thread that started them (PR_SET_PDEATHSIG via setpriv), so start the
+cluster from a long-lived thread.
 
 By hand, for debugging (from the repository root):
 
@@ -37,7 +47,6 @@ import atexit
 import base64
 import contextlib
 import os
-import random
 import shutil
 import signal
 import socket
@@ -56,10 +65,11 @@ import requests
 import urllib3
 import yaml
 
+from tests.infra.k8s import node as k8s_node
+from tests.infra.k8s.node import NODE_IP, NodeLock
+
 HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = HERE / "build.sh"
-# A package directory, run as a script (its __main__.py makes the repository root importable).
-NODE_AGENT = HERE / "node_agent"
 
 # Every process this cluster starts (and their children) carries this variable
 # with the cluster's id; stop() kills whatever still has it.
@@ -69,10 +79,10 @@ KUBERNETES_SERVICE_IP = "10.0.0.1"
 DEFAULT_NODE_NAME = "jobcluster-node"
 # Seconds: readiness of each component on a loaded 2-core machine.
 START_TIMEOUT = 180.0
-# Seconds a daemon gets between SIGTERM and SIGKILL on stop (the node agent more:
-# it first stops its pods).
+# Seconds a daemon gets between SIGTERM and SIGKILL on stop.
 STOP_GRACE = 10.0
-NODE_AGENT_STOP_GRACE = 30.0
+# Seconds for removing every pod sandbox through CRI when the cluster stops.
+POD_REMOVAL_TIMEOUT = 60.0
 
 
 class KubernetesClusterError(RuntimeError):
@@ -90,10 +100,14 @@ def build_tools() -> Path:
     return Path(result.stdout.strip().splitlines()[-1])
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("JOBCLUSTER_CACHE") or Path.home() / ".cache" / "jobcluster")
 
 
 def setpriv_prefix(signame: str) -> list[str]:
@@ -252,25 +266,28 @@ def write_kubeconfig(path: Path, server: str, ca: Path, crt: Path, key: Path, us
 
 
 class KubernetesCluster:
-    """etcd + kube-apiserver + kube-controller-manager + kube-scheduler + node agent on loopback."""
+    """etcd + kube-apiserver + kube-controller-manager + kube-scheduler + one node (containerd, kubelet,
+    kube-proxy, CoreDNS).
+
+    ``images``: docker-archive files whose images the node has without a pull
+    (imported into containerd once; a registry is not reachable here).
+    """
 
     def __init__(
         self,
         work_dir: Path | None = None,
         bin_dir: Path | None = None,
         node_name: str = DEFAULT_NODE_NAME,
-        node_cpu: str | None = None,
-        node_memory: str | None = None,
+        images: Sequence[tuple[str, Path]] = (),
     ) -> None:
         self._own_work_dir = work_dir is None
         self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="jobcluster-k8s-")).resolve()
         self._bin_dir = bin_dir
         self.node_name = node_name
-        self.node_cpu = node_cpu
-        self.node_memory = node_memory
+        self.images = list(images)
         self.cluster_id = uuid.uuid4().hex
-        # Pods get IPs from a random 127.N.0.0/16 so that clusters of concurrent test sessions do not collide.
-        self.pod_cidr = f"127.{random.randint(16, 254)}.0.0/16"
+        self._lock = NodeLock()
+        self._host_network = False
         self._procs: list[tuple[str, subprocess.Popen, float]] = []
         self._logs: list[Any] = []
         self._server: str | None = None
@@ -300,14 +317,19 @@ class KubernetesCluster:
 
     @property
     def node_dir(self) -> Path:
-        """The node agent's work dir: pods/<namespace>/<pod>/<uid>/{logs,volumes,rootfs}."""
+        """The node's own state: containerd's, the kubelet's, CNI's, and the pods' logs under pod-logs/."""
         return self.work_dir / "node"
+
+    @property
+    def runtime_socket(self) -> Path:
+        return self.node_dir / "containerd" / "containerd.sock"
 
     def env(self) -> dict[str, str]:
         """Environment for kubectl/helm subprocesses: KUBECONFIG set, the tools first on PATH."""
         env = dict(os.environ)
         env["KUBECONFIG"] = str(self.kubeconfig)
         env["PATH"] = f"{self.bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        env["CONTAINER_RUNTIME_ENDPOINT"] = f"unix://{self.runtime_socket}"  # crictl
         env.setdefault("HELM_CACHE_HOME", str(self.work_dir / "helm" / "cache"))
         env.setdefault("HELM_CONFIG_HOME", str(self.work_dir / "helm" / "config"))
         env.setdefault("HELM_DATA_HOME", str(self.work_dir / "helm" / "data"))
@@ -329,11 +351,11 @@ class KubernetesCluster:
         return kubernetes.client.ApiClient(config)
 
     def pod_log(self, namespace: str, name: str, container: str | None = None) -> str:
-        """Output of a container (the latest pod of that name), as the node agent recorded it."""
-        pattern = f"pods/{namespace}/{name}/*/logs/{container or '*'}.log"
-        files = sorted(self.node_dir.glob(pattern), key=lambda p: p.stat().st_mtime)
-        files = [f for f in files if not f.name.endswith(".previous.log")]
-        return files[-1].read_text(errors="replace") if files else ""
+        """Output of a container of a pod that still exists (the kubelet removes a deleted pod's logs), as
+        `kubectl logs` shows it; "" when there is none."""
+        args = ["logs", "-n", namespace, name] + (["-c", container] if container else ["--all-containers"])
+        result = self.kubectl(*args, check=False)
+        return result.stdout if result.returncode == 0 else ""
 
     # -- lifecycle
     def __enter__(self) -> KubernetesCluster:
@@ -365,6 +387,7 @@ class KubernetesCluster:
             "kube-apiserver",
             sans=[
                 "IP:127.0.0.1",
+                f"IP:{NODE_IP}",
                 f"IP:{KUBERNETES_SERVICE_IP}",
                 "DNS:localhost",
                 "DNS:kubernetes",
@@ -377,13 +400,22 @@ class KubernetesCluster:
         kcm = pki.make_cert("kube-controller-manager", "system:kube-controller-manager")
         sched = pki.make_cert("kube-scheduler", "system:kube-scheduler")
         node = pki.make_cert("node", f"system:node:{self.node_name}", org="system:nodes")
+        proxy = pki.make_cert("kube-proxy", "system:kube-proxy")
+        kubelet_serving = pki.make_cert("kubelet-serving", f"system:node:{self.node_name}", sans=[f"IP:{NODE_IP}"])
+        self._lock.acquire()
+        k8s_node.require_root_tools()
+        k8s_node.kill_pod_processes()  # containers a killed earlier cluster left
+        k8s_node.setup_host_network()
+        self._host_network = True
 
-        etcd_port, etcd_peer, api_port, kcm_port, sched_port = (free_port() for _ in range(5))
-        self._server = f"https://127.0.0.1:{api_port}"
+        etcd_port, etcd_peer, kcm_port, sched_port = (free_port() for _ in range(4))
+        api_port = free_port(NODE_IP)
+        self._server = f"https://{NODE_IP}:{api_port}"
         write_kubeconfig(self.kubeconfig, self.server, pki.ca_crt, *admin, "jobcluster-admin")
         kcm_kc = write_kubeconfig(pki.dir / "kube-controller-manager.kubeconfig", self.server, pki.ca_crt, *kcm, "kube-controller-manager")
         sched_kc = write_kubeconfig(pki.dir / "kube-scheduler.kubeconfig", self.server, pki.ca_crt, *sched, "kube-scheduler")
         node_kc = write_kubeconfig(pki.dir / "node.kubeconfig", self.server, pki.ca_crt, *node, f"system:node:{self.node_name}")
+        proxy_kc = write_kubeconfig(pki.dir / "kube-proxy.kubeconfig", self.server, pki.ca_crt, *proxy, "system:kube-proxy")
         deadline = time.monotonic() + timeout
 
         # Loopback only: never through a proxy, and REQUESTS_CA_BUNDLE must not override our CA.
@@ -428,9 +460,9 @@ class KubernetesCluster:
                 "--etcd-servers",
                 etcd_url,
                 "--bind-address",
-                "127.0.0.1",
+                NODE_IP,
                 "--advertise-address",
-                "127.0.0.1",
+                NODE_IP,
                 "--secure-port",
                 str(api_port),
                 "--tls-cert-file",
@@ -447,10 +479,13 @@ class KubernetesCluster:
                 sa_key,
                 "--service-cluster-ip-range",
                 SERVICE_CIDR,
-                # The `kubernetes` Service's endpoints cannot be a loopback address (validation
-                # refuses it); nothing routes Service IPs here anyway (no kube-proxy).
-                "--endpoint-reconciler-type",
-                "none",
+                # logs, exec and port-forward through the kubelet's API
+                "--kubelet-client-certificate",
+                admin[0],
+                "--kubelet-client-key",
+                admin[1],
+                "--kubelet-preferred-address-types",
+                "InternalIP",
                 "--authorization-mode",
                 "Node,RBAC",
                 "--enable-admission-plugins",
@@ -522,23 +557,76 @@ class KubernetesCluster:
             what="the default service account",
         )
 
-        agent_args: list[Any] = [
-            sys.executable,
-            NODE_AGENT,
-            "--kubeconfig",
-            node_kc,
-            "--node-name",
-            self.node_name,
-            "--work-dir",
-            self.node_dir,
-            "--pod-cidr",
-            self.pod_cidr,
-        ]
-        if self.node_cpu:
-            agent_args += ["--cpu", self.node_cpu]
-        if self.node_memory:
-            agent_args += ["--memory", self.node_memory]
-        self._spawn("node-agent", agent_args, pdeathsig="TERM", stop_grace=NODE_AGENT_STOP_GRACE)
+        self._start_node(bin_dir, pki, node_kc, proxy_kc, kubelet_serving, session, deadline)
+
+    def _start_node(
+        self, bin_dir: Path, pki: _Pki, node_kc: Path, proxy_kc: Path, serving: tuple[Path, Path], session, deadline: float
+    ) -> None:
+        """containerd, the images, kubelet, kube-proxy and CoreDNS; returns when the node is Ready and DNS answers."""
+        node_dir = self.node_dir
+        containerd_dir = node_dir / "containerd"
+        cni_conf = node_dir / "cni" / "net.d"
+        k8s_node.write_json(cni_conf / "10-jobcluster.conflist", k8s_node.build_cni_config(node_dir / "cni" / "ipam"))
+        config = containerd_dir / "config.toml"
+        containerd_dir.mkdir(parents=True, exist_ok=True)
+        config.write_text(
+            k8s_node.build_containerd_config(
+                root=cache_root() / "k8s-node" / "containerd",
+                state=containerd_dir / "state",
+                socket=self.runtime_socket,
+                cni_conf_dir=cni_conf,
+            )
+        )
+        # containerd finds its shim on PATH.
+        self._spawn("containerd", [bin_dir / "containerd", "--config", config, "--log-level", "warn"], path_first=bin_dir)
+        self._wait("containerd", lambda: self._ctr("version", check=False).returncode == 0, deadline, what="containerd's socket")
+        self._crictl("rmp", "--all", "--force", timeout=POD_REMOVAL_TIMEOUT)  # sandboxes an earlier cluster left in the image store
+        pause = node_dir / "pause.tar"
+        pause.write_bytes(k8s_node.build_pause_archive((bin_dir / "pause").read_bytes()))
+        self.load_images([(k8s_node.PAUSE_IMAGE, pause), *self.images])
+
+        resolv = node_dir / "resolv.conf"
+        host_resolv = Path("/etc/resolv.conf").read_text() if Path("/etc/resolv.conf").exists() else ""
+        resolv.write_text("".join(f"nameserver {ns}\n" for ns in k8s_node.upstream_nameservers(host_resolv)))
+        kubelet_healthz = free_port()
+        kubelet_config = k8s_node.write_json(
+            node_dir / "kubelet" / "config.json",
+            k8s_node.build_kubelet_config(
+                runtime_socket=self.runtime_socket,
+                client_ca=pki.ca_crt,
+                tls_cert=serving[0],
+                tls_key=serving[1],
+                healthz_port=kubelet_healthz,
+                resolv_conf=resolv,
+                pod_logs_dir=node_dir / "pod-logs",
+            ),
+        )
+        self._spawn(
+            "kubelet",
+            [
+                bin_dir / "kubelet",
+                "--config",
+                kubelet_config,
+                "--kubeconfig",
+                node_kc,
+                "--hostname-override",
+                self.node_name,
+                "--node-ip",
+                NODE_IP,
+                "--root-dir",
+                node_dir / "kubelet" / "root",
+                "--cert-dir",
+                node_dir / "kubelet" / "pki",
+            ],
+        )
+        proxy_config = k8s_node.write_json(
+            node_dir / "kube-proxy.json", k8s_node.build_kube_proxy_config(proxy_kc, self.node_name, free_port(), free_port())
+        )
+        self._spawn("kube-proxy", [bin_dir / "kube-proxy", "--config", proxy_config, "--v=1"])
+        dns_health, dns_ready = free_port(), free_port()
+        corefile = node_dir / "Corefile"
+        corefile.write_text(k8s_node.build_corefile(self.kubeconfig, dns_health, dns_ready, k8s_node.upstream_nameservers(host_resolv)))
+        self._spawn("coredns", [bin_dir / "coredns", "-conf", corefile])
 
         def node_ready() -> bool:
             r = session.get(f"{self.server}/api/v1/nodes/{self.node_name}", timeout=5)
@@ -549,14 +637,39 @@ class KubernetesCluster:
             blocking = [t for t in node["spec"].get("taints", []) if t.get("effect") in ("NoSchedule", "NoExecute")]
             return ready and not blocking
 
-        self._wait("node-agent", node_ready, deadline, what=f"node {self.node_name} Ready")
+        self._wait("kubelet", node_ready, deadline, what=f"node {self.node_name} Ready")
+        plain = requests.Session()
+        plain.trust_env = False
+        self._wait("coredns", lambda: plain.get(f"http://127.0.0.1:{dns_ready}/ready", timeout=3).status_code == 200, deadline)
 
-    def _spawn(self, name: str, argv: list[Any], pdeathsig: str = "KILL", stop_grace: float = STOP_GRACE) -> None:
+    def load_images(self, images: Sequence[tuple[str, Path]]) -> None:
+        """Import docker-archive files into the node's containerd, unless an image of that ref is there."""
+        present = set(self._ctr("images", "ls", "-q").stdout.split())
+        for ref, archive in images:
+            if ref not in present:
+                self._ctr("images", "import", "--snapshotter", "overlayfs", archive, timeout=600)
+
+    def _ctr(self, *args: Any, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess:
+        argv = [str(self.bin_dir / "ctr"), "--address", str(self.runtime_socket), "--namespace", "k8s.io", *map(str, args)]
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise KubernetesClusterError(f"ctr {' '.join(map(str, args))} failed ({result.returncode}): {result.stderr.strip()}")
+        return result
+
+    def _crictl(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        argv = [str(self.bin_dir / "crictl"), "--runtime-endpoint", f"unix://{self.runtime_socket}", "--timeout", "30s", *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+    def _spawn(
+        self, name: str, argv: list[Any], pdeathsig: str = "KILL", stop_grace: float = STOP_GRACE, path_first: Path | None = None
+    ) -> None:
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - the daemon's log for its lifetime; closed in stop()
         self._logs.append(log)
         env = dict(os.environ)
         env[CLUSTER_ENV] = self.cluster_id
         env.pop("KUBECONFIG", None)
+        if path_first is not None:
+            env["PATH"] = f"{path_first}{os.pathsep}{env.get('PATH', '')}"
         proc = subprocess.Popen(
             setpriv_prefix(pdeathsig) + [str(a) for a in argv],
             stdin=subprocess.DEVNULL,
@@ -593,7 +706,34 @@ class KubernetesCluster:
     def stop(self, remove_work_dir: bool | None = None) -> None:
         """Stop everything (idempotent). The work dir is removed only if this object created it,
         unless remove_work_dir says otherwise."""
-        for _name, proc, grace in reversed(self._procs):
+        # The kubelet first, so that it restarts nothing; then every pod sandbox through CRI while containerd
+        # runs (containers stop, CNI releases their addresses and veths).
+        self._stop_procs(lambda name: name == "kubelet")
+        if any(name == "containerd" for name, _, _ in self._procs):
+            self._crictl("rmp", "--all", "--force", timeout=POD_REMOVAL_TIMEOUT)
+        self._stop_procs(lambda name: True)
+        kill_tree(None, 2.0, marked_processes(self.cluster_id))
+        if self._host_network:
+            k8s_node.kill_pod_processes()
+            if (self.bin_dir / "kube-proxy").exists():
+                subprocess.run([str(self.bin_dir / "kube-proxy"), "--cleanup"], capture_output=True, timeout=60, check=False)
+            k8s_node.unmount_under(self.node_dir)
+            k8s_node.teardown_host_network()
+            self._host_network = False
+        self._lock.release()
+        for log in self._logs:
+            log.close()
+        self._logs.clear()
+        atexit.unregister(self.stop)
+        if self._own_work_dir if remove_work_dir is None else remove_work_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def _stop_procs(self, which) -> None:
+        """SIGTERM (then SIGKILL after its grace) each daemon that ``which(name)`` picks, newest first."""
+        for entry in reversed(list(self._procs)):
+            name, proc, grace = entry
+            if not which(name):
+                continue
             try:
                 root = psutil.Process(proc.pid)
             except psutil.Error:
@@ -603,14 +743,7 @@ class KubernetesCluster:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
-        self._procs.clear()
-        kill_tree(None, 2.0, marked_processes(self.cluster_id))
-        for log in self._logs:
-            log.close()
-        self._logs.clear()
-        atexit.unregister(self.stop)
-        if self._own_work_dir if remove_work_dir is None else remove_work_dir:
-            shutil.rmtree(self.work_dir, ignore_errors=True)
+            self._procs.remove(entry)
 
     def _tool(self, tool: str, args: tuple[str, ...], timeout: float, check: bool) -> subprocess.CompletedProcess:
         result = subprocess.run([str(self.bin_dir / tool), *args], env=self.env(), capture_output=True, text=True, timeout=timeout)
@@ -631,12 +764,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Start the jobcluster Kubernetes test cluster until Ctrl-C.")
     parser.add_argument("--work-dir", type=Path, help="certificates, etcd data, logs, pods (default: a new temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the work dir after stopping")
-    parser.add_argument("--node-cpu", help="node CPU capacity (default: this machine's)")
-    parser.add_argument("--node-memory", help="node memory capacity, e.g. 8Gi (default: this machine's)")
+    parser.add_argument("--image", nargs=2, action="append", default=[], metavar=("REF", "ARCHIVE"), help="import a docker-archive")
     args = parser.parse_args(argv)
     if args.work_dir:
         args.work_dir.mkdir(parents=True, exist_ok=True)
-    cluster = KubernetesCluster(work_dir=args.work_dir, node_cpu=args.node_cpu, node_memory=args.node_memory)
+    cluster = KubernetesCluster(work_dir=args.work_dir, images=[(ref, Path(path)) for ref, path in args.image])
     stop = False
     started = False
 
@@ -663,7 +795,8 @@ def main(argv: list[str] | None = None) -> int:
         f"\nKubernetes test cluster is up (API server {cluster.server}).\n"
         f"  export KUBECONFIG={cluster.kubeconfig}\n"
         f"  export PATH={cluster.bin_dir}:$PATH\n"
-        f"  logs: {cluster.log_dir}   pods: {cluster.node_dir}/pods\n"
+        f"  export CONTAINER_RUNTIME_ENDPOINT=unix://{cluster.runtime_socket}   # crictl\n"
+        f"  logs: {cluster.log_dir}   pods' logs: {cluster.node_dir}/pod-logs\n"
         "Ctrl-C stops it.",
         flush=True,
     )

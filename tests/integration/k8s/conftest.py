@@ -1,14 +1,18 @@
 """The real Kubernetes test cluster, started once per session for tests marked ``k8s``.
 
-Why here: the cluster (tests/infra/k8s) costs ~20 s to start and its tools a
-long one-time build, so it is session-scoped, built before the first test runs
+Why here: the cluster (tests/infra/k8s) costs ~20 s to start, and its tools and
+the project's image (tests/infra/image, from entrypoints/Dockerfile) a long
+one-time build, so it is session-scoped, built before the first test runs
 (outside any per-test timeout) and started only when a k8s test is selected.
-Teardown always stops every daemon and pod process; the work dir (logs, pod
-output) is kept, and its path printed, only when a k8s test failed.
+The node imports the image (its ref: the ``k8s_image`` fixture), so the pods
+run the code under test. Teardown always stops every daemon and container;
+the work dir (logs, pods' logs) is kept, and its path printed, only when a k8s
+test failed.
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -21,8 +25,19 @@ if str(_ROOT) not in sys.path:  # `tests.infra` is imported as a namespace packa
 
 from tests.infra.k8s.cluster import KubernetesCluster, build_tools  # noqa: E402
 
+IMAGE_BUILD = _ROOT / "tests" / "infra" / "image" / "build.sh"
 _FAILED = pytest.StashKey[bool]()
 _WORK_DIR = pytest.StashKey[Path]()
+_IMAGE = pytest.StashKey[tuple[str, Path]]()
+
+
+def build_image() -> tuple[str, Path]:
+    """The project's image from the working tree (cached by content): its ref and docker-archive."""
+    result = subprocess.run(["bash", str(IMAGE_BUILD)], stdout=subprocess.PIPE, text=True, check=False)
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or len(lines) < 2:
+        pytest.exit(f"{IMAGE_BUILD} failed with exit code {result.returncode} (see its output above)", returncode=3)
+    return lines[-2], Path(lines[-1])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -32,6 +47,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     capture = session.config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled():
         build_tools()
+        session.config.stash[_IMAGE] = build_image()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -47,15 +63,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         work = config.stash[_WORK_DIR]
         terminalreporter.write_sep("-", "Kubernetes test cluster kept for debugging")
         terminalreporter.write_line(f"daemon logs: {work / 'logs'}")
-        terminalreporter.write_line(f"pod output:  {work / 'node' / 'pods'}/<namespace>/<pod>/<uid>/logs")
+        terminalreporter.write_line(f"pods' logs:  {work / 'node' / 'pod-logs'}/<namespace>_<pod>_<uid>/<container>")
 
 
 @pytest.fixture(scope="session")
 def k8s_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> KubernetesCluster:
-    """A running cluster: etcd, API server, controller manager, scheduler and one node agent."""
+    """A running cluster: etcd, API server, controller manager, scheduler and one node with the project's image."""
     work_dir = tmp_path_factory.mktemp("k8s-cluster")
     request.config.stash[_WORK_DIR] = work_dir
-    cluster = KubernetesCluster(work_dir=work_dir)
+    image = request.config.stash.get(_IMAGE, None) or build_image()
+    cluster = KubernetesCluster(work_dir=work_dir, images=[image])
     try:
         cluster.start()  # stops what it started if it fails; the work dir stays
     except BaseException:
@@ -65,6 +82,12 @@ def k8s_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         yield cluster
     finally:
         cluster.stop(remove_work_dir=not request.config.stash.get(_FAILED, False))
+
+
+@pytest.fixture(scope="session")
+def k8s_image(request: pytest.FixtureRequest, k8s_cluster: KubernetesCluster) -> str:
+    """The ref of the project's image, built from the working tree and present on the node (never pulled)."""
+    return k8s_cluster.images[0][0]
 
 
 @pytest.fixture(scope="session")

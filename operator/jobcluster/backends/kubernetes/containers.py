@@ -2,8 +2,8 @@
 
 Why shared: the JobManager and TaskManager pods differ only in command,
 environment and size; the image, the mounts of the staged files and the
-work directory, and the way the cluster's secret arrives (``secretKeyRef``,
-never a literal value) are the same.
+work directory, and the way the cluster's secret arrives (a file from the
+cluster's Secret, never a literal value nor an environment variable) are the same.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ def pod_env(params: KubernetesPodParameters, own: Mapping[str, str]) -> list[dic
     """The environment of a main container: the user's (``containerized.*.env.*``), then jobcluster's.
 
     jobcluster's entries win over a user entry of the same name, which is
-    dropped (a duplicate name would leave the value to the kubelet).
+    dropped (a duplicate name would leave the value to the kubelet), and a
+    user entry ``JOBCLUSTER_CLUSTER_SECRET`` is dropped as well.
     """
     entries = [
         value_env(layout.ENV_CLUSTER_ID, params.cluster_id),
@@ -38,13 +39,11 @@ def pod_env(params: KubernetesPodParameters, own: Mapping[str, str]) -> list[dic
         field_env(pl.ENV_POD_IP, "status.podIP"),
         value_env(pl.ENV_STAGED_DIR, pl.STAGED_MOUNT_PATH),
         value_env(pl.ENV_WORK_DIR, pl.WORK_MOUNT_PATH),
+        value_env(pl.ENV_SECRET_DIR, pl.SECRET_MOUNT_PATH),
         *(value_env(name, value) for name, value in own.items()),
-        {
-            "name": layout.ENV_CLUSTER_SECRET,
-            "valueFrom": {"secretKeyRef": {"name": pl.secret_name(params.cluster_id), "key": pl.SECRET_KEY}},
-        },
     ]
-    ours = {entry["name"] for entry in entries}
+    # The secret's variable too: the bootstraps would take it before the secret's file.
+    ours = {entry["name"] for entry in entries} | {layout.ENV_CLUSTER_SECRET}
     return [value_env(name, value) for name, value in params.env.items() if name not in ours] + entries
 
 
@@ -67,6 +66,7 @@ def main_container(
         "volumeMounts": [
             {"name": pl.STAGED_VOLUME, "mountPath": pl.STAGED_MOUNT_PATH, "readOnly": True},
             {"name": pl.WORK_VOLUME, "mountPath": pl.WORK_MOUNT_PATH},
+            {"name": pl.SECRET_VOLUME, "mountPath": pl.SECRET_MOUNT_PATH, "readOnly": True},
         ],
     }
     if args:
@@ -77,16 +77,28 @@ def main_container(
 
 
 def volumes(cluster_id: str, staged_items: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """The staged files (the ConfigMap, only ``staged_items`` of it) and the work directory (an emptyDir)."""
+    """The staged files (the ConfigMap, only ``staged_items`` of it), the work directory (an emptyDir)
+    and the cluster's secret (the Secret's one key; readable by the container's user whatever its uid,
+    since only the pod mounts it)."""
     return [
         {"name": pl.STAGED_VOLUME, "configMap": {"name": pl.config_map_name(cluster_id), "items": staged_items}},
         {"name": pl.WORK_VOLUME, "emptyDir": {}},
+        {
+            "name": pl.SECRET_VOLUME,
+            "secret": {
+                "secretName": pl.secret_name(cluster_id),
+                "items": [{"key": pl.SECRET_KEY, "path": pl.SECRET_KEY}],
+                "defaultMode": 0o444,
+            },
+        },
     ]
 
 
 def pod_spec(params: KubernetesPodParameters, container: dict[str, Any], pod_volumes: list[dict[str, Any]]) -> dict[str, Any]:
-    """A pod spec with the parameters' service account, node selector and tolerations (empty ones left out)."""
+    """A pod spec with the parameters' service account, image pull secrets, node selector and tolerations (empty ones left out)."""
     spec: dict[str, Any] = {"serviceAccountName": params.service_account, "containers": [container], "volumes": pod_volumes}
+    if params.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": name} for name in params.image_pull_secrets]
     if params.node_selector:
         spec["nodeSelector"] = dict(params.node_selector)
     if params.tolerations:

@@ -62,6 +62,7 @@ from jobcluster.backends.kubernetes.parameters import (
 )
 from jobcluster.backends.kubernetes.pod_template import load_pod_template
 from jobcluster.backends.kubernetes.pod_watch import list_pods
+from jobcluster.backends.kubernetes.port_forward import PodPortForward, routes_to
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram
 from jobcluster.client.program import staged_files
@@ -99,6 +100,8 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             self.progress = progress
         self.namespace = str(config.get(options.KUBERNETES_NAMESPACE))
         self.rest_endpoint = str(config.get(options.KUBERNETES_REST_ENDPOINT))
+        # Port-forwards opened for pods off this client's network, by (namespace, pod): one per JobManager pod.
+        self._forwards: dict[tuple[str, str], PodPortForward] = {}
 
     @property
     def api(self) -> kubernetes.client.ApiClient:
@@ -151,6 +154,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             liveness=functools.partial(self._deployment_exists, jm.cluster_id),
             log_location=_log_location(jm.namespace, jm.cluster_id),
             locate=functools.partial(self._serving_rest_url, jm),
+            on_close=self.close,
         )
 
     def _wait_until_serving(self, jm: KubernetesJobManagerParameters, timeout: float) -> str:
@@ -219,11 +223,29 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             self.progress(line)
 
     def _rest_url(self, core: kubernetes.client.CoreV1Api, jm: KubernetesJobManagerParameters, pod: Mapping[str, Any]) -> str | None:
-        if self.rest_endpoint == rest_endpoint.POD_IP:
-            return rest_endpoint.pod_rest_url(pod, jm.rest_port)
-        name = pl.rest_service_name(jm.cluster_id)
-        response: Any = api_call("get", "services", jm.namespace, core.read_namespaced_service, name, jm.namespace, _preload_content=False)
-        return rest_endpoint.service_rest_url(_json(response), pod)
+        return self._rest_url_of(core, jm.cluster_id, pod, jm.rest_port)
+
+    def _pod_url(self, pod: Mapping[str, Any], port: int) -> str | None:
+        """The pod's own address, or a port-forward to it when the option asks for one or the address does not route."""
+        url = rest_endpoint.pod_rest_url(pod, port)
+        if url is None:
+            return None
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        if key in self._forwards:
+            return self._forwards[key].url
+        if self.rest_endpoint == rest_endpoint.POD_IP and routes_to(pod["status"]["podIP"], port):
+            return url
+        forward = PodPortForward(self.api, key[0], key[1], port).start()
+        self._forwards[key] = forward
+        reason = "" if self.rest_endpoint == rest_endpoint.PORT_FORWARD else f"{pod['status']['podIP']} cannot be reached from here; "
+        self.progress(f"Reaching the JobManager pod {key[1]} through the API server ({reason}port-forward {forward.url})")
+        return forward.url
+
+    def close(self) -> None:
+        """Close the port-forwards this descriptor opened (their connections end)."""
+        for forward in self._forwards.values():
+            forward.close()
+        self._forwards.clear()
 
     def _deployment_exists(self, cluster_id: str) -> bool:
         """False once the Deployment is gone; True while it exists or when the API server cannot tell."""
@@ -310,8 +332,8 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         )
 
     def _rest_url_of(self, core: kubernetes.client.CoreV1Api, cluster_id: str, pod: Mapping[str, Any], port: int) -> str | None:
-        if self.rest_endpoint == rest_endpoint.POD_IP:
-            return rest_endpoint.pod_rest_url(pod, port)
+        if self.rest_endpoint in (rest_endpoint.POD_IP, rest_endpoint.PORT_FORWARD):
+            return self._pod_url(pod, port)
         name = pl.rest_service_name(cluster_id)
         response: Any = api_call(
             "get", "services", self.namespace, core.read_namespaced_service, name, self.namespace, _preload_content=False

@@ -33,8 +33,7 @@ REQUEST_TIMEOUT = (5.0, 30.0)
 #: Connection attempts beyond the first: an unreachable API server is reported within 2 x 5 s.
 CONNECT_RETRIES = 1
 
-# The in-cluster credentials, below $POD_VOLUME_ROOT where a node agent without
-# filesystem isolation mounts volumes (the test cluster); unset on real nodes.
+# The in-cluster credentials the kubelet mounts into every pod with a service account.
 _SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 T = TypeVar("T")
@@ -77,11 +76,8 @@ def _load_kube_config(config_file: str, context: str | None, client_config: kube
 
 
 def _load_in_cluster_config(env: Mapping[str, str], client_config: kubernetes.client.Configuration) -> None:
-    root = env.get("POD_VOLUME_ROOT", "")
     loader_class: Any = kubernetes.config.incluster_config.InClusterConfigLoader  # the client has no type hints
-    loader = loader_class(
-        token_filename=f"{root}{_SERVICE_ACCOUNT_DIR}/token", cert_filename=f"{root}{_SERVICE_ACCOUNT_DIR}/ca.crt", environ=env
-    )
+    loader = loader_class(token_filename=f"{_SERVICE_ACCOUNT_DIR}/token", cert_filename=f"{_SERVICE_ACCOUNT_DIR}/ca.crt", environ=env)
     loader.load_and_set(client_config)
 
 

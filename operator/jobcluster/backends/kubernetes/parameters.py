@@ -46,6 +46,7 @@ class KubernetesPodParameters:
     Kubernetes toleration dicts; ``env``: extra container environment
     (``containerized.{master,taskmanager}.env.*``); ``cpu_limit_factor`` and
     ``memory_limit_factor``: limits = requests x factor, both at least 1;
+    ``image_pull_secrets``: names of Secrets in the namespace;
     ``pod_template_file``: a YAML Pod merged under the built pod, or None.
     """
 
@@ -53,6 +54,7 @@ class KubernetesPodParameters:
     namespace: str
     image: str
     image_pull_policy: str
+    image_pull_secrets: list[str]
     entrypoint_dir: str
     service_account: str
     labels: dict[str, str]
@@ -171,6 +173,9 @@ def _pod_parameters(
         "namespace": _not_blank(config, options.KUBERNETES_NAMESPACE),
         "image": _not_blank(config, options.KUBERNETES_CONTAINER_IMAGE),
         "image_pull_policy": config.get(options.KUBERNETES_CONTAINER_IMAGE_PULL_POLICY),
+        "image_pull_secrets": [
+            name.strip() for name in str(config.get(options.KUBERNETES_CONTAINER_IMAGE_PULL_SECRETS)).split(";") if name.strip()
+        ],
         "entrypoint_dir": _not_blank(config, options.KUBERNETES_ENTRYPOINT_DIR).rstrip("/") or "/",
         "service_account": _not_blank(config, service_account),
         "labels": map_option(config, labels),

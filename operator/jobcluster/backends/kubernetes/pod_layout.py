@@ -17,6 +17,12 @@ STAGED_VOLUME = "jobcluster-staged"
 WORK_MOUNT_PATH = "/opt/jobcluster/work"
 WORK_VOLUME = "jobcluster-work"
 
+#: Where the Secret with the cluster's secret is mounted (read-only); the entry points copy it into
+#: the cluster directory (``cluster-secret``, mode 0600), where the bootstraps read it.  A file, not an
+#: environment variable: a process's initial environment stays readable in ``/proc/<pid>/environ``.
+SECRET_MOUNT_PATH = "/opt/jobcluster/secret"
+SECRET_VOLUME = "jobcluster-secret"
+
 #: Entry-point scripts in ``jobcluster.kubernetes.entrypoint.dir``.
 JOB_MANAGER_ENTRYPOINT = "jobmanager"
 TASK_MANAGER_ENTRYPOINT = "taskmanager"
@@ -29,6 +35,7 @@ REST_PORT_NAME = "rest"
 # Environment the entry points read (besides jobcluster's own, runtime/entrypoint/cluster_dir.py).
 ENV_STAGED_DIR = "JOBCLUSTER_STAGED_DIR"
 ENV_WORK_DIR = "JOBCLUSTER_WORK_DIR"
+ENV_SECRET_DIR = "JOBCLUSTER_SECRET_DIR"
 ENV_POD_IP = "JOBCLUSTER_POD_IP"
 ENV_POD_NAME = "JOBCLUSTER_POD_NAME"
 ENV_NAMESPACE = "JOBCLUSTER_NAMESPACE"

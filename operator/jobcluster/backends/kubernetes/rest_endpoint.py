@@ -5,12 +5,13 @@ Why a choice: Flink's client always goes through the REST Service
 (inside the cluster for ClusterIP; a node address for NodePort; the load
 balancer's for LoadBalancer).  A client next to the pods (the FlinkJob operator
 in its own pod, or a machine that routes the pod network) reaches the
-JobManager pod directly, and some clusters offer nothing else: the test
-cluster's pods have loopback IPs (127.x), which Kubernetes accepts neither as a
-Service's endpoints nor as a target of the API server's service proxy, and it
-has no kube-proxy or cluster DNS.  So:
+JobManager pod directly, with no Service or DNS involved; any other client
+reaches it through the API server, as ``kubectl port-forward`` does.  So:
 
-* ``pod-ip`` (default): ``http://<JobManager pod IP>:<rest.port>``;
+* ``pod-ip`` (default): ``http://<JobManager pod IP>:<rest.port>``, or, when
+  that address does not route from the client (``port_forward.routes_to``),
+  a local port-forward through the API server (``port_forward.py``);
+* ``port-forward``: always that port-forward;
 * ``service``: the REST Service as Flink's client resolves it, by
   ``kubernetes.rest-service.exposed.type``: ``ClusterIP`` and
   ``Headless_ClusterIP`` → ``http://<cluster-id>-rest.<namespace>.svc:<port>``
@@ -29,8 +30,9 @@ from jobcluster.backends.kubernetes import pod_layout as pl
 from jobcluster.errors import DeploymentError
 
 POD_IP = "pod-ip"
+PORT_FORWARD = "port-forward"
 SERVICE = "service"
-ENDPOINT_CHOICES = (POD_IP, SERVICE)
+ENDPOINT_CHOICES = (POD_IP, PORT_FORWARD, SERVICE)
 
 
 def pod_rest_url(pod: Mapping[str, Any], port: int) -> str | None:

@@ -4,7 +4,7 @@ Why a ConfigMap: it needs no shared storage and it is owned by the JobManager
 Deployment, so the garbage collector removes it with the cluster.  The API
 server refuses a ConfigMap whose values exceed 1 MiB, so a bigger program
 must be in the image and referenced by a ``local://`` URI.  The cluster's secret
-goes into a Secret and reaches the containers through ``secretKeyRef``: never
+goes into a Secret and reaches the containers as a file of a Secret volume: never
 into the ConfigMap, never onto a command line.
 """
 
