@@ -90,7 +90,7 @@ def test_jobmanager_copies_the_staged_files_binds_rest_to_the_pod_ip_and_execs_t
     assert not (cluster_dir / "artifacts").is_symlink()
     assert (cluster_dir / "artifacts" / "wordcount.py").read_text() == "print('hi')\n"
     config = yaml.safe_load((cluster_dir / "jobcluster.yaml").read_text())
-    assert config == {"rest.address": "127.7.0.9", "parallelism.default": "2"}
+    assert config == {"rest.address": "127.7.0.9", "rest.bind-address": "127.7.0.9,127.0.0.1", "parallelism.default": "2"}
     assert yaml.safe_load((tmp_path / "staged" / "jobcluster.yaml").read_text())["rest.address"] == "127.0.0.1"  # mount untouched
 
 

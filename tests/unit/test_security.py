@@ -130,3 +130,27 @@ def test_client_with_the_token_cancels():
         assert dispatcher.cancelled == [JOB_ID, JOB_ID]
 
     _with_endpoint(scenario)
+
+
+def test_the_endpoint_binds_exactly_its_bind_addresses_on_one_port():
+    """rest.bind-address: a Kubernetes JobManager serves its pod IP and its loopback (port-forwards), nothing else."""
+
+    async def main():
+        endpoint = RestEndpoint("127.0.0.2", 0, "test", "t0ken", bind_hosts=("127.0.0.2", "127.0.0.3"))
+        await endpoint.start()
+        endpoint.serve(RecordingDispatcher(), None, None)
+        try:
+            port = endpoint.port
+            assert endpoint.url == f"http://127.0.0.2:{port}"
+
+            def scenario() -> None:
+                for host in ("127.0.0.2", "127.0.0.3"):
+                    assert requests.get(f"http://{host}:{port}/jobs/{JOB_ID}", timeout=5).json()["state"] == "RUNNING"
+                with pytest.raises(requests.ConnectionError):
+                    requests.get(f"http://127.0.0.4:{port}/jobs", timeout=5)
+
+            await asyncio.to_thread(scenario)
+        finally:
+            await endpoint.stop()
+
+    asyncio.run(main())

@@ -389,6 +389,14 @@ REST_ADDRESS = ConfigOption(
     "127.0.0.1",
     description="Address the JobManager's REST endpoint binds to and advertises.",
 )
+REST_BIND_ADDRESS = ConfigOption(
+    "rest.bind-address",
+    "str",
+    "",
+    description="Addresses the JobManager's REST endpoint binds to, separated by ',' (Flink's option; Flink takes one); "
+    "default: rest.address. A Kubernetes JobManager pod binds its pod IP and its own loopback, where "
+    "kubectl port-forward and the client's port-forward arrive.",
+)
 REST_PORT = ConfigOption(
     "rest.port",
     "int",

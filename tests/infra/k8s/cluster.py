@@ -37,7 +37,10 @@ By hand, for debugging (from the repository root):
 
     .venv/bin/python -m tests.infra.k8s.cluster        # Ctrl-C stops it
 
-It prints the KUBECONFIG and PATH to export for kubectl and helm.
+It builds and imports the project's image, and prints the KUBECONFIG and PATH to
+export for kubectl and helm. Tests run against it, instead of a cluster of their
+own, with JOBCLUSTER_K8S_CLUSTER_DIR=<its work dir> (they import the working
+tree's image again first).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ import argparse
 import atexit
 import base64
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -70,6 +74,7 @@ from tests.infra.k8s.node import NODE_IP, NodeLock
 
 HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = HERE / "build.sh"
+IMAGE_BUILD_SCRIPT = HERE.parent / "image" / "build.sh"
 
 # Every process this cluster starts (and their children) carries this variable
 # with the cluster's id; stop() kills whatever still has it.
@@ -81,6 +86,8 @@ DEFAULT_NODE_NAME = "jobcluster-node"
 START_TIMEOUT = 180.0
 # Seconds a daemon gets between SIGTERM and SIGKILL on stop.
 STOP_GRACE = 10.0
+# What attach() reads: the API server's address, the tools and the images of a running cluster.
+ATTACH_FILE = "cluster.json"
 # Seconds for removing every pod sandbox through CRI when the cluster stops.
 POD_REMOVAL_TIMEOUT = 60.0
 
@@ -98,6 +105,25 @@ def build_tools() -> Path:
     if result.returncode != 0:
         raise KubernetesClusterError(f"{BUILD_SCRIPT} failed with exit code {result.returncode} (see its output above)")
     return Path(result.stdout.strip().splitlines()[-1])
+
+
+def build_project_image() -> tuple[str, Path]:
+    """Run tests/infra/image/build.sh (a no-op when the image of the working tree is cached): its ref and docker-archive."""
+    result = subprocess.run(["bash", str(IMAGE_BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, check=False)
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or len(lines) < 2:
+        raise KubernetesClusterError(f"{IMAGE_BUILD_SCRIPT} failed with exit code {result.returncode} (see its output above)")
+    return lines[-2], Path(lines[-1])
+
+
+def normalized_image_name(ref: str) -> str:
+    """An image reference as containerd stores it: ``jobcluster:0.1.0`` is ``docker.io/library/jobcluster:0.1.0``."""
+    first = ref.split("/", 1)[0]
+    if "/" not in ref:
+        return f"docker.io/library/{ref}"
+    if "." not in first and ":" not in first and first != "localhost":
+        return f"docker.io/{ref}"
+    return ref
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -288,6 +314,7 @@ class KubernetesCluster:
         self.cluster_id = uuid.uuid4().hex
         self._lock = NodeLock()
         self._host_network = False
+        self._attached = False
         self._procs: list[tuple[str, subprocess.Popen, float]] = []
         self._logs: list[Any] = []
         self._server: str | None = None
@@ -356,6 +383,14 @@ class KubernetesCluster:
         args = ["logs", "-n", namespace, name] + (["-c", container] if container else ["--all-containers"])
         result = self.kubectl(*args, check=False)
         return result.stdout if result.returncode == 0 else ""
+
+    @classmethod
+    def attach(cls, work_dir: Path) -> KubernetesCluster:
+        """The cluster another process started in ``work_dir`` (see ``main``), to run tests against; stop() leaves it running."""
+        info = json.loads((Path(work_dir) / ATTACH_FILE).read_text())
+        cluster = cls(work_dir=Path(work_dir), bin_dir=Path(info["bin_dir"]), images=[(ref, Path(path)) for ref, path in info["images"]])
+        cluster._server, cluster._started, cluster._attached = info["server"], True, True
+        return cluster
 
     # -- lifecycle
     def __enter__(self) -> KubernetesCluster:
@@ -641,6 +676,8 @@ class KubernetesCluster:
         plain = requests.Session()
         plain.trust_env = False
         self._wait("coredns", lambda: plain.get(f"http://127.0.0.1:{dns_ready}/ready", timeout=3).status_code == 200, deadline)
+        info = {"server": self.server, "bin_dir": str(bin_dir), "images": [(ref, str(path)) for ref, path in self.images]}
+        (self.work_dir / ATTACH_FILE).write_text(json.dumps(info))
 
     def load_images(self, images: Sequence[tuple[str, Path]]) -> None:
         """Import docker-archive files into the node's containerd, unless an image of that ref is there."""
@@ -648,6 +685,10 @@ class KubernetesCluster:
         for ref, archive in images:
             if ref not in present:
                 self._ctr("images", "import", "--snapshotter", "overlayfs", archive, timeout=600)
+
+    def tag_image(self, ref: str, alias: str) -> None:
+        """Give the node's image ``ref`` a second name, e.g. the name the product's defaults use (``jobcluster:0.1.0``)."""
+        self._ctr("images", "tag", "--force", ref, normalized_image_name(alias))
 
     def _ctr(self, *args: Any, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess:
         argv = [str(self.bin_dir / "ctr"), "--address", str(self.runtime_socket), "--namespace", "k8s.io", *map(str, args)]
@@ -706,6 +747,8 @@ class KubernetesCluster:
     def stop(self, remove_work_dir: bool | None = None) -> None:
         """Stop everything (idempotent). The work dir is removed only if this object created it,
         unless remove_work_dir says otherwise."""
+        if self._attached:
+            return
         # The kubelet first, so that it restarts nothing; then every pod sandbox through CRI while containerd
         # runs (containers stop, CNI releases their addresses and veths).
         self._stop_procs(lambda name: name == "kubelet")
@@ -765,10 +808,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", type=Path, help="certificates, etcd data, logs, pods (default: a new temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the work dir after stopping")
     parser.add_argument("--image", nargs=2, action="append", default=[], metavar=("REF", "ARCHIVE"), help="import a docker-archive")
+    parser.add_argument("--no-project-image", action="store_true", help="do not build and import the project's image")
     args = parser.parse_args(argv)
     if args.work_dir:
         args.work_dir.mkdir(parents=True, exist_ok=True)
-    cluster = KubernetesCluster(work_dir=args.work_dir, images=[(ref, Path(path)) for ref, path in args.image])
+    images = [(ref, Path(path)) for ref, path in args.image]
+    if not args.no_project_image:
+        images.insert(0, build_project_image())
+    cluster = KubernetesCluster(work_dir=args.work_dir, images=images)
     stop = False
     started = False
 

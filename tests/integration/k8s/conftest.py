@@ -12,7 +12,7 @@ test failed.
 
 from __future__ import annotations
 
-import subprocess
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -23,9 +23,12 @@ _ROOT = Path(__file__).resolve().parents[3]
 if str(_ROOT) not in sys.path:  # `tests.infra` is imported as a namespace package from the repo root
     sys.path.insert(0, str(_ROOT))
 
-from tests.infra.k8s.cluster import KubernetesCluster, build_tools  # noqa: E402
+from jobcluster.config import options  # noqa: E402
+from tests.infra.k8s.cluster import KubernetesCluster, KubernetesClusterError, build_project_image, build_tools  # noqa: E402
 
-IMAGE_BUILD = _ROOT / "tests" / "infra" / "image" / "build.sh"
+# The image the product's defaults name (kubernetes.container.image.ref, the chart's image): the working
+# tree's image goes by that name on the node too, so the documented commands run as written.
+DEFAULT_IMAGE = str(options.KUBERNETES_CONTAINER_IMAGE.default)
 _FAILED = pytest.StashKey[bool]()
 _WORK_DIR = pytest.StashKey[Path]()
 _IMAGE = pytest.StashKey[tuple[str, Path]]()
@@ -33,11 +36,10 @@ _IMAGE = pytest.StashKey[tuple[str, Path]]()
 
 def build_image() -> tuple[str, Path]:
     """The project's image from the working tree (cached by content): its ref and docker-archive."""
-    result = subprocess.run(["bash", str(IMAGE_BUILD)], stdout=subprocess.PIPE, text=True, check=False)
-    lines = result.stdout.strip().splitlines()
-    if result.returncode != 0 or len(lines) < 2:
-        pytest.exit(f"{IMAGE_BUILD} failed with exit code {result.returncode} (see its output above)", returncode=3)
-    return lines[-2], Path(lines[-1])
+    try:
+        return build_project_image()
+    except KubernetesClusterError as exc:
+        pytest.exit(str(exc), returncode=3)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -46,7 +48,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     capture = session.config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled():
-        build_tools()
+        if not os.environ.get("JOBCLUSTER_K8S_CLUSTER_DIR"):
+            build_tools()
         session.config.stash[_IMAGE] = build_image()
 
 
@@ -68,13 +71,26 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 
 @pytest.fixture(scope="session")
 def k8s_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> KubernetesCluster:
-    """A running cluster: etcd, API server, controller manager, scheduler and one node with the project's image."""
+    """A running cluster: etcd, API server, controller manager, scheduler and one node with the project's image.
+
+    With JOBCLUSTER_K8S_CLUSTER_DIR set: the cluster ``python -m tests.infra.k8s.cluster --work-dir DIR``
+    runs there (to run tests again and again against one cluster while working on them).
+    """
+    attached = os.environ.get("JOBCLUSTER_K8S_CLUSTER_DIR")
+    if attached:
+        cluster = KubernetesCluster.attach(Path(attached))
+        cluster.images = [request.config.stash.get(_IMAGE, None) or build_image()]  # the working tree's, as it is now
+        cluster.load_images(cluster.images)
+        cluster.tag_image(cluster.images[0][0], DEFAULT_IMAGE)
+        yield cluster
+        return
     work_dir = tmp_path_factory.mktemp("k8s-cluster")
     request.config.stash[_WORK_DIR] = work_dir
     image = request.config.stash.get(_IMAGE, None) or build_image()
     cluster = KubernetesCluster(work_dir=work_dir, images=[image])
     try:
         cluster.start()  # stops what it started if it fails; the work dir stays
+        cluster.tag_image(image[0], DEFAULT_IMAGE)
     except BaseException:
         request.config.stash[_FAILED] = True
         raise

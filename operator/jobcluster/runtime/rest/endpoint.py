@@ -57,12 +57,13 @@ class RestEndpoint:
     that mutating requests must carry (security.rest_token).
     """
 
-    def __init__(self, host: str, port: int, version: str, token: str) -> None:
+    def __init__(self, host: str, port: int, version: str, token: str, bind_hosts: tuple[str, ...] = ()) -> None:
         self._dispatcher: MiniDispatcher | None = None
         self._task_managers: ResourceView | None = None
         self._resource_overview: ResourceView | None = None
         self.host = host
         self.port = port
+        self.bind_hosts = bind_hosts or (host,)
         self._version = version
         self._token = token
         self._runner: web.AppRunner | None = None
@@ -73,7 +74,8 @@ class RestEndpoint:
         return f"http://{self.host}:{self.port}"
 
     async def start(self) -> None:
-        """Bind and serve; DeploymentError when the port cannot be bound (e.g. taken)."""
+        """Bind each of ``bind_hosts`` (default: the advertised host) and serve; DeploymentError when the port
+        cannot be bound (e.g. taken). With port 0, the first address picks the port and the others take it too."""
         app = web.Application(middlewares=[self._json_errors, self._authorize, self._errors])
         routes: list[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]] = [
             ("GET", "/overview", self._overview),
@@ -96,20 +98,23 @@ class RestEndpoint:
             app.router.add_route(method, API_VERSION_PREFIX + path, handler)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        for host in self.bind_hosts:
+            await self._bind(host)
+            if self.port == 0:
+                self.port = self._runner.addresses[0][1]
+        log.info("REST endpoint listening at %s", self.url)
+
+    async def _bind(self, host: str) -> None:
+        assert self._runner is not None
         try:
-            await site.start()
+            await web.TCPSite(self._runner, host, self.port).start()
         except OSError as exc:
             await self._runner.cleanup()
             if exc.errno == errno.EADDRINUSE:
                 raise DeploymentError(
-                    f"rest.port {self.port} on {self.host} is already in use; "
-                    "choose another port with -D rest.port=PORT, or 0 for any free port"
+                    f"rest.port {self.port} on {host} is already in use; choose another port with -D rest.port=PORT, or 0 for any free port"
                 ) from exc
-            raise DeploymentError(f"could not start the REST endpoint on {self.host}:{self.port}: {exc}") from exc
-        if self.port == 0:
-            self.port = self._runner.addresses[0][1]
-        log.info("REST endpoint listening at %s", self.url)
+            raise DeploymentError(f"could not start the REST endpoint on {host}:{self.port}: {exc}") from exc
 
     def serve(self, dispatcher: MiniDispatcher, task_managers: ResourceView, resource_overview: ResourceView) -> None:
         """Start answering with the cluster's components."""
