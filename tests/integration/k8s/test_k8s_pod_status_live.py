@@ -15,7 +15,7 @@ pytestmark = pytest.mark.k8s
 TIMEOUT = (5, 30)
 
 
-def test_an_exited_container_is_a_terminated_pod(k8s_api, k8s_namespace):
+def test_an_exited_container_is_a_terminated_pod(k8s_api, k8s_namespace, k8s_image):
     core = kubernetes.client.CoreV1Api(k8s_api)
     pod = {
         "apiVersion": "v1",
@@ -26,8 +26,9 @@ def test_an_exited_container_is_a_terminated_pod(k8s_api, k8s_namespace):
             "containers": [
                 {
                     "name": "jobcluster-main-container",
-                    "image": "none",
-                    "command": ["sh", "-c", "exit 3"],
+                    "image": k8s_image,  # the project's image, on the node (never pulled)
+                    "imagePullPolicy": "Never",
+                    "command": ["/bin/sh", "-c", "exit 3"],
                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
                 }
             ],

@@ -19,15 +19,18 @@ pytestmark = pytest.mark.k8s
 TIMEOUT = (5, 30)
 
 
-def test_the_watch_sees_changes_after_the_list_across_resumed_watches(k8s_api, k8s_namespace):
+def test_the_watch_sees_changes_after_the_list_across_resumed_watches(k8s_api, k8s_namespace, k8s_image):
     core = kubernetes.client.CoreV1Api(k8s_api)
+    container = {
+        "name": "main",
+        "image": k8s_image,  # the project's image, on the node (never pulled)
+        "imagePullPolicy": "Never",
+        "command": ["sleep", "600"],
+        "resources": {"requests": {"cpu": "10m"}},
+    }
     pod = {
         "metadata": {"name": "w-1", "labels": {"app": "w"}},
-        "spec": {
-            "restartPolicy": "Never",
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "main", "image": "none", "command": ["sleep", "600"], "resources": {"requests": {"cpu": "10m"}}}],
-        },
+        "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [container]},
     }
     core.create_namespaced_pod(k8s_namespace, pod, _request_timeout=TIMEOUT)
     events: list[tuple[str, str]] = []

@@ -1,9 +1,11 @@
 """The KubernetesResourceManagerDriver against the real test cluster: TaskManager pods created, watched, reported, removed.
 
 A stand-in JobManager Deployment (the real builders, a sleeping command) owns
-the pods; the stand-in TaskExecutor is a short Python command that waits
-until the test tells it to exit with code 7.  The ResourceManager's side of
-the SPI is a recorder, so what the driver reports is seen as it reports it.
+the pods; the stand-in TaskExecutor is a short Python script that waits
+until the test tells it to exit with code 7.  The pods run the project's
+image; the stand-ins come from a directory of this machine that a pod
+template mounts.  The ResourceManager's side of the SPI is a recorder, so
+what the driver reports is seen as it reports it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
-import sys
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -30,7 +31,18 @@ from jobcluster.config.configuration import Configuration
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, TaskExecutorLaunchContext
-from tests.integration.k8s.test_kubernetes_cluster_objects import FILES, JOB_ID, objects_of
+from tests.integration.k8s.pods import image_options
+from tests.integration.k8s.test_kubernetes_cluster_objects import (
+    FILES,
+    JOB_ID,
+    SLEEPING,
+    STAND_IN_HEADER,
+    TEMPLATE_OPTION,
+    objects_of,
+    stand_in_template,
+    template_of,
+    write_entrypoints,
+)
 from tests.integration.k8s.waiting import wait_for
 
 pytestmark = pytest.mark.k8s
@@ -61,20 +73,25 @@ class Recorder:
 
 @pytest.fixture
 def entrypoint_dir(tmp_path: Path) -> Path:
-    """A sleeping JobManager; a TaskManager that exits with 7 once the file exit-<its pod name> appears."""
-    (tmp_path / "jobmanager").write_text(f"#!{sys.executable}\nimport time\ntime.sleep(3600)\n")
-    (tmp_path / "taskmanager").write_text(
-        f"#!{sys.executable}\nimport os, sys, time\n"
-        f"flag = {str(tmp_path)!r} + '/exit-' + os.environ['JOBCLUSTER_POD_NAME']\n"
+    """A sleeping JobManager; a TaskManager that exits with 7 once the file exit-<its pod name> appears (in this
+    directory, which the pods mount)."""
+    directory = tmp_path / "bin"
+    taskmanager = STAND_IN_HEADER + (
+        "import time\n"
+        f"flag = {str(directory)!r} + '/exit-' + os.environ['JOBCLUSTER_POD_NAME']\n"
         "while not os.path.exists(flag):\n    time.sleep(0.2)\n"
         f"sys.exit({EXIT_CODE})\n"
     )
-    for name in ("jobmanager", "taskmanager"):
-        (tmp_path / name).chmod(0o755)
-    return tmp_path
+    return write_entrypoints(directory, {"jobmanager": SLEEPING, "taskmanager": taskmanager})
 
 
-def cluster_config(namespace: str, entrypoint_dir: Path) -> Configuration:
+@pytest.fixture
+def pod_template(tmp_path: Path, entrypoint_dir: Path) -> Path:
+    """The pod template (JobManager and TaskManagers) that mounts the stand-in entry points."""
+    return stand_in_template(tmp_path / "pod-template.yaml", entrypoint_dir)
+
+
+def cluster_config(namespace: str, entrypoint_dir: Path, image: str, pod_template: Path) -> Configuration:
     """The configuration as the descriptor stages it (TaskManager CPU pinned from kubernetes.taskmanager.cpu.amount)."""
     config = Configuration(
         {
@@ -84,10 +101,13 @@ def cluster_config(namespace: str, entrypoint_dir: Path) -> Configuration:
             "kubernetes.cluster-id": CLUSTER_ID,
             "kubernetes.namespace": namespace,
             "kubernetes.jobmanager.cpu.amount": "0.1",
-            "kubernetes.taskmanager.cpu.amount": "0.25",
+            # small requests: the test node has 2 cores, shared with other tests
+            "kubernetes.taskmanager.cpu.amount": "0.1",
             "kubernetes.taskmanager.cpu.limit-factor": "2",
             "kubernetes.taskmanager.memory.limit-factor": "1.5",
             "jobcluster.kubernetes.entrypoint.dir": str(entrypoint_dir),
+            TEMPLATE_OPTION: str(pod_template),
+            **image_options(image),
         }
     )
     return cluster_side_configuration(config, job_manager_parameters(config, JOB_ID), task_manager_parameters(config, JOB_ID))
@@ -146,14 +166,19 @@ def running(core, namespace: str, name: str) -> bool:
     return pod is not None and (pod.get("status") or {}).get("phase") == "Running"
 
 
-def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(k8s_cluster, k8s_api, k8s_namespace, entrypoint_dir, tmp_path):
-    config = cluster_config(k8s_namespace, entrypoint_dir)
-    deployment = create_job_manager_objects(k8s_api, job_manager_parameters(config, JOB_ID), FILES, "s3cr3t")
+def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(
+    k8s_cluster, k8s_api, k8s_namespace, k8s_image, entrypoint_dir, pod_template, tmp_path
+):
+    config = cluster_config(k8s_namespace, entrypoint_dir, k8s_image, pod_template)
+    template = template_of(pod_template)
+    deployment = create_job_manager_objects(k8s_api, job_manager_parameters(config, JOB_ID), FILES, "s3cr3t", template)
     spec = task_executor_process_spec_from_config(config)
     core = kubernetes.client.CoreV1Api(k8s_api)
     # the driver runs with the JobManager's least privilege
     account = service_account_client(k8s_cluster, k8s_api, k8s_namespace)
-    driver = KubernetesResourceManagerDriver(account, task_manager_parameters(config, JOB_ID), "127.0.0.1", watch_timeout_seconds=3)
+    driver = KubernetesResourceManagerDriver(
+        account, task_manager_parameters(config, JOB_ID), "127.0.0.1", template=template, watch_timeout_seconds=3
+    )
     recorder = Recorder()
 
     async def scenario() -> None:
@@ -176,8 +201,8 @@ def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(k8s_clust
         mib = spec.total_process >> 20
         # the API server writes quantities in its canonical form (1024Mi as 1Gi): compared as numbers
         assert quantities(container["resources"]) == {
-            "requests": {"cpu": Decimal("0.25"), "memory": mib << 20},
-            "limits": {"cpu": Decimal("0.5"), "memory": int(mib * 1.5) << 20},
+            "requests": {"cpu": Decimal("0.1"), "memory": mib << 20},
+            "limits": {"cpu": Decimal("0.2"), "memory": int(mib * 1.5) << 20},
         }
         assert stored["spec"]["restartPolicy"] == "Never"
         (owner,) = stored["metadata"]["ownerReferences"]
@@ -200,7 +225,8 @@ def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(k8s_clust
         await asyncio.to_thread(core.delete_namespaced_pod, second, k8s_namespace, _request_timeout=TIMEOUT)
         await until(lambda: len(recorder.terminated) == 2, what="the deleted worker reported")
         assert recorder.terminated[1][0] == second
-        assert "exitCode=143" in recorder.terminated[1][1]  # SIGTERM from the node agent, seen before the DELETED event
+        # the kubelet's SIGTERM (passed on by tini), seen before the DELETED event
+        assert "exitCode=143" in recorder.terminated[1][1]
 
         # more watch rounds (each lasts 3 s) report nothing again
         await asyncio.sleep(7)
@@ -233,15 +259,16 @@ def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(k8s_clust
     assert core.list_namespaced_pod(k8s_namespace, _request_timeout=TIMEOUT).items == []
 
 
-def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_namespace, entrypoint_dir, tmp_path):
-    config = cluster_config(k8s_namespace, entrypoint_dir)
-    create_job_manager_objects(k8s_api, job_manager_parameters(config, JOB_ID), FILES, "s3cr3t")
+def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_namespace, k8s_image, entrypoint_dir, pod_template, tmp_path):
+    config = cluster_config(k8s_namespace, entrypoint_dir, k8s_image, pod_template)
+    template = template_of(pod_template)
+    create_job_manager_objects(k8s_api, job_manager_parameters(config, JOB_ID), FILES, "s3cr3t", template)
     spec = task_executor_process_spec_from_config(config)
     core = kubernetes.client.CoreV1Api(k8s_api)
     params = task_manager_parameters(config, JOB_ID)
-    earlier = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", watch_timeout_seconds=3)
-    later = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", watch_timeout_seconds=3)
-    third = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", watch_timeout_seconds=3)
+    earlier = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", template=template, watch_timeout_seconds=3)
+    later = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", template=template, watch_timeout_seconds=3)
+    third = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", template=template, watch_timeout_seconds=3)
 
     async def scenario() -> None:
         await earlier.initialize(Recorder(), launch_context(tmp_path))
@@ -294,18 +321,23 @@ def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_na
     assert objects_of(k8s_api, k8s_namespace) == []
 
 
-def test_an_owned_cluster_leaves_its_job_result_for_its_owner(k8s_cluster, k8s_api, k8s_namespace, entrypoint_dir, tmp_path):
+def test_an_owned_cluster_leaves_its_job_result_for_its_owner(
+    k8s_cluster, k8s_api, k8s_namespace, k8s_image, entrypoint_dir, pod_template, tmp_path
+):
     """With an owner (as the FlinkJob operator sets one), deregistering leaves the job's result in a ConfigMap owned
     by that owner, written with the JobManager's least privilege: it outlives the cluster and goes with the owner."""
     core = kubernetes.client.CoreV1Api(k8s_api)
     owner = core.create_namespaced_config_map(
         k8s_namespace, {"metadata": {"name": "stand-in-for-a-flinkjob"}}, _request_timeout=TIMEOUT
     ).metadata
-    config = cluster_config(k8s_namespace, entrypoint_dir)
+    config = cluster_config(k8s_namespace, entrypoint_dir, k8s_image, pod_template)
     config.set(options.KUBERNETES_JOB_MANAGER_OWNER_REFERENCE, f"apiVersion:v1,kind:ConfigMap,name:{owner.name},uid:{owner.uid}")
-    create_job_manager_objects(k8s_api, job_manager_parameters(config, JOB_ID), FILES, "s3cr3t")
+    template = template_of(pod_template)
+    create_job_manager_objects(k8s_api, job_manager_parameters(config, JOB_ID), FILES, "s3cr3t", template)
     account = service_account_client(k8s_cluster, k8s_api, k8s_namespace)
-    driver = KubernetesResourceManagerDriver(account, task_manager_parameters(config, JOB_ID), "127.0.0.1", watch_timeout_seconds=3)
+    driver = KubernetesResourceManagerDriver(
+        account, task_manager_parameters(config, JOB_ID), "127.0.0.1", template=template, watch_timeout_seconds=3
+    )
 
     async def scenario() -> None:
         await driver.initialize(Recorder(), launch_context(tmp_path))
