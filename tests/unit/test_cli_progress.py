@@ -30,3 +30,16 @@ def test_each_change_is_said_once_and_a_new_attempt_is_followed_from_scratch(cap
     again = capsys.readouterr().err.splitlines()
     assert again[0].startswith("The JobManager was restarted; following its new attempt at http://10.0.0.2:8081")
     assert again[1:] == [first[2], "Slots offered to the job: 4/4", "Job j1 is RUNNING"]
+
+
+def test_a_lost_task_executor_is_said_once_with_the_platforms_reason(capsys):
+    printer = ProgressPrinter()
+    oom = "worker terminated: Pod terminated, container termination statuses: [main(exitCode=137, reason=OOMKilled, message=None)]"
+    lost = {"lost-taskmanagers": [{"id": "tm-1-1", "cause": oom}]}
+    printer.update(job("RUNNING", 4), [task_manager("tm-1-1")])
+    capsys.readouterr()
+    printer.update({**job("RUNNING", 2), **lost}, [])
+    printer.update({**job("RUNNING", 2), **lost}, [])
+    said = capsys.readouterr().err.splitlines()
+    assert said.count(f"TaskExecutor tm-1-1 lost: {oom}") == 1
+    assert "Slots offered to the job: 2/4" in said

@@ -1,10 +1,11 @@
 """What an attached ``jobcluster run`` prints while the job runs.
 
-Progress goes to stderr, one line per change (cluster, TaskExecutors, slots,
-job state, Spark progress). The program's own stdout and stderr are copied to
-ours as they arrive, so ``jobcluster run ... > out.txt`` keeps just what the
-program printed. Its stderr is copied up to the last line end, so that a
-progress line never lands in the middle of one of its lines.
+Progress goes to stderr, one line per change (cluster, TaskExecutors registered
+or lost, with the platform's reason, slots, job state, Spark progress). The
+program's own stdout and stderr are copied to ours as they arrive, so
+``jobcluster run ... > out.txt`` keeps just what the program printed. Its
+stderr is copied up to the last line end, so that a progress line never lands
+in the middle of one of its lines.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def _say(message: str) -> None:
 class ProgressPrinter:
     def __init__(self) -> None:
         self._task_managers: set[str] = set()
+        self._lost: set[str] = set()  # TaskExecutors reported lost
         self._state: str | None = None
         self._slots: tuple[int, int] | None = None
         self._spark: tuple[Any, ...] | None = None
@@ -65,6 +67,10 @@ class ProgressPrinter:
                     f"(task heap {_mib(spec.get('taskHeap'))}, managed {_mib(spec.get('managedMemory'))}, "
                     f"network {_mib(spec.get('networkMemory'))})"
                 )
+        for lost in job.get("lost-taskmanagers") or []:
+            if lost["id"] not in self._lost:
+                self._lost.add(lost["id"])
+                _say(f"TaskExecutor {lost['id']} lost: {lost['cause']}")
         slots = (job["slots"]["held"], job["slots"]["required"])
         if slots != self._slots:
             self._slots = slots

@@ -128,6 +128,9 @@ class JobMaster(FencedRpcEndpoint):
         )
         self._cancel_requested = False
         self._no_executors_cause: str | None = None  # set when the application is stopped for having no executors
+        #: TaskExecutors lost while they held slots of the job, in order: {"id", "cause"} (the platform's words, e.g. a pod's
+        #: OOMKilled), shown in the job's details so that an attached client can tell its user.
+        self.lost_task_executors: list[dict[str, str]] = []
         self.result: JobResult | None = None
 
     # ---- lifecycle --------------------------------------------------------------------
@@ -211,6 +214,7 @@ class JobMaster(FencedRpcEndpoint):
         lost = self.slot_pool.release_task_executor(resource_id)
         if lost:
             log.warning("lost %d slot(s) of TaskExecutor %s (%s); the ResourceManager will replace them", len(lost), resource_id, cause)
+            self.lost_task_executors.append({"id": resource_id, "cause": cause})
 
     # ---- the program -------------------------------------------------------------------
 
@@ -400,4 +404,5 @@ class JobMaster(FencedRpcEndpoint):
             ],
             "spark": progress,
             "program-exit-code": self.result.program_exit_code if self.result else None,
+            "lost-taskmanagers": list(self.lost_task_executors),
         }

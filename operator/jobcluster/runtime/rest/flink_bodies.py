@@ -120,7 +120,7 @@ def job_details_info(details: dict[str, Any]) -> dict[str, Any]:
     status_counts = dict.fromkeys(EXECUTION_STATES, 0)
     for vertex in vertices:
         status_counts[vertex["status"]] += 1
-    extras = {k: details[k] for k in ("restarts", "slots", "spark", "program-exit-code") if k in details}
+    extras = {k: details[k] for k in ("restarts", "slots", "spark", "program-exit-code", "lost-taskmanagers") if k in details}
     return {
         "jid": details["jid"],
         "name": details["name"],
