@@ -1,10 +1,15 @@
 """Benchmark: the FlinkJob operator's throughput, and `kubectl apply` → RUNNING next to `jobcluster run`.
 
-    .venv/bin/python benchmarks/operator_throughput.py [--jobs 100] [--input CORPUS_DIR]
+    .venv/bin/python benchmarks/operator_throughput.py [--jobs 100] [--input CORPUS_DIR] [--attach WORK_DIR]
 
-Starts the Kubernetes test cluster (tests/infra/k8s; its tools must be built),
-applies the CRD and the job clusters' RBAC, and runs the operator as a process
-(``python -m jobcluster.controller``), then:
+Starts the Kubernetes test cluster (tests/infra/k8s; its tools must be built)
+with the project's image built from the working tree (tests/infra/image/build.sh),
+or, with ``--attach``, uses the cluster that ``python -m tests.infra.k8s.cluster
+--work-dir WORK_DIR`` runs (and imports the working tree's image into its node
+first); applies the CRD and, in a namespace of its own, the job clusters' RBAC,
+and runs the operator as a process (``python -m jobcluster.controller``) whose
+default configuration runs every job cluster on that image (pull policy Never),
+then:
 
 1. creates ``--jobs`` FlinkJobs at once with ``job.state: suspended`` (no pods)
    and measures the time until every status is observed and true
@@ -13,7 +18,11 @@ applies the CRD and the job clusters' RBAC, and runs the operator as a process
 2. with ``--input``: WordCount once through a FlinkJob (seconds from `kubectl
    apply` until the status says RUNNING, and until Succeeded) and once through
    `jobcluster run -t kubernetes-application` (until it prints that the job is
-   RUNNING, and until it returns), on the same cluster.
+   RUNNING, and until it returns), on the same cluster. The pods are real
+   containers: the corpus and the output directory, directories of this
+   machine, are mounted at their own paths by a hostPath pod template
+   (tests/integration/k8s/pods.py); the corpus is copied to a temporary
+   directory first, as the containers' user may not reach, e.g., /root.
 
 Prints the numbers; the README keeps them. Nothing is asserted.
 """
@@ -22,7 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,12 +44,24 @@ sys.path.insert(0, str(REPO))
 
 import kubernetes  # noqa: E402
 import psutil  # noqa: E402
+import requests  # noqa: E402
 import yaml  # noqa: E402
 
-from tests.infra.k8s.cluster import KubernetesCluster, free_port  # noqa: E402
+from tests.infra.k8s.cluster import KubernetesCluster, build_project_image, free_port  # noqa: E402
+from tests.integration.k8s.pods import host_path_template, image_options  # noqa: E402
 
 GROUP, VERSION, PLURAL = "jobcluster.io", "v1alpha1", "flinkjobs"
-CPU = {"kubernetes.jobmanager.cpu.amount": "0.25", "kubernetes.taskmanager.cpu.amount": "0.5"}
+# As the Kubernetes end-to-end tests run them: small CPU requests (the node is this machine's cores), limits a few
+# times higher so that the JVMs start in a reasonable time.
+CPU = {
+    "kubernetes.jobmanager.cpu.amount": "0.25",
+    "kubernetes.jobmanager.cpu.limit-factor": "4",
+    "kubernetes.taskmanager.cpu.amount": "0.5",
+    "kubernetes.taskmanager.cpu.limit-factor": "2",
+}
+POD_TEMPLATE = "kubernetes.pod-template-file.default"
+TIMEOUT = (5, 30)
+JOB_TIMEOUT = 1200.0  # seconds for the FlinkJob's WordCount to end
 
 
 def apply(cluster: KubernetesCluster, documents: list[dict]) -> None:
@@ -85,16 +106,27 @@ def throughput(
     cluster.kubectl("delete", "flinkjobs", "-n", namespace, "--all", timeout=300)
 
 
-def wordcount_side_by_side(cluster: KubernetesCluster, custom: kubernetes.client.CustomObjectsApi, namespace: str, corpus: str) -> None:
+def wordcount_side_by_side(
+    cluster: KubernetesCluster, custom: kubernetes.client.CustomObjectsApi, namespace: str, corpus: Path, image: str
+) -> None:
     source = (REPO / "examples" / "wordcount.py").read_text()
-    with tempfile.TemporaryDirectory() as tmp:
-        job = {"source": source, "args": ["--input", corpus, "--output", f"{tmp}/operator-out"], "parallelism": 4}
+    with tempfile.TemporaryDirectory(prefix="jobcluster-bench-operator-") as tmp:
+        # the executors write the output there; Spark replaces the output directory, so one below the mount point
+        data = Path(tmp) / "data"
+        data.mkdir()
+        # a copy in a directory any user may traverse: the containers run as the image's user, to whom a mount point
+        # under, e.g., /root is out of reach
+        corpus = Path(shutil.copytree(corpus, Path(tmp) / "corpus"))
+        template = str(host_path_template(Path(tmp) / "host-paths.yaml", [corpus, data], writable=[data]))
+        job = {"source": source, "args": ["--input", str(corpus), "--output", str(data / "operator-out")], "parallelism": 4}
+        configuration = {"taskmanager.numberOfTaskSlots": "2", POD_TEMPLATE: template}
         started = time.monotonic()
-        apply(cluster, [flinkjob("wordcount", namespace, job, flinkConfiguration={"taskmanager.numberOfTaskSlots": "2"})])
-        running = None
-        while True:
+        apply(cluster, [flinkjob("wordcount", namespace, job, flinkConfiguration=configuration)])
+        running, status = None, {}
+        deadline = started + JOB_TIMEOUT
+        while time.monotonic() < deadline:
             status = (
-                custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "wordcount", _request_timeout=(5, 30)).get("status")
+                custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "wordcount", _request_timeout=TIMEOUT).get("status")
                 or {}
             )
             state = (status.get("jobStatus") or {}).get("state")
@@ -104,66 +136,116 @@ def wordcount_side_by_side(cluster: KubernetesCluster, custom: kubernetes.client
                 break
             time.sleep(0.2)
         done = time.monotonic() - started
-        print(f"FlinkJob WordCount: RUNNING after {running or float('nan'):.1f} s, {status['lifecycleState']} after {done:.1f} s")
+        lifecycle = status.get("lifecycleState")
+        print(f"FlinkJob WordCount: RUNNING after {running or float('nan'):.1f} s, {lifecycle} after {done:.1f} s")
+        if lifecycle != "FINISHED":
+            print(f"  error: {status.get('error', '')[-2000:]}")
         cluster.kubectl("delete", "flinkjob", "-n", namespace, "wordcount", timeout=120)
 
-        pod_path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        options = {**image_options(image), "taskmanager.numberOfTaskSlots": "2", "kubernetes.namespace": namespace, POD_TEMPLATE: template}
+        options |= {"kubernetes.jobmanager.service-account": "jobcluster", **CPU}
         argv = [sys.executable, "-m", "jobcluster", "run", "-t", "kubernetes-application", "-p", "4"]
-        argv += [
-            "-D",
-            "taskmanager.numberOfTaskSlots=2",
-            "-D",
-            f"kubernetes.namespace={namespace}",
-            "-D",
-            "kubernetes.jobmanager.service-account=jobcluster",
-        ]
-        for key, value in CPU.items():
-            argv += ["-D", f"{key}={value}"]
-        argv += [str(REPO / "examples" / "wordcount.py"), "--input", corpus, "--output", f"{tmp}/cli-out"]
+        argv += [arg for key, value in options.items() for arg in ("-D", f"{key}={value}")]
+        argv += [str(REPO / "examples" / "wordcount.py"), "--input", str(corpus), "--output", str(data / "cli-out")]
         started = time.monotonic()
-        proc = subprocess.Popen(
-            argv, env={**cluster.env(), "PATH": pod_path}, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
+        proc = subprocess.Popen(argv, env=cluster.env(), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         assert proc.stderr is not None
         running = None
+        lines = []
         for line in proc.stderr:
+            lines.append(line)
             if running is None and " is RUNNING" in line:
                 running = time.monotonic() - started
         code = proc.wait()
         print(
             f"jobcluster run WordCount: RUNNING after {running or float('nan'):.1f} s, exit {code} after {time.monotonic() - started:.1f} s"
         )
+        if code != 0:
+            print("".join(lines[-30:]))
+
+
+def operator_healthy(operator: subprocess.Popen, port: int) -> bool:
+    if operator.poll() is not None:
+        raise SystemExit(f"the operator exited with {operator.returncode}")
+    try:
+        return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def clean_up(
+    cluster: KubernetesCluster, custom: kubernetes.client.CustomObjectsApi, namespace: str, operator: subprocess.Popen | None
+) -> None:
+    """What is left in the namespace goes, with the namespace: FlinkJobs through the operator while it runs (their clusters
+    with them), then without it (their finalizers stripped, as the README says to do when the operator is gone)."""
+    if operator is not None and operator.poll() is None:
+        cluster.kubectl("delete", "flinkjobs", "-n", namespace, "--all", "--timeout=120s", timeout=150, check=False)
+        operator.kill()
+        operator.wait()
+    try:
+        items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, _request_timeout=TIMEOUT)["items"]
+        for item in items:
+            patch = {"metadata": {"finalizers": None}}
+            custom.patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, item["metadata"]["name"], patch, _request_timeout=TIMEOUT
+            )
+    except kubernetes.client.ApiException:
+        pass
+    cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=100, help="suspended FlinkJobs created at once")
-    parser.add_argument("--input", help="a corpus directory for the WordCount comparison (skipped without)")
+    parser.add_argument("--input", type=Path, help="a corpus directory for the WordCount comparison (skipped without)")
+    parser.add_argument("--attach", type=Path, metavar="WORK_DIR", help="use the test cluster running in WORK_DIR instead of starting one")
     args = parser.parse_args()
-    cluster = KubernetesCluster()
+    corpus = args.input.resolve() if args.input else None
+    if corpus is not None and not corpus.is_dir():
+        parser.error(f"--input: {corpus} is not a directory")
+    image = build_project_image()
+    if args.attach:
+        cluster = KubernetesCluster.attach(args.attach)
+        cluster.load_images([image])
+    else:
+        cluster = KubernetesCluster(images=[image])
     cluster.start()
-    operator = None
     try:
         api = cluster.api_client()
-        core, custom = kubernetes.client.CoreV1Api(api), kubernetes.client.CustomObjectsApi(api)
-        namespace = f"bench-{uuid.uuid4().hex[:6]}"
-        core.create_namespace({"metadata": {"name": namespace}}, _request_timeout=(5, 30))
+        try:
+            run(cluster, api, image[0], args.jobs, corpus)
+        finally:
+            api.close()
+    finally:
+        cluster.stop(remove_work_dir=True)
+
+
+def run(cluster: KubernetesCluster, api: kubernetes.client.ApiClient, image: str, jobs: int, corpus: Path | None) -> None:
+    """In a namespace of its own, with the operator as a process: the throughput, then (with a corpus) WordCount both ways."""
+    core, custom = kubernetes.client.CoreV1Api(api), kubernetes.client.CustomObjectsApi(api)
+    namespace = f"bench-{uuid.uuid4().hex[:6]}"
+    operator = None
+    core.create_namespace({"metadata": {"name": namespace}}, _request_timeout=TIMEOUT)
+    try:
         cluster.kubectl("apply", "-f", str(REPO / "manifests" / "crd" / "flinkjobs.jobcluster.io.yaml"))
         cluster.kubectl("apply", "-n", namespace, "-f", str(REPO / "manifests" / "rbac.yaml"))
-        defaults = Path(cluster.work_dir) / "operator-defaults.yaml"
-        defaults.write_text(json.dumps(CPU))
-        argv = [sys.executable, "-m", "jobcluster.controller", "--namespace", namespace, "--port", str(free_port())]
-        argv += ["--default-configuration", str(defaults), "--log-level", "warning"]
-        operator = subprocess.Popen(argv, env=cluster.env(), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(3)
-        throughput(cluster, custom, namespace, psutil.Process(operator.pid), args.jobs)
-        if args.input:
-            wordcount_side_by_side(cluster, custom, namespace, args.input)
+        with tempfile.TemporaryDirectory(prefix="jobcluster-bench-operator-") as tmp:
+            defaults = Path(tmp) / "operator-defaults.yaml"
+            defaults.write_text(json.dumps({**image_options(image), **CPU}))
+            port = free_port()
+            argv = [sys.executable, "-m", "jobcluster.controller", "--namespace", namespace, "--port", str(port)]
+            argv += ["--default-configuration", str(defaults), "--log-level", "warning"]
+            operator = subprocess.Popen(argv, env=cluster.env(), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + 120
+            while not operator_healthy(operator, port):
+                if time.monotonic() > deadline:
+                    raise SystemExit("the operator did not serve /healthz within 120 s")
+                time.sleep(0.5)
+            throughput(cluster, custom, namespace, psutil.Process(operator.pid), jobs)
+            if corpus is not None:
+                wordcount_side_by_side(cluster, custom, namespace, corpus, image)
     finally:
-        if operator is not None:
-            operator.kill()
-            operator.wait()
-        cluster.stop(remove_work_dir=True)
+        clean_up(cluster, custom, namespace, operator)
 
 
 if __name__ == "__main__":
