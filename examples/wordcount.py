@@ -26,6 +26,7 @@ input that does not exist is an error naming it (exit code 1).
 
 Output: text files under OUTPUT (any file system, as for the input) with one
 ``word<TAB>count`` line per word; the most frequent words are printed at the end.
+Without ``--output`` they are only printed (in a job cluster: the JobManager's log).
 
     spark-submit examples/wordcount.py --input CORPUS_DIR --output OUT_DIR
     spark-submit examples/wordcount.py --input hdfs:///corpus --output hdfs:///out/wc
@@ -123,7 +124,7 @@ def input_lines(sc: SparkContext, name: str, scratch: str) -> tuple[list[Any], R
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--input", required=True, help="a text file or a directory of text files (read recursively)")
-    parser.add_argument("--output", required=True, help="directory for the word<TAB>count files (replaced if present)")
+    parser.add_argument("--output", help="directory for the word<TAB>count files (replaced if present); none: only print")
     parser.add_argument("--top", type=int, default=10, help="how many of the most frequent words to print")
     args = parser.parse_args()
 
@@ -133,8 +134,9 @@ def main() -> None:
     try:
         files, lines = input_lines(sc, args.input, scratch)
         counts = lines.flatMap(tokenize).map(lambda word: (word, 1)).reduceByKey(add).cache()
-        rows = counts.map(lambda wc: (f"{wc[0]}\t{wc[1]}",))
-        spark.createDataFrame(rows, "value string").write.mode("overwrite").text(args.output)
+        if args.output:
+            rows = counts.map(lambda wc: (f"{wc[0]}\t{wc[1]}",))
+            spark.createDataFrame(rows, "value string").write.mode("overwrite").text(args.output)
 
         top = counts.takeOrdered(args.top, key=lambda wc: (-wc[1], wc[0]))
         total = counts.map(lambda wc: wc[1]).sum()

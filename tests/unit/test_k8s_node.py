@@ -24,14 +24,15 @@ from tests.infra.k8s.node import (
 
 
 def test_the_pause_archive_is_a_docker_archive_whose_layer_matches_its_config():
-    archive = tarfile.open(fileobj=io.BytesIO(build_pause_archive(b"\x7fELF-binary")))
-    (manifest,) = json.load(archive.extractfile("manifest.json"))  # type: ignore[arg-type]
+    with tarfile.open(fileobj=io.BytesIO(build_pause_archive(b"\x7fELF-binary"))) as archive:
+        (manifest,) = json.load(archive.extractfile("manifest.json"))  # type: ignore[arg-type]
+        layer = archive.extractfile(manifest["Layers"][0]).read()  # type: ignore[union-attr]
+        config = json.load(archive.extractfile(manifest["Config"]))  # type: ignore[arg-type]
     assert manifest["RepoTags"] == [PAUSE_IMAGE]
-    layer = archive.extractfile(manifest["Layers"][0]).read()  # type: ignore[union-attr]
-    config = json.load(archive.extractfile(manifest["Config"]))  # type: ignore[arg-type]
     assert config["rootfs"]["diff_ids"] == ["sha256:" + hashlib.sha256(layer).hexdigest()]
     assert config["config"]["Entrypoint"] == ["/pause"]
-    pause = tarfile.open(fileobj=io.BytesIO(layer)).getmember("pause")
+    with tarfile.open(fileobj=io.BytesIO(layer)) as layer_tar:
+        pause = layer_tar.getmember("pause")
     assert pause.mode == 0o755 and pause.size == len(b"\x7fELF-binary")
 
 

@@ -421,4 +421,5 @@ def test_image_pull_secrets_reach_the_job_manager_and_the_task_manager_pods():
     assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == expected
     assert tm["spec"]["imagePullSecrets"] == expected
     # none by default: the field is left out
-    assert "imagePullSecrets" not in build_job_manager_deployment(job_manager_parameters(conf(), JOB_ID), STAGED)["spec"]["template"]["spec"]
+    default = build_job_manager_deployment(job_manager_parameters(conf(), JOB_ID), STAGED)
+    assert "imagePullSecrets" not in default["spec"]["template"]["spec"]

@@ -20,13 +20,34 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 
-{{/* Namespaces where the job clusters' ServiceAccount and Role go: the watched ones, else the release's. */}}
-{{- define "jobcluster-operator.jobNamespaces" -}}
-{{- if .Values.watchNamespaces -}}
-{{- join "," .Values.watchNamespaces -}}
-{{- else -}}
-{{- .Release.Namespace -}}
+{{/* With all namespaces watched: the ClusterRole the operator binds the JobManager's ServiceAccount to in each
+FlinkJob's namespace (empty when the chart creates no job ServiceAccounts or watches given namespaces). */}}
+{{- define "jobcluster-operator.jobManagerClusterRole" -}}
+{{- if and .Values.jobServiceAccount.create (not .Values.watchNamespaces) -}}
+{{- printf "%s-jobmanager" (include "jobcluster-operator.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
+{{- end -}}
+
+{{/* What the JobManager pods may do in their namespace: the rules of manifests/rbac.yaml. */}}
+{{- define "jobcluster-operator.jobManagerRules" -}}
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["create", "delete", "get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "create"]
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "patch", "delete"]
+{{- end -}}
+
+{{/* The names of imagePullSecrets, ';'-separated (Flink's kubernetes.container.image.pull-secrets). */}}
+{{- define "jobcluster-operator.pullSecretNames" -}}
+{{- $names := list -}}
+{{- range .Values.imagePullSecrets -}}
+{{- $names = append $names .name -}}
+{{- end -}}
+{{- join ";" $names -}}
 {{- end -}}
 
 {{/* What the operator may do with FlinkJobs and the job clusters' objects (least privilege). */}}

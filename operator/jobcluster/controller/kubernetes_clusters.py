@@ -27,6 +27,7 @@ from jobcluster.client.program import build_job_graph
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.controller.clusters import ClusterRef, Deployed, Observation, observe_job
+from jobcluster.controller.job_rbac import ensure_job_service_account
 from jobcluster.errors import DeploymentError
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 
@@ -37,8 +38,9 @@ class KubernetesClusters:
     """Job clusters of FlinkJobs on this Kubernetes cluster, through ``api`` (the operator's ApiClient);
     a :class:`~jobcluster.controller.clusters.TargetClusters`."""
 
-    def __init__(self, api: kubernetes.client.ApiClient) -> None:
+    def __init__(self, api: kubernetes.client.ApiClient, job_cluster_role: str | None = None) -> None:
         self.api = api
+        self.job_cluster_role = job_cluster_role
 
     def _descriptor(self, namespace: str, config: Configuration | None = None) -> KubernetesClusterDescriptor:
         config = config if config is not None else Configuration({options.KUBERNETES_NAMESPACE.key: namespace})
@@ -52,6 +54,9 @@ class KubernetesClusters:
             JobClusterError: the JobGraph, configuration or deployment is refused (nothing is left behind).
         """
         self.remove_result(ref)  # a result of an earlier run is not this run's
+        if self.job_cluster_role:  # the JobManager's ServiceAccount where no chart made it (job_rbac.py)
+            account = str(config.get(options.KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT))
+            ensure_job_service_account(self.api, ref.namespace, account, self.job_cluster_role)
         graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
         job_client = PipelineExecutor(self._descriptor(ref.namespace, config)).execute(graph, program, config)
         try:

@@ -39,7 +39,16 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     default=None,
     help="YAML file of Flink options applied to every FlinkJob under its own flinkConfiguration.",
 )
-def operator(namespaces: tuple[str, ...], port: int, log_level: str, default_configuration: Path | None) -> None:
+@click.option(
+    "--job-cluster-role",
+    metavar="NAME",
+    default=None,
+    help="Before deploying a FlinkJob on Kubernetes, create in its namespace, if absent, the JobManager's ServiceAccount "
+    "and its RoleBinding to this ClusterRole (the rules of manifests/rbac.yaml). The chart sets it when it watches all namespaces.",
+)
+def operator(
+    namespaces: tuple[str, ...], port: int, log_level: str, default_configuration: Path | None, job_cluster_role: str | None
+) -> None:
     """Run the FlinkJob operator: each FlinkJob becomes its own job cluster; its status says how the job goes.
 
     \b
@@ -68,7 +77,9 @@ def operator(namespaces: tuple[str, ...], port: int, log_level: str, default_con
         raise click.ClickException(str(exc)) from None
     metrics = OperatorMetrics()
     work_dir = Path(tempfile.gettempdir()) / "jobcluster-operator"
-    clusters = JobClusters({TARGET_KUBERNETES: KubernetesClusters(api), TARGET_YARN: YarnClusters(api, work_dir / "hadoop-conf")})
+    clusters = JobClusters(
+        {TARGET_KUBERNETES: KubernetesClusters(api, job_cluster_role), TARGET_YARN: YarnClusters(api, work_dir / "hadoop-conf")}
+    )
     reconciler = Reconciler(clusters, defaults, on_deployed=metrics.deploy_seconds.observe)
     registry = build_registry(OperatorContext(reconciler, api, metrics, port))
     kopf.run(registry=registry, standalone=True, clusterwide=not namespaces, namespaces=list(namespaces))

@@ -11,7 +11,7 @@
 #   .../image/storage, .../image/storage.conf                                 buildah's images and layers
 #
 # <hash> covers the Dockerfile and what it copies (pyproject.toml, README.md, operator/,
-# entrypoints/, less Python's caches as in build.dockerignore) and the base image's recipe. An
+# entrypoints/, examples/, less Python's caches as in build.dockerignore) and the base image's recipe. An
 # archive for it is reused without buildah. Otherwise the layers kept in the storage make a
 # code-only change rebuild just the last few layers, not the dependencies (pyspark). Only the two
 # most recently used archives, and the images they hold, are kept. To look into the storage:
@@ -58,7 +58,7 @@ hash=$({
     cat "$ignorefile"
     tar -C "$repo" -cf - --format=gnu --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \
         --exclude=__pycache__ --exclude='*.pyc' --exclude='*.egg-info' \
-        entrypoints operator pyproject.toml README.md
+        entrypoints examples operator pyproject.toml README.md
 } | short_hash)
 ref=localhost/jobcluster:$hash
 archive=$dir/jobcluster-$hash.tar

@@ -1,9 +1,11 @@
 """The Helm chart: `helm lint`, what `helm template` renders, and `helm install` on the real test cluster.
 
 The template tests need only the helm binary that tests/infra/k8s builds (marked
-``k8s`` so that it is built before they run); the install test runs the
-operator as a pod through the test cluster's node agent, with exactly
-``ci/test-values.yaml``.
+``k8s`` so that it is built before they run). The install tests run the
+operator as users run it: a pod of the project's image (the ``k8s_image``
+fixture, on the node, never pulled), installed with ``ci/test-values.yaml``
+and the image's repository and tag; its job clusters' pods run from the same
+image. The examples of manifests/examples are applied exactly as they are.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 import yaml
 
 from tests.infra.k8s.cluster import build_tools
+from tests.integration.k8s.pods import host_path_template
 from tests.integration.k8s.waiting import wait_for
 
 pytestmark = pytest.mark.k8s
@@ -29,6 +32,7 @@ REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "charts" / "jobcluster-operator"
 TEST_VALUES = CHART / "ci" / "test-values.yaml"
 TIMEOUT = (5, 30)
+OPERATOR_PODS = "app.kubernetes.io/name=jobcluster-operator"
 
 
 def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -45,7 +49,12 @@ def by_kind(documents: list[dict], kind: str) -> list[dict]:
 
 
 def test_the_chart_lints_clean_with_every_kind_of_values():
-    for values in ([], ["-f", str(TEST_VALUES)], ["--set", "watchNamespaces={a,b}", "--set", "metrics.serviceMonitor.enabled=true"]):
+    for values in (
+        [],
+        ["-f", str(TEST_VALUES)],
+        ["--set", "watchNamespaces={a,b}", "--set", "metrics.serviceMonitor.enabled=true"],
+        ["--set", "imagePullSecrets[0].name=registry", "--set", "jobServiceAccount.create=false"],
+    ):
         result = helm("lint", "--strict", str(CHART), *values, check=False)
         assert result.returncode == 0 and "0 chart(s) failed" in result.stdout, result.stdout + result.stderr
 
@@ -85,20 +94,66 @@ def test_the_operator_deployment():
         "taskmanager.numberOfTaskSlots": "2",
     }
 
+    # watching all namespaces, the operator makes the JobManager's ServiceAccount where a FlinkJob runs
+    (everywhere,) = by_kind(render(), "Deployment")
+    assert everywhere["spec"]["template"]["spec"]["containers"][0]["args"][-1] == "--job-cluster-role=jobcluster-operator-jobmanager"
+    (nowhere,) = by_kind(render("--set", "jobServiceAccount.create=false"), "Deployment")
+    assert not [a for a in nowhere["spec"]["template"]["spec"]["containers"][0]["args"] if a.startswith("--job-cluster-role")]
+
+
+def test_image_pull_secrets_reach_the_operator_pod_and_the_job_clusters_configuration():
+    documents = render("--set", "imagePullSecrets[0].name=registry-a", "--set", "imagePullSecrets[1].name=registry-b")
+    (deployment,) = by_kind(documents, "Deployment")
+    assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "registry-a"}, {"name": "registry-b"}]
+    (config,) = by_kind(documents, "ConfigMap")
+    defaults = yaml.safe_load(config["data"]["flink-conf.yaml"])
+    assert defaults["kubernetes.container.image.pull-secrets"] == "registry-a;registry-b"  # Flink's key and separator
+    (config,) = by_kind(render(), "ConfigMap")
+    assert "kubernetes.container.image.pull-secrets" not in yaml.safe_load(config["data"]["flink-conf.yaml"])
+    # defaultConfiguration may override what the chart derives (one key, not two)
+    (config,) = by_kind(
+        render("--set", "imagePullSecrets[0].name=a", "--set", "defaultConfiguration.kubernetes\\.container\\.image\\.pull-secrets=b"),
+        "ConfigMap",
+    )
+    assert config["data"]["flink-conf.yaml"].count("pull-secrets") == 1
+    assert yaml.safe_load(config["data"]["flink-conf.yaml"])["kubernetes.container.image.pull-secrets"] == "b"
+
 
 def test_rbac_is_cluster_wide_only_without_watched_namespaces_and_the_job_role_is_manifests_rbac():
+    reference = {d["kind"]: d for d in yaml.safe_load_all((REPO / "manifests" / "rbac.yaml").read_text()) if d}
+
+    # all namespaces: the operator's rights cluster-wide, and the JobManager's rules as a ClusterRole that the
+    # operator binds (and only that one) to the JobManager's ServiceAccount in each FlinkJob's namespace
     everywhere = render()
-    (cluster_role,) = by_kind(everywhere, "ClusterRole")
-    assert any("flinkjobs" in rule["resources"] for rule in cluster_role["rules"])
-    assert by_kind(everywhere, "Role") == [r for r in by_kind(everywhere, "Role") if r["metadata"]["name"] == "jobcluster-jobmanager"]
+    roles = {r["metadata"]["name"]: r for r in by_kind(everywhere, "ClusterRole")}
+    assert sorted(roles) == ["jobcluster-operator-discovery", "jobcluster-operator-jobmanager"]
+    operator_rules = roles["jobcluster-operator-discovery"]["rules"]
+    assert any("flinkjobs" in rule["resources"] for rule in operator_rules)
+    assert {
+        "apiGroups": ["rbac.authorization.k8s.io"],
+        "resources": ["clusterroles"],
+        "resourceNames": ["jobcluster-operator-jobmanager"],
+        "verbs": ["get", "bind"],
+    } in operator_rules
+    for resource in ("serviceaccounts", "rolebindings"):
+        (rule,) = [r for r in operator_rules if r["resources"] == [resource]]
+        assert rule["verbs"] == ["get", "create"]
+    assert not [r for r in operator_rules if r["resources"] in (["roles"], ["clusterrolebindings"])]
+    assert roles["jobcluster-operator-jobmanager"]["rules"] == reference["Role"]["rules"]
+    assert [b["metadata"]["name"] for b in by_kind(everywhere, "ClusterRoleBinding")] == ["jobcluster-operator-discovery"]
+    assert by_kind(everywhere, "Role") == [] and by_kind(everywhere, "RoleBinding") == []
+    assert [a["metadata"]["name"] for a in by_kind(everywhere, "ServiceAccount")] == ["jobcluster-operator"]
+    none = render("--set", "jobServiceAccount.create=false")
+    assert [r["metadata"]["name"] for r in by_kind(none, "ClusterRole")] == ["jobcluster-operator-discovery"]
+    assert not [r for r in by_kind(none, "ClusterRole")[0]["rules"] if r["resources"] == ["serviceaccounts"]]
 
     watched = render("--set", "watchNamespaces={team-a,team-b}")
     (discovery,) = by_kind(watched, "ClusterRole")
     assert {tuple(rule["resources"]) for rule in discovery["rules"]} == {("customresourcedefinitions",), ("namespaces",)}
     operator_roles = [r for r in by_kind(watched, "Role") if r["metadata"]["name"] == "jobcluster-operator"]
     assert sorted(r["metadata"]["namespace"] for r in operator_roles) == ["team-a", "team-b"]
+    assert not [r for r in operator_roles[0]["rules"] if "serviceaccounts" in r["resources"] or "rolebindings" in r["resources"]]
 
-    reference = {d["kind"]: d for d in yaml.safe_load_all((REPO / "manifests" / "rbac.yaml").read_text()) if d}
     job_roles = [r for r in by_kind(watched, "Role") if r["metadata"]["name"] == "jobcluster-jobmanager"]
     assert sorted(r["metadata"]["namespace"] for r in job_roles) == ["team-a", "team-b"]
     for role in job_roles:
@@ -107,30 +162,132 @@ def test_rbac_is_cluster_wide_only_without_watched_namespaces_and_the_job_role_i
     assert sorted(accounts) == ["team-a", "team-b"]
 
 
-def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_leaves_nothing(k8s_cluster, k8s_api, tmp_path):
+def test_a_watched_namespace_that_does_not_exist_is_refused_with_the_fix_and_nothing_is_installed(k8s_cluster, k8s_api):
+    missing = f"analytics-{uuid.uuid4().hex[:6]}"
+    system = f"jobcluster-system-{uuid.uuid4().hex[:4]}"
+    release = f"refused-{uuid.uuid4().hex[:4]}"
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    try:
+        result = k8s_cluster.helm(
+            "install",
+            release,
+            str(CHART),
+            "-n",
+            system,
+            "--create-namespace",
+            "-f",
+            str(TEST_VALUES),
+            "--set",
+            f"watchNamespaces={{{missing}}}",
+            check=False,
+        )
+        assert result.returncode != 0
+        assert (
+            f"watchNamespaces: namespace {missing} does not exist. The chart never creates the namespaces it watches: "
+            f"create it first (kubectl create namespace {missing}), then install again."
+        ) in result.stderr, result.stderr
+        assert k8s_cluster.helm("status", release, "-n", system, check=False).returncode != 0  # no release, not even a failed one
+        rbac = kubernetes.client.RbacAuthorizationV1Api(k8s_api)
+        assert not [r for r in rbac.list_cluster_role(_request_timeout=TIMEOUT).items if r.metadata.name.startswith(release)]
+        assert kubernetes.client.AppsV1Api(k8s_api).list_namespaced_deployment(system, _request_timeout=TIMEOUT).items == []
+        # the release's own namespace may be watched: --create-namespace makes it
+        own = k8s_cluster.helm(
+            "install", release, str(CHART), "-n", system, "--create-namespace", "--dry-run=server", "--set", f"watchNamespaces={{{system}}}"
+        )
+        assert "STATUS: pending-install" in own.stdout, own.stdout
+        # without a cluster to look at (helm template), the same values render
+        assert helm("template", release, str(CHART), "--set", f"watchNamespaces={{{missing}}}").returncode == 0
+    finally:
+        k8s_cluster.helm("uninstall", release, "-n", system, check=False)
+        try:
+            core.delete_namespace(system, _request_timeout=TIMEOUT)
+        except kubernetes.client.ApiException:
+            pass
+
+
+def image_values(image: str) -> list[str]:
+    """--set the operator's image (so the job clusters' too) to the one on the node; the test values never pull it."""
+    repository, tag = image.rsplit(":", 1)
+    return ["--set", f"image.repository={repository}", "--set", f"image.tag={tag}"]
+
+
+def host_path_pod_template(tmp_path: Path, directories: list[Path], writable: list[Path]) -> dict:
+    """host_path_template's pod as a FlinkJob's podTemplate: the operator runs in a pod, where no file of this
+    machine is, so the template travels inline in the FlinkJob."""
+    template = yaml.safe_load(host_path_template(tmp_path / "pod-template.yaml", directories, writable=writable).read_text())
+    return {"spec": template["spec"]}
+
+
+def operator_pods(core, namespace: str) -> list:
+    return core.list_namespaced_pod(namespace, label_selector=OPERATOR_PODS, _request_timeout=TIMEOUT).items
+
+
+def wait_for_the_operator(core, namespace: str) -> None:
+    def running() -> bool:
+        pods = operator_pods(core, namespace)
+        statuses = pods[0].status.container_statuses if pods else None
+        return bool(statuses) and pods[0].status.phase == "Running" and bool(statuses[0].ready)
+
+    wait_for(running, timeout=180, what="the operator pod running and ready")
+
+
+def watch_job_pods(core, namespace: str, seen: dict[str, dict]) -> None:
+    """Record what matters of each pod of a job cluster seen in ``namespace`` (they go when the job ends)."""
+    for pod in core.list_namespaced_pod(namespace, label_selector="component", _request_timeout=TIMEOUT).items:
+        seen.setdefault(
+            pod.metadata.name,
+            {
+                "component": pod.metadata.labels.get("component"),
+                "image": pod.spec.containers[0].image,
+                "pull_secrets": [s.name for s in pod.spec.image_pull_secrets or []],
+                "service_account": pod.spec.service_account_name,
+                "labels": pod.metadata.labels,
+            },
+        )
+
+
+def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_leaves_nothing(k8s_cluster, k8s_api, k8s_image, tmp_path):
+    """The operator as a pod of the image, watching one namespace; the example's job cluster in pods of the same
+    image, which pull it with the chart's imagePullSecrets; the operator pod deleted mid-job; uninstall."""
     jobs = f"jobs-{uuid.uuid4().hex[:6]}"
     system = f"jobcluster-system-{uuid.uuid4().hex[:4]}"
     core = kubernetes.client.CoreV1Api(k8s_api)
-    core.create_namespace({"metadata": {"name": jobs}}, _request_timeout=TIMEOUT)
+    for namespace in (jobs, system):
+        core.create_namespace({"metadata": {"name": namespace}}, _request_timeout=TIMEOUT)
+        # the chart's imagePullSecrets, as a registry's would be (the node has the image: nothing is pulled)
+        k8s_cluster.kubectl(
+            "create",
+            "secret",
+            "docker-registry",
+            "registry-cred",
+            "-n",
+            namespace,
+            "--docker-server=registry.example.com",
+            "--docker-username=ci",
+            "--docker-password=not-used",
+        )
     release = ["jobcluster", "-n", system]
     try:
         installed = k8s_cluster.helm(
-            "install", *release, str(CHART), "--create-namespace", "-f", str(TEST_VALUES), "--set", f"watchNamespaces={{{jobs}}}"
+            "install",
+            *release,
+            str(CHART),
+            "-f",
+            str(TEST_VALUES),
+            *image_values(k8s_image),
+            "--set",
+            f"watchNamespaces={{{jobs}}}",
+            "--set",
+            "imagePullSecrets[0].name=registry-cred",
         )
         assert "STATUS: deployed" in installed.stdout, installed.stdout
 
-        def operator_running() -> bool:
-            pods = core.list_namespaced_pod(
-                system, label_selector="app.kubernetes.io/name=jobcluster-operator", _request_timeout=TIMEOUT
-            ).items
-            return bool(pods) and pods[0].status.phase == "Running" and bool(pods[0].status.container_statuses[0].ready)
-
-        wait_for(operator_running, timeout=120, what="the operator pod running")
+        wait_for_the_operator(core, system)
         time.sleep(12)  # two liveness periods of the test values: the probe must keep passing
-        (pod,) = core.list_namespaced_pod(
-            system, label_selector="app.kubernetes.io/name=jobcluster-operator", _request_timeout=TIMEOUT
-        ).items
+        (pod,) = operator_pods(core, system)
         assert pod.status.container_statuses[0].restart_count == 0
+        assert pod.spec.containers[0].image == k8s_image and pod.spec.containers[0].image_pull_policy == "Never"
+        assert pod.spec.security_context.run_as_user == 9999
 
         # least privilege: the operator may run FlinkJobs where it watches, and nothing elsewhere
         account = f"system:serviceaccount:{system}:jobcluster-operator"
@@ -139,19 +296,25 @@ def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_le
             ("create", "deployments.apps", jobs, "yes"),
             ("create", "deployments.apps", "default", "no"),
             ("get", "secrets", "default", "no"),
+            ("create", "serviceaccounts", jobs, "no"),
             ("delete", "nodes", "", "no"),
         ):
             where = ["-n", namespace] if namespace else []
             answer = k8s_cluster.kubectl("auth", "can-i", verb, resource, *where, "--as", account, check=False).stdout.strip()
             assert answer == expected, (verb, resource, namespace, answer)
 
-        # the example, with input and output where the test cluster's pods see them
+        # the example, with input and output where the test cluster's pods see them (host directories, mounted by
+        # pod templates in the FlinkJob: the operator's pod has no file of this machine)
         corpus, out = tmp_path / "corpus", tmp_path / "out"
         corpus.mkdir()
+        out.mkdir()
         (corpus / "a.txt").write_text("to be or not to be\nthat is the question\n")
+        template = host_path_pod_template(tmp_path, [corpus, out], writable=[out])
         example = yaml.safe_load((REPO / "manifests" / "examples" / "wordcount.yaml").read_text())
         example["metadata"]["namespace"] = jobs
-        example["spec"]["job"]["args"] = ["--input", str(corpus), "--output", str(out)]
+        example["spec"]["job"]["args"] = ["--input", str(corpus), "--output", str(out / "counts")]
+        example["spec"]["jobManager"] = {"podTemplate": template}
+        example["spec"]["taskManager"] = {"podTemplate": template}
         with tempfile.NamedTemporaryFile("w", suffix=".yaml") as manifest:
             manifest.write(yaml.safe_dump(example))
             manifest.flush()
@@ -160,26 +323,39 @@ def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_le
         # the operator pod deleted while its job cluster starts: the job goes on, and the operator's next
         # pod (the chart's Deployment makes it) adopts the cluster and brings the status up to date
         custom = kubernetes.client.CustomObjectsApi(k8s_api)
+        job_pods: dict[str, dict] = {}
 
         def deployed() -> bool:
+            watch_job_pods(core, jobs, job_pods)
             status = custom.get_namespaced_custom_object("jobcluster.io", "v1alpha1", jobs, "flinkjobs", "wordcount").get("status") or {}
             return status.get("lifecycleState") in ("DEPLOYED", "STABLE", "FINISHED")
 
-        wait_for(deployed, timeout=120, what="the job cluster deployed")
+        wait_for(deployed, timeout=240, interval=1, what="the job cluster deployed")
         core.delete_namespaced_pod(pod.metadata.name, system, _request_timeout=TIMEOUT)
-        waited = k8s_cluster.kubectl(
-            "wait", "-n", jobs, "--for=condition=Succeeded", "flinkjob/wordcount", "--timeout=240s", timeout=270, check=False
-        )
-        assert waited.returncode == 0, k8s_cluster.kubectl("get", "flinkjob", "-n", jobs, "wordcount", "-o", "yaml").stdout
+
+        def succeeded() -> bool:
+            watch_job_pods(core, jobs, job_pods)
+            document = custom.get_namespaced_custom_object("jobcluster.io", "v1alpha1", jobs, "flinkjobs", "wordcount")
+            return any(c["type"] == "Succeeded" and c["status"] == "True" for c in (document.get("status") or {}).get("conditions", []))
+
+        try:
+            wait_for(succeeded, timeout=300, interval=1, what="the FlinkJob Succeeded")
+        except AssertionError:
+            raise AssertionError(k8s_cluster.kubectl("get", "flinkjob", "-n", jobs, "wordcount", "-o", "yaml").stdout) from None
         counts = Counter()
-        for part in out.glob("part-*"):
+        for part in (out / "counts").glob("part-*"):
             for line in part.read_text().splitlines():
                 word, count = line.rsplit("\t", 1)
                 counts[word] = int(count)
         assert counts == Counter(re.findall(r"[a-z]+", (corpus / "a.txt").read_text()))
-        (replacement,) = core.list_namespaced_pod(
-            system, label_selector="app.kubernetes.io/name=jobcluster-operator", _request_timeout=TIMEOUT
-        ).items
+
+        # the job cluster's pods: the operator's image, pulled (were it pulled) with the chart's imagePullSecrets
+        components = Counter(p["component"] for p in job_pods.values())
+        assert components["jobmanager"] >= 1 and components["taskmanager"] >= 1, job_pods
+        for name, seen in job_pods.items():
+            assert seen["image"] == k8s_image and seen["pull_secrets"] == ["registry-cred"], (name, seen)
+
+        (replacement,) = operator_pods(core, system)
         assert replacement.metadata.name != pod.metadata.name
         k8s_cluster.kubectl("delete", "flinkjob", "-n", jobs, "wordcount", timeout=60)
     finally:
@@ -191,6 +367,98 @@ def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_le
     assert rbac.list_namespaced_role(jobs, _request_timeout=TIMEOUT).items == []
     assert not [r for r in rbac.list_cluster_role(_request_timeout=TIMEOUT).items if r.metadata.name.startswith("jobcluster-operator")]
     assert k8s_cluster.kubectl("get", "crd", "flinkjobs.jobcluster.io", check=False).returncode == 0  # CRDs stay (Helm's rule)
-    wait_for(lambda: core.list_namespaced_pod(system, _request_timeout=TIMEOUT).items == [], timeout=60, what="the operator pod gone")
+    wait_for(lambda: operator_pods(core, system) == [], timeout=60, what="the operator pod gone")
     core.delete_namespace(jobs, _request_timeout=TIMEOUT)
+    core.delete_namespace(system, _request_timeout=TIMEOUT)
+
+
+def test_watching_all_namespaces_the_examples_run_as_they_are_in_a_namespace_of_their_own(k8s_cluster, k8s_api, k8s_image):
+    """The chart watching every namespace; each file of manifests/examples (Kubernetes) applied exactly as it is in a
+    namespace that is not the release's and that has nothing of jobcluster: the operator creates the JobManager's
+    ServiceAccount and its RoleBinding there, the examples run from the image to Succeeded, and uninstalling
+    removes what the operator created."""
+    system = f"jobcluster-system-{uuid.uuid4().hex[:4]}"
+    team = f"team-{uuid.uuid4().hex[:6]}"
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    rbac = kubernetes.client.RbacAuthorizationV1Api(k8s_api)
+    custom = kubernetes.client.CustomObjectsApi(k8s_api)
+    core.create_namespace({"metadata": {"name": team}}, _request_timeout=TIMEOUT)
+    release = ["jobcluster", "-n", system]
+    names = []
+    try:
+        installed = k8s_cluster.helm(
+            "install", *release, str(CHART), "--create-namespace", "-f", str(TEST_VALUES), *image_values(k8s_image)
+        )
+        assert "STATUS: deployed" in installed.stdout, installed.stdout
+        wait_for_the_operator(core, system)
+        assert [a.metadata.name for a in core.list_namespaced_service_account(team, _request_timeout=TIMEOUT).items] == ["default"]
+
+        for file in ("wordcount.yaml", "wordcount-memory.yaml"):  # one after the other: the node has 2 cores
+            path = REPO / "manifests" / "examples" / file
+            name = yaml.safe_load(path.read_text())["metadata"]["name"]
+            names.append(name)
+            started = time.monotonic()
+            k8s_cluster.kubectl("apply", "-n", team, "-f", str(path))
+            job_pods: dict[str, dict] = {}
+
+            def succeeded(name: str = name, job_pods: dict = job_pods) -> bool:
+                watch_job_pods(core, team, job_pods)
+                document = custom.get_namespaced_custom_object("jobcluster.io", "v1alpha1", team, "flinkjobs", name)
+                conditions = {c["type"]: c for c in (document.get("status") or {}).get("conditions", [])}
+                assert conditions.get("Failed", {}).get("status") != "True", document["status"]
+                return conditions.get("Succeeded", {}).get("status") == "True"
+
+            try:
+                wait_for(succeeded, timeout=420, interval=1, what=f"{file} Succeeded")
+            except AssertionError as exc:
+                flinkjob = k8s_cluster.kubectl("get", "flinkjob", "-n", team, name, "-o", "yaml").stdout
+                log = k8s_cluster.kubectl("logs", "-n", system, "deployment/jobcluster-operator", "--tail=60", check=False).stdout
+                raise AssertionError(f"{exc}\n{flinkjob}\n{log}") from None
+            print(f"{file}: Succeeded {time.monotonic() - started:.0f} s after kubectl apply")
+            status = custom.get_namespaced_custom_object("jobcluster.io", "v1alpha1", team, "flinkjobs", name)["status"]
+            assert status["lifecycleState"] == "FINISHED" and status["jobStatus"]["state"] == "FINISHED", status
+            managers = [p for p in job_pods.values() if p["component"] == "jobmanager"]
+            assert managers and all(p["service_account"] == "jobcluster" and p["image"] == k8s_image for p in managers), job_pods
+            if file == "wordcount-memory.yaml":  # its pod templates reach both kinds of pods
+                assert {p["component"] for p in job_pods.values() if p["labels"].get("team") == "analytics"} == {
+                    "jobmanager",
+                    "taskmanager",
+                }
+
+        # what the operator created, once, in the FlinkJobs' namespace: owned by the chart's ClusterRole
+        (account,) = [
+            a for a in core.list_namespaced_service_account(team, _request_timeout=TIMEOUT).items if a.metadata.name == "jobcluster"
+        ]
+        binding = rbac.read_namespaced_role_binding("jobcluster-jobmanager", team, _request_timeout=TIMEOUT)
+        assert (binding.role_ref.kind, binding.role_ref.name) == ("ClusterRole", "jobcluster-operator-jobmanager")
+        assert [(s.kind, s.name, s.namespace) for s in binding.subjects] == [("ServiceAccount", "jobcluster", team)]
+        for created in (account, binding):
+            assert [(o.kind, o.name) for o in created.metadata.owner_references] == [("ClusterRole", "jobcluster-operator-jobmanager")]
+        job_account = f"system:serviceaccount:{team}:jobcluster"
+        for verb, resource, namespace, expected in (("create", "pods", team, "yes"), ("create", "pods", system, "no")):
+            answer = k8s_cluster.kubectl("auth", "can-i", verb, resource, "-n", namespace, "--as", job_account, check=False).stdout.strip()
+            assert answer == expected, (verb, resource, namespace, answer)
+        for name in names:
+            k8s_cluster.kubectl("delete", "flinkjob", "-n", team, name, timeout=60)
+    finally:
+        for name in names:  # the operator gone, nothing would remove its finalizer
+            try:
+                custom.patch_namespaced_custom_object(
+                    "jobcluster.io", "v1alpha1", team, "flinkjobs", name, {"metadata": {"finalizers": None}}, _request_timeout=TIMEOUT
+                )
+            except kubernetes.client.ApiException:
+                pass
+        k8s_cluster.helm("uninstall", *release, "--wait", check=False)
+    # uninstalling deletes the ClusterRole, and with it (the garbage collector) what the operator created
+    wait_for(
+        lambda: (
+            [a.metadata.name for a in core.list_namespaced_service_account(team, _request_timeout=TIMEOUT).items] == ["default"]
+            and rbac.list_namespaced_role_binding(team, _request_timeout=TIMEOUT).items == []
+        ),
+        timeout=60,
+        what="the JobManager's ServiceAccount and RoleBinding gone",
+    )
+    assert not [r for r in rbac.list_cluster_role(_request_timeout=TIMEOUT).items if r.metadata.name.startswith("jobcluster-operator")]
+    wait_for(lambda: operator_pods(core, system) == [], timeout=60, what="the operator pod gone")
+    core.delete_namespace(team, _request_timeout=TIMEOUT)
     core.delete_namespace(system, _request_timeout=TIMEOUT)

@@ -4,9 +4,15 @@ on Kubernetes, and on YARN (the Hadoop test cluster, configured through a Config
 One operator process for the module (``python -m jobcluster.controller``, as the
 chart's pod runs it, with the test cluster's kubeconfig), watching one namespace
 with the job clusters' RBAC (manifests/rbac.yaml); the CRD is applied from
-manifests/crd.  The pods run this repository's entry points with this
-virtualenv's Python, through the operator's default configuration (what the
-chart's ``defaultConfiguration`` holds on a real cluster: nothing).
+manifests/crd.  The job clusters run in real containers of the project's image
+(the ``k8s_image`` fixture, on the node, never pulled), set in the operator's
+default configuration as the chart's ConfigMap sets it; so does a default pod
+template that mounts this repository's test programs (``local://`` programs) in
+every pod.  A job's input and output are directories of this machine that its
+FlinkJob mounts with a pod template of its own.
+
+The operator itself stays a process of this machine: on YARN it submits to the
+Hadoop test cluster, whose daemons listen on 127.0.0.1 only, which no pod reaches.
 """
 
 from __future__ import annotations
@@ -32,19 +38,18 @@ from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from tests.infra.k8s.cluster import free_port
+from tests.integration.k8s.pods import host_path_template, image_options
 from tests.integration.k8s.waiting import wait_for
 
 pytestmark = pytest.mark.k8s
 
 REPO = Path(__file__).resolve().parents[3]
 CRD = REPO / "manifests" / "crd" / "flinkjobs.jobcluster.io.yaml"
-WAITS = REPO / "tests" / "e2e" / "programs" / "waits.py"
+PROGRAMS = REPO / "tests" / "e2e" / "programs"
+WAITS = PROGRAMS / "waits.py"
+POD_TEMPLATE = "kubernetes.pod-template-file.default"
 TIMEOUT = (5, 30)
 GROUP, VERSION, PLURAL = "jobcluster.io", "v1alpha1", "flinkjobs"
-
-
-def pod_path() -> str:
-    return f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
 
 
 class Operator:
@@ -90,17 +95,16 @@ def namespace(k8s_cluster, k8s_api):
 
 
 @pytest.fixture(scope="module")
-def operator(k8s_cluster, namespace, tmp_path_factory):
+def operator(k8s_cluster, k8s_image, namespace, tmp_path_factory):
     work = tmp_path_factory.mktemp("operator")
     defaults = work / "flink-conf.yaml"
     defaults.write_text(
         yaml.safe_dump(
             {
-                "jobcluster.kubernetes.entrypoint.dir": str(REPO / "entrypoints"),
+                **image_options(k8s_image),
                 "kubernetes.jobmanager.cpu.amount": "0.25",
                 "kubernetes.taskmanager.cpu.amount": "0.5",
-                "containerized.master.env.PATH": pod_path(),
-                "containerized.taskmanager.env.PATH": pod_path(),
+                POD_TEMPLATE: str(host_path_template(work / "programs-pod-template.yaml", [PROGRAMS])),
             }
         )
     )
@@ -185,15 +189,20 @@ def cluster_objects(k8s_api, namespace: str, name: str) -> list[str]:
 def test_inline_wordcount_succeeds_with_exact_counts_and_a_true_status(k8s_cluster, k8s_api, namespace, operator, tmp_path):
     corpus, out = tmp_path / "corpus", tmp_path / "out"
     corpus.mkdir()
+    out.mkdir()
     for n in range(4):
         (corpus / f"part{n}.txt").write_text(f"the quick brown fox {n}\nThe lazy dog and the fox\n" * (n + 1))
     source = (REPO / "examples" / "wordcount.py").read_text()
-    job = {"source": source, "args": ["--input", str(corpus), "--output", str(out)], "parallelism": 2}
-    apply(k8s_cluster, flinkjob("wordcount", namespace, job, flinkConfiguration={"taskmanager.numberOfTaskSlots": "2"}))
+    # Spark replaces the output directory: a directory below the mount point, not the mount point itself
+    job = {"source": source, "args": ["--input", str(corpus), "--output", str(out / "counts")], "parallelism": 2}
+    mounts = str(host_path_template(tmp_path / "pod-template.yaml", [corpus, out], writable=[out]))
+    apply(
+        k8s_cluster, flinkjob("wordcount", namespace, job, flinkConfiguration={"taskmanager.numberOfTaskSlots": "2", POD_TEMPLATE: mounts})
+    )
     kubectl_wait(k8s_cluster, namespace, "wordcount", "Succeeded")
 
     counts = Counter()
-    for part in out.glob("part-*"):
+    for part in (out / "counts").glob("part-*"):
         for line in part.read_text().splitlines():
             word, count = line.rsplit("\t", 1)
             counts[word] = int(count)
@@ -262,7 +271,7 @@ def test_invalid_spec_fails_clearly_deploys_nothing_and_deploys_once_fixed(k8s_c
     k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "tiny", timeout=60)
 
 
-def test_suspend_resume_upgrade_faults_and_delete(k8s_cluster, k8s_api, namespace, operator):
+def test_suspend_resume_upgrade_faults_and_delete(k8s_cluster, k8s_api, k8s_image, namespace, operator):
     """One long job: suspended (its cluster goes) and resumed; a new restartNonce redeploys (new JobID);
     its JobManager pod deleted (the job runs again) while the operator is killed and restarted (it adopts
     the cluster and keeps the status true); deleted mid-run, everything of it goes within 30 s."""
@@ -303,6 +312,7 @@ def test_suspend_resume_upgrade_faults_and_delete(k8s_cluster, k8s_api, namespac
     operator.kill()
     core = kubernetes.client.CoreV1Api(k8s_api)
     (jm,) = core.list_namespaced_pod(namespace, label_selector=f"app={name},component=jobmanager", _request_timeout=TIMEOUT).items
+    assert jm.spec.containers[0].image == k8s_image  # a real container of the project's image
     core.delete_namespaced_pod(jm.metadata.name, namespace, _request_timeout=TIMEOUT)
     operator.start()
 
@@ -365,7 +375,8 @@ def test_yarn_example_runs_as_a_yarn_application_and_deleting_it_kills_the_appli
     example["spec"]["job"]["parallelism"] = 2
     name = example["metadata"]["name"]
     apply(k8s_cluster, example)
-    kubectl_wait(k8s_cluster, namespace, name, "Succeeded", timeout=300)
+    # the first FlinkJob on YARN packs and uploads the Python environment (~1.5 min on a busy 2-core machine)
+    kubectl_wait(k8s_cluster, namespace, name, "Succeeded", timeout=420)
 
     counts = Counter()
     for part in (p for p in paths.client.list(f"{root}/out") if p.startswith("part-")):
