@@ -47,7 +47,7 @@ import psutil  # noqa: E402
 import requests  # noqa: E402
 import yaml  # noqa: E402
 
-from tests.infra.k8s.cluster import KubernetesCluster, build_project_image, free_port  # noqa: E402
+from tests.infra.k8s.cluster import KubernetesCluster, free_port, with_project_image  # noqa: E402
 from tests.integration.k8s.pods import host_path_template, image_options  # noqa: E402
 
 GROUP, VERSION, PLURAL = "jobcluster.io", "v1alpha1", "flinkjobs"
@@ -203,17 +203,12 @@ def main() -> None:
     corpus = args.input.resolve() if args.input else None
     if corpus is not None and not corpus.is_dir():
         parser.error(f"--input: {corpus} is not a directory")
-    image = build_project_image()
-    if args.attach:
-        cluster = KubernetesCluster.attach(args.attach)
-        cluster.load_images([image])
-    else:
-        cluster = KubernetesCluster(images=[image])
+    cluster = with_project_image(args.attach)
     cluster.start()
     try:
         api = cluster.api_client()
         try:
-            run(cluster, api, image[0], args.jobs, corpus)
+            run(cluster, api, cluster.images[0][0], args.jobs, corpus)
         finally:
             api.close()
     finally:

@@ -58,7 +58,7 @@ sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 import kubernetes  # noqa: E402
 from wordcount_local import one_run as local_run  # noqa: E402
 
-from tests.infra.k8s.cluster import KubernetesCluster, build_project_image  # noqa: E402
+from tests.infra.k8s.cluster import KubernetesCluster, with_project_image  # noqa: E402
 from tests.integration.k8s.pods import MAIN_CONTAINER, host_path_template, image_options  # noqa: E402
 
 LINES = {
@@ -379,12 +379,7 @@ def main() -> None:
     corpus = Path(args.input).resolve()
     if not corpus.is_dir():
         parser.error(f"--input: {corpus} is not a directory")
-    image = build_project_image()
-    if args.attach:
-        cluster = KubernetesCluster.attach(args.attach)
-        cluster.load_images([image])
-    else:
-        cluster = KubernetesCluster(images=[image])
+    cluster = with_project_image(args.attach)
     with tempfile.TemporaryDirectory(prefix="jobcluster-bench-k8s-") as tmp, cluster:
         logs = args.keep or Path(tmp)
         logs.mkdir(parents=True, exist_ok=True)
@@ -399,15 +394,15 @@ def main() -> None:
             k8s_runs: list[KubernetesRun] = []
             for run in range(args.runs):
                 local_rows.append(local_run(str(corpus), args.parallelism, args.slots))
-                k8s_runs.append(kubernetes_run(cluster, namespace, image[0], corpus, args.parallelism, args.slots, run, logs))
+                k8s_runs.append(kubernetes_run(cluster, namespace, cluster.images[0][0], corpus, args.parallelism, args.slots, run, logs))
         finally:
             cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
-        print(f"\nimage {image[0]}, corpus {args.input}, -p {args.parallelism}, {args.slots} slots per TaskManager")
+        print(f"\nimage {cluster.images[0][0]}, corpus {args.input}, -p {args.parallelism}, {args.slots} slots per TaskManager")
         table("local", local_rows)
         table("kubernetes-application", [r.times for r in k8s_runs])
         print_pods(k8s_runs)
         if args.keep:
-            numbers = {"image": image[0], "corpus": args.input, "local": local_rows}
+            numbers = {"image": cluster.images[0][0], "corpus": args.input, "local": local_rows}
             numbers["kubernetes"] = [{"times": r.times, "pods": [p.summary() for p in r.pods]} for r in k8s_runs]
             (args.keep / "wordcount_kubernetes.json").write_text(json.dumps(numbers, indent=2))
             print(f"each run's stderr and the numbers (wordcount_kubernetes.json) in {args.keep}")

@@ -126,6 +126,17 @@ def normalized_image_name(ref: str) -> str:
     return ref
 
 
+def with_project_image(attach: Path | None = None) -> KubernetesCluster:
+    """A cluster with the working tree's image on its node: the one running in ``attach`` (the image
+    imported into it now), else a new one to start."""
+    image = build_project_image()
+    if attach is None:
+        return KubernetesCluster(images=[image])
+    cluster = KubernetesCluster.attach(attach)
+    cluster.load_images([image])
+    return cluster
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
