@@ -190,6 +190,26 @@ def test_a_gone_cluster_is_judged_by_the_result_it_left_or_reported_lost():
     assert lost.status["jobStatus"]["state"] == "FAILED"
 
 
+@pytest.mark.parametrize("lifecycle", [st.CREATED, st.UPGRADING])
+def test_a_deployment_the_operator_did_not_finish_is_adopted_if_its_cluster_exists_else_made_again(lifecycle):
+    """The operator went away while it deployed (its status: the spec and deployTime written, no outcome)."""
+    interrupted = {"deployedSpec": "h2", "lifecycleState": lifecycle, "deployTime": ago(30), "jobStatus": None, "clusterId": ""}
+    assert needs_observation(facts(interrupted))
+    details = {"jid": "j1", "name": "wc", "state": "RUNNING", "start-time": 1_700_000_000_000, "end-time": -1, "duration": 5_000}
+    adopted = plan(facts(interrupted, Observation(exists=True, cluster_id="application_1_0001", job=details)))
+    assert adopted.actions == [] and adopted.status["lifecycleState"] == st.STABLE
+    assert adopted.status["clusterId"] == "application_1_0001" and adopted.status["jobStatus"]["jobId"] == "j1"
+    again = plan(facts(interrupted, Observation(exists=False)))
+    assert again.actions == [DEPLOY] and again.status["lifecycleState"] == lifecycle
+    assert [e[:2] for e in again.events] == [("Normal", "Redeploying")]
+    # a result left before this deployment began is the previous run's: it does not end this one
+    stale = plan(facts(interrupted, Observation(exists=False, result=JobResult("wc", "j0", "FINISHED", ago(60), ""))))
+    assert stale.actions == [DEPLOY]
+    # one left after it began is this run's: it ran and ended while no operator looked
+    ran = plan(facts(interrupted, Observation(exists=False, result=JobResult("wc", "j1", "FINISHED", ago(5), ""))))
+    assert ran.actions == [] and ran.status["lifecycleState"] == st.FINISHED and ran.status["jobStatus"]["jobId"] == "j1"
+
+
 def test_deadlines_fail_the_job_with_the_reason_and_remove_its_cluster():
     waiting = {
         "deployedSpec": "h2",

@@ -61,6 +61,28 @@ def test_startup_failure_of_a_crash_looping_or_unpullable_job_manager():
     assert jmp.is_running({"status": {"phase": "Running", "podIP": "127.1.0.2"}})
 
 
+def test_creation_failure_is_the_deployments_replica_failure_condition():
+    refused = {
+        "status": {
+            "conditions": [
+                {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"},
+                {
+                    "type": "ReplicaFailure",
+                    "status": "True",
+                    "reason": "FailedCreate",
+                    "message": 'pods "wc-5d8f" is forbidden: error looking up service account ns/nobody: serviceaccount "nobody" not found',
+                },
+            ]
+        }
+    }
+    assert jmp.creation_failure(refused) == (
+        'FailedCreate: pods "wc-5d8f" is forbidden: error looking up service account ns/nobody: serviceaccount "nobody" not found'
+    )
+    recovered = {"status": {"conditions": [{**refused["status"]["conditions"][1], "status": "False"}]}}
+    assert jmp.creation_failure(recovered) is None
+    assert jmp.creation_failure({}) is None and jmp.creation_failure({"status": {}}) is None
+
+
 def test_newest_pod_skips_pods_being_deleted():
     old = {"metadata": {"name": "a", "creationTimestamp": "2026-01-01T00:00:00Z"}}
     new = {"metadata": {"name": "b", "creationTimestamp": "2026-01-01T00:00:05Z"}}

@@ -83,7 +83,13 @@ def needs_observation(facts: Facts) -> bool:
         return lifecycle != st.SUSPENDED
     if deployed != facts.spec_hash:
         return bool(deployed) and lifecycle != st.SUSPENDED
-    return lifecycle in (st.DEPLOYED, st.STABLE, st.UPGRADING)
+    return lifecycle in (st.CREATED, st.DEPLOYED, st.STABLE, st.UPGRADING)
+
+
+def _deploy_interrupted(facts: Facts) -> bool:
+    """Whether a deployment of the current spec began and never recorded its outcome: the operator that ran it
+    went away (the one that deploys holds the FlinkJob's lock until it writes DEPLOYED or FAILED)."""
+    return facts.status.get("deployedSpec") == facts.spec_hash and facts.status.get("lifecycleState") in (st.CREATED, st.UPGRADING)
 
 
 def plan(facts: Facts) -> Plan:
@@ -184,17 +190,30 @@ def _plan_gone(facts: Facts, job: dict[str, Any]) -> Plan:
     obs = facts.observation
     assert obs is not None
     record = obs.result
+    if record is not None and _deploy_interrupted(facts) and _before(record.end_time, facts.status.get("deployTime")):
+        record = None  # the result of the run before this deployment, which had not removed it yet
     if record is not None and (not job.get("jobId") or record.job_id == job.get("jobId")):
         job.update(jobId=record.job_id, state=record.state)
         if record.end_time:
             job["endTime"] = record.end_time
         return _ended({"jobStatus": job, "restUrl": ""}, record.state, record.diagnostics or None)
+    if _deploy_interrupted(facts):
+        lifecycle = facts.status["lifecycleState"]
+        message = f"the deployment begun at {facts.status.get('deployTime')} did not finish (the operator restarted): deploying again"
+        return Plan(actions=[DEPLOY], status={"lifecycleState": lifecycle}, events=[("Normal", "Redeploying", message)])
     message = "the job cluster is gone and left no result (its Deployment was deleted from outside?)"
     job["state"] = job.get("state") if job.get("state") in st.TERMINAL_JOB_STATES else "FAILED"
     return Plan(
         status={"jobStatus": job, "lifecycleState": st.FAILED, "error": message, "failureReason": "ClusterLost", "restUrl": ""},
         events=[("Warning", "ClusterLost", message)],
     )
+
+
+def _before(end_time: str | None, deploy_time: str | None) -> bool:
+    """Whether a job ended before a deployment began (both RFC 3339; False when either is unknown)."""
+    if not end_time or not deploy_time:
+        return False
+    return datetime.datetime.fromisoformat(end_time) < datetime.datetime.fromisoformat(deploy_time)
 
 
 def _ended(update: dict[str, Any], state: str, cause: str | None) -> Plan:

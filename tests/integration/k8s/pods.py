@@ -51,6 +51,16 @@ def host_path_template(path: Path, directories: list[Path], writable: list[Path]
     return path
 
 
+# The test node has this machine's 2 cores, shared by the pods of several job clusters: small CPU requests so
+# that they all fit, limits of a whole core (Flink's limit factors) so that no JVM starts at a quarter's pace.
+TEST_NODE_CPU = {
+    "kubernetes.jobmanager.cpu.amount": "0.25",
+    "kubernetes.jobmanager.cpu.limit-factor": "4",
+    "kubernetes.taskmanager.cpu.amount": "0.5",
+    "kubernetes.taskmanager.cpu.limit-factor": "2",
+}
+
+
 def image_options(image: str) -> dict[str, str]:
     """The options that run a job cluster on the project's image, present on the node (never pulled)."""
     return {"kubernetes.container.image.ref": image, "kubernetes.container.image.pull-policy": "Never"}

@@ -20,9 +20,13 @@ from pathlib import Path
 
 import kubernetes
 import pytest
+import requests
 import yaml
 
-from tests.infra.k8s.cluster import build_tools
+from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
+from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
+from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
+from tests.infra.k8s.cluster import build_tools, free_port
 from tests.integration.k8s.pods import host_path_template
 from tests.integration.k8s.waiting import wait_for
 
@@ -33,6 +37,7 @@ CHART = REPO / "charts" / "jobcluster-operator"
 TEST_VALUES = CHART / "ci" / "test-values.yaml"
 TIMEOUT = (5, 30)
 OPERATOR_PODS = "app.kubernetes.io/name=jobcluster-operator"
+IMAGE_USER = "jobcluster"  # uid 9999 of entrypoints/Dockerfile
 
 
 def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -246,9 +251,14 @@ def watch_job_pods(core, namespace: str, seen: dict[str, dict]) -> None:
         )
 
 
-def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_leaves_nothing(k8s_cluster, k8s_api, k8s_image, tmp_path):
-    """The operator as a pod of the image, watching one namespace; the example's job cluster in pods of the same
-    image, which pull it with the chart's imagePullSecrets; the operator pod deleted mid-job; uninstall."""
+@pytest.mark.hadoop
+def test_helm_install_runs_the_operator_which_runs_the_examples_then_uninstall_leaves_nothing(
+    k8s_cluster, k8s_api, k8s_image, hadoop_cluster, tmp_path
+):
+    """The operator as a pod of the image, watching one namespace, in the node's network (hostNetwork: the Hadoop
+    test cluster listens on 127.0.0.1 only); at once, the Kubernetes example's job cluster in pods of the same
+    image, which pull it with the chart's imagePullSecrets, and the YARN example, which ships the image's
+    virtualenv to YARN; the operator pod deleted mid-job; a FlinkJob on YARN deleted mid-run; uninstall."""
     jobs = f"jobs-{uuid.uuid4().hex[:6]}"
     system = f"jobcluster-system-{uuid.uuid4().hex[:4]}"
     core = kubernetes.client.CoreV1Api(k8s_api)
@@ -266,6 +276,7 @@ def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_le
             "--docker-username=ci",
             "--docker-password=not-used",
         )
+    on_yarn = yarn_example(k8s_cluster, hadoop_cluster, jobs)
     release = ["jobcluster", "-n", system]
     try:
         installed = k8s_cluster.helm(
@@ -279,6 +290,10 @@ def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_le
             f"watchNamespaces={{{jobs}}}",
             "--set",
             "imagePullSecrets[0].name=registry-cred",
+            "--set",
+            "hostNetwork=true",
+            "--set",
+            f"metrics.port={free_port()}",  # a port of this machine, in the node's network
         )
         assert "STATUS: deployed" in installed.stdout, installed.stdout
 
@@ -287,7 +302,7 @@ def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_le
         (pod,) = operator_pods(core, system)
         assert pod.status.container_statuses[0].restart_count == 0
         assert pod.spec.containers[0].image == k8s_image and pod.spec.containers[0].image_pull_policy == "Never"
-        assert pod.spec.security_context.run_as_user == 9999
+        assert pod.spec.security_context.run_as_user == 9999 and pod.spec.host_network
 
         # least privilege: the operator may run FlinkJobs where it watches, and nothing elsewhere
         account = f"system:serviceaccount:{system}:jobcluster-operator"
@@ -315,10 +330,11 @@ def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_le
         example["spec"]["job"]["args"] = ["--input", str(corpus), "--output", str(out / "counts")]
         example["spec"]["jobManager"] = {"podTemplate": template}
         example["spec"]["taskManager"] = {"podTemplate": template}
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as manifest:
-            manifest.write(yaml.safe_dump(example))
-            manifest.flush()
-            k8s_cluster.kubectl("apply", "-f", manifest.name)
+        for document in (example, on_yarn.flinkjob):
+            with tempfile.NamedTemporaryFile("w", suffix=".yaml") as manifest:
+                manifest.write(yaml.safe_dump(document))
+                manifest.flush()
+                k8s_cluster.kubectl("apply", "-f", manifest.name)
 
         # the operator pod deleted while its job cluster starts: the job goes on, and the operator's next
         # pod (the chart's Deployment makes it) adopts the cluster and brings the status up to date
@@ -333,15 +349,22 @@ def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_le
         wait_for(deployed, timeout=240, interval=1, what="the job cluster deployed")
         core.delete_namespaced_pod(pod.metadata.name, system, _request_timeout=TIMEOUT)
 
-        def succeeded() -> bool:
+        def succeeded(name: str) -> bool:
             watch_job_pods(core, jobs, job_pods)
-            document = custom.get_namespaced_custom_object("jobcluster.io", "v1alpha1", jobs, "flinkjobs", "wordcount")
-            return any(c["type"] == "Succeeded" and c["status"] == "True" for c in (document.get("status") or {}).get("conditions", []))
+            document = custom.get_namespaced_custom_object("jobcluster.io", "v1alpha1", jobs, "flinkjobs", name)
+            conditions = {c["type"]: c for c in (document.get("status") or {}).get("conditions", [])}
+            assert conditions.get("Failed", {}).get("status") != "True", document["status"]
+            return conditions.get("Succeeded", {}).get("status") == "True"
 
-        try:
-            wait_for(succeeded, timeout=300, interval=1, what="the FlinkJob Succeeded")
-        except AssertionError:
-            raise AssertionError(k8s_cluster.kubectl("get", "flinkjob", "-n", jobs, "wordcount", "-o", "yaml").stdout) from None
+        # the first FlinkJob on YARN packs the image's virtualenv and uploads it (a minute or two)
+        for name in ("wordcount", on_yarn.name):
+            try:
+                wait_for(lambda name=name: succeeded(name), timeout=420, interval=1, what=f"FlinkJob {name} Succeeded")
+            except AssertionError as exc:
+                flinkjob = k8s_cluster.kubectl("get", "flinkjob", "-n", jobs, name, "-o", "yaml").stdout
+                log = k8s_cluster.kubectl("logs", "-n", system, "deployment/jobcluster-operator", "--tail=60", check=False).stdout
+                raise AssertionError(f"{exc}\n{flinkjob}\n{log}") from None
+        on_yarn.check(k8s_cluster, custom.get_namespaced_custom_object("jobcluster.io", "v1alpha1", jobs, "flinkjobs", on_yarn.name))
         counts = Counter()
         for part in (out / "counts").glob("part-*"):
             for line in part.read_text().splitlines():
@@ -357,9 +380,11 @@ def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_le
 
         (replacement,) = operator_pods(core, system)
         assert replacement.metadata.name != pod.metadata.name
-        k8s_cluster.kubectl("delete", "flinkjob", "-n", jobs, "wordcount", timeout=60)
+        on_yarn.deleted_mid_run(k8s_cluster, custom, jobs)
+        k8s_cluster.kubectl("delete", "flinkjob", "-n", jobs, "wordcount", on_yarn.name, timeout=60)
     finally:
         k8s_cluster.helm("uninstall", *release, "--wait", check=False)
+        on_yarn.close()
     apps = kubernetes.client.AppsV1Api(k8s_api)
     rbac = kubernetes.client.RbacAuthorizationV1Api(k8s_api)
     assert apps.list_namespaced_deployment(system, _request_timeout=TIMEOUT).items == []
@@ -370,6 +395,105 @@ def test_helm_install_runs_the_operator_which_runs_the_example_then_uninstall_le
     wait_for(lambda: operator_pods(core, system) == [], timeout=60, what="the operator pod gone")
     core.delete_namespace(jobs, _request_timeout=TIMEOUT)
     core.delete_namespace(system, _request_timeout=TIMEOUT)
+
+
+class YarnExample:
+    """manifests/examples/wordcount-yarn.yaml as its header says to run it, on the Hadoop test cluster: the
+    ConfigMap hadoop-conf, a corpus on HDFS in the home directory of the image's user (``jobcluster``: the
+    operator pod's user, the Hadoop user it submits as), which a Hadoop admin makes."""
+
+    def __init__(self, hadoop_cluster, namespace: str) -> None:
+        hadoop = HadoopConfiguration.load(hadoop_cluster.hadoop_conf_dir)
+        self.paths = HdfsPaths(webhdfs_client(hadoop), hadoop.default_fs)
+        self.yarn = ResourceManagerRest(hadoop.resourcemanager_webapp_url())
+        self.root = f"/user/{IMAGE_USER}/wordcount-{uuid.uuid4().hex[:6]}"
+        self.expected: Counter = Counter()
+        self.flinkjob = yaml.safe_load((REPO / "manifests" / "examples" / "wordcount-yarn.yaml").read_text())
+        self.name = self.flinkjob["metadata"]["name"]
+        self.flinkjob["metadata"]["namespace"] = namespace
+        corpus, out = self.paths.qualify(f"{self.root}/corpus"), self.paths.qualify(f"{self.root}/out")
+        self.flinkjob["spec"]["job"]["args"] = ["--input", corpus, "--output", out]
+        self.flinkjob["spec"]["job"]["parallelism"] = 2
+
+    def prepare(self) -> None:
+        client = self.paths.client  # the test's user: the HDFS superuser
+        client.makedirs(f"/user/{IMAGE_USER}")
+        client.set_owner(f"/user/{IMAGE_USER}", owner=IMAGE_USER)
+        for n in range(3):
+            text = f"Hadoop and YARN {n}\nthe fox and the hadoop dog\n" * (n + 2)
+            client.write(f"{self.root}/corpus/part{n}.txt", data=text.encode(), overwrite=True)
+            self.expected.update(re.findall(r"[a-z0-9_]+", text.lower()))
+        client.set_owner(self.root, owner=IMAGE_USER)
+
+    def check(self, k8s_cluster, document: dict) -> None:
+        """The counts on HDFS; the status and `kubectl get`; YARN's own view of the application: submitted by the
+        image's user, SUCCEEDED, tagged with the FlinkJob and its job."""
+        status, namespace = document["status"], document["metadata"]["namespace"]
+        application = status["clusterId"]
+        assert re.fullmatch(r"application_\d+_\d+", application), status
+        assert status["lifecycleState"] == "FINISHED" and status["jobStatus"]["state"] == "FINISHED", status
+        assert status["taskManagers"]["count"] == 1 and status["taskManagers"]["slotsPerTaskManager"] == 2, status
+        columns = k8s_cluster.kubectl("get", "flinkjobs", "-n", namespace, self.name).stdout.splitlines()
+        assert columns[1].split()[:5] == [self.name, "FINISHED", "FINISHED", "2", "yarn-per-job"]
+        counts: Counter = Counter()
+        for part in (p for p in self.paths.client.list(f"{self.root}/out") if p.startswith("part-")):
+            with self.paths.client.read(f"{self.root}/out/{part}", encoding="utf-8") as reader:
+                for line in reader.read().splitlines():
+                    word, count = line.rsplit("\t", 1)
+                    counts[word] = int(count)
+        assert counts == self.expected
+        # the application ends SUCCEEDED: it unregisters while the cluster shuts down, just after the job's result
+        report = wait_for(
+            lambda: (r := self.yarn.application(application)).state != "RUNNING" and r, timeout=60, what="the application ended"
+        )
+        assert (report.state, report.final_status) == ("FINISHED", "SUCCEEDED"), report
+        app = requests.get(f"{self.yarn.url}/ws/v1/cluster/apps/{application}", timeout=10).json()["app"]
+        assert app["user"] == IMAGE_USER, app
+        assert f"flinkjob-uid:{document['metadata']['uid']}" in report.tags
+        assert f"jobcluster-job-id:{status['jobStatus']['jobId']}" in report.tags
+
+    def deleted_mid_run(self, k8s_cluster, custom, namespace: str) -> None:
+        """A long job on YARN whose FlinkJob is deleted while it runs: its application is KILLED and its staging
+        directory removed, within 30 s."""
+        name = "waits-yarn"
+        waits = {
+            "apiVersion": "jobcluster.io/v1alpha1",
+            "kind": "FlinkJob",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "target": "yarn-per-job",
+                "hadoopConfigMap": "hadoop-conf",
+                "job": {"source": (REPO / "tests" / "e2e" / "programs" / "waits.py").read_text(), "args": ["600"]},
+                "flinkConfiguration": {"taskmanager.numberOfTaskSlots": "1"},
+            },
+        }
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as manifest:
+            manifest.write(yaml.safe_dump(waits))
+            manifest.flush()
+            k8s_cluster.kubectl("apply", "-f", manifest.name)
+        wait = ["wait", "-n", namespace, "--for=condition=Running", f"flinkjob/{name}", "--timeout=300s"]
+        assert k8s_cluster.kubectl(*wait, timeout=330, check=False).returncode == 0
+        running = custom.get_namespaced_custom_object("jobcluster.io", "v1alpha1", namespace, "flinkjobs", name)["status"]["clusterId"]
+        assert self.yarn.application(running).state == "RUNNING"
+        staging = StagingDirectory(self.paths, f"/user/{IMAGE_USER}", running)
+        assert self.paths.client.status(staging.path, strict=False) is not None
+        k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, name, "--wait=false")
+
+        def killed() -> bool:
+            return self.yarn.application(running).state == "KILLED" and self.paths.client.status(staging.path, strict=False) is None
+
+        wait_for(killed, timeout=30, interval=0.5, what="the YARN application KILLED and its staging directory removed")
+
+    def close(self) -> None:
+        self.paths.client.delete(self.root, recursive=True)
+        self.yarn.close()
+
+
+def yarn_example(k8s_cluster, hadoop_cluster, namespace: str) -> YarnExample:
+    example = YarnExample(hadoop_cluster, namespace)
+    example.prepare()
+    k8s_cluster.kubectl("create", "configmap", "hadoop-conf", "-n", namespace, f"--from-file={hadoop_cluster.hadoop_conf_dir}")
+    return example
 
 
 def test_watching_all_namespaces_the_examples_run_as_they_are_in_a_namespace_of_their_own(k8s_cluster, k8s_api, k8s_image):

@@ -34,7 +34,7 @@ import yaml
 from kubernetes.utils import parse_quantity
 
 from tests.infra.k8s.cluster import free_port
-from tests.integration.k8s.pods import MAIN_CONTAINER, host_path_template, image_options
+from tests.integration.k8s.pods import MAIN_CONTAINER, TEST_NODE_CPU, host_path_template, image_options
 from tests.integration.k8s.test_kubernetes_cluster_objects import objects_of
 from tests.integration.k8s.waiting import wait_for
 
@@ -78,10 +78,7 @@ def cluster_options(namespace: str, image: str, cluster_id: str | None = None, m
         **image_options(image),
         "kubernetes.namespace": namespace,
         "kubernetes.jobmanager.service-account": "jobcluster",
-        "kubernetes.jobmanager.cpu.amount": "0.25",
-        "kubernetes.jobmanager.cpu.limit-factor": "4",
-        "kubernetes.taskmanager.cpu.amount": "0.5",
-        "kubernetes.taskmanager.cpu.limit-factor": "2",
+        **TEST_NODE_CPU,
     }
     if cluster_id:
         options["kubernetes.cluster-id"] = cluster_id
@@ -527,6 +524,9 @@ BAD_INPUT = {
     "program too big for a ConfigMap": r"Error: the files staged for job cluster fine take \d+ bytes, more than a ConfigMap can hold.*local://",
     "API server not reachable": r"Error: the Kubernetes API server at https://127\.0\.0\.1:\d+ is not reachable",
     "JobManager without RBAC": r"Error: the JobManager pod fine-\S+ of job cluster fine did not start: its container exited with code 1",
+    "ServiceAccount that does not exist": (
+        r'Error: the JobManager pod of job cluster fine cannot be created: FailedCreate: .*serviceaccount "nobody" not found'
+    ),
     "image that cannot be pulled": r"Error: .*the JobManager pod fine-\S+ .*(ErrImagePull|ImagePullBackOff).*localhost/nope:1",
     "JobManager too large for the node": r"Error: job cluster fine did not start within 30 s: .* to be scheduled: .*Insufficient memory",
 }
@@ -556,6 +556,8 @@ def test_bad_input_and_faults_leave_nothing(k8s_cluster, k8s_api, k8s_image, nam
         extra = {"kubernetes.config.file": str(kubeconfig)}
     elif case == "JobManager without RBAC":
         extra = {"kubernetes.jobmanager.service-account": "default"}  # may not create pods
+    elif case == "ServiceAccount that does not exist":
+        extra = {"kubernetes.jobmanager.service-account": "nobody"}
     elif case == "image that cannot be pulled":
         extra = {"kubernetes.container.image.ref": "localhost/nope:1", "kubernetes.container.image.pull-policy": "IfNotPresent"}
     elif case == "JobManager too large for the node":

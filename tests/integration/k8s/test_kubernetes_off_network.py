@@ -20,7 +20,7 @@ import kubernetes
 import pytest
 
 from tests.infra.k8s.node import NODE_IP, POD_GATEWAY
-from tests.integration.k8s.pods import image_options
+from tests.integration.k8s.pods import TEST_NODE_CPU, image_options
 from tests.integration.k8s.test_kubernetes_cluster_objects import objects_of
 from tests.integration.k8s.waiting import wait_for
 
@@ -72,8 +72,7 @@ def options(namespace: str, image: str, cluster_id: str) -> list[str]:
         "kubernetes.namespace": namespace,
         "kubernetes.cluster-id": cluster_id,
         "kubernetes.jobmanager.service-account": "jobcluster",
-        "kubernetes.jobmanager.cpu.amount": "0.25",
-        "kubernetes.taskmanager.cpu.amount": "0.25",
+        **TEST_NODE_CPU,
         "taskmanager.numberOfTaskSlots": "1",
     }
     return [arg for key, value in values.items() for arg in ("-D", f"{key}={value}")]

@@ -1,5 +1,4 @@
-"""The FlinkJob operator end to end on the real test cluster: `kubectl apply` a FlinkJob, `kubectl wait`, the result;
-on Kubernetes, and on YARN (the Hadoop test cluster, configured through a ConfigMap).
+"""The FlinkJob operator end to end on the real test cluster: `kubectl apply` a FlinkJob, `kubectl wait`, the result.
 
 One operator process for the module (``python -m jobcluster.controller``, as the
 chart's pod runs it, with the test cluster's kubeconfig), watching one namespace
@@ -11,8 +10,8 @@ template that mounts this repository's test programs (``local://`` programs) in
 every pod.  A job's input and output are directories of this machine that its
 FlinkJob mounts with a pod template of its own.
 
-The operator itself stays a process of this machine: on YARN it submits to the
-Hadoop test cluster, whose daemons listen on 127.0.0.1 only, which no pod reaches.
+The operator itself is a process of this machine here (as ``jobcluster operator`` runs for development);
+test_chart.py runs it as the chart's pod, and there also with FlinkJobs on YARN.
 """
 
 from __future__ import annotations
@@ -34,11 +33,8 @@ import pytest
 import requests
 import yaml
 
-from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
-from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
-from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from tests.infra.k8s.cluster import free_port
-from tests.integration.k8s.pods import host_path_template, image_options
+from tests.integration.k8s.pods import TEST_NODE_CPU, host_path_template, image_options
 from tests.integration.k8s.waiting import wait_for
 
 pytestmark = pytest.mark.k8s
@@ -102,8 +98,7 @@ def operator(k8s_cluster, k8s_image, namespace, tmp_path_factory):
         yaml.safe_dump(
             {
                 **image_options(k8s_image),
-                "kubernetes.jobmanager.cpu.amount": "0.25",
-                "kubernetes.taskmanager.cpu.amount": "0.5",
+                **TEST_NODE_CPU,
                 POD_TEMPLATE: str(host_path_template(work / "programs-pod-template.yaml", [PROGRAMS])),
             }
         )
@@ -271,6 +266,33 @@ def test_invalid_spec_fails_clearly_deploys_nothing_and_deploys_once_fixed(k8s_c
     k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "tiny", timeout=60)
 
 
+#: FlinkJobs that cannot start, and the words of Kubernetes their Failed condition must carry.
+CANNOT_START = {
+    "badimage": ({"image": "localhost/nope:1", "imagePullPolicy": "IfNotPresent"}, r"(ErrImagePull|ImagePullBackOff).*localhost/nope:1"),
+    "toolarge": ({"jobManager": {"resource": {"memory": "64g"}}}, r"to be scheduled: .*Insufficient memory"),  # the node has ~23 GiB
+    "noaccount": ({"serviceAccount": "nobody"}, r'FailedCreate: .*serviceaccount "nobody" not found'),
+}
+
+
+def test_flinkjobs_that_cannot_start_fail_with_kubernetes_reason_and_leave_nothing(k8s_cluster, k8s_api, namespace, operator):
+    """An image that cannot be pulled, a JobManager too large for the node, a ServiceAccount that does not exist:
+    applied together, each FlinkJob is Failed within its startupDeadlineSeconds, its condition naming Kubernetes'
+    reason, and nothing of its cluster stays."""
+    job = {"program": f"local://{WAITS}", "args": ["1"]}
+    deadline = 30
+    for name, (spec, _) in CANNOT_START.items():
+        apply(k8s_cluster, flinkjob(name, namespace, job, startupDeadlineSeconds=deadline, **spec))
+    for name, (_, reason) in CANNOT_START.items():
+        kubectl_wait(k8s_cluster, namespace, name, "Failed", timeout=deadline + 60)
+        document = get(k8s_api, namespace, name)
+        failed = condition(document, "Failed")
+        assert failed["reason"] == "DeploymentFailed" and re.search(reason, failed["message"]), failed
+        assert document["status"]["lifecycleState"] == "FAILED"
+        assert any(e.startswith("Warning DeploymentFailed") for e in events_of(k8s_api, namespace, name))
+        wait_for(lambda name=name: cluster_objects(k8s_api, namespace, name) == [], timeout=60, what=f"nothing of {name}")
+        k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, name, timeout=60)
+
+
 def test_suspend_resume_upgrade_faults_and_delete(k8s_cluster, k8s_api, k8s_image, namespace, operator):
     """One long job: suspended (its cluster goes) and resumed; a new restartNonce redeploys (new JobID);
     its JobManager pod deleted (the job runs again) while the operator is killed and restarted (it adopts
@@ -349,83 +371,3 @@ def test_namespace_not_watched_is_ignored(k8s_cluster, k8s_api, namespace, opera
     finally:
         strip_finalizers(kubernetes.client.CustomObjectsApi(k8s_api), other, "ignored")
         core.delete_namespace(other, _request_timeout=TIMEOUT)
-
-
-@pytest.mark.hadoop
-def test_yarn_example_runs_as_a_yarn_application_and_deleting_it_kills_the_application(
-    k8s_cluster, k8s_api, namespace, operator, hadoop_cluster
-):
-    """manifests/examples/wordcount-yarn.yaml against the Hadoop test cluster, as its header says to run it;
-    then a long job on YARN whose FlinkJob is deleted mid-run."""
-    conf = hadoop_cluster.hadoop_conf_dir
-    hadoop = HadoopConfiguration.load(conf)
-    paths = HdfsPaths(webhdfs_client(hadoop), hadoop.default_fs)
-    yarn = ResourceManagerRest(hadoop.resourcemanager_webapp_url())
-    k8s_cluster.kubectl("create", "configmap", "hadoop-conf", "-n", namespace, f"--from-file={conf}")
-
-    root = f"{paths.staging_base(None)}/flinkjob-e2e"
-    expected = Counter()
-    for n in range(3):
-        text = f"Hadoop and YARN {n}\nthe fox and the hadoop dog\n" * (n + 2)
-        paths.client.write(f"{root}/corpus/part{n}.txt", data=text.encode(), overwrite=True)
-        expected.update(re.findall(r"[a-z0-9_]+", text.lower()))
-    example = yaml.safe_load((REPO / "manifests" / "examples" / "wordcount-yarn.yaml").read_text())
-    example["metadata"]["namespace"] = namespace
-    example["spec"]["job"]["args"] = ["--input", paths.qualify(f"{root}/corpus"), "--output", paths.qualify(f"{root}/out")]
-    example["spec"]["job"]["parallelism"] = 2
-    name = example["metadata"]["name"]
-    apply(k8s_cluster, example)
-    # the first FlinkJob on YARN packs and uploads the Python environment (~1.5 min on a busy 2-core machine)
-    kubectl_wait(k8s_cluster, namespace, name, "Succeeded", timeout=420)
-
-    counts = Counter()
-    for part in (p for p in paths.client.list(f"{root}/out") if p.startswith("part-")):
-        with paths.client.read(f"{root}/out/{part}", encoding="utf-8") as reader:
-            for line in reader.read().splitlines():
-                word, count = line.rsplit("\t", 1)
-                counts[word] = int(count)
-    assert counts == expected
-    document = get(k8s_api, namespace, name)
-    status = document["status"]
-    application = status["clusterId"]
-    assert re.fullmatch(r"application_\d+_\d+", application), status
-    assert status["lifecycleState"] == "FINISHED" and status["jobStatus"]["state"] == "FINISHED"
-    assert status["taskManagers"]["count"] == 1 and status["taskManagers"]["slotsPerTaskManager"] == 2
-    columns = k8s_cluster.kubectl("get", "flinkjobs", "-n", namespace, name).stdout.splitlines()
-    assert columns[1].split()[:5] == [name, "FINISHED", "FINISHED", "2", "yarn-per-job"]
-    # YARN's own view: the application ends SUCCEEDED (it unregisters while the cluster shuts down, just after the
-    # job's result, which the status already shows), tagged with the FlinkJob and its job
-    report = wait_for(
-        lambda: (r := yarn.application(application)).state != "RUNNING" and r, timeout=60, interval=0.5, what="the application ended"
-    )
-    assert (report.state, report.final_status) == ("FINISHED", "SUCCEEDED")
-    assert f"flinkjob-uid:{document['metadata']['uid']}" in report.tags
-    assert f"jobcluster-job-id:{status['jobStatus']['jobId']}" in report.tags
-    assert any(e.startswith(f"Normal Deployed: job cluster {application} serves REST") for e in events_of(k8s_api, namespace, name))
-
-    # a long job on YARN, its FlinkJob deleted mid-run: the application is killed and its staging directory gone
-    waits = flinkjob(
-        "waits-yarn",
-        namespace,
-        {"source": WAITS.read_text(), "args": ["600"]},
-        target="yarn-per-job",
-        hadoopConfigMap="hadoop-conf",
-        flinkConfiguration={"taskmanager.numberOfTaskSlots": "1"},
-    )
-    apply(k8s_cluster, waits)
-    kubectl_wait(k8s_cluster, namespace, "waits-yarn", "Running", timeout=300)
-    running = get(k8s_api, namespace, "waits-yarn")["status"]["clusterId"]
-    assert yarn.application(running).state == "RUNNING"
-    staging = StagingDirectory(paths, paths.staging_base(None), running)
-    assert paths.client.status(staging.path, strict=False) is not None
-    started = time.monotonic()
-    k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "waits-yarn", "--wait=false")
-
-    def killed() -> bool:
-        return yarn.application(running).state == "KILLED" and paths.client.status(staging.path, strict=False) is None
-
-    wait_for(killed, timeout=30, interval=0.5, what="the YARN application KILLED and its staging directory removed")
-    print(f"FlinkJob on YARN deleted mid-run: its application was killed after {time.monotonic() - started:.1f} s")
-    k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, name, timeout=60)
-    paths.client.delete(root, recursive=True)
-    yarn.close()

@@ -37,12 +37,35 @@ def run(k8s_cluster, command: str, timeout: float = 900) -> subprocess.Completed
     return result
 
 
-def test_the_kubernetes_quick_start_counts_the_images_corpus(k8s_cluster):
-    outputs = [run(k8s_cluster, command) for command in quickstart("kubernetes")]
-    (wordcount,) = [o for command, o in zip(quickstart("kubernetes"), outputs, strict=True) if command.startswith("jobcluster run")]
+@pytest.fixture
+def left_clean(k8s_cluster):
+    """Should a quick start fail half-way, what it made goes: the next one starts from the same empty cluster."""
+    yield
+    k8s_cluster.helm("uninstall", "jobcluster", "-n", "jobcluster-system", "--wait", check=False)
+    k8s_cluster.kubectl("delete", "namespace", "analytics", "jobcluster-system", "--ignore-not-found", "--timeout=120s", check=False)
+
+
+def test_the_kubernetes_quick_start_counts_the_images_corpus(k8s_cluster, left_clean):
+    ran = [(command, run(k8s_cluster, command)) for command in quickstart("kubernetes")]
+    (wordcount,) = [output for command, output in ran if command.startswith("jobcluster run")]
     assert re.search(r"Job [0-9a-f]{32} \(\S+\) FINISHED", wordcount.stderr), wordcount.stderr[-3000:]
     # the program's own output: the corpus in the image is 3 files, "the" among the top words
     assert re.search(r"^3 files, \d+ words, \d+ distinct", wordcount.stdout, re.M), wordcount.stdout
     assert re.search(r"^\s+\d+\s+the$", wordcount.stdout, re.M), wordcount.stdout
     namespaces = k8s_cluster.kubectl("get", "namespaces", "-o", "name").stdout.split()
     assert "namespace/analytics" not in namespaces or "Terminating" in k8s_cluster.kubectl("get", "namespace", "analytics").stdout
+
+
+def test_the_operator_quick_start_installs_the_chart_runs_the_example_and_leaves_nothing(k8s_cluster, left_clean):
+    ran = [(command, run(k8s_cluster, command)) for command in quickstart("operator")]
+    (listed,) = [output for command, output in ran if command.startswith("kubectl get flinkjobs")]
+    assert re.search(r"^wordcount\s", listed.stdout, re.M), listed.stdout
+    (described,) = [output for command, output in ran if command.startswith("kubectl describe")]
+    assert re.search(r"Lifecycle State:\s+FINISHED", described.stdout), described.stdout
+    assert re.search(r"Type:\s+Succeeded", described.stdout) and "JobFinished" in described.stdout, described.stdout
+    # uninstalled and deleted: no release, no operator's cluster-wide objects, no namespace
+    assert k8s_cluster.helm("status", "jobcluster", "-n", "jobcluster-system", check=False).returncode != 0
+    roles = k8s_cluster.kubectl("get", "clusterroles", "-o", "name").stdout.split()
+    assert not [r for r in roles if r.startswith("clusterrole.rbac.authorization.k8s.io/jobcluster-operator")], roles
+    namespaces = k8s_cluster.kubectl("get", "namespaces", "-o", "name").stdout.split()
+    assert "namespace/analytics" not in namespaces and "namespace/jobcluster-system" not in namespaces, namespaces

@@ -167,7 +167,13 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         while time.monotonic() < deadline:
             pods, _ = list_pods(core, jm.namespace, selector)
             pod = jmp.newest_pod(pods)
-            if pod is not None:
+            if pod is None:
+                refused = jmp.creation_failure(self._read_deployment(jm.cluster_id))
+                if refused:
+                    raise DeploymentError(
+                        f"the JobManager pod of job cluster {jm.cluster_id} cannot be created: {refused}; the cluster was deleted"
+                    )
+            else:
                 name = pod["metadata"]["name"]
                 failure = jmp.startup_failure(pod)
                 if failure:
@@ -247,6 +253,23 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             forward.close()
         self._forwards.clear()
 
+    def _read_deployment(self, cluster_id: str) -> dict[str, Any]:
+        """The cluster's Deployment as a dict; {} when it is gone.
+
+        Raises:
+            DeploymentError: the API server refuses or cannot be reached.
+        """
+        apps = kubernetes.client.AppsV1Api(self.api)
+        try:
+            response: Any = api_call(
+                "get", "deployments", self.namespace, apps.read_namespaced_deployment, cluster_id, self.namespace, _preload_content=False
+            )
+        except kubernetes.client.ApiException as exc:
+            if exc.status == 404:
+                return {}
+            raise
+        return _json(response)
+
     def _deployment_exists(self, cluster_id: str) -> bool:
         """False once the Deployment is gone; True while it exists or when the API server cannot tell."""
         apps = kubernetes.client.AppsV1Api(self.api)
@@ -295,19 +318,10 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         Raises:
             DeploymentError: the API server refuses or cannot be reached.
         """
-        apps, core = kubernetes.client.AppsV1Api(self.api), kubernetes.client.CoreV1Api(self.api)
-        try:
-            response: Any = api_call(
-                "get", "deployments", self.namespace, apps.read_namespaced_deployment, cluster_id, self.namespace, _preload_content=False
-            )
-        except kubernetes.client.ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        deployment = _json(response)
-        if (deployment.get("metadata") or {}).get("deletionTimestamp"):
+        deployment = self._read_deployment(cluster_id)
+        if not deployment or (deployment.get("metadata") or {}).get("deletionTimestamp"):
             return None
-        return self._handle(core, deployment)
+        return self._handle(kubernetes.client.CoreV1Api(self.api), deployment)
 
     def _handle(self, core: kubernetes.client.CoreV1Api, deployment: Mapping[str, Any]) -> ClusterHandle:
         metadata = deployment["metadata"]

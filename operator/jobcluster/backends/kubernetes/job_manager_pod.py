@@ -16,7 +16,7 @@ from typing import Any
 from jobcluster.backends.kubernetes import pod_layout as pl
 from jobcluster.backends.kubernetes.pod_status import unscheduled_reason
 
-__all__ = ["is_running", "newest_pod", "rest_port", "startup_failure", "unscheduled_reason", "waiting_reason"]
+__all__ = ["creation_failure", "is_running", "newest_pod", "rest_port", "startup_failure", "unscheduled_reason", "waiting_reason"]
 
 #: Waiting reasons that do not go away without a change by the user.  Not among them: ``ErrImagePull``
 #: (the kubelet retries, and a registry hiccup passes: ``ImagePullBackOff`` follows a repeated failure) and
@@ -29,6 +29,16 @@ def newest_pod(pods: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The most recently created pod that is not being deleted, or None."""
     live = [pod for pod in pods if not (pod.get("metadata") or {}).get("deletionTimestamp")]
     return max(live, key=lambda pod: (pod.get("metadata") or {}).get("creationTimestamp") or "", default=None)
+
+
+def creation_failure(deployment: Mapping[str, Any]) -> str | None:
+    """Why the Deployment's pod cannot even be created, or None: its ``ReplicaFailure`` condition, which the
+    ReplicaSet controller sets when the API server refuses the pod (a ServiceAccount that does not exist, an
+    exceeded ResourceQuota, a PodSecurity or other admission rule) and keeps while it retries."""
+    for condition in (deployment.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "ReplicaFailure" and condition.get("status") == "True":
+            return f"{condition.get('reason')}: {condition.get('message')}"
+    return None
 
 
 def startup_failure(pod: Mapping[str, Any]) -> str | None:
