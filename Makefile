@@ -3,6 +3,7 @@
 #   make test   install everything (incl. the YARN/HDFS and Kubernetes test clusters, the project's image and Flink's client),
 #               run the static checks and all tests
 #   make lint   just the static checks: ruff (lint + format), mypy, lint-imports
+#   make docs   regenerate the reference pages of docs/reference/ from the code (a unit test fails when one is stale)
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
@@ -14,7 +15,7 @@ OUT ?= $(CURDIR)/out/wordcount
 PARALLELISM ?= 4
 SLOTS ?= 2
 
-.PHONY: run test venv java corpus packages infra unit e2e lint clean
+.PHONY: run test venv java corpus packages infra unit e2e lint docs clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -65,6 +66,11 @@ lint: venv
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+# The reference pages generated from the option declarations, the CLI and the FlinkJob CRD
+# (tests/support/reference_docs.py); tests/unit/test_reference_docs.py fails when one differs from the code.
+docs: venv
+	$(PY) -m tests.support.reference_docs
 
 test: venv lint java corpus infra
 	JOBCLUSTER_CORPUS=$(CORPUS)/sources $(PY) -m pytest -ra --durations=15

@@ -24,7 +24,7 @@ then:
    (tests/integration/k8s/pods.py); the corpus is copied to a temporary
    directory first, as the containers' user may not reach, e.g., /root.
 
-Prints the numbers; the README keeps them. Nothing is asserted.
+Prints the numbers; docs/development/benchmarks.md keeps them. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def clean_up(
     cluster: KubernetesCluster, custom: kubernetes.client.CustomObjectsApi, namespace: str, operator: subprocess.Popen | None
 ) -> None:
     """What is left in the namespace goes, with the namespace: FlinkJobs through the operator while it runs (their clusters
-    with them), then without it (their finalizers stripped, as the README says to do when the operator is gone)."""
+    with them), then without it (their finalizers stripped, as docs/operations/troubleshooting.md says to do when the operator is gone)."""
     if operator is not None and operator.poll() is None:
         cluster.kubectl("delete", "flinkjobs", "-n", namespace, "--all", "--timeout=120s", timeout=150, check=False)
         operator.kill()

@@ -32,7 +32,7 @@ limit the kernel enforces (``memory.limit_in_bytes``) next to the pod spec's,
 and OOM kills: the cgroup's count (``memory.oom_control`` oom_kill) and
 container statuses that ended ``OOMKilled``; and how long the scheduler found no
 room for the pod (its PodScheduled condition Unschedulable, e.g. Insufficient
-cpu while other pods hold the node's CPU). Numbers go to the README; they are
+cpu while other pods hold the node's CPU). Numbers go to docs/development/benchmarks.md; they are
 never asserted.
 """
 

@@ -6,7 +6,7 @@ Measures, per run, the seconds from `jobcluster run` until: the cluster serves
 REST, all slots are offered, the job is RUNNING, the job is terminal, and the
 command returns (cluster shut down); and the peak resident memory (MiB) of all
 processes of the cluster, sampled every 0.2 s. Prints one row per run and the
-medians. Numbers go to the README's "Benchmarks" section; they are never asserted.
+medians. Numbers go to docs/development/benchmarks.md; they are never asserted.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ resident memory of its whole process tree (every process whose environment
 has its ``CONTAINER_ID``, plus their descendants, summed as YARN's
 physical-memory check sums RSS), sampled every 0.2 s, next to the
 container's size from the NodeManager (``totalMemoryNeededMB``) and its exit
-code. Numbers go to the README's "Benchmarks" section; they are never asserted.
+code. Numbers go to docs/development/benchmarks.md; they are never asserted.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Security of a running local job cluster, looked at from outside (README: Security).
+"""Security of a running local job cluster, looked at from outside (docs/deployment/security.md).
 
 One job cluster serves every check: it runs a program that keeps its
 executors busy, with the data plane encrypted, while the test checks every

@@ -1,4 +1,4 @@
-{{/* The operator's objects: <release>-operator ("jobcluster-operator" for the release the README installs). */}}
+{{/* The operator's objects: <release>-operator ("jobcluster-operator" for the release the docs install). */}}
 {{- define "jobcluster-operator.fullname" -}}
 {{- printf "%s-operator" (.Release.Name | trimSuffix "-operator") | trunc 63 | trimSuffix "-" -}}
 {{- end -}}

@@ -54,7 +54,7 @@ EOF
     exit 2
 fi
 if ! command -v java >/dev/null && [[ ! -x ${JAVA_HOME:-/nonexistent}/bin/java ]]; then
-    echo "build.sh: 'java' not found; the Hadoop test cluster needs a JDK 11 or 17 (Debian: apt-get install openjdk-17-jdk-headless)" >&2
+    echo "build.sh: 'java' not found; the Hadoop test cluster needs JDK 17, as make does (Debian: apt-get install openjdk-17-jdk-headless)" >&2
     exit 2
 fi
 

@@ -2,10 +2,9 @@
 ResourceManager and one NodeManager, each its own JVM.
 
 Why: jobcluster's YARN backend must be tested against the daemons it will meet
-in production, not a mock (see ARCHITECTURE.md, "Testing against the real
-thing"). The daemons are Hadoop's own classes, run straight from the jars that
-``build.sh`` resolves from Maven Central; no Hadoop distribution, no
-``start-*.sh`` scripts, no ssh.
+in production, not a mock (see docs/development/test-clusters.md). The daemons
+are Hadoop's own classes, run straight from the jars that ``build.sh`` resolves
+from Maven Central; no Hadoop distribution, no ``start-*.sh`` scripts, no ssh.
 
 Shape of a cluster (all under one base directory)::
 
@@ -97,7 +96,7 @@ def _java() -> str:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     if not java or not os.access(java, os.X_OK):
-        raise HadoopClusterError("no 'java' on PATH (or in $JAVA_HOME); install a JDK 11 or 17")
+        raise HadoopClusterError("no 'java' on PATH (or in $JAVA_HOME); install JDK 17 (openjdk-17-jdk-headless), as make requires")
     return java
 
 

@@ -111,7 +111,7 @@ def operator(k8s_cluster, k8s_image, namespace, tmp_path_factory):
 
 
 def strip_finalizers(custom, namespace: str, name: str) -> None:
-    """What the README says to do when the operator is gone: without it nothing would remove its finalizer."""
+    """What docs/operations/troubleshooting.md says to do when the operator is gone: without it nothing would remove its finalizer."""
     try:
         custom.patch_namespaced_custom_object(
             GROUP, VERSION, namespace, PLURAL, name, {"metadata": {"finalizers": None}}, _request_timeout=TIMEOUT

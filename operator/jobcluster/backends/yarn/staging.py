@@ -9,7 +9,7 @@ Layout (Flink's ``.flink/<appId>``, backends.md §1.3)::
 ``hdfs://`` URI on the default file system, or a path relative to the home
 directory), else the user's HDFS home directory. The application directory
 is readable by its owner only, because it also holds the cluster's secret
-(ARCHITECTURE.md, Security). It is removed when the job ends, and by the
+(docs/deployment/security.md). It is removed when the job ends, and by the
 client when the deployment fails.
 
 Files go through WebHDFS with the ``hdfs`` package (the NameNode's HTTP

@@ -9,7 +9,7 @@ after Flink 1.20's message classes (``JobDetails``, ``JobDetailsInfo``,
 ``ClusterOverviewWithVersion``, ``DashboardConfiguration``). jobcluster's own
 additions (``restarts``, ``slots``, ``spark``, ``program-exit-code``) ride
 along only where Flink's reader ignores unknown fields. What a field means for
-a Spark-backed job is in the README's REST section.
+a Spark-backed job is in docs/reference/rest.md.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ _VERTEX_STATE = {
 
 
 def spark_task_counts(spark: dict[str, Any] | None) -> dict[str, int]:
-    """Spark's tasks per Flink ExecutionState (upper case), all states present; see the README's REST table.
+    """Spark's tasks per Flink ExecutionState (upper case), all states present; see docs/reference/rest.md.
 
     ``RUNNING``: Spark's active tasks; ``FINISHED``: the completed ones;
     ``FAILED``: failed task attempts; ``SCHEDULED``: tasks of the Spark jobs

@@ -1,40 +1,20 @@
-"""The README's quick starts, run as they are written, on the test cluster.
+"""The Kubernetes and operator quick starts (docs/try/kubernetes.md, docs/try/operator.md), run as written.
 
-Why: commands in the docs are part of the product; a quick start that no
-longer works is the first thing a new user meets. Each block marked
-``<!-- quickstart: NAME ... -->`` in README.md is run line by line (a line
-ending in ``\\`` continues on the next) with bash from the repository root,
-``jobcluster`` and the test cluster's ``kubectl``/``helm`` first on PATH.
+Each command of the pages' marked blocks runs with bash from the repository root, ``jobcluster`` and
+the test cluster's ``kubectl``/``helm`` first on PATH and its kubeconfig in KUBECONFIG, as a user's
+shell has them (tests/support/quickstarts.py). The image the pages name, ``jobcluster:0.1.0``, is the
+working tree's on the test node.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.support.quickstarts import output_of, run_all, with_jobcluster_on_path
+
 pytestmark = pytest.mark.k8s
-
-REPO = Path(__file__).resolve().parents[3]
-README = REPO / "README.md"
-
-
-def quickstart(name: str) -> list[str]:
-    """The commands of the fenced block after the marker ``<!-- quickstart: name ... -->``."""
-    match = re.search(rf"<!-- quickstart: {re.escape(name)}\b[^>]*-->\n```\n(.*?)\n```", README.read_text(), re.S)
-    assert match, f"README.md has no quick start {name!r}"
-    return [command.strip() for command in match.group(1).replace("\\\n", " ").splitlines() if command.strip()]
-
-
-def run(k8s_cluster, command: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = k8s_cluster.env()
-    env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"  # `jobcluster` as `make` installs it
-    result = subprocess.run(["bash", "-c", command], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
-    assert result.returncode == 0, f"{command}\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
-    return result
 
 
 @pytest.fixture
@@ -46,8 +26,8 @@ def left_clean(k8s_cluster):
 
 
 def test_the_kubernetes_quick_start_counts_the_images_corpus(k8s_cluster, left_clean):
-    ran = [(command, run(k8s_cluster, command)) for command in quickstart("kubernetes")]
-    (wordcount,) = [output for command, output in ran if command.startswith("jobcluster run")]
+    ran = run_all("kubernetes", with_jobcluster_on_path(k8s_cluster.env()))
+    wordcount = output_of(ran, "jobcluster run")
     assert re.search(r"Job [0-9a-f]{32} \(\S+\) FINISHED", wordcount.stderr), wordcount.stderr[-3000:]
     # the program's own output: the corpus in the image is 3 files, "the" among the top words
     assert re.search(r"^3 files, \d+ words, \d+ distinct", wordcount.stdout, re.M), wordcount.stdout
@@ -57,10 +37,10 @@ def test_the_kubernetes_quick_start_counts_the_images_corpus(k8s_cluster, left_c
 
 
 def test_the_operator_quick_start_installs_the_chart_runs_the_example_and_leaves_nothing(k8s_cluster, left_clean):
-    ran = [(command, run(k8s_cluster, command)) for command in quickstart("operator")]
-    (listed,) = [output for command, output in ran if command.startswith("kubectl get flinkjobs")]
+    ran = run_all("operator", with_jobcluster_on_path(k8s_cluster.env()))
+    listed = output_of(ran, "kubectl get flinkjobs")
     assert re.search(r"^wordcount\s", listed.stdout, re.M), listed.stdout
-    (described,) = [output for command, output in ran if command.startswith("kubectl describe")]
+    described = output_of(ran, "kubectl describe")
     assert re.search(r"Lifecycle State:\s+FINISHED", described.stdout), described.stdout
     assert re.search(r"Type:\s+Succeeded", described.stdout) and "JobFinished" in described.stdout, described.stdout
     # uninstalled and deleted: no release, no operator's cluster-wide objects, no namespace
