@@ -257,7 +257,8 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         """The cluster's Deployment as a dict; {} when it is gone.
 
         Raises:
-            DeploymentError: the API server refuses or cannot be reached.
+            DeploymentError: the API server cannot be reached.
+            kubernetes.client.ApiException: it refuses (other than 404).
         """
         apps = kubernetes.client.AppsV1Api(self.api)
         try:
@@ -272,14 +273,10 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
 
     def _deployment_exists(self, cluster_id: str) -> bool:
         """False once the Deployment is gone; True while it exists or when the API server cannot tell."""
-        apps = kubernetes.client.AppsV1Api(self.api)
         try:
-            api_call("get", "deployments", self.namespace, apps.read_namespaced_deployment, cluster_id, self.namespace)
-        except kubernetes.client.ApiException as exc:
-            return bool(exc.status != 404)
-        except DeploymentError:
+            return bool(self._read_deployment(cluster_id))
+        except (kubernetes.client.ApiException, DeploymentError):
             return True
-        return True
 
     # -- list and kill
 
