@@ -20,6 +20,7 @@ from jobcluster.errors import ResourceManagerError
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.runtime.resourcemanager.driver import TaskExecutorLaunchContext
+from tests.support.fakes import RecordingEventHandler
 
 CONFIG = Configuration({"kubernetes.cluster-id": "wc", "taskmanager.memory.process.size": "1g"})
 OWNER = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "wc", "uid": "u-1"}}
@@ -28,19 +29,6 @@ OWNER = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "wc
 def exited(name: str, code: int) -> dict:
     state = {"terminated": {"exitCode": code, "reason": "Error"}}
     return {"metadata": {"name": name}, "status": {"phase": "Failed", "containerStatuses": [{"name": "main", "state": state}]}}
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.terminated: list[str] = []
-
-    async def on_worker_terminated(self, resource_id: str, diagnostics: str) -> None:
-        self.terminated.append(resource_id)
-
-    async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None: ...
-
-    async def on_error(self, error: Exception) -> None:
-        raise AssertionError(error)
 
 
 class Core:
@@ -60,7 +48,7 @@ class Core:
         self.deleted.append(name)
 
 
-def ready_driver(recorder: Recorder) -> tuple[KubernetesResourceManagerDriver, Core]:
+def ready_driver(recorder: RecordingEventHandler) -> tuple[KubernetesResourceManagerDriver, Core]:
     """A driver past ``initialize`` (attempt 1, no earlier pods), talking to :class:`Core`."""
     driver = KubernetesResourceManagerDriver(None, task_manager_parameters(CONFIG, "job"), "10.0.0.1")  # type: ignore[arg-type]
     core = Core()
@@ -72,13 +60,13 @@ def ready_driver(recorder: Recorder) -> tuple[KubernetesResourceManagerDriver, C
 
 def test_a_worker_is_reported_once_however_many_events_say_it_ended():
     async def scenario() -> None:
-        recorder = Recorder()
+        recorder = RecordingEventHandler()
         driver, core = ready_driver(recorder)
         name = await driver.request_resource(task_executor_process_spec_from_config(CONFIG))
         assert name == "wc-taskmanager-1-1"
         for event_type in ("MODIFIED", "MODIFIED", "DELETED"):
             await driver._on_pod_event(event_type, exited(name, 1))
-        assert recorder.terminated == [name]
+        assert [resource_id for resource_id, _ in recorder.terminated] == [name] and recorder.errors == []
         assert core.deleted == [name]  # deleted once, after the first report; the DELETED event needs no deletion
 
     asyncio.run(scenario())
@@ -86,7 +74,7 @@ def test_a_worker_is_reported_once_however_many_events_say_it_ended():
 
 def test_a_released_worker_is_never_reported():
     async def scenario() -> None:
-        recorder = Recorder()
+        recorder = RecordingEventHandler()
         driver, core = ready_driver(recorder)
         name = await driver.request_resource(task_executor_process_spec_from_config(CONFIG))
         await driver.release_resource(name)
@@ -99,7 +87,7 @@ def test_a_released_worker_is_never_reported():
 
 def test_a_pod_that_ends_before_its_creation_returns_fails_the_request():
     async def scenario() -> None:
-        recorder = Recorder()
+        recorder = RecordingEventHandler()
         driver, core = ready_driver(recorder)
         loop = asyncio.get_running_loop()
         core.on_create = lambda name: asyncio.run_coroutine_threadsafe(driver._on_pod_event("MODIFIED", exited(name, 2)), loop).result()
@@ -115,7 +103,7 @@ def test_a_pod_that_ends_before_its_creation_returns_fails_the_request():
 
 def test_an_unschedulable_worker_is_logged_once_with_the_schedulers_reason_and_not_reported(caplog):
     async def scenario() -> None:
-        recorder = Recorder()
+        recorder = RecordingEventHandler()
         driver, _core = ready_driver(recorder)
         name = await driver.request_resource(task_executor_process_spec_from_config(CONFIG))
         message = "0/1 nodes are available: 1 Insufficient cpu."

@@ -50,7 +50,7 @@ def test_requirements_without_slots_request_enough_workers():
     sm, actions = manager(slots_per_worker=2)
     sm.declare_resource_requirements("job", 5)
     assert actions.worker_requests == 3  # ceil(5 / 2)
-    assert sm.pending_workers == 3
+    assert sm.pending_workers() == 3
     sm.check_resource_requirements()
     assert actions.worker_requests == 3, "pending workers already cover the requirement"
 
@@ -58,8 +58,10 @@ def test_requirements_without_slots_request_enough_workers():
 def test_registered_slots_are_allocated_and_pending_worker_consumed():
     sm, actions = manager(slots_per_worker=2)
     sm.declare_resource_requirements("job", 4)
+    sm.worker_started("tm-1")
+    sm.worker_started("tm-2")
     sm.register_task_executor("tm-1", report("tm-1", 2))
-    assert sm.pending_workers == 1
+    assert sm.pending_workers() == 1 and sm.is_pending("tm-2") and not sm.is_pending("tm-1")
     assert [(a[0].resource_id, a[1]) for a in actions.allocations] == [("tm-1", "job"), ("tm-1", "job")]
     states = {s.state for s in sm.task_managers["tm-1"].slots.values()}
     assert states == {SlotState.PENDING}
@@ -90,9 +92,10 @@ def test_stale_allocation_confirmation_is_ignored():
 def test_lost_task_executor_is_replaced():
     sm, actions = manager(slots_per_worker=2)
     sm.declare_resource_requirements("job", 4)
-    sm.register_task_executor("tm-1", report("tm-1", 2))
-    sm.register_task_executor("tm-2", report("tm-2", 2))
-    assert actions.worker_requests == 2 and sm.pending_workers == 0
+    for resource_id in ("tm-1", "tm-2"):
+        sm.worker_started(resource_id)
+        sm.register_task_executor(resource_id, report(resource_id, 2))
+    assert actions.worker_requests == 2 and sm.pending_workers() == 0
     sm.unregister_task_executor("tm-1")
     assert actions.worker_requests == 3, "two slots are missing again: one more worker"
     assert sm.slots_of_job("job") == 2
@@ -103,7 +106,40 @@ def test_worker_that_never_registers_is_requested_again():
     sm.declare_resource_requirements("job", 2)
     assert actions.worker_requests == 1
     sm.worker_start_failed()
-    assert actions.worker_requests == 2 and sm.pending_workers == 1
+    assert actions.worker_requests == 2 and sm.pending_workers() == 1
+    sm.worker_started("tm-1")
+    assert sm.pending_workers() == 1
+    sm.worker_start_failed("tm-1")  # it ended before it registered
+    assert actions.worker_requests == 3 and sm.pending_workers() == 1 and not sm.is_pending("tm-1")
+
+
+def test_only_a_pending_worker_registering_lowers_the_pending_count():
+    sm, actions = manager(slots_per_worker=2)
+    sm.declare_resource_requirements("job", 4)
+    sm.worker_started("tm-1")
+    sm.worker_started("tm-2")
+    sm.register_task_executor("tm-1", report("tm-1", 2))
+    sm.register_task_executor("tm-1", report("tm-1", 2))  # the same TaskExecutor again (a new connection)
+    sm.register_task_executor("other", report("other", 2))  # one nobody requested (e.g. of a previous attempt)
+    assert sm.pending_workers() == 1 and sm.is_pending("tm-2")
+    assert actions.worker_requests == 2
+
+
+def test_a_worker_that_registers_before_its_start_is_reported_is_not_counted_pending():
+    sm, _actions = manager(slots_per_worker=1)
+    sm.declare_resource_requirements("job", 1)
+    sm.register_task_executor("tm-1", report("tm-1", 1))
+    sm.worker_started("tm-1")
+    assert sm.pending_workers() == 0
+
+
+def test_recovered_workers_count_as_pending_until_they_register():
+    sm, actions = manager(slots_per_worker=2)
+    sm.workers_recovered(["old-1", "old-2"])
+    sm.declare_resource_requirements("job", 4)
+    assert actions.worker_requests == 0, "the previous attempt's workers cover the requirement"
+    sm.worker_start_failed("old-2")
+    assert actions.worker_requests == 1
 
 
 def test_max_slots_caps_worker_requests():
@@ -115,7 +151,7 @@ def test_max_slots_caps_worker_requests():
 def test_driver_refusal_stops_requests():
     sm, _actions = manager(accept_workers=False)
     sm.declare_resource_requirements("job", 4)
-    assert sm.pending_workers == 0
+    assert sm.pending_workers() == 0
 
 
 def test_task_executor_with_allocated_slots_reports_them():

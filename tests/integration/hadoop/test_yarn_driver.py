@@ -91,9 +91,9 @@ def test_driver_registers_allocates_launches_releases_and_unregisters(
     # A container larger than YARN's maximum is refused before YARN is asked, naming what to change.
     assert "exceeds the maximum container" in result["oversized_error"], result["oversized_error"]
     assert "taskmanager.memory.process.size" in result["oversized_error"]
-    # A request YARN has not fulfilled when the driver terminates fails instead of hanging.
+    # A request YARN has not fulfilled when the driver releases its workers fails instead of hanging.
     assert result["pending_before_terminate"] is True
-    assert "terminated before YARN allocated" in result["pending_error"], result["pending_error"]
+    assert "released before YARN allocated" in result["pending_error"], result["pending_error"]
 
     # The driver removes the staging directory right after unregistering (Flink's order), so just after
     # the client sees FINISHED.

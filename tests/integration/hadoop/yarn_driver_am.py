@@ -101,11 +101,11 @@ async def exercise(driver: YarnResourceManagerDriver, handler: Recorder, log_dir
             await handler.changed.wait()
     await asyncio.sleep(3 * driver.settings.heartbeat_interval)  # a report for the released one would come by now
     oversized = await request_error(driver, spec_of(f"{2 * driver.maximum.memory_mib}m"))  # type: ignore[union-attr]
-    # As large as the node: YARN cannot allocate it while this AM runs, so it is pending when the driver terminates.
+    # As large as the node: YARN cannot allocate it while this AM runs, so it is pending when the driver releases its workers.
     pending = asyncio.create_task(driver.request_resource(spec_of(f"{driver.maximum.memory_mib}m")))  # type: ignore[union-attr]
     await asyncio.sleep(2)
     pending_before_terminate = not pending.done()
-    await driver.terminate()
+    await driver.release_all_workers()
     pending_error = await request_error(driver, None, pending)
     return {
         "requested": list(task_executor_resource(spec).__dict__.values()),
@@ -161,8 +161,9 @@ async def main(staging_base: str) -> int:
     except BaseException:  # noqa: BLE001 - reported to YARN as the failure's diagnostics
         status, diagnostics = ApplicationStatus.FAILED, traceback.format_exc()[-3000:]
         print(diagnostics, file=sys.stderr, flush=True)
-    await driver.terminate()
+    await driver.release_all_workers()
     await driver.deregister_application(status, diagnostics)
+    await driver.close()
     return status.exit_code
 
 

@@ -44,6 +44,7 @@ from tests.integration.k8s.test_kubernetes_cluster_objects import (
     write_entrypoints,
 )
 from tests.integration.k8s.waiting import wait_for
+from tests.support.fakes import RecordingEventHandler
 
 pytestmark = pytest.mark.k8s
 
@@ -51,24 +52,6 @@ TIMEOUT = (5, 30)
 CLUSTER_ID = "wordcount"
 ROOT = Path(__file__).resolve().parents[3]
 EXIT_CODE = 7
-
-
-class Recorder:
-    """The ResourceManager's side of the SPI: what the driver reported, in order."""
-
-    def __init__(self) -> None:
-        self.terminated: list[tuple[str, str]] = []
-        self.recovered: list[list[str]] = []
-        self.errors: list[Exception] = []
-
-    async def on_worker_terminated(self, resource_id: str, diagnostics: str) -> None:
-        self.terminated.append((resource_id, diagnostics))
-
-    async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None:
-        self.recovered.append(resource_ids)
-
-    async def on_error(self, error: Exception) -> None:
-        self.errors.append(error)
 
 
 @pytest.fixture
@@ -179,7 +162,7 @@ def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(
     driver = KubernetesResourceManagerDriver(
         account, task_manager_parameters(config, JOB_ID), "127.0.0.1", template=template, watch_timeout_seconds=3
     )
-    recorder = Recorder()
+    recorder = RecordingEventHandler()
 
     async def scenario() -> None:
         await driver.initialize(recorder, launch_context(tmp_path))
@@ -244,7 +227,7 @@ def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(
         await asyncio.sleep(1)
         assert len(recorder.terminated) == 2
 
-        await driver.terminate()
+        await driver.release_all_workers()
         await driver.deregister_application(ApplicationStatus.SUCCEEDED, None)
 
     try:
@@ -271,7 +254,7 @@ def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_na
     third = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", template=template, watch_timeout_seconds=3)
 
     async def scenario() -> None:
-        await earlier.initialize(Recorder(), launch_context(tmp_path))
+        await earlier.initialize(RecordingEventHandler(), launch_context(tmp_path))
         kept, ended = [await earlier.request_resource(spec) for _ in range(2)]
         for name in (kept, ended):
             await until(
@@ -288,7 +271,7 @@ def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_na
             what=f"{ended} Failed",
         )
 
-        recorder = Recorder()
+        recorder = RecordingEventHandler()
         await later.initialize(recorder, launch_context(tmp_path))
         assert later.attempt == 2
         assert recorder.recovered == [[kept]]
@@ -300,15 +283,15 @@ def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_na
         await until(lambda: recorder.terminated, what="the recovered worker reported")
         assert recorder.terminated[0][0] == kept and f"exitCode={EXIT_CODE}" in recorder.terminated[0][1]
 
-        await later.terminate()
+        await later.release_all_workers()
         await until(
             lambda: not core.list_namespaced_pod(k8s_namespace, label_selector="component=taskmanager", _request_timeout=TIMEOUT).items,
             what="no pods",
         )
         # a third attempt finds no pod to count from: the attempt recorded on the Deployment still counts on
-        await third.initialize(Recorder(), launch_context(tmp_path))
+        await third.initialize(RecordingEventHandler(), launch_context(tmp_path))
         assert third.attempt == 3
-        await third.terminate()
+        await third.release_all_workers()
         await later.deregister_application(ApplicationStatus.FAILED, "test")
 
     try:
@@ -340,8 +323,8 @@ def test_an_owned_cluster_leaves_its_job_result_for_its_owner(
     )
 
     async def scenario() -> None:
-        await driver.initialize(Recorder(), launch_context(tmp_path))
-        await driver.terminate()
+        await driver.initialize(RecordingEventHandler(), launch_context(tmp_path))
+        await driver.release_all_workers()
         await driver.deregister_application(ApplicationStatus.FAILED, f"job {JOB_ID} FAILED: ZeroDivisionError")
 
     try:

@@ -67,7 +67,7 @@ from jobcluster.runtime.resourcemanager.driver import (
 
 log = logging.getLogger(__name__)
 
-#: How long ``terminate`` waits for the watch thread to end, seconds (Flink: 5 s).
+#: How long ``close`` waits for the watch thread to end, seconds (Flink: 5 s).
 WATCH_STOP_SECONDS = 5.0
 
 _Item = tuple[str, Any]  # ("event", (type, pod)) or ("list", pods)
@@ -225,21 +225,24 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         self._workers.discard(resource_id)
         await self._delete_pod(resource_id)
 
-    async def terminate(self) -> None:
-        """Stop the watch and delete every TaskManager pod of the cluster (of any attempt)."""
+    async def release_all_workers(self) -> None:
+        """Delete every TaskManager pod of the cluster (of any attempt); their terminations are not reported."""
         self._workers.clear()
-        if self._watch is not None:
-            await asyncio.to_thread(self._watch.stop, WATCH_STOP_SECONDS)
-        if self._consumer is not None:
-            self._consumer.cancel()
-            await asyncio.gather(self._consumer, return_exceptions=True)
-            self._consumer = None
         try:
             pods, _ = await asyncio.to_thread(list_pods, self._core, self._params.namespace, self._selector)
         except (DeploymentError, kubernetes.client.ApiException) as exc:
             log.error("could not list the TaskManager pods to delete them: %s", _text(exc))
             return
         await asyncio.gather(*(self._delete_pod(pod_name(pod)) for pod in pods))
+
+    async def close(self) -> None:
+        """Stop the pod watch and the task that hands its events on."""
+        if self._watch is not None:
+            await asyncio.to_thread(self._watch.stop, WATCH_STOP_SECONDS)
+        if self._consumer is not None:
+            self._consumer.cancel()
+            await asyncio.gather(self._consumer, return_exceptions=True)
+            self._consumer = None
 
     async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
         """Leave the job's result for the Deployment's owners, if any (``job_result.py``), then delete the
@@ -250,9 +253,8 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         try:
             await asyncio.to_thread(delete_cluster, self._api, self._params.namespace, self._params.cluster_id)
         except DeploymentError as exc:
+            # the job has ended: its owner (the FlinkJob's finalizer, `jobcluster cancel`) deletes what is left
             log.error("could not delete the job cluster %s: %s", self._params.cluster_id, exc)
-            if self._handler is not None:
-                await self._handler.on_error(exc)
 
     def _write_job_result(self, status: ApplicationStatus, diagnostics: str | None) -> None:
         assert self._owner is not None
@@ -272,10 +274,8 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
             for event_type, pod in events:
                 try:
                     await self._on_pod_event(event_type, pod)
-                except Exception as exc:  # one bad event must not end the watch of every worker
+                except Exception:
                     log.exception("handling %s of pod %s failed", event_type, pod_name(pod))
-                    if self._handler is not None:
-                        await self._handler.on_error(exc)
 
     async def _on_pod_event(self, event_type: str, pod: dict[str, Any]) -> None:
         name = pod_name(pod)

@@ -94,9 +94,13 @@ class LocalProcessDriver(ResourceManagerDriver):
         assert self._context is not None, "driver not initialized"
         await asyncio.to_thread(shutil.rmtree, scratch_dir(self._context.cluster_dir, resource_id), ignore_errors=True)
 
-    async def terminate(self) -> None:
+    async def release_all_workers(self) -> None:
         """Stop every TaskExecutor at once; the cluster ends, so none of their processes holds anything to save."""
         await asyncio.gather(*(self.release_resource(r, TERMINATE_GRACE_SECONDS) for r in list(self._workers)))
+
+    async def close(self) -> None:
+        """Stop any TaskExecutor still running: they are this process's children, and none may outlive the cluster."""
+        await self.release_all_workers()
 
     async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
         log.info("application finished with %s%s", status.name, f": {diagnostics}" if diagnostics else "")

@@ -136,7 +136,7 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
         self._wake = asyncio.Event()
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._closed = False
-        self._terminated = False
+        self._workers_released = False
         self._callbacks: set[asyncio.Task[None]] = set()
         self.maximum: ContainerResource | None = None
         """The largest container YARN allocates (the registration's maximum capability)."""
@@ -189,19 +189,19 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
             self.maximum = ContainerResource(int(maximum.getMemorySize()), int(maximum.getVirtualCores()))
             return [_worker_of(c) for c in response.getContainersFromPreviousAttempts()]
 
-    async def terminate(self) -> None:
+    async def release_all_workers(self) -> None:
         """Release every container this driver holds and fail pending requests (and later ones);
         the ApplicationMaster stays registered."""
-        self._terminated = True
+        self._workers_released = True
         await asyncio.gather(*(self.release_resource(r) for r in list(self._workers)))
         if self._pending is not None:
             for request in self._pending.cancel_all():
                 if not request.done():
-                    request.set_exception(ResourceManagerError("the driver was terminated before YARN allocated the container"))
+                    request.set_exception(ResourceManagerError("the workers were released before YARN allocated the container"))
 
     async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
         """Unregister with the FinalApplicationStatus of ``status`` (CANCELED → KILLED) and ``diagnostics``,
-        then delete the staging directory and stop the JVM. Failures are logged (the application has ended)."""
+        then delete the staging directory. Failures are logged (the application has ended)."""
         await self._stop_heartbeat()
         final = final_application_status(status.name)
         if self._amrm is not None:
@@ -215,6 +215,10 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
                 await asyncio.to_thread(self.settings.staging.remove)
             except StagingError as error:
                 log.warning("%s", error)
+
+    async def close(self) -> None:
+        """Stop the heartbeat, the AMRM and NM clients and the JVM."""
+        await self._stop_heartbeat()
         await self._close_gateway()
 
     def _unregister(self, final: str, diagnostics: str) -> None:
@@ -250,8 +254,8 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
             ResourceManagerError: the container exceeds YARN's maximum, or the request or the launch failed.
         """
         assert self._pending is not None and self._context is not None, "driver not initialized"
-        if self._terminated:
-            raise ResourceManagerError("the YARN driver is terminated: no more containers are requested")
+        if self._workers_released:
+            raise ResourceManagerError("the workers were released: no more containers are requested")
         allocated: asyncio.Future[tuple[AllocatedContainer, Any]] = asyncio.get_running_loop().create_future()
         try:
             request = self._pending.request(spec, allocated)

@@ -27,6 +27,7 @@ client the cluster is gone.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -154,6 +155,7 @@ class JobClusterEntrypoint:
         stack.push_async_callback(_cancel, master_started)
 
         driver: ResourceManagerDriver = self._create_driver(config, rest.url)
+        fatal_error: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
         resource_manager_id = uuid.uuid4().hex
         resource_manager = ResourceManager(
             rpc,
@@ -168,6 +170,7 @@ class JobClusterEntrypoint:
                 max_slots=config.get(options.SLOT_MANAGER_MAX_SLOTS),
                 slots_per_worker=tm_spec.num_slots,
             ),
+            on_fatal_error=functools.partial(_set_once, fatal_error),
             fencing_token=resource_manager_id,
         )
         stack.push_async_callback(rpc.stop_endpoint, resource_manager)
@@ -211,6 +214,8 @@ class JobClusterEntrypoint:
         assert job_master is not None
         stack.push_async_callback(rpc.stop_endpoint, job_master)
         await rpc.start_endpoint(job_master)
+        failing = asyncio.create_task(_fail_on_fatal_error(fatal_error, job_master), name="fatal-error")
+        stack.push_async_callback(_cancel, failing)
         self._write_rest_info(rest.url)
         self._install_signal_handlers(dispatcher)
         log.info("job cluster %s is up: REST %s, job %s", ctx.cluster_id, rest.url, graph.job_id)
@@ -302,7 +307,23 @@ class JobClusterEntrypoint:
 
 
 async def _stop_workers(resource_manager: ResourceManager, spark_master: SparkMaster) -> None:
-    await asyncio.gather(resource_manager.release_workers(), spark_master.stop())
+    await asyncio.gather(resource_manager.release_all_workers(), spark_master.stop())
+
+
+def _set_once(future: asyncio.Future[Exception], error: Exception) -> None:
+    if not future.done():
+        future.set_result(error)
+
+
+async def _fail_on_fatal_error(fatal_error: asyncio.Future[Exception], job_master: JobMaster) -> None:
+    """The ResourceManager lost its backend: the job fails with that cause, and the cluster ends as for any failure.
+
+    Flink's ``onFatalError`` ends the JobManager's process and leaves a new attempt
+    to the platform; a job cluster without a job store would run the job again from
+    its start, so the job fails here and the user reads why.
+    """
+    error = await fatal_error
+    await job_master.fail(f"ResourceManagerException: the ResourceManager lost its backend: {error}")
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

@@ -328,6 +328,18 @@ class JobMaster(FencedRpcEndpoint):
         else:  # no program runs (the master is still starting): _run_application sees the result and ends
             await self._finish(JobStatus.CANCELED, None)
 
+    async def fail(self, cause: str) -> None:
+        """End the job FAILED with ``cause`` whatever its program does (the cluster cannot go on; Flink's ``failJob``).
+
+        The result is set first, so the program's exit (it is stopped) is not taken
+        for a failure to restart from."""
+        if self.status.is_terminal or self.result is not None:
+            return
+        log.error("job %s fails: %s", self.graph.job_id, cause)
+        await self._finish(JobStatus.FAILED, cause)
+        if self._application is not None and self._application.process.running():
+            await self._application.stop()
+
     async def _finish(self, status: JobStatus, failure_cause: str | None, program_exit_code: int | None = None) -> None:
         if self.result is not None:
             return

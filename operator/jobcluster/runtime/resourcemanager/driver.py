@@ -11,11 +11,18 @@ driver does, and nothing more. The contract, for every driver:
 * A worker that ends, for any reason, is reported once through
   ``ResourceEventHandler.on_worker_terminated`` — unless it was released with
   ``release_resource``, which is idempotent.
-* Failures of the backend are reported as data (``on_error``), not raised
-  across the SPI, except from ``request_resource`` where the request itself
-  failed (a :class:`~jobcluster.errors.ResourceManagerError`).
-* ``terminate`` releases every worker the driver started; afterwards no process,
-  container or pod of this cluster's workers is left.
+* A failure of the backend that the driver cannot recover from (its
+  connection to YARN's ResourceManager or to the API server is lost) is
+  reported as data through ``on_error``, never raised across the SPI; the
+  ResourceManager then ends the cluster (Flink's ``onError`` → ``onFatalError``).
+  Only ``request_resource`` raises, when the request itself failed (a
+  :class:`~jobcluster.errors.ResourceManagerError`; the SlotManager asks again).
+* ``release_all_workers`` stops every worker the driver started (of this or a
+  previous attempt); afterwards no process, container or pod of this cluster's
+  workers is left, and the application stays registered.
+* ``close`` is called last, once, whether or not the application was
+  deregistered: it stops the driver's own watches, threads and clients
+  (Flink's ``ResourceManagerDriver.terminate``).
 """
 
 from __future__ import annotations
@@ -66,7 +73,8 @@ class ResourceEventHandler(Protocol):
 
     async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None: ...
 
-    async def on_error(self, error: Exception) -> None: ...
+    async def on_error(self, error: Exception) -> None:
+        """The backend failed for good: the cluster ends (see the module docstring)."""
 
 
 class ResourceManagerDriver(abc.ABC):
@@ -85,9 +93,13 @@ class ResourceManagerDriver(abc.ABC):
         """Stop the worker (idempotent); no ``on_worker_terminated`` follows."""
 
     @abc.abstractmethod
-    async def terminate(self) -> None:
-        """Release every worker this driver started."""
+    async def release_all_workers(self) -> None:
+        """Stop every worker this driver started, of any attempt; requests made afterwards may fail."""
 
     @abc.abstractmethod
     async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
         """Tell the backend how the application ended (YARN final status, ...)."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Stop the driver's watches, threads and clients (idempotent); no worker is touched."""

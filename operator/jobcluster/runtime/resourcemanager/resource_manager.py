@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,11 @@ from jobcluster.runtime.resourcemanager.slot_manager import SlotManager
 from jobcluster.runtime.taskexecutor.gateway import TaskExecutorGateway
 
 log = logging.getLogger(__name__)
+
+WORKER_RETRY_DELAY = 1.0  # seconds before a refused worker request is made again
+
+FatalErrorHandler = Callable[[Exception], None]
+"""Told once of an error the ResourceManager cannot recover from (Flink's ``FatalErrorHandler``)."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,13 @@ class ResourceManager(FencedRpcEndpoint):
     off-heap, network and managed memory and slots of one TaskExecutor); each
     request turns it into a TaskExecutorProcessSpec with the configured framework
     memory, metaspace and overhead, and the driver starts a container of exactly
-    that size.
+    that size. Which workers are requested, pending or registered is the
+    SlotManager's to count; this class turns its decisions into driver calls and
+    the driver's events into SlotManager inputs.
+
+    ``on_fatal_error`` is told of the first error the driver reports through
+    ``on_error`` (the backend is lost: Flink's ``ActiveResourceManager.onError``);
+    the caller ends the cluster.
     """
 
     def __init__(
@@ -83,6 +95,7 @@ class ResourceManager(FencedRpcEndpoint):
         config: Configuration,
         worker_resource_spec: WorkerResourceSpec,
         settings: ResourceManagerSettings,
+        on_fatal_error: FatalErrorHandler,
         fencing_token: str | None = None,
     ) -> None:
         super().__init__(RESOURCE_MANAGER_ENDPOINT, fencing_token)
@@ -94,7 +107,6 @@ class ResourceManager(FencedRpcEndpoint):
         self.settings = settings
         self.slot_manager = SlotManager(self, settings.slots_per_worker, settings.max_slots, settings.idle_timeout)
         self._task_executors: dict[str, _TaskExecutorConnection] = {}
-        self._pending_workers: set[str] = set()
         self._job_masters: dict[str, _JobMasterConnection] = {}
         self._te_heartbeats = HeartbeatManager(
             "resourcemanager", settings.heartbeat_interval, settings.heartbeat_timeout, self._task_executor_heartbeat_timeout
@@ -102,7 +114,9 @@ class ResourceManager(FencedRpcEndpoint):
         self._jm_heartbeats = HeartbeatManager(
             "resourcemanager", settings.heartbeat_interval, settings.heartbeat_timeout, self._job_master_heartbeat_timeout
         )
+        self._on_fatal_error = on_fatal_error
         self.fatal_error: Exception | None = None
+        self._closing = False  # the job is over: no more workers are requested
 
     async def on_start(self) -> None:
         await self._driver.initialize(self, self._launch_context)
@@ -113,14 +127,16 @@ class ResourceManager(FencedRpcEndpoint):
     async def on_stop(self) -> None:
         await self._te_heartbeats.stop()
         await self._jm_heartbeats.stop()
+        await self._driver.close()
 
-    async def release_workers(self) -> None:
-        """Stop every TaskExecutor (the job is over; the application stays registered)."""
-        await self._driver.terminate()
+    async def release_all_workers(self) -> None:
+        """Stop every TaskExecutor and request none again (the job is over; the application stays registered)."""
+        self._closing = True
+        await self._driver.release_all_workers()
 
     async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
         """Release every worker and tell the backend how the application ended."""
-        await self._driver.terminate()
+        await self.release_all_workers()
         await self._driver.deregister_application(status, diagnostics)
 
     # ---- JobMaster side --------------------------------------------------------------
@@ -154,7 +170,6 @@ class ResourceManager(FencedRpcEndpoint):
             self._close_task_executor(reg.resource_id, "re-registration")
         gateway = TaskExecutorGateway(self._rpc, reg.address, reg.resource_id)
         self._task_executors[reg.resource_id] = _TaskExecutorConnection(reg, gateway, time.time())
-        self._pending_workers.discard(reg.resource_id)
         self._te_heartbeats.monitor_target(reg.resource_id, lambda: self._heartbeat_task_executor(reg.resource_id))
         total = reg.process_spec.get("total_process", 0)
         log.info(
@@ -223,6 +238,8 @@ class ResourceManager(FencedRpcEndpoint):
         self.slot_manager.slot_allocated(slot_id, allocation_id)
 
     def request_new_worker(self) -> bool:
+        if self._closing or self.fatal_error is not None:
+            return False
         self.spawn(self._request_worker(), "request-worker")
         return True
 
@@ -232,10 +249,13 @@ class ResourceManager(FencedRpcEndpoint):
             resource_id = await self._driver.request_resource(spec)
         except JobClusterError as exc:
             log.error("could not start a TaskExecutor: %s", exc)
-            await asyncio.sleep(1.0)  # do not spin on a backend that keeps refusing
+            await asyncio.sleep(WORKER_RETRY_DELAY)  # do not spin on a backend that keeps refusing
             self.slot_manager.worker_start_failed()
             return
-        self._pending_workers.add(resource_id)
+        if self._closing:  # the job ended while the driver started it
+            await self._driver.release_resource(resource_id)
+            return
+        self.slot_manager.worker_started(resource_id)
         log.info(
             "requested TaskExecutor %s: %d slots, process memory %s", resource_id, spec.num_slots, format_memory_size(spec.total_process)
         )
@@ -254,19 +274,21 @@ class ResourceManager(FencedRpcEndpoint):
 
     async def on_worker_terminated(self, resource_id: str, diagnostics: str) -> None:
         log.warning("worker %s terminated: %s", resource_id, diagnostics)
-        if resource_id in self._pending_workers:
-            self._pending_workers.discard(resource_id)
-            self.slot_manager.worker_start_failed()
+        if self.slot_manager.is_pending(resource_id):
+            self.slot_manager.worker_start_failed(resource_id)
         else:
             self._close_task_executor(resource_id, f"worker terminated: {diagnostics}")
 
     async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None:
-        self._pending_workers.update(resource_ids)
-        self.slot_manager.pending_workers += len(resource_ids)
+        self.slot_manager.workers_recovered(resource_ids)
 
     async def on_error(self, error: Exception) -> None:
-        log.error("fatal error in the ResourceManager driver: %s", error)
+        if self.fatal_error is not None:
+            log.error("another error of the ResourceManager driver: %s", error)
+            return
+        log.error("fatal error of the ResourceManager driver: %s", error)
         self.fatal_error = error
+        self._on_fatal_error(error)
 
     # ---- views for REST ---------------------------------------------------------------
 
@@ -286,7 +308,7 @@ class ResourceManager(FencedRpcEndpoint):
             "taskmanagers": len(self._task_executors),
             "slots-total": self.slot_manager.registered_slots(),
             "slots-available": self.slot_manager.free_slots(),
-            "pending-taskmanagers": len(self._pending_workers),
+            "pending-taskmanagers": self.slot_manager.pending_workers(),
         }
 
 

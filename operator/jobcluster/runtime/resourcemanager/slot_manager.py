@@ -9,6 +9,12 @@ pending slots cannot cover, within ``slotmanager.number-of-slots.max``.
 What to do is handed to :class:`SlotManagerActions`, so this logic is tested
 without any process, network or cluster.
 
+It is also the one place that counts pending workers (Flink's
+``TaskExecutorManager``): a worker is *requested* from the moment the
+SlotManager asks for it, *pending* once the driver accepted it under a
+ResourceID, and neither once it registered or ended. The ResourceManager
+reports those transitions; it keeps no count of its own.
+
 Indexes keep every event's cost independent of the cluster's size: the free
 slots (in registration order), the slots held per job, the registered total,
 and per TaskExecutor the count of slots in use (so "idle" is one comparison).
@@ -63,7 +69,8 @@ class SlotManagerActions(Protocol):
         """Ask the TaskExecutor for the slot; report back with slot_allocated / slot_allocation_failed."""
 
     def request_new_worker(self) -> bool:
-        """Ask the driver for one more TaskExecutor; False if it cannot be asked now."""
+        """Ask the driver for one more TaskExecutor, reported back with worker_started / worker_start_failed;
+        False if no worker can be requested now (the ResourceManager is closing)."""
 
     def release_task_executor(self, resource_id: str, reason: str) -> None:
         """Stop and release an idle TaskExecutor."""
@@ -86,7 +93,8 @@ class SlotManager:
         self.idle_timeout = idle_timeout
         self.task_managers: dict[str, TaskManagerEntry] = {}
         self.requirements: dict[str, int] = {}
-        self.pending_workers = 0
+        self._requested_workers = 0  # asked for, no ResourceID yet
+        self._pending_workers: set[str] = set()  # started by the driver, not registered yet
         self._free_slots: dict[SlotID, Slot] = {}  # an ordered set: the first registered are used first
         self._job_slots: Counter[str] = Counter()  # slots PENDING or ALLOCATED per job
         self._registered = 0
@@ -101,8 +109,35 @@ class SlotManager:
             self.requirements[job_id] = required_slots
         self.check_resource_requirements()
 
+    def worker_started(self, resource_id: str) -> None:
+        """The driver accepted a requested worker as ``resource_id``; it is pending until it registers."""
+        self._requested_workers = max(0, self._requested_workers - 1)
+        if resource_id not in self.task_managers:  # it may register before its start is reported
+            self._pending_workers.add(resource_id)
+
+    def workers_recovered(self, resource_ids: list[str]) -> None:
+        """Workers of a previous attempt are still running; they count as pending until they register."""
+        self._pending_workers.update(resource_ids)
+
+    def worker_start_failed(self, resource_id: str | None = None) -> None:
+        """A requested worker could not be started (``resource_id`` None), or the pending ``resource_id`` ended
+        before it registered; a replacement is requested if the requirements still need it."""
+        if resource_id is None:
+            self._requested_workers = max(0, self._requested_workers - 1)
+        else:
+            self._pending_workers.discard(resource_id)
+        self.check_resource_requirements()
+
+    def is_pending(self, resource_id: str) -> bool:
+        """Whether ``resource_id`` was started (or recovered) and has not registered yet."""
+        return resource_id in self._pending_workers
+
+    def pending_workers(self) -> int:
+        """Workers requested or started that have not registered yet."""
+        return self._requested_workers + len(self._pending_workers)
+
     def register_task_executor(self, resource_id: str, report: SlotReport) -> None:
-        """A TaskExecutor registered with the slots in ``report``; it fulfils one pending worker."""
+        """A TaskExecutor registered with the slots in ``report``; if it was pending, it no longer is."""
         if resource_id in self.task_managers:
             self._remove_task_manager(resource_id)  # registered again (a new connection): its report replaces the old
         entry = TaskManagerEntry(resource_id, {})
@@ -114,7 +149,7 @@ class SlotManager:
             self._free_slots[slot.slot_id] = slot
             if s.allocation_id:
                 self._set(slot, SlotState.ALLOCATED, s.job_id, s.allocation_id)
-        self.pending_workers = max(0, self.pending_workers - 1)
+        self._pending_workers.discard(resource_id)
         self.check_resource_requirements()
 
     def unregister_task_executor(self, resource_id: str) -> None:
@@ -122,11 +157,6 @@ class SlotManager:
         if resource_id in self.task_managers:
             self._remove_task_manager(resource_id)
             self.check_resource_requirements()
-
-    def worker_start_failed(self) -> None:
-        """A requested worker terminated before it registered."""
-        self.pending_workers = max(0, self.pending_workers - 1)
-        self.check_resource_requirements()
 
     def slot_allocated(self, slot_id: SlotID, allocation_id: str) -> None:
         slot = self._slot(slot_id)
@@ -181,19 +211,19 @@ class SlotManager:
                 self._actions.allocate_slot(slot.slot_id, job_id, allocation_id)
                 missing -= 1
             missing_total += max(0, missing)
-        uncovered = missing_total - self.pending_workers * self.slots_per_worker
+        uncovered = missing_total - self.pending_workers() * self.slots_per_worker
         for _ in range(math.ceil(max(0, uncovered) / self.slots_per_worker)):
             if not self._may_add_worker():
                 log.warning("not requesting another TaskExecutor: slotmanager.number-of-slots.max=%s reached", self.max_slots)
                 break
             if not self._actions.request_new_worker():
                 break
-            self.pending_workers += 1
+            self._requested_workers += 1
 
     def _may_add_worker(self) -> bool:
         if self.max_slots is None:
             return True
-        return self.registered_slots() + (self.pending_workers + 1) * self.slots_per_worker <= self.max_slots
+        return self.registered_slots() + (self.pending_workers() + 1) * self.slots_per_worker <= self.max_slots
 
     def _slot(self, slot_id: SlotID) -> Slot | None:
         tm = self.task_managers.get(slot_id.resource_id)

@@ -1,0 +1,125 @@
+"""Recording doubles of the ResourceManagerDriver SPI's two sides and of a TaskExecutor, written once for every test.
+
+:class:`RecordingEventHandler` stands in for the ResourceManager when a real
+driver is tested (what did the driver report?); :class:`RecordingDriver` stands
+in for a backend when the ResourceManager is tested (what did it ask for?);
+:class:`TaskExecutorStandIn` is the RPC endpoint of a TaskExecutor process
+without its Spark worker.
+Neither replaces a real backend in an end-to-end test: they are for the
+bookkeeping and the races a real backend cannot produce on demand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from jobcluster.errors import ResourceManagerError
+from jobcluster.memory.spec import TaskExecutorProcessSpec
+from jobcluster.rpc.endpoint import RpcEndpoint, rpc
+from jobcluster.runtime.resourcemanager.driver import (
+    ApplicationStatus,
+    ResourceEventHandler,
+    ResourceManagerDriver,
+    TaskExecutorLaunchContext,
+)
+from jobcluster.runtime.taskexecutor.gateway import TASK_EXECUTOR_ENDPOINT
+
+
+class RecordingEventHandler:
+    """The ResourceManager's side of the SPI: what the driver reported, in order; ``changed`` is set on each report."""
+
+    def __init__(self) -> None:
+        self.terminated: list[tuple[str, str]] = []
+        self.recovered: list[list[str]] = []
+        self.errors: list[Exception] = []
+        self.changed = asyncio.Event()
+
+    async def on_worker_terminated(self, resource_id: str, diagnostics: str) -> None:
+        self.terminated.append((resource_id, diagnostics))
+        self.changed.set()
+
+    async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None:
+        self.recovered.append(resource_ids)
+        self.changed.set()
+
+    async def on_error(self, error: Exception) -> None:
+        self.errors.append(error)
+        self.changed.set()
+
+
+class RecordingDriver(ResourceManagerDriver):
+    """A backend that starts nothing: it records every call and hands out ResourceIDs ``worker-1``, ``worker-2``, ...
+
+    ``refuse``: the next so many ``request_resource`` calls raise ResourceManagerError;
+    ``recovered``: ResourceIDs reported at ``initialize`` as a previous attempt's workers.
+    ``report_terminated(resource_id)`` plays the backend reporting that a worker ended.
+    """
+
+    def __init__(self, *, refuse: int = 0, recovered: list[str] | None = None) -> None:
+        self.handler: ResourceEventHandler | None = None
+        self.launch_context: TaskExecutorLaunchContext | None = None
+        self.requested: list[TaskExecutorProcessSpec] = []
+        self.started: list[str] = []
+        self.released: list[str] = []
+        self.released_all = 0
+        self.deregistered: list[tuple[ApplicationStatus, str | None]] = []
+        self.closed = 0
+        self.refuse = refuse
+        self._recovered = list(recovered or [])
+
+    async def initialize(self, handler: ResourceEventHandler, launch_context: TaskExecutorLaunchContext) -> None:
+        self.handler, self.launch_context = handler, launch_context
+        if self._recovered:
+            await handler.on_previous_attempt_workers_recovered(list(self._recovered))
+
+    async def request_resource(self, spec: TaskExecutorProcessSpec) -> str:
+        self.requested.append(spec)
+        if self.refuse > 0:
+            self.refuse -= 1
+            raise ResourceManagerError("the backend refused the worker")
+        resource_id = f"worker-{len(self.started) + 1}"
+        self.started.append(resource_id)
+        return resource_id
+
+    async def release_resource(self, resource_id: str) -> None:
+        self.released.append(resource_id)
+
+    async def release_all_workers(self) -> None:
+        self.released_all += 1
+
+    async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
+        self.deregistered.append((status, diagnostics))
+
+    async def close(self) -> None:
+        self.closed += 1
+
+    async def report_terminated(self, resource_id: str, diagnostics: str = "exit code 137") -> None:
+        """The backend reports that ``resource_id`` ended."""
+        assert self.handler is not None, "driver not initialized"
+        await self.handler.on_worker_terminated(resource_id, diagnostics)
+
+
+class TaskExecutorStandIn(RpcEndpoint):
+    """What the ResourceManager and the JobMaster call on a TaskExecutor, recorded; slot requests succeed."""
+
+    def __init__(self) -> None:
+        super().__init__(TASK_EXECUTOR_ENDPOINT)
+        self.slot_requests: list[dict[str, Any]] = []
+        self.freed: list[str] = []
+
+    @rpc
+    async def request_slot(self, **request: Any) -> None:
+        self.slot_requests.append(request)
+
+    @rpc
+    async def heartbeat_from_resource_manager(self, resource_manager_id: str) -> dict[str, Any]:
+        return {}
+
+    @rpc
+    async def heartbeat_from_job_manager(self, job_id: str) -> None:
+        return None
+
+    @rpc
+    async def free_slot(self, allocation_id: str, cause: str) -> None:
+        self.freed.append(allocation_id)

@@ -1,0 +1,198 @@
+"""The JobMaster's state machine before and around its program: slots, timeouts, cancel, fail, lost TaskExecutors.
+
+A real ResourceManager (with tests/support/fakes.py's RecordingDriver) and
+the JobMaster share one RpcService on loopback; TaskExecutors are RPC stand-ins.
+The job's Spark master never becomes ready here (``spark_master_ready`` is held
+or fails), so no PySpark program runs: what a program's run does to the job
+is covered end to end (tests/e2e).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jobcluster.config.configuration import Configuration
+from jobcluster.errors import SparkError
+from jobcluster.jobgraph.model import JobGraph, JobVertex, ResourceProfileSpec, new_job_id
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.rpc.service import RpcService
+from jobcluster.runtime.entrypoint.job_cluster_entrypoint import _fail_on_fatal_error
+from jobcluster.runtime.jobmaster.job_master import JobMaster, JobMasterSettings
+from jobcluster.runtime.jobmaster.job_status import JobResult, JobStatus
+from jobcluster.runtime.messages import SlotOffer, dump
+from jobcluster.runtime.resourcemanager.driver import TaskExecutorLaunchContext
+from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
+from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
+from jobcluster.spark.processes import SparkMasterAddress
+from tests.support.fakes import RecordingDriver, TaskExecutorStandIn
+
+SECRET = "s3cr3t"
+CONFIG = Configuration({"taskmanager.memory.process.size": "1g", "taskmanager.numberOfTaskSlots": "2"})
+SPEC = task_executor_process_spec_from_config(CONFIG)
+
+
+def job_graph(parallelism: int) -> JobGraph:
+    vertex = JobVertex(id=new_job_id(), name="PySpark", program="wc.py", program_args=[], parallelism=parallelism, max_parallelism=128)
+    profile = ResourceProfileSpec(cpu_cores=1.0, task_heap=1 << 20, task_off_heap=0, managed=0, network=0)
+    return JobGraph(job_id=new_job_id(), job_name="wc", vertices=[vertex], slot_profile=profile)
+
+
+@dataclass
+class Job:
+    job_master: JobMaster
+    driver: RecordingDriver
+    rpc: RpcService
+    master_ready: asyncio.Future[None]
+    results: list[JobResult] = field(default_factory=list)
+    services: list[RpcService] = field(default_factory=list)
+
+    async def task_executor_offers(self, resource_id: str, slots: int) -> list[str]:
+        """A TaskExecutor ``resource_id`` connects to the JobMaster and offers ``slots`` slots; the accepted allocations."""
+        service = RpcService("127.0.0.1", SECRET, ask_timeout=5.0)
+        await service.start()
+        await service.start_endpoint(TaskExecutorStandIn())
+        self.services.append(service)
+        await self.job_master.register_task_executor(resource_id, service.address, self.job_master.graph.job_id)
+        offers = [dump(SlotOffer(allocation_id=f"{resource_id}-a{i}", slot_index=i)) for i in range(slots)]
+        return await self.job_master.offer_slots(resource_id, offers)
+
+
+@asynccontextmanager
+async def running_job(tmp_path: Path, parallelism: int = 2, slot_request_timeout: float = 60.0) -> AsyncIterator[Job]:
+    service = RpcService("127.0.0.1", SECRET, ask_timeout=5.0)
+    await service.start()
+    driver = RecordingDriver()
+    resource_manager = ResourceManager(
+        service,
+        driver,
+        TaskExecutorLaunchContext("cluster", ["true"], {}, tmp_path, tmp_path),
+        CONFIG,
+        SPEC.worker_resource_spec(),
+        ResourceManagerSettings(heartbeat_interval=60.0, heartbeat_timeout=600.0, idle_timeout=60.0, max_slots=None, slots_per_worker=2),
+        on_fatal_error=lambda error: None,
+        fencing_token="rm-1",
+    )
+    await service.start_endpoint(resource_manager)
+    master_ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    results: list[JobResult] = []
+
+    async def on_terminal(result: JobResult) -> None:
+        results.append(result)
+
+    job_master = JobMaster(
+        service,
+        job_graph(parallelism),
+        tmp_path,
+        tmp_path,
+        ResourceManagerGateway(service, service.address, RESOURCE_MANAGER_ENDPOINT, "rm-1"),
+        SparkMasterAddress("spark://127.0.0.1:7077", "http://127.0.0.1:8080"),
+        lambda: asyncio.shield(master_ready),
+        "127.0.0.1",
+        {},
+        JobMasterSettings(heartbeat_interval=60.0, heartbeat_timeout=600.0, slot_request_timeout=slot_request_timeout),
+        on_terminal,
+    )
+    await service.start_endpoint(job_master)
+    job = Job(job_master, driver, service, master_ready, results)
+    try:
+        yield job
+    finally:
+        master_ready.cancel()
+        await service.stop()
+        for other in job.services:
+            await other.stop()
+
+
+async def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    async with asyncio.timeout(seconds):
+        while not condition():  # noqa: ASYNC110 — the condition spans the JobMaster and the ResourceManager
+            await asyncio.sleep(0.02)
+
+
+def test_the_job_declares_its_slots_at_start_and_runs_once_the_pool_holds_them(tmp_path):
+    async def scenario() -> None:
+        async with running_job(tmp_path, parallelism=3) as job:
+            assert job.job_master.status is JobStatus.CREATED
+            await until(lambda: len(job.driver.started) == 2)  # 3 slots of 2 per TaskExecutor
+            assert await job.task_executor_offers("tm-1", 2) == ["tm-1-a0", "tm-1-a1"]
+            assert job.job_master.status is JobStatus.CREATED
+            assert await job.task_executor_offers("tm-2", 2) == ["tm-2-a0"], "the pool takes no slot beyond the 3 required"
+            assert job.job_master.status is JobStatus.RUNNING
+            assert list(job.job_master.status_timestamps) == ["INITIALIZING", "CREATED", "RUNNING"]
+
+    asyncio.run(scenario())
+
+
+def test_slots_that_do_not_arrive_in_time_fail_the_job_and_withdraw_its_requirements(tmp_path):
+    async def scenario() -> None:
+        async with running_job(tmp_path, parallelism=4, slot_request_timeout=0.3) as job:
+            await job.task_executor_offers("tm-1", 2)
+            await until(lambda: bool(job.results))
+            (result,) = job.results
+            assert result.status is JobStatus.FAILED and result.program_exit_code is None
+            assert "NoResourceAvailableException" in (result.failure_cause or "")
+            assert "4 required slots" in (result.failure_cause or "") and "2 arrived" in (result.failure_cause or "")
+            requested = len(job.driver.started)
+            await job.task_executor_offers("tm-9", 2)  # a late TaskExecutor's slots are not taken
+            assert job.job_master.slot_pool.size == 0
+            assert len(job.driver.started) == requested
+
+    asyncio.run(scenario())
+
+
+def test_a_spark_master_that_cannot_start_fails_the_job(tmp_path):
+    async def scenario() -> None:
+        async with running_job(tmp_path) as job:
+            job.master_ready.set_exception(SparkError("the Spark master exited with code 1"))
+            await until(lambda: bool(job.results))
+            (result,) = job.results
+            assert result.status is JobStatus.FAILED
+            assert result.failure_cause == "the job's Spark master did not start: the Spark master exited with code 1"
+
+    asyncio.run(scenario())
+
+
+def test_a_job_cancelled_before_its_program_runs_ends_canceled_once(tmp_path):
+    async def scenario() -> None:
+        async with running_job(tmp_path) as job:
+            await job.task_executor_offers("tm-1", 2)
+            await job.job_master.cancel()
+            await job.job_master.cancel()
+            await job.job_master.fail("too late")
+            assert [r.status for r in job.results] == [JobStatus.CANCELED]
+            assert job.job_master.slot_pool.size == 0, "the slots went back"
+
+    asyncio.run(scenario())
+
+
+def test_a_fatal_error_of_the_resource_manager_fails_the_job_with_its_cause(tmp_path):
+    async def scenario() -> None:
+        async with running_job(tmp_path) as job:
+            fatal: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
+            failing = asyncio.create_task(_fail_on_fatal_error(fatal, job.job_master))
+            fatal.set_result(RuntimeError("the YARN heartbeat failed: connection refused"))
+            await asyncio.wait_for(failing, 5.0)
+            (result,) = job.results
+            assert result.status is JobStatus.FAILED
+            assert "the ResourceManager lost its backend: the YARN heartbeat failed" in (result.failure_cause or "")
+            await job.job_master.cancel()
+            assert len(job.results) == 1, "a terminal job stays as it ended"
+
+    asyncio.run(scenario())
+
+
+def test_a_lost_task_executor_gives_up_its_slots_and_is_named_in_the_details(tmp_path):
+    async def scenario() -> None:
+        async with running_job(tmp_path) as job:
+            await job.task_executor_offers("tm-1", 2)
+            assert job.job_master.status is JobStatus.RUNNING
+            await job.job_master.disconnect_task_manager("tm-1", "OOMKilled (exit code 137)")
+            assert job.job_master.slot_pool.size == 0
+            assert job.job_master.lost_task_executors == [{"id": "tm-1", "cause": "OOMKilled (exit code 137)"}]
+            assert await job.task_executor_offers("tm-2", 2) == ["tm-2-a0", "tm-2-a1"], "the replacement's slots are taken"
+
+    asyncio.run(scenario())
