@@ -46,7 +46,15 @@ class ClusterUnreachableError(ClusterClientError):
     """The cluster's REST API did not answer at all (connection refused, timed out)."""
 
 
-class JobNotFoundError(ClusterClientError):
+class NotFoundError(JobClusterError):
+    """What a call named does not exist: an object of the platform (a Kubernetes 404), a job (Flink's REST 404)."""
+
+
+class AlreadyExistsError(JobClusterError):
+    """What a call was to create exists already (Kubernetes' 409 AlreadyExists)."""
+
+
+class JobNotFoundError(ClusterClientError, NotFoundError):
     """No running cluster knows the requested job id."""
 
 

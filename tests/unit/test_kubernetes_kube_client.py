@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
+import kubernetes
 import pytest
 
 from jobcluster.backends.kubernetes import kube_client
 from jobcluster.backends.kubernetes.kube_client import CONNECT_RETRIES, load_api_client
 from jobcluster.config.configuration import Configuration
-from jobcluster.errors import IllegalConfigurationError
+from jobcluster.errors import AlreadyExistsError, DeploymentError, IllegalConfigurationError, NotFoundError
 
 KUBECONFIG = """
 apiVersion: v1
@@ -83,3 +86,24 @@ def test_in_cluster_service_account(tmp_path, monkeypatch):
 def test_neither_kubeconfig_nor_service_account():
     with pytest.raises(IllegalConfigurationError, match="cannot use the Kubernetes configuration"):
         load_api_client(Configuration(), {})
+
+
+def _refused(status: int, reason: str, message: str):
+    """A call the API server refuses with a Status (a write conflict cannot be provoked on a real one on demand)."""
+
+    def call(*args, **kwargs):
+        error = kubernetes.client.ApiException(status=status, reason=reason)
+        error.body = json.dumps({"kind": "Status", "reason": reason, "message": message})
+        raise error
+
+    return call
+
+
+def test_a_write_conflict_is_not_taken_for_an_object_that_exists():
+    with pytest.raises(AlreadyExistsError):
+        kube_client.api_call("create", "pods", "ns", _refused(409, "AlreadyExists", 'pods "p" already exists'))
+    with pytest.raises(DeploymentError, match=r"could not patch deployments in namespace ns: 409 .*modified") as info:
+        kube_client.api_call("patch", "deployments", "ns", _refused(409, "Conflict", "the object has been modified"))
+    assert not isinstance(info.value, AlreadyExistsError)
+    with pytest.raises(NotFoundError, match="pods in namespace ns: not found"):
+        kube_client.api_call("get", "pods", "ns", _refused(404, "NotFound", 'pods "p" not found'))

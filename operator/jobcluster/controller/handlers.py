@@ -24,9 +24,11 @@ import kopf
 import kubernetes
 from aiohttp import web
 
+from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.controller.metrics import OperatorMetrics
 from jobcluster.controller.reconciler import FlinkJobRef, Reconciler
 from jobcluster.controller.resource import GROUP, PLURAL, VERSION
+from jobcluster.errors import NotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -139,12 +141,20 @@ async def _read_flinkjob(api: kubernetes.client.ApiClient, namespace: str, name:
     custom = kubernetes.client.CustomObjectsApi(api)
     try:
         body: Any = await asyncio.to_thread(
-            custom.get_namespaced_custom_object, GROUP, VERSION, namespace, PLURAL, name, _request_timeout=API_TIMEOUT
+            api_call,
+            "get",
+            PLURAL,
+            namespace,
+            custom.get_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            namespace,
+            PLURAL,
+            name,
+            _request_timeout=API_TIMEOUT,
         )
-    except kubernetes.client.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
+    except NotFoundError:
+        return None
     ref = FlinkJobRef.of(body)
     return ref if ref.uid == uid else None
 

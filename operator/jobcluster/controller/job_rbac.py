@@ -28,7 +28,7 @@ from typing import Any
 import kubernetes
 
 from jobcluster.backends.kubernetes.kube_client import api_call
-from jobcluster.errors import DeploymentError
+from jobcluster.errors import AlreadyExistsError, DeploymentError, NotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +79,8 @@ def ensure_job_service_account(api: kubernetes.client.ApiClient, namespace: str,
 def _absent(verb: str, resource: str, namespace: str, call: Callable[..., Any], *args: Any) -> bool:
     try:
         api_call(verb, resource, namespace, call, *args)
-    except kubernetes.client.ApiException as exc:
-        if exc.status == 404:
-            return True
-        raise
+    except NotFoundError:
+        return True
     return False
 
 
@@ -90,17 +88,15 @@ def _create(resource: str, namespace: str, call: Callable[..., Any], *args: Any)
     """Create; False when another reconciliation (or someone) created it meanwhile."""
     try:
         api_call("create", resource, namespace, call, *args)
-    except kubernetes.client.ApiException as exc:
-        if exc.status == 409:
-            return False
-        raise
+    except AlreadyExistsError:
+        return False
     return True
 
 
 def _owner(rbac: kubernetes.client.RbacAuthorizationV1Api, cluster_role: str) -> dict[str, str]:
     try:
         role = api_call("get", "clusterroles", None, rbac.read_cluster_role, cluster_role)
-    except kubernetes.client.ApiException as exc:
+    except NotFoundError as exc:
         raise DeploymentError(
             f"the ClusterRole {cluster_role} of the JobManager pods (--job-cluster-role) does not exist: "
             "reinstall the chart, or start the operator without --job-cluster-role and apply manifests/rbac.yaml "

@@ -28,7 +28,7 @@ from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.controller.clusters import ClusterRef, Deployed, Observation, observe_job
 from jobcluster.controller.job_rbac import ensure_job_service_account
-from jobcluster.errors import DeploymentError
+from jobcluster.errors import NotFoundError
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 
 log = logging.getLogger(__name__)
@@ -103,6 +103,5 @@ class KubernetesClusters:
         core = kubernetes.client.CoreV1Api(self.api)
         try:
             api_call("delete", "configmaps", ref.namespace, core.delete_namespaced_config_map, job_result_name(ref.name), ref.namespace)
-        except kubernetes.client.ApiException as exc:
-            if exc.status != 404:
-                raise DeploymentError(f"cannot delete the old job result of {ref.name}: {exc.status} {exc.reason}") from exc
+        except NotFoundError:
+            pass

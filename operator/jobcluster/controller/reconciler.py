@@ -30,7 +30,7 @@ from jobcluster.controller.clusters import ClusterRef, JobClusters, Observation
 from jobcluster.controller.job_config import job_configuration
 from jobcluster.controller.programs import job_program
 from jobcluster.controller.resource import TARGET_KUBERNETES, InvalidSpecError, deployed_spec_hash, parse_spec
-from jobcluster.errors import DeploymentError, JobClusterError
+from jobcluster.errors import AlreadyExistsError, DeploymentError, JobClusterError
 
 log = logging.getLogger(__name__)
 
@@ -391,10 +391,10 @@ class Reconciler:
                 program = await asyncio.to_thread(job_program, spec.job, job.name, Path(scratch))
                 config = job_configuration(spec, job.name, job.namespace, job.uid, self.defaults, Path(scratch))
                 deployed = await asyncio.to_thread(self.clusters.deploy, job.cluster, config, program)
+        except AlreadyExistsError:  # the previous cluster's objects are still being collected: try again
+            log.info("FlinkJob %s/%s: waiting for the previous job cluster to be gone", job.namespace, job.name)
+            return {"lifecycleState": st.UPGRADING, "deployedSpec": job.status.get("deployedSpec") or ""}
         except DeploymentError as exc:
-            if "already exists" in str(exc):  # the previous cluster's objects are still being collected: try again
-                log.info("FlinkJob %s/%s: waiting for the previous job cluster to be gone", job.namespace, job.name)
-                return {"lifecycleState": st.UPGRADING, "deployedSpec": job.status.get("deployedSpec") or ""}
             return self._deploy_failed(job, spec_hash, exc, "DeploymentFailed", post_event)
         except InvalidSpecError as exc:
             return self._deploy_failed(job, spec_hash, exc, exc.reason, post_event)

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from jobcluster.errors import IllegalConfigurationError
+
 GROUP = "jobcluster.io"
 VERSION = "v1alpha1"
 PLURAL = "flinkjobs"
@@ -27,7 +29,7 @@ TARGET_KUBERNETES = "kubernetes-application"
 TARGET_YARN = "yarn-per-job"
 
 
-class InvalidSpecError(Exception):
+class InvalidSpecError(IllegalConfigurationError):
     """A FlinkJob spec that cannot be deployed; ``reason`` is a CamelCase word for conditions and events."""
 
     def __init__(self, message: str, reason: str = "InvalidSpec") -> None:

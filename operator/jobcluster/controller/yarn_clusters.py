@@ -37,7 +37,7 @@ from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.controller.clusters import ClusterRef, Deployed, Observation, observe_job
 from jobcluster.controller.resource import InvalidSpecError
-from jobcluster.errors import DeploymentError
+from jobcluster.errors import NotFoundError
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 
 log = logging.getLogger(__name__)
@@ -91,14 +91,12 @@ class YarnClusters:
         core = kubernetes.client.CoreV1Api(self.api)
         try:
             config_map = api_call("get", "configmaps", namespace, core.read_namespaced_config_map, name, namespace)
-        except kubernetes.client.ApiException as exc:
-            if exc.status == 404:
-                raise InvalidSpecError(
-                    f"spec.hadoopConfigMap {name!r} does not exist in namespace {namespace}: create it from the Hadoop "
-                    f"client configuration (kubectl create configmap {name} --from-file=$HADOOP_CONF_DIR)",
-                    reason="HadoopConfigurationMissing",
-                ) from None
-            raise DeploymentError(f"cannot read ConfigMap {namespace}/{name}: {exc.status} {exc.reason}") from exc
+        except NotFoundError:
+            raise InvalidSpecError(
+                f"spec.hadoopConfigMap {name!r} does not exist in namespace {namespace}: create it from the Hadoop "
+                f"client configuration (kubectl create configmap {name} --from-file=$HADOOP_CONF_DIR)",
+                reason="HadoopConfigurationMissing",
+            ) from None
         files = {key: value for key, value in (config_map.data or {}).items() if key.endswith(".xml")}
         if not files:
             raise InvalidSpecError(

@@ -12,7 +12,7 @@ import yaml
 
 from jobcluster.backends.kubernetes.kube_client import api_call, load_api_client
 from jobcluster.config.configuration import Configuration
-from jobcluster.errors import DeploymentError
+from jobcluster.errors import AlreadyExistsError, DeploymentError, NotFoundError
 
 pytestmark = pytest.mark.k8s
 
@@ -31,11 +31,14 @@ def test_the_configured_kubeconfig_reaches_the_cluster(k8s_cluster, k8s_namespac
         core = kubernetes.client.CoreV1Api(api)
         namespace = api_call("get", "namespaces", None, core.read_namespace, k8s_namespace)
         assert namespace.metadata.name == k8s_namespace
-        with pytest.raises(kubernetes.client.ApiException) as info:  # absent: the caller decides
+        with pytest.raises(NotFoundError, match=f"deployments in namespace {k8s_namespace}: not found"):  # the caller decides
             api_call(
                 "get", "deployments", k8s_namespace, kubernetes.client.AppsV1Api(api).read_namespaced_deployment, "nope", k8s_namespace
             )
-        assert info.value.status == 404
+        config_map = {"metadata": {"name": "twice"}}
+        api_call("create", "configmaps", k8s_namespace, core.create_namespaced_config_map, k8s_namespace, config_map)
+        with pytest.raises(AlreadyExistsError, match="already exists"):
+            api_call("create", "configmaps", k8s_namespace, core.create_namespaced_config_map, k8s_namespace, config_map)
 
 
 def test_a_missing_permission_names_the_verb_the_resource_and_the_namespace(k8s_cluster, k8s_namespace):

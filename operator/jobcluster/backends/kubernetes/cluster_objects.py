@@ -19,11 +19,11 @@ import kubernetes
 
 from jobcluster.backends.kubernetes import pod_layout as pl
 from jobcluster.backends.kubernetes.jobmanager import build_job_manager_deployment, build_rest_service
-from jobcluster.backends.kubernetes.kube_client import api_call
+from jobcluster.backends.kubernetes.kube_client import ObjectExistsError, api_call
 from jobcluster.backends.kubernetes.parameters import KubernetesJobManagerParameters
 from jobcluster.backends.kubernetes.staging import build_config_map, build_secret, check_config_map_size, staged_items
 from jobcluster.config import options
-from jobcluster.errors import DeploymentError
+from jobcluster.errors import AlreadyExistsError, DeploymentError, NotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +55,12 @@ def create_job_manager_objects(
     deployment = build_job_manager_deployment(params, items, template)
     try:
         response = api_call("create", "deployments", namespace, apps.create_namespaced_deployment, namespace, deployment)
-    except kubernetes.client.ApiException as exc:
-        raise _create_error(exc, params) from exc
+    except AlreadyExistsError as exc:
+        raise _in_use(params) from exc
+    except NotFoundError as exc:
+        raise DeploymentError(
+            f"namespace {namespace} does not exist; create it or set {options.KUBERNETES_NAMESPACE.key} to an existing one"
+        ) from exc
     created: dict[str, Any] = api.sanitize_for_serialization(response)  # type: ignore[no-untyped-call]  # untyped in the client; the stored object as JSON, uid included
     log.info("created Deployment %s in namespace %s", cluster_id, namespace)
     try:
@@ -66,10 +70,7 @@ def create_job_manager_objects(
             ("services", core.create_namespaced_service, build_rest_service(params, created)),
         ]
         for resource, create, body in owned:
-            try:
-                api_call("create", resource, namespace, create, namespace, body)
-            except kubernetes.client.ApiException as exc:
-                raise DeploymentError(f"could not create {body['kind']} {body['metadata']['name']}: {exc.status} {exc.reason}") from exc
+            api_call("create", resource, namespace, create, namespace, body)
             log.info("created %s %s", body["kind"], body["metadata"]["name"])
     except BaseException:
         delete_cluster(api, namespace, cluster_id)
@@ -89,10 +90,8 @@ def delete_cluster(api: kubernetes.client.ApiClient, namespace: str, cluster_id:
     name = pl.deployment_name(cluster_id)
     try:
         api_call("delete", "deployments", namespace, apps.delete_namespaced_deployment, name, namespace, propagation_policy="Background")
-    except kubernetes.client.ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise DeploymentError(f"could not delete Deployment {name} in namespace {namespace}: {exc.status} {exc.reason}") from exc
+    except NotFoundError:
+        return False
     log.info("deleted Deployment %s in namespace %s (its objects follow)", name, namespace)
     return True
 
@@ -102,25 +101,13 @@ def _check_unused(core: kubernetes.client.CoreV1Api, params: KubernetesJobManage
     name = pl.rest_service_name(params.cluster_id)
     try:
         api_call("get", "services", params.namespace, core.read_namespaced_service, name, params.namespace)
-    except kubernetes.client.ApiException as exc:
-        if exc.status == 404:
-            return
-        raise DeploymentError(f"could not check for Service {name}: {exc.status} {exc.reason}") from exc
+    except NotFoundError:
+        return
     raise _in_use(params)
 
 
-def _create_error(exc: kubernetes.client.ApiException, params: KubernetesJobManagerParameters) -> DeploymentError:
-    if exc.status == 409:
-        return _in_use(params)
-    if exc.status == 404:
-        return DeploymentError(
-            f"namespace {params.namespace} does not exist; create it or set {options.KUBERNETES_NAMESPACE.key} to an existing one"
-        )
-    return DeploymentError(f"could not create Deployment {params.cluster_id}: {exc.status} {exc.reason}")
-
-
-def _in_use(params: KubernetesJobManagerParameters) -> DeploymentError:
-    return DeploymentError(
+def _in_use(params: KubernetesJobManagerParameters) -> ObjectExistsError:
+    return ObjectExistsError(
         f"the job cluster {params.cluster_id} already exists in namespace {params.namespace}; choose another "
         f"{options.KUBERNETES_CLUSTER_ID.key}, or delete it with: kubectl delete deployment/{params.cluster_id} -n {params.namespace}"
     )

@@ -34,7 +34,6 @@ from typing import Any
 
 import kubernetes
 import requests
-import urllib3
 import yaml
 
 from jobcluster.backends.kubernetes import job_manager_pod as jmp
@@ -68,7 +67,7 @@ from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, Clust
 from jobcluster.client.program import staged_files
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
-from jobcluster.errors import DeploymentError
+from jobcluster.errors import DeploymentError, NotFoundError
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.security import new_cluster_secret, rest_token
@@ -218,7 +217,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             pods, _ = list_pods(core, jm.namespace, selector_text(job_manager_selector(jm.cluster_id)))
             pod = jmp.newest_pod(pods)
             url = self._rest_url(core, jm, pod) if pod is not None and jmp.is_running(pod) else None
-        except (DeploymentError, kubernetes.client.ApiException) as exc:
+        except DeploymentError as exc:
             log.warning("cannot find the JobManager of job cluster %s: %s", jm.cluster_id, exc)
             return None
         return url if url and _serves(url) else None
@@ -257,25 +256,22 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         """The cluster's Deployment as a dict; {} when it is gone.
 
         Raises:
-            DeploymentError: the API server cannot be reached.
-            kubernetes.client.ApiException: it refuses (other than 404).
+            DeploymentError: the API server refuses (other than 404) or cannot be reached.
         """
         apps = kubernetes.client.AppsV1Api(self.api)
         try:
             response: Any = api_call(
                 "get", "deployments", self.namespace, apps.read_namespaced_deployment, cluster_id, self.namespace, _preload_content=False
             )
-        except kubernetes.client.ApiException as exc:
-            if exc.status == 404:
-                return {}
-            raise
+        except NotFoundError:
+            return {}
         return _json(response)
 
     def _deployment_exists(self, cluster_id: str) -> bool:
         """False once the Deployment is gone; True while it exists or when the API server cannot tell."""
         try:
             return bool(self._read_deployment(cluster_id))
-        except (kubernetes.client.ApiException, DeploymentError):
+        except DeploymentError:
             return True
 
     # -- list and kill
@@ -298,10 +294,8 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
                 label_selector=selector,
                 _preload_content=False,
             )
-        except kubernetes.client.ApiException as exc:
-            if exc.status == 404:
-                return []
-            raise
+        except NotFoundError:
+            return []
         handles = []
         for deployment in _json(response).get("items") or []:
             if (deployment.get("metadata") or {}).get("deletionTimestamp"):
@@ -330,7 +324,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             port = jmp.rest_port(deployment, int(self._config.get(options.REST_PORT)) or 8081)
             try:
                 rest_url = self._rest_url_of(core, cluster_id, pod, port)
-            except (DeploymentError, kubernetes.client.ApiException) as exc:
+            except DeploymentError as exc:
                 log.warning("cannot find the REST address of job cluster %s: %s", cluster_id, exc)
         return ClusterHandle(
             cluster_id=cluster_id,
@@ -358,7 +352,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             response: Any = api_call(
                 "get", "secrets", self.namespace, core.read_namespaced_secret, name, self.namespace, _preload_content=False
             )
-        except (DeploymentError, kubernetes.client.ApiException):
+        except DeploymentError:
             return None
         encoded = (_json(response).get("data") or {}).get(pl.SECRET_KEY)
         return rest_token(base64.b64decode(encoded).decode()) if encoded else None
@@ -413,8 +407,18 @@ def _startup_failure_line(core: kubernetes.client.CoreV1Api, namespace: str, pod
     None when the log cannot be read (no permission, or a node that does not serve logs)."""
     for previous in (False, True):
         try:
-            text: Any = core.read_namespaced_pod_log(pod, namespace, previous=previous, tail_lines=50, _request_timeout=(2.0, 5.0))
-        except (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError):
+            text: Any = api_call(
+                "get",
+                "pods/log",
+                namespace,
+                core.read_namespaced_pod_log,
+                pod,
+                namespace,
+                previous=previous,
+                tail_lines=50,
+                _request_timeout=(2.0, 5.0),
+            )
+        except DeploymentError:
             continue
         for line in reversed(str(text).splitlines()):
             if line.startswith(layout.STARTUP_FAILURE_PREFIX):

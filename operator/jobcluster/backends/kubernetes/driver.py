@@ -55,7 +55,7 @@ from jobcluster.backends.kubernetes.pod_watch import WATCH_TIMEOUT_SECONDS, PodW
 from jobcluster.backends.kubernetes.taskmanager import build_task_manager_pod, task_manager_pod_name
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
-from jobcluster.errors import DeploymentError, IllegalConfigurationError, JobClusterError, ResourceManagerError
+from jobcluster.errors import DeploymentError, IllegalConfigurationError, NotFoundError, ResourceManagerError
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.runtime.resourcemanager.driver import (
@@ -136,7 +136,7 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
             pods, version = await asyncio.to_thread(list_pods, self._core, self._params.namespace, self._selector)
             recovery = plan_recovery(pods, recorded_attempt(self._owner))
             await asyncio.to_thread(self._record_attempt, recovery.attempt)
-        except (DeploymentError, kubernetes.client.ApiException) as exc:
+        except DeploymentError as exc:
             raise ResourceManagerError(f"cannot start the Kubernetes ResourceManager driver: {exc}") from exc
         for name in recovery.to_delete:
             await self._delete_pod(name)
@@ -173,8 +173,8 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         namespace, name = self._params.namespace, pl.deployment_name(self._params.cluster_id)
         try:
             deployment = api_call("get", "deployments", namespace, apps.read_namespaced_deployment, name, namespace)
-        except kubernetes.client.ApiException as exc:
-            raise DeploymentError(f"Failed to find Deployment named {name} in namespace {namespace}: {exc.status} {exc.reason}") from exc
+        except NotFoundError as exc:
+            raise DeploymentError(f"Failed to find Deployment named {name} in namespace {namespace}: {exc}") from exc
         owner: dict[str, Any] = self._api.sanitize_for_serialization(deployment)  # type: ignore[no-untyped-call]  # untyped client
         return owner
 
@@ -208,8 +208,8 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         self._creating[name] = None
         try:
             await asyncio.to_thread(api_call, "create", "pods", namespace, self._core.create_namespaced_pod, namespace, pod)
-        except (DeploymentError, kubernetes.client.ApiException) as exc:
-            raise ResourceManagerError(f"could not create TaskManager pod {name}: {_text(exc)}") from exc
+        except DeploymentError as exc:
+            raise ResourceManagerError(f"could not create TaskManager pod {name}: {exc}") from exc
         finally:
             ended = self._creating.pop(name, None)
         if ended is not None:
@@ -230,8 +230,8 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         self._workers.clear()
         try:
             pods, _ = await asyncio.to_thread(list_pods, self._core, self._params.namespace, self._selector)
-        except (DeploymentError, kubernetes.client.ApiException) as exc:
-            log.error("could not list the TaskManager pods to delete them: %s", _text(exc))
+        except DeploymentError as exc:
+            log.error("could not list the TaskManager pods to delete them: %s", exc)
             return
         await asyncio.gather(*(self._delete_pod(pod_name(pod)) for pod in pods))
 
@@ -264,8 +264,8 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         namespace = self._params.namespace
         try:
             api_call("create", "configmaps", namespace, self._core.create_namespaced_config_map, namespace, config_map)
-        except (DeploymentError, kubernetes.client.ApiException) as exc:
-            log.error("could not leave the job result in ConfigMap %s: %s", config_map["metadata"]["name"], _text(exc))
+        except DeploymentError as exc:
+            log.error("could not leave the job result in ConfigMap %s: %s", config_map["metadata"]["name"], exc)
 
     async def _consume(self, queue: asyncio.Queue[_Item]) -> None:
         while True:
@@ -303,20 +303,12 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         namespace = self._params.namespace
         try:
             await asyncio.to_thread(api_call, "delete", "pods", namespace, self._core.delete_namespaced_pod, name, namespace)
-        except kubernetes.client.ApiException as exc:
-            if exc.status != 404:
-                log.warning("could not delete TaskManager pod %s: %s", name, _text(exc))
+        except NotFoundError:
             return
         except DeploymentError as exc:
             log.warning("could not delete TaskManager pod %s: %s", name, exc)
             return
         log.info("deleted TaskManager pod %s", name)
-
-
-def _text(exc: JobClusterError | kubernetes.client.ApiException) -> str:
-    if isinstance(exc, kubernetes.client.ApiException):
-        return f"{exc.status} {exc.reason}"
-    return str(exc)
 
 
 def create_driver(config: Configuration, rest_url: str = "") -> KubernetesResourceManagerDriver:

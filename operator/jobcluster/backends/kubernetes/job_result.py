@@ -23,6 +23,7 @@ from jobcluster.backends.kubernetes import pod_layout as pl
 from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.backends.kubernetes.labels import LABEL_JOB_ID, common_labels
 from jobcluster.client.descriptor import JobResult
+from jobcluster.errors import NotFoundError
 
 #: The job's state for each application status (Flink's ApplicationStatus → JobStatus).
 JOB_STATES = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "CANCELED": "CANCELED"}
@@ -106,8 +107,6 @@ def read_job_result(api: kubernetes.client.ApiClient, namespace: str, cluster_id
             namespace,
             _preload_content=False,
         )
-    except kubernetes.client.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
+    except NotFoundError:
+        return None
     return parse_job_result(json.loads(response.data))

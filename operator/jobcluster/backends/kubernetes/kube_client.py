@@ -26,7 +26,7 @@ import urllib3
 
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
-from jobcluster.errors import DeploymentError, IllegalConfigurationError
+from jobcluster.errors import AlreadyExistsError, DeploymentError, IllegalConfigurationError, NotFoundError
 
 #: (connect, read) timeout of every API call, seconds.  Watches set their own read timeout.
 REQUEST_TIMEOUT = (5.0, 30.0)
@@ -81,26 +81,38 @@ def _load_in_cluster_config(env: Mapping[str, str], client_config: kubernetes.cl
     loader.load_and_set(client_config)
 
 
+class ObjectNotFoundError(DeploymentError, NotFoundError):
+    """The object, or its namespace, does not exist (HTTP 404)."""
+
+
+class ObjectExistsError(DeploymentError, AlreadyExistsError):
+    """An object of that name exists already (HTTP 409, reason AlreadyExists)."""
+
+
 def api_call(verb: str, resource: str, namespace: str | None, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``call(*args, **kwargs)`` with :data:`REQUEST_TIMEOUT`, its failures as :class:`DeploymentError`.
 
     ``verb``/``resource``/``namespace`` say what was attempted, for the message:
     403 names the verb, resource and namespace the credentials lack (and
-    manifests/rbac.yaml); an unreachable server names its address.  A 404 or 409
-    is raised as the ``ApiException`` itself, for the caller to decide (absent
-    is often fine, conflict means "already exists").
+    manifests/rbac.yaml); an unreachable server names its address.  Absent and
+    already existing are the project's :class:`~jobcluster.errors.NotFoundError`
+    and :class:`~jobcluster.errors.AlreadyExistsError`, for the caller to decide
+    (absent is often fine), and still a DeploymentError for a caller that does not.
 
     Raises:
+        ObjectNotFoundError: status 404.
+        ObjectExistsError: status 409 with reason AlreadyExists.
         DeploymentError: forbidden, unauthorized, unreachable, or any other API error.
-        kubernetes.client.ApiException: status 404 or 409.
     """
     kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
     where = f" in namespace {namespace}" if namespace else ""
     try:
         return call(*args, **kwargs)
     except kubernetes.client.ApiException as exc:
-        if exc.status in (404, 409):
-            raise
+        if exc.status == 404:
+            raise ObjectNotFoundError(f"{resource}{where}: not found ({_reason(exc)})") from exc
+        if exc.status == 409 and _status_reason(exc) == "AlreadyExists":
+            raise ObjectExistsError(f"{resource}{where}: {_reason(exc)}") from exc
         if exc.status == 403:
             raise DeploymentError(
                 f"not allowed to {verb} {resource}{where}: {_reason(exc)}. Grant the permission "
@@ -113,6 +125,15 @@ def api_call(verb: str, resource: str, namespace: str | None, call: Callable[...
         host = getattr(getattr(call, "__self__", None), "api_client", None)
         address = host.configuration.host if host is not None else "the configured address"
         raise DeploymentError(f"the Kubernetes API server at {address} is not reachable ({verb} {resource}{where}): {exc}") from exc
+
+
+def _status_reason(exc: kubernetes.client.ApiException) -> str | None:
+    """The API server's ``Status.reason`` (``AlreadyExists``, ``Conflict``, ...), if it sent a Status."""
+    try:
+        reason = json.loads(exc.body or "{}").get("reason")
+    except (ValueError, AttributeError):
+        return None
+    return str(reason) if reason else None
 
 
 def _reason(exc: kubernetes.client.ApiException) -> str:

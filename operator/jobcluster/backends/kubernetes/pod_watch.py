@@ -44,8 +44,8 @@ def list_pods(core: kubernetes.client.CoreV1Api, namespace: str, selector: str) 
     """The pods matching ``selector`` as JSON dicts, and the list's resourceVersion.
 
     Raises:
-        DeploymentError: the API server refused or is unreachable (see ``api_call``).
-        kubernetes.client.ApiException: 404 (the namespace is gone).
+        DeploymentError: the API server refused or is unreachable (see ``api_call``);
+            an ObjectNotFoundError when the namespace is gone.
     """
     # the raw response (_preload_content=False): its JSON is parsed here, not into models
     response: Any = api_call(
