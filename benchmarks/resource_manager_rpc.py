@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JobClusterError
+from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.endpoint import FencedRpcEndpoint, RpcEndpoint, rpc
@@ -41,7 +42,6 @@ from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
 from jobcluster.runtime.messages import SlotID, SlotReport, SlotStatus, TaskExecutorRegistration, dump
 from jobcluster.runtime.resourcemanager.driver import (
-    ApplicationStatus,
     ResourceEventHandler,
     ResourceManagerDriver,
     TaskExecutorLaunchContext,

@@ -15,10 +15,10 @@ import asyncio
 from typing import Any
 
 from jobcluster.errors import ResourceManagerError
+from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.rpc.endpoint import RpcEndpoint, rpc
 from jobcluster.runtime.resourcemanager.driver import (
-    ApplicationStatus,
     ResourceEventHandler,
     ResourceManagerDriver,
     TaskExecutorLaunchContext,

@@ -14,8 +14,9 @@ from decimal import Decimal
 from typing import Any
 
 from jobcluster.errors import JobNotFoundError
+from jobcluster.jobgraph.job_status import JobStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
-from jobcluster.runtime.jobmaster.job_status import JobResult, JobStatus
+from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.messages import TaskExecutorRegistration
 from jobcluster.runtime.resourcemanager.resource_manager import task_manager_info
 from jobcluster.runtime.rest.endpoint import RestEndpoint

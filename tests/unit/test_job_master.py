@@ -17,12 +17,13 @@ from pathlib import Path
 
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import SparkError
+from jobcluster.jobgraph.job_status import JobStatus
 from jobcluster.jobgraph.model import JobGraph, JobVertex, ResourceProfileSpec, new_job_id
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.entrypoint.job_cluster_entrypoint import _fail_on_fatal_error
 from jobcluster.runtime.jobmaster.job_master import JobMaster, JobMasterSettings
-from jobcluster.runtime.jobmaster.job_status import JobResult, JobStatus
+from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.messages import SlotOffer, dump
 from jobcluster.runtime.resourcemanager.driver import TaskExecutorLaunchContext
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway

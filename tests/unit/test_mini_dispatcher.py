@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from jobcluster.jobgraph.job_status import ApplicationStatus, JobStatus
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
-from jobcluster.runtime.jobmaster.job_status import JobStatus
-from jobcluster.runtime.resourcemanager.driver import ApplicationStatus
 
 
 class _Graph:

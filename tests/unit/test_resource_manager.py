@@ -19,13 +19,14 @@ from typing import Any
 import pytest
 
 from jobcluster.config.configuration import Configuration
+from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.endpoint import FencedRpcEndpoint, rpc
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
 from jobcluster.runtime.messages import SlotID, SlotReport, SlotStatus, TaskExecutorRegistration, dump
 from jobcluster.runtime.resourcemanager import resource_manager as rm_module
-from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, TaskExecutorLaunchContext
+from jobcluster.runtime.resourcemanager.driver import TaskExecutorLaunchContext
 from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
 from tests.support.fakes import RecordingDriver, TaskExecutorStandIn
 

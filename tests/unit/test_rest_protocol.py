@@ -21,7 +21,7 @@ from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.job_client import JobClient
 from jobcluster.errors import ClusterClientError, JobNotFoundError
 from jobcluster.heartbeat.manager import HeartbeatManager
-from jobcluster.runtime.jobmaster.job_status import JobStatus
+from jobcluster.jobgraph.job_status import JobStatus
 from jobcluster.runtime.rest.serialized_throwable import serialized_throwable
 from tests.support.rest_standin import JOB_ID, MiB, StandInDispatcher
 from tests.support.rest_standin import TOKEN as STANDIN_TOKEN

@@ -9,9 +9,9 @@ from typing import Any
 
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.errors import ClusterClientError
+from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 
 POLL_INTERVAL = 0.5  # seconds between status polls: the result is seen at most this long after it is in
-TERMINAL_STATES = ("FINISHED", "FAILED", "CANCELED")
 OUTPUT_STREAMS = ("stdout", "stderr")
 ENDED_REPORT_TIMEOUT = 10.0  # seconds to wait for the platform's account of a cluster that died
 
@@ -75,7 +75,7 @@ class JobClient:
         while True:
             try:
                 details = self.details()
-                terminal = details["state"] in TERMINAL_STATES
+                terminal = details["state"] in TERMINAL_JOB_STATES
                 if on_update is not None and not terminal:
                     on_update(details, self.cluster_client.task_managers())
                 if output is not None:

@@ -20,11 +20,11 @@ from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterHandle, JobResult, PackagedProgram
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import ClusterClientError
+from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 
 log = logging.getLogger(__name__)
 
 REST_TIMEOUT = 5.0  # seconds for one REST call of an observation
-TERMINAL = ("FINISHED", "FAILED", "CANCELED")
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def observe_job(observation: Observation, handle: ClusterHandle, job_id: str | N
     try:
         observation.job = client.job_details(job_id)
         observation.task_managers = client.task_managers()
-        if observation.job["state"] in TERMINAL:
+        if observation.job["state"] in TERMINAL_JOB_STATES:
             result = client.execution_result(job_id)
             cause = (result or {}).get("failure-cause") or {}
             observation.failure_cause = cause.get("stack-trace")

@@ -31,6 +31,7 @@ from jobcluster.controller.job_config import job_configuration
 from jobcluster.controller.programs import job_program
 from jobcluster.controller.resource import TARGET_KUBERNETES, InvalidSpecError, deployed_spec_hash, parse_spec
 from jobcluster.errors import AlreadyExistsError, DeploymentError, JobClusterError
+from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +154,7 @@ def _plan_observed(facts: Facts) -> Plan:
         update["clusterId"] = obs.cluster_id
     if obs.job is not None:
         update["taskManagers"] = st.task_managers_of(obs.task_managers)
-    if state in st.TERMINAL_JOB_STATES and obs.job is not None:
+    if state in TERMINAL_JOB_STATES and obs.job is not None:
         return _ended(update, state, obs.failure_cause)
     lifecycle = st.STABLE if state == "RUNNING" else st.DEPLOYED
     update["lifecycleState"] = lifecycle
@@ -202,7 +203,7 @@ def _plan_gone(facts: Facts, job: dict[str, Any]) -> Plan:
         message = f"the deployment begun at {facts.status.get('deployTime')} did not finish (the operator restarted): deploying again"
         return Plan(actions=[DEPLOY], status={"lifecycleState": lifecycle}, events=[("Normal", "Redeploying", message)])
     message = "the job cluster is gone and left no result (its Deployment was deleted from outside?)"
-    job["state"] = job.get("state") if job.get("state") in st.TERMINAL_JOB_STATES else "FAILED"
+    job["state"] = job.get("state") if job.get("state") in TERMINAL_JOB_STATES else "FAILED"
     return Plan(
         status={"jobStatus": job, "lifecycleState": st.FAILED, "error": message, "failureReason": "ClusterLost", "restUrl": ""},
         events=[("Warning", "ClusterLost", message)],

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobcluster.runtime.jobmaster.job_status import JobStatus
+from jobcluster.jobgraph.job_status import JobStatus
 from tests.support.rest_standin import JOB_ID, TOKEN, StandInDispatcher, with_endpoint
 
 pytestmark = pytest.mark.flink

@@ -31,10 +31,11 @@ from jobcluster.backends.yarn.resources import task_executor_resource
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import ResourceManagerError
+from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.runtime.entrypoint.cluster_dir import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
-from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, TaskExecutorLaunchContext
+from jobcluster.runtime.resourcemanager.driver import TaskExecutorLaunchContext
 
 TASK_EXECUTOR_COMMAND = (
     'test -f payload.txt || exit 1; test "$JOBCLUSTER_RESOURCE_ID" = "$CONTAINER_ID" || exit 2; test "$0" = -D || exit 4; '

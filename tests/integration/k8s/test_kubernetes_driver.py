@@ -28,9 +28,10 @@ from jobcluster.backends.kubernetes.job_result import read_job_result
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
+from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.runtime.entrypoint import cluster_dir as layout
-from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, TaskExecutorLaunchContext
+from jobcluster.runtime.resourcemanager.driver import TaskExecutorLaunchContext
 from tests.integration.k8s.pods import image_options
 from tests.integration.k8s.test_kubernetes_cluster_objects import (
     FILES,

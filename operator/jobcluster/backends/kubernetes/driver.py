@@ -56,10 +56,10 @@ from jobcluster.backends.kubernetes.taskmanager import build_task_manager_pod, t
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import DeploymentError, IllegalConfigurationError, NotFoundError, ResourceManagerError
+from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.runtime.resourcemanager.driver import (
-    ApplicationStatus,
     ResourceEventHandler,
     ResourceManagerDriver,
     TaskExecutorLaunchContext,

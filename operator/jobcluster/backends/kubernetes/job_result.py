@@ -24,9 +24,8 @@ from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.backends.kubernetes.labels import LABEL_JOB_ID, common_labels
 from jobcluster.client.descriptor import JobResult
 from jobcluster.errors import NotFoundError
+from jobcluster.jobgraph.job_status import ApplicationStatus
 
-#: The job's state for each application status (Flink's ApplicationStatus → JobStatus).
-JOB_STATES = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "CANCELED": "CANCELED"}
 COMPONENT = "job-result"
 
 
@@ -60,7 +59,7 @@ def build_job_result_config_map(
                 {
                     "clusterId": cluster_id,
                     "jobId": job_id,
-                    "state": JOB_STATES.get(status, "UNKNOWN"),
+                    "state": ApplicationStatus[status].job_state if status in ApplicationStatus.__members__ else "UNKNOWN",
                     "endTime": now.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                     "diagnostics": diagnostics or "",
                 },

@@ -16,11 +16,11 @@ import shutil
 from dataclasses import dataclass
 
 from jobcluster.errors import ResourceManagerError
+from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.processes import ChildProcess
 from jobcluster.runtime.entrypoint.cluster_dir import ENV_RESOURCE_ID, scratch_dir
 from jobcluster.runtime.resourcemanager.driver import (
-    ApplicationStatus,
     ResourceEventHandler,
     ResourceManagerDriver,
     TaskExecutorLaunchContext,

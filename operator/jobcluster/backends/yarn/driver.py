@@ -56,10 +56,10 @@ from jobcluster.backends.yarn.statuses import container_completed_diagnostics, f
 from jobcluster.backends.yarn.yarn_client import java_errors, java_local_resource
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JvmGatewayError, ResourceManagerError
+from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.runtime.entrypoint.cluster_dir import ENV_CLUSTER_SECRET, ENV_RESOURCE_ID, SECRET_FILE
 from jobcluster.runtime.resourcemanager.driver import (
-    ApplicationStatus,
     ResourceEventHandler,
     ResourceManagerDriver,
     TaskExecutorLaunchContext,

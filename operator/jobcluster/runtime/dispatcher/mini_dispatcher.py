@@ -16,20 +16,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from jobcluster.errors import JobNotFoundError
+from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.rpc.endpoint import RpcEndpoint
 from jobcluster.runtime.jobmaster.job_master import JobMaster
-from jobcluster.runtime.jobmaster.job_status import JobResult, JobStatus
-from jobcluster.runtime.resourcemanager.driver import ApplicationStatus
+from jobcluster.runtime.jobmaster.job_result import JobResult
 
 log = logging.getLogger(__name__)
 
 DISPATCHER_ENDPOINT = "dispatcher"
-
-_APPLICATION_STATUS = {
-    JobStatus.FINISHED: ApplicationStatus.SUCCEEDED,
-    JobStatus.FAILED: ApplicationStatus.FAILED,
-    JobStatus.CANCELED: ApplicationStatus.CANCELED,
-}
 
 
 class MiniDispatcher(RpcEndpoint):
@@ -70,7 +64,7 @@ class MiniDispatcher(RpcEndpoint):
             except TimeoutError:
                 log.warning("the attached client did not fetch the job result within %.0f s", self.result_retrieval_timeout)
         if not self.termination.done():
-            self.termination.set_result(_APPLICATION_STATUS.get(result.status, ApplicationStatus.UNKNOWN))
+            self.termination.set_result(ApplicationStatus.of_job(result.status))
 
     def close_externally(self, cause: str) -> None:
         """The process is stopped from outside: end now with an UNKNOWN application status (the job did not end)."""

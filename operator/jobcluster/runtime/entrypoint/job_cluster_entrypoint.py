@@ -44,6 +44,7 @@ import jobcluster
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.loader import load_configuration
+from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.jobgraph.model import JobGraph, read_job_graph
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
@@ -51,8 +52,8 @@ from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.runtime.jobmaster.job_master import JobMaster, JobMasterSettings
-from jobcluster.runtime.jobmaster.job_status import JobResult
-from jobcluster.runtime.resourcemanager.driver import ApplicationStatus, ResourceManagerDriver, TaskExecutorLaunchContext
+from jobcluster.runtime.jobmaster.job_result import JobResult
+from jobcluster.runtime.resourcemanager.driver import ResourceManagerDriver, TaskExecutorLaunchContext
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
 from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
 from jobcluster.runtime.rest.endpoint import RestEndpoint

@@ -25,12 +25,13 @@ from typing import Any
 
 from jobcluster.errors import JobClusterError, RpcError
 from jobcluster.heartbeat.manager import HeartbeatManager
+from jobcluster.jobgraph.job_status import JobStatus
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.rpc.endpoint import FencedRpcEndpoint, rpc
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.jobmaster.driver_output import driver_output_file, read_from
 from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
-from jobcluster.runtime.jobmaster.job_status import JobResult, JobStatus
+from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.jobmaster.slot_pool import PooledSlot, SlotPool
 from jobcluster.runtime.jobmaster.spark_application import SparkApplication, SparkProgress
 from jobcluster.runtime.messages import SlotOffer

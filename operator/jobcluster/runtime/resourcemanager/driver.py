@@ -28,25 +28,12 @@ driver does, and nothing more. The contract, for every driver:
 from __future__ import annotations
 
 import abc
-import enum
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
-
-
-class ApplicationStatus(enum.Enum):
-    """How the cluster's application ended (Flink's ApplicationStatus), and the entrypoint's exit code."""
-
-    SUCCEEDED = 0
-    FAILED = 1
-    CANCELED = 2
-    UNKNOWN = 3
-
-    @property
-    def exit_code(self) -> int:
-        return self.value
 
 
 @dataclass(frozen=True)

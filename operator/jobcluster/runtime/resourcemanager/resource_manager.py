@@ -18,6 +18,7 @@ from typing import Any
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JobClusterError, RpcError
 from jobcluster.heartbeat.manager import HeartbeatManager
+from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.size import format_memory_size
 from jobcluster.memory.spec import WorkerResourceSpec
 from jobcluster.memory.taskexecutor import process_spec_from_worker_spec
@@ -26,7 +27,6 @@ from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT, JobMasterGateway
 from jobcluster.runtime.messages import SlotID, SlotReport, TaskExecutorRegistration
 from jobcluster.runtime.resourcemanager.driver import (
-    ApplicationStatus,
     ResourceManagerDriver,
     TaskExecutorLaunchContext,
 )

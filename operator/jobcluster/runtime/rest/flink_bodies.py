@@ -18,7 +18,8 @@ import datetime
 import hashlib
 from typing import Any
 
-from jobcluster.runtime.jobmaster.job_status import JobResult, JobStatus
+from jobcluster.jobgraph.job_status import JobStatus
+from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.rest.serialized_throwable import failure_cause
 
 #: Flink 1.20's ``ExecutionState`` names: the task states Flink counts per job and per vertex.
@@ -35,19 +36,7 @@ EXECUTION_STATES = (
     "INITIALIZING",
 )
 #: Flink 1.20's ``JobStatus`` names: ``timestamps`` of ``/jobs/{id}`` has one entry for each.
-FLINK_JOB_STATES = (
-    "INITIALIZING",
-    "CREATED",
-    "RUNNING",
-    "FAILING",
-    "FAILED",
-    "CANCELLING",
-    "CANCELED",
-    "FINISHED",
-    "RESTARTING",
-    "SUSPENDED",
-    "RECONCILING",
-)
+FLINK_JOB_STATES = tuple(status.value for status in JobStatus)
 #: The Java class named in the failure cause of a failed job: the program's error has no Java class.
 JOB_FAILURE_CLASS = "jobcluster.JobFailure"
 #: Flink's ``ApplicationStatus`` of a terminal job (``ApplicationStatus.fromJobStatus``).

@@ -1,24 +1,10 @@
-"""Job states and the job result, with Flink's names."""
+"""The job result: how a job ended, as the JobMaster records it (Flink's ``JobResult``)."""
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
-
-class JobStatus(enum.Enum):
-    INITIALIZING = "INITIALIZING"
-    CREATED = "CREATED"
-    RUNNING = "RUNNING"
-    RESTARTING = "RESTARTING"
-    CANCELLING = "CANCELLING"
-    FAILED = "FAILED"
-    CANCELED = "CANCELED"
-    FINISHED = "FINISHED"
-
-    @property
-    def is_terminal(self) -> bool:
-        return self in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.FINISHED)
+from jobcluster.jobgraph.job_status import JobStatus
 
 
 @dataclass(frozen=True)
