@@ -31,25 +31,21 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the tests' recording driver
 
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JobClusterError
-from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.endpoint import FencedRpcEndpoint, RpcEndpoint, rpc
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
 from jobcluster.runtime.messages import SlotID, SlotReport, SlotStatus, TaskExecutorRegistration, dump
-from jobcluster.runtime.resourcemanager.driver import (
-    ResourceEventHandler,
-    ResourceManagerDriver,
-    TaskExecutorLaunchContext,
-)
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
 from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
 from jobcluster.runtime.resourcemanager.slot_manager import SlotState
 from jobcluster.runtime.taskexecutor.gateway import TASK_EXECUTOR_ENDPOINT
+from tests.support.fakes import RecordingDriver, launch_context
 
 HOST = "127.0.0.1"
 JOB_ID = "job"
@@ -59,30 +55,21 @@ HEARTBEAT_TIMEOUT = 600.0  # no TaskExecutor is lost to a slow round
 PHASE_TIMEOUT = 600.0
 
 
-class RecordingDriver(ResourceManagerDriver):
-    """Starts nothing: queues each requested worker's resource id for a simulated TaskExecutor to register with."""
+def _raise(error: Exception) -> None:
+    raise error
+
+
+class QueueingDriver(RecordingDriver):
+    """The unit tests' recording driver, which also queues each requested worker for a simulated TaskExecutor to register."""
 
     def __init__(self) -> None:
-        self.requested: asyncio.Queue[str] = asyncio.Queue()
-        self.count = 0
-
-    async def initialize(self, handler: ResourceEventHandler, launch_context: TaskExecutorLaunchContext) -> None:
-        pass
+        super().__init__()
+        self.queue: asyncio.Queue[str] = asyncio.Queue()
 
     async def request_resource(self, spec: TaskExecutorProcessSpec) -> str:
-        self.count += 1
-        resource_id = f"te-{self.count:05d}"
-        self.requested.put_nowait(resource_id)
+        resource_id = await super().request_resource(spec)
+        self.queue.put_nowait(resource_id)
         return resource_id
-
-    async def release_resource(self, resource_id: str) -> None:
-        pass
-
-    async def terminate(self) -> None:
-        pass
-
-    async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
-        pass
 
 
 class JobMasterStandIn(FencedRpcEndpoint):
@@ -151,10 +138,11 @@ async def one_size(task_executors: int, slots: int, heartbeat_interval: float) -
     spec = task_executor_process_spec_from_config(config)
     settings = ResourceManagerSettings(heartbeat_interval, HEARTBEAT_TIMEOUT, idle_timeout=600.0, max_slots=None, slots_per_worker=slots)
     scratch = Path(tempfile.gettempdir())
-    driver = RecordingDriver()
+    driver = QueueingDriver()
     rm_rpc, te_rpc = RpcService(HOST, secret, ASK_TIMEOUT), RpcService(HOST, secret, ASK_TIMEOUT)
-    context = TaskExecutorLaunchContext("bench", [], {}, scratch, scratch)
-    resource_manager = ResourceManager(rm_rpc, driver, context, config, spec.worker_resource_spec(), settings)
+    resource_manager = ResourceManager(
+        rm_rpc, driver, launch_context(scratch, "bench"), config, spec.worker_resource_spec(), settings, on_fatal_error=_raise
+    )
     stand_in = TaskExecutorsStandIn(resource_manager.fencing_token, task_executors, slots, round_gap=heartbeat_interval / 2)
     job_master = JobMasterStandIn()
     await rm_rpc.start()
@@ -194,7 +182,7 @@ async def _measure(
         nonlocal unclaimed
         while unclaimed > 0:
             unclaimed -= 1
-            resource_id = await driver.requested.get()
+            resource_id = await driver.queue.get()
             registration = TaskExecutorRegistration(
                 resource_id=resource_id, address=te_rpc.address, num_slots=slots, process_spec=process_spec, pid=os.getpid(), host=HOST
             )
@@ -216,7 +204,7 @@ async def _measure(
 
 
 def _check_counts(resource_manager: ResourceManager, driver: RecordingDriver, stand_in: TaskExecutorsStandIn, n: int, slots: int) -> None:
-    assert driver.count == n, f"{driver.count} workers requested for {n}"
+    assert len(driver.started) == n, f"{len(driver.started)} workers requested for {n}"
     assert len(stand_in.slots_requested) == n and set(stand_in.slots_requested.values()) == {slots}
     assert resource_manager.slot_manager.registered_slots() == resource_manager.slot_manager.slots_of_job(JOB_ID) == n * slots
     assert all(s.state is SlotState.ALLOCATED for tm in resource_manager.slot_manager.task_managers.values() for s in tm.slots.values())

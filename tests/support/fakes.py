@@ -12,6 +12,7 @@ bookkeeping and the races a real backend cannot produce on demand.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from jobcluster.errors import ResourceManagerError
@@ -24,6 +25,17 @@ from jobcluster.runtime.resourcemanager.driver import (
     TaskExecutorLaunchContext,
 )
 from jobcluster.runtime.taskexecutor.gateway import TASK_EXECUTOR_ENDPOINT
+from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings, TaskExecutorLocation
+
+
+def launch_context(directory: Path, cluster_id: str = "cluster", rm_address: str = "127.0.0.1:6123") -> TaskExecutorLaunchContext:
+    """The launch context an entrypoint would give its driver, with ``directory`` as the JobManager's cluster and log directory."""
+    return TaskExecutorLaunchContext(
+        ["true"],
+        TaskExecutorLaunchSettings(cluster_id, rm_address, "rm-id"),
+        "s3cr3t",
+        TaskExecutorLocation(directory, directory, "127.0.0.1"),
+    )
 
 
 class RecordingEventHandler:

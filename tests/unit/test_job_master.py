@@ -25,11 +25,10 @@ from jobcluster.runtime.entrypoint.job_cluster_entrypoint import _fail_on_fatal_
 from jobcluster.runtime.jobmaster.job_master import JobMaster, JobMasterSettings
 from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.messages import SlotOffer, dump
-from jobcluster.runtime.resourcemanager.driver import TaskExecutorLaunchContext
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
 from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
 from jobcluster.spark.processes import SparkMasterAddress
-from tests.support.fakes import RecordingDriver, TaskExecutorStandIn
+from tests.support.fakes import RecordingDriver, TaskExecutorStandIn, launch_context
 
 SECRET = "s3cr3t"
 CONFIG = Configuration({"taskmanager.memory.process.size": "1g", "taskmanager.numberOfTaskSlots": "2"})
@@ -70,7 +69,7 @@ async def running_job(tmp_path: Path, parallelism: int = 2, slot_request_timeout
     resource_manager = ResourceManager(
         service,
         driver,
-        TaskExecutorLaunchContext("cluster", ["true"], {}, tmp_path, tmp_path),
+        launch_context(tmp_path),
         CONFIG,
         SPEC.worker_resource_spec(),
         ResourceManagerSettings(heartbeat_interval=60.0, heartbeat_timeout=600.0, idle_timeout=60.0, max_slots=None, slots_per_worker=2),

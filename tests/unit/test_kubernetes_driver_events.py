@@ -18,9 +18,7 @@ from jobcluster.backends.kubernetes.parameters import task_manager_parameters
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import ResourceManagerError
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
-from jobcluster.runtime.entrypoint import cluster_dir as layout
-from jobcluster.runtime.resourcemanager.driver import TaskExecutorLaunchContext
-from tests.support.fakes import RecordingEventHandler
+from tests.support.fakes import RecordingEventHandler, launch_context
 
 CONFIG = Configuration({"kubernetes.cluster-id": "wc", "taskmanager.memory.process.size": "1g"})
 OWNER = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "wc", "uid": "u-1"}}
@@ -52,9 +50,8 @@ def ready_driver(recorder: RecordingEventHandler) -> tuple[KubernetesResourceMan
     """A driver past ``initialize`` (attempt 1, no earlier pods), talking to :class:`Core`."""
     driver = KubernetesResourceManagerDriver(None, task_manager_parameters(CONFIG, "job"), "10.0.0.1")  # type: ignore[arg-type]
     core = Core()
-    env = {layout.ENV_RESOURCE_MANAGER_ADDRESS: "10.0.0.1:6123", layout.ENV_RESOURCE_MANAGER_ID: "rm"}
     driver._core, driver._handler, driver._owner, driver._attempt = core, recorder, OWNER, 1  # type: ignore[assignment]
-    driver._context = TaskExecutorLaunchContext("wc", [], env, Path("."), Path("."))
+    driver._context = launch_context(Path("."), cluster_id="wc", rm_address="10.0.0.1:6123")
     return driver, core
 
 

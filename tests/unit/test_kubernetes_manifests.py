@@ -16,6 +16,8 @@ from jobcluster.backends.kubernetes.taskmanager import attempt_of_pod, build_tas
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import DeploymentError, IllegalConfigurationError
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings
+from jobcluster.spark.processes import SparkMasterAddress
 
 JOB_ID = "0123456789abcdef0123456789abcdef"
 CID = "wordcount"
@@ -226,14 +228,11 @@ def test_task_manager_pod():
         params,
         spec,
         name,
-        resource_manager_address="127.5.0.3:41000",
-        resource_manager_id="rm-1",
+        launch_env=TaskExecutorLaunchSettings(
+            "wordcount", "127.5.0.3:41000", "rm-1", SparkMasterAddress("spark://127.5.0.3:7077", "http://127.5.0.3:8080")
+        ).environment(name),
         job_manager_address="127.5.0.3",
         owner=DEPLOYMENT,
-        spark_master_env={
-            "JOBCLUSTER_SPARK_MASTER_URL": "spark://127.5.0.3:7077",
-            "JOBCLUSTER_SPARK_MASTER_WEB_URL": "http://127.5.0.3:8080",
-        },
     )
     args = [arg for key, value in spec.dynamic_configs().items() for arg in ("-D", f"{key}={value}")]
     assert pod == {
@@ -259,9 +258,9 @@ def test_task_manager_pod():
                             {"name": "JOBCLUSTER_RESOURCE_ID", "value": "wordcount-taskmanager-2-7"},
                             {"name": "JOBCLUSTER_RESOURCE_MANAGER_ADDRESS", "value": "127.5.0.3:41000"},
                             {"name": "JOBCLUSTER_RESOURCE_MANAGER_ID", "value": "rm-1"},
-                            {"name": "JOBCLUSTER_JOBMANAGER_ADDRESS", "value": "127.5.0.3"},
                             {"name": "JOBCLUSTER_SPARK_MASTER_URL", "value": "spark://127.5.0.3:7077"},
                             {"name": "JOBCLUSTER_SPARK_MASTER_WEB_URL", "value": "http://127.5.0.3:8080"},
+                            {"name": "JOBCLUSTER_JOBMANAGER_ADDRESS", "value": "127.5.0.3"},
                         ]
                     ),
                     "resources": {"requests": {"cpu": "2", "memory": "1728Mi"}, "limits": {"cpu": "2", "memory": "1728Mi"}},
@@ -287,9 +286,7 @@ def test_task_manager_limits_are_requests_times_the_factors():
         conf(**{"kubernetes.taskmanager.memory.limit-factor": "1.25", "kubernetes.taskmanager.cpu.limit-factor": "1.5"}), JOB_ID
     )
     spec = task_executor_process_spec_from_config(conf(**{"taskmanager.cpu.cores": "1.5"}))
-    pod = build_task_manager_pod(
-        params, spec, "p", resource_manager_address="a", resource_manager_id="r", job_manager_address="j", owner=DEPLOYMENT
-    )
+    pod = build_task_manager_pod(params, spec, "p", launch_env={}, job_manager_address="j", owner=DEPLOYMENT)
     assert pod["spec"]["containers"][0]["resources"] == {
         "requests": {"cpu": "1500m", "memory": "1728Mi"},
         "limits": {"cpu": "2250m", "memory": "2160Mi"},
@@ -343,7 +340,7 @@ def test_pod_template_merge_follows_flinks_rules():
     spec = task_executor_process_spec_from_config(conf())
     template = copy.deepcopy(TEMPLATE)
     pod = build_task_manager_pod(
-        params, spec, "wordcount-taskmanager-1-1", resource_manager_address="a", resource_manager_id="r", job_manager_address="j",
+        params, spec, "wordcount-taskmanager-1-1", launch_env={}, job_manager_address="j",
         owner=DEPLOYMENT, template=template,
     )  # fmt: skip
     assert template == TEMPLATE  # not modified
@@ -412,8 +409,7 @@ def test_image_pull_secrets_reach_the_job_manager_and_the_task_manager_pods():
         task_manager_parameters(config, JOB_ID),
         spec,
         "wordcount-taskmanager-1-1",
-        resource_manager_address="http://10.244.0.5:6123",
-        resource_manager_id="rm-1",
+        launch_env=TaskExecutorLaunchSettings("wordcount", "http://10.244.0.5:6123", "rm-1").environment("wordcount-taskmanager-1-1"),
         job_manager_address="10.244.0.5",
         owner=DEPLOYMENT,
     )

@@ -26,9 +26,8 @@ from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
 from jobcluster.runtime.messages import SlotID, SlotReport, SlotStatus, TaskExecutorRegistration, dump
 from jobcluster.runtime.resourcemanager import resource_manager as rm_module
-from jobcluster.runtime.resourcemanager.driver import TaskExecutorLaunchContext
 from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
-from tests.support.fakes import RecordingDriver, TaskExecutorStandIn
+from tests.support.fakes import RecordingDriver, TaskExecutorStandIn, launch_context
 
 SECRET = "s3cr3t"
 JOB = "a" * 32
@@ -114,7 +113,7 @@ async def started(tmp_path: Path, driver: RecordingDriver | None = None, idle_ti
     resource_manager = ResourceManager(
         service,
         driver,
-        TaskExecutorLaunchContext("cluster", ["true"], {}, tmp_path, tmp_path),
+        launch_context(tmp_path),
         CONFIG,
         SPEC.worker_resource_spec(),
         ResourceManagerSettings(

@@ -36,6 +36,7 @@ from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.runtime.entrypoint.cluster_dir import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
 from jobcluster.runtime.resourcemanager.driver import TaskExecutorLaunchContext
+from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings, TaskExecutorLocation
 
 TASK_EXECUTOR_COMMAND = (
     'test -f payload.txt || exit 1; test "$JOBCLUSTER_RESOURCE_ID" = "$CONTAINER_ID" || exit 2; test "$0" = -D || exit 4; '
@@ -88,9 +89,13 @@ async def request_error(
 
 
 async def exercise(driver: YarnResourceManagerDriver, handler: Recorder, log_dir: Path) -> dict[str, object]:
-    # As the entrypoint builds it: this (the AM's) container's host and directories, which the driver must override.
-    am_env = {ENV_BIND_HOST: "am-host.invalid", ENV_CLUSTER_DIR: str(Path.cwd()), ENV_LOG_DIR: str(log_dir)}
-    context = TaskExecutorLaunchContext("driver-test", ["/bin/sh", "-c", TASK_EXECUTOR_COMMAND], am_env, Path.cwd(), log_dir)
+    # As the entrypoint builds it: this (the AM's) container's host and directories, which the TaskExecutors must not get.
+    context = TaskExecutorLaunchContext(
+        ["/bin/sh", "-c", TASK_EXECUTOR_COMMAND],
+        TaskExecutorLaunchSettings("driver-test", "http://127.0.0.1:1", "rm-id"),
+        "s3cr3t",
+        TaskExecutorLocation(Path.cwd(), log_dir, "am-host.invalid"),
+    )
     await driver.initialize(handler, context)
     spec = spec_of("1g")
     first, second = await asyncio.gather(driver.request_resource(spec), driver.request_resource(spec))

@@ -31,6 +31,7 @@ from jobcluster.backends.kubernetes.taskmanager import build_task_manager_pod, t
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import DeploymentError
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings
 from tests.integration.k8s.pods import image_options
 from tests.integration.k8s.test_kubernetes_cluster_objects import STAND_IN_HEADER, stand_in_template
 from tests.integration.k8s.waiting import wait_for
@@ -187,8 +188,7 @@ def test_built_objects_run_a_cluster_shape_and_go_with_the_deployment(
         tm,
         spec,
         name,
-        resource_manager_address=f"{pod_ip}:6123",
-        resource_manager_id="rm",
+        launch_env=TaskExecutorLaunchSettings(tm.cluster_id, f"{pod_ip}:6123", "rm").environment(name),
         job_manager_address=pod_ip,
         owner=created,
         template=template,

@@ -30,8 +30,6 @@ from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
-from jobcluster.runtime.entrypoint import cluster_dir as layout
-from jobcluster.runtime.resourcemanager.driver import TaskExecutorLaunchContext
 from tests.integration.k8s.pods import image_options
 from tests.integration.k8s.test_kubernetes_cluster_objects import (
     FILES,
@@ -45,7 +43,7 @@ from tests.integration.k8s.test_kubernetes_cluster_objects import (
     write_entrypoints,
 )
 from tests.integration.k8s.waiting import wait_for
-from tests.support.fakes import RecordingEventHandler
+from tests.support.fakes import RecordingEventHandler, launch_context
 
 pytestmark = pytest.mark.k8s
 
@@ -95,11 +93,6 @@ def cluster_config(namespace: str, entrypoint_dir: Path, image: str, pod_templat
         }
     )
     return cluster_side_configuration(config, job_manager_parameters(config, JOB_ID), task_manager_parameters(config, JOB_ID))
-
-
-def launch_context(tmp_path: Path) -> TaskExecutorLaunchContext:
-    env = {layout.ENV_RESOURCE_MANAGER_ADDRESS: "127.0.0.1:6123", layout.ENV_RESOURCE_MANAGER_ID: "rm-id"}
-    return TaskExecutorLaunchContext(CLUSTER_ID, [], env, tmp_path, tmp_path)
 
 
 def read_pod(core: kubernetes.client.CoreV1Api, namespace: str, name: str) -> dict | None:
@@ -166,7 +159,7 @@ def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(
     recorder = RecordingEventHandler()
 
     async def scenario() -> None:
-        await driver.initialize(recorder, launch_context(tmp_path))
+        await driver.initialize(recorder, launch_context(tmp_path, CLUSTER_ID))
         assert driver.attempt == 1
         assert recorder.recovered == []
         first, second = [await driver.request_resource(spec) for _ in range(2)]
@@ -255,7 +248,7 @@ def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_na
     third = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", template=template, watch_timeout_seconds=3)
 
     async def scenario() -> None:
-        await earlier.initialize(RecordingEventHandler(), launch_context(tmp_path))
+        await earlier.initialize(RecordingEventHandler(), launch_context(tmp_path, CLUSTER_ID))
         kept, ended = [await earlier.request_resource(spec) for _ in range(2)]
         for name in (kept, ended):
             await until(
@@ -273,7 +266,7 @@ def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_na
         )
 
         recorder = RecordingEventHandler()
-        await later.initialize(recorder, launch_context(tmp_path))
+        await later.initialize(recorder, launch_context(tmp_path, CLUSTER_ID))
         assert later.attempt == 2
         assert recorder.recovered == [[kept]]
         await until(lambda: read_pod(core, k8s_namespace, ended) is None, what=f"{ended} deleted")
@@ -290,7 +283,7 @@ def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_na
             what="no pods",
         )
         # a third attempt finds no pod to count from: the attempt recorded on the Deployment still counts on
-        await third.initialize(RecordingEventHandler(), launch_context(tmp_path))
+        await third.initialize(RecordingEventHandler(), launch_context(tmp_path, CLUSTER_ID))
         assert third.attempt == 3
         await third.release_all_workers()
         await later.deregister_application(ApplicationStatus.FAILED, "test")
@@ -324,7 +317,7 @@ def test_an_owned_cluster_leaves_its_job_result_for_its_owner(
     )
 
     async def scenario() -> None:
-        await driver.initialize(RecordingEventHandler(), launch_context(tmp_path))
+        await driver.initialize(RecordingEventHandler(), launch_context(tmp_path, CLUSTER_ID))
         await driver.release_all_workers()
         await driver.deregister_application(ApplicationStatus.FAILED, f"job {JOB_ID} FAILED: ZeroDivisionError")
 

@@ -40,8 +40,9 @@ def pod_env(params: KubernetesPodParameters, own: Mapping[str, str]) -> list[dic
         value_env(pl.ENV_STAGED_DIR, pl.STAGED_MOUNT_PATH),
         value_env(pl.ENV_WORK_DIR, pl.WORK_MOUNT_PATH),
         value_env(pl.ENV_SECRET_DIR, pl.SECRET_MOUNT_PATH),
-        *(value_env(name, value) for name, value in own.items()),
     ]
+    every_pod = {entry["name"] for entry in entries}
+    entries += [value_env(name, value) for name, value in own.items() if name not in every_pod]
     # The secret's variable too: the bootstraps would take it before the secret's file.
     ours = {entry["name"] for entry in entries} | {layout.ENV_CLUSTER_SECRET}
     return [value_env(name, value) for name, value in params.env.items() if name not in ours] + entries

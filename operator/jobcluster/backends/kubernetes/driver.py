@@ -58,7 +58,6 @@ from jobcluster.config.configuration import Configuration
 from jobcluster.errors import DeploymentError, IllegalConfigurationError, NotFoundError, ResourceManagerError
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
-from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.runtime.resourcemanager.driver import (
     ResourceEventHandler,
     ResourceManagerDriver,
@@ -197,12 +196,10 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
             self._params,
             spec,
             name,
-            resource_manager_address=self._context.env[layout.ENV_RESOURCE_MANAGER_ADDRESS],
-            resource_manager_id=self._context.env[layout.ENV_RESOURCE_MANAGER_ID],
+            launch_env=self._context.settings.environment(name),
             job_manager_address=self._job_manager_address,
             owner=self._owner,
             template=self._template,
-            spark_master_env={k: v for k, v in self._context.env.items() if k in layout.SPARK_MASTER_ENV},
         )
         namespace = self._params.namespace
         self._creating[name] = None

@@ -48,34 +48,26 @@ def build_task_manager_pod(
     spec: TaskExecutorProcessSpec,
     pod_name: str,
     *,
-    resource_manager_address: str,
-    resource_manager_id: str,
+    launch_env: Mapping[str, str],
     job_manager_address: str,
     owner: dict[str, Any],
     template: dict[str, Any] | None = None,
-    spark_master_env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The Pod ``pod_name`` running one TaskExecutor of exactly ``spec``'s size, merged over ``template``.
 
     Requests: memory = ``spec.total_process`` in MiB (rounded down), CPU =
     ``spec.cpu_cores``; limits = requests x the TaskManager limit factors.  The
     container runs ``<entrypoint dir>/taskmanager -D k=v ...`` with the spec's
-    dynamic configs; its environment names the ResourceManager
-    (``resource_manager_address``, ``resource_manager_id``) and the JobManager
-    pod's IP (``job_manager_address``), and the job's Spark master
-    (``spark_master_env``: the launch context's ``JOBCLUSTER_SPARK_MASTER_*``);
-    ``owner`` is the JobManager Deployment as read from the API server (with ``metadata.uid``).
+    dynamic configs; its environment is the TaskExecutor's launch (``launch_env``:
+    ``TaskExecutorLaunchSettings.environment`` for this pod, without the secret
+    and the location, which the pod's volumes and entry script provide) and the
+    JobManager pod's IP (``job_manager_address``); ``owner`` is the JobManager
+    Deployment as read from the API server (with ``metadata.uid``).
     """
     args = [arg for key, value in spec.dynamic_configs().items() for arg in ("-D", f"{key}={value}")]
     env = pod_env(
         params,
-        {
-            layout.ENV_RESOURCE_ID: pod_name,
-            layout.ENV_RESOURCE_MANAGER_ADDRESS: resource_manager_address,
-            layout.ENV_RESOURCE_MANAGER_ID: resource_manager_id,
-            pl.ENV_JOB_MANAGER_ADDRESS: job_manager_address,
-            **(spark_master_env or {}),
-        },
+        {**launch_env, pl.ENV_JOB_MANAGER_ADDRESS: job_manager_address},
     )
     container = main_container(
         params,

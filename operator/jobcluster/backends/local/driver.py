@@ -19,7 +19,7 @@ from jobcluster.errors import ResourceManagerError
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.processes import ChildProcess
-from jobcluster.runtime.entrypoint.cluster_dir import ENV_RESOURCE_ID, scratch_dir
+from jobcluster.runtime.entrypoint.cluster_dir import scratch_dir
 from jobcluster.runtime.resourcemanager.driver import (
     ResourceEventHandler,
     ResourceManagerDriver,
@@ -59,8 +59,9 @@ class LocalProcessDriver(ResourceManagerDriver):
         argv = list(self._context.command)
         for key, value in spec.dynamic_configs().items():
             argv += ["-D", f"{key}={value}"]
-        env = {**os.environ, **self._context.env, ENV_RESOURCE_ID: resource_id}
-        process = ChildProcess(resource_id, argv, env, self._context.log_dir / f"{resource_id}.log")
+        context = self._context
+        env = {**os.environ, **context.settings.environment(resource_id, secret=context.secret, location=context.location)}
+        process = ChildProcess(resource_id, argv, env, context.location.log_dir / f"{resource_id}.log")
         try:
             await process.start()
         except OSError as exc:
@@ -92,7 +93,7 @@ class LocalProcessDriver(ResourceManagerDriver):
     async def _remove_scratch(self, resource_id: str) -> None:
         """A stopped TaskExecutor's Spark scratch files (shuffle, spill, executor dirs): nobody reads them again."""
         assert self._context is not None, "driver not initialized"
-        await asyncio.to_thread(shutil.rmtree, scratch_dir(self._context.cluster_dir, resource_id), ignore_errors=True)
+        await asyncio.to_thread(shutil.rmtree, scratch_dir(self._context.location.cluster_dir, resource_id), ignore_errors=True)
 
     async def release_all_workers(self) -> None:
         """Stop every TaskExecutor at once; the cluster ends, so none of their processes holds anything to save."""

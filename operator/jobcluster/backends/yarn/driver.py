@@ -58,7 +58,7 @@ from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JvmGatewayError, ResourceManagerError
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
-from jobcluster.runtime.entrypoint.cluster_dir import ENV_CLUSTER_SECRET, ENV_RESOURCE_ID, SECRET_FILE
+from jobcluster.runtime.entrypoint.cluster_dir import SECRET_FILE
 from jobcluster.runtime.resourcemanager.driver import (
     ResourceEventHandler,
     ResourceManagerDriver,
@@ -286,11 +286,11 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
         assert self._context is not None
         argv = task_executor_argv(self._context.command, self.settings.python)
         command = launch_command(argv, spec.dynamic_configs(), TASK_EXECUTOR_LOG_NAME)
-        env = {**self._context.env, **self.settings.environment, ENV_RESOURCE_ID: container_id}
-        if any(r.key == SECRET_FILE for r in self.settings.local_resources):
-            # localized privately into the container; kept out of the launch script the NodeManager writes
-            env.pop(ENV_CLUSTER_SECRET, None)
-        return command, env
+        # a secret localized privately into the container stays out of the launch script the NodeManager writes;
+        # the container's directories and host are set by that script (container_env.launch_command)
+        shipped = any(r.key == SECRET_FILE for r in self.settings.local_resources)
+        secret = None if shipped else self._context.secret
+        return command, {**self._context.settings.environment(container_id, secret=secret), **self.settings.environment}
 
     async def release_resource(self, resource_id: str) -> None:
         """Stop the container and give it back to YARN (idempotent); its completion is not reported."""

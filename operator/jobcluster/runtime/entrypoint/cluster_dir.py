@@ -19,19 +19,12 @@ SECRET_FILE = "cluster-secret"  # the cluster secret, where a platform ships it 
 REST_INFO_FILE = "rest.json"  # written by the entrypoint once it serves: {"rest_url", "pid"}
 STARTUP_FAILURE_PREFIX = "JOBCLUSTER STARTUP FAILED: "  # the line an entrypoint prints when it cannot start
 
-# Environment of the entrypoint and TaskExecutor processes.
+# Environment of the entrypoint and TaskExecutor processes (a TaskExecutor's whole contract: runtime/taskexecutor/launch.py).
 ENV_CLUSTER_ID = "JOBCLUSTER_CLUSTER_ID"
 ENV_CLUSTER_DIR = "JOBCLUSTER_CLUSTER_DIR"
 ENV_LOG_DIR = "JOBCLUSTER_LOG_DIR"
 ENV_CLUSTER_SECRET = "JOBCLUSTER_CLUSTER_SECRET"
 ENV_BIND_HOST = "JOBCLUSTER_BIND_HOST"
-ENV_RESOURCE_MANAGER_ADDRESS = "JOBCLUSTER_RESOURCE_MANAGER_ADDRESS"
-ENV_RESOURCE_MANAGER_ID = "JOBCLUSTER_RESOURCE_MANAGER_ID"
-ENV_RESOURCE_ID = "JOBCLUSTER_RESOURCE_ID"
-# The job's Spark master (``spark://`` and web URL): a TaskExecutor starts its Spark worker as soon as the master is ALIVE.
-ENV_SPARK_MASTER_URL = "JOBCLUSTER_SPARK_MASTER_URL"
-ENV_SPARK_MASTER_WEB_URL = "JOBCLUSTER_SPARK_MASTER_WEB_URL"
-SPARK_MASTER_ENV = (ENV_SPARK_MASTER_URL, ENV_SPARK_MASTER_WEB_URL)
 
 
 def take_cluster_secret(env: MutableMapping[str, str], cluster_dir: Path | None = None) -> str:

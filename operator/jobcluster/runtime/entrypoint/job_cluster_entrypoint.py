@@ -57,6 +57,7 @@ from jobcluster.runtime.resourcemanager.driver import ResourceManagerDriver, Tas
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
 from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
 from jobcluster.runtime.rest.endpoint import RestEndpoint
+from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings, TaskExecutorLocation
 from jobcluster.security import rest_token, spark_secret
 from jobcluster.spark.conf import merge_spark_conf, user_spark_conf
 from jobcluster.spark.processes import SparkMaster, SparkMasterAddress
@@ -273,21 +274,10 @@ class JobClusterEntrypoint:
     def _launch_context(self, rpc_address: str, resource_manager_id: str, spark_master: SparkMasterAddress) -> TaskExecutorLaunchContext:
         ctx = self.context
         return TaskExecutorLaunchContext(
-            cluster_id=ctx.cluster_id,
             command=[sys.executable, "-m", "jobcluster.runtime.taskexecutor"],
-            env={
-                layout.ENV_CLUSTER_ID: ctx.cluster_id,
-                layout.ENV_CLUSTER_DIR: str(ctx.cluster_dir),
-                layout.ENV_LOG_DIR: str(ctx.log_dir),
-                layout.ENV_CLUSTER_SECRET: ctx.secret,
-                layout.ENV_BIND_HOST: ctx.bind_host,
-                layout.ENV_RESOURCE_MANAGER_ADDRESS: rpc_address,
-                layout.ENV_RESOURCE_MANAGER_ID: resource_manager_id,
-                layout.ENV_SPARK_MASTER_URL: spark_master.url,
-                layout.ENV_SPARK_MASTER_WEB_URL: spark_master.web_url,
-            },
-            cluster_dir=ctx.cluster_dir,
-            log_dir=ctx.log_dir,
+            settings=TaskExecutorLaunchSettings(ctx.cluster_id, rpc_address, resource_manager_id, spark_master),
+            secret=ctx.secret,
+            location=TaskExecutorLocation(ctx.cluster_dir, ctx.log_dir, ctx.bind_host),
         )
 
     def _write_rest_info(self, rest_url: str) -> None:

@@ -29,28 +29,32 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
+from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings, TaskExecutorLocation
 
 
 @dataclass(frozen=True)
 class TaskExecutorLaunchContext:
     """What every driver needs to start a TaskExecutor, independent of the backend.
 
-    ``command``: argv of the TaskExecutor bootstrap; ``env``: environment it needs
-    (ResourceManager address and fencing token, cluster secret, cluster id);
-    ``cluster_dir``: the staged cluster directory (config, JobGraph, artifacts);
-    ``log_dir``: where worker logs go on this machine.
+    ``command``: argv of the TaskExecutor bootstrap; ``settings``: what each
+    TaskExecutor is told (its environment: ``settings.environment(resource_id, ...)``);
+    ``secret``: the cluster secret, for a driver whose platform cannot ship it as a
+    private file; ``location``: the JobManager's own cluster directory, log directory
+    and bind host, which a driver starting processes on the same machine reuses.
     """
 
-    cluster_id: str
     command: list[str]
-    env: dict[str, str]
-    cluster_dir: Path
-    log_dir: Path
+    settings: TaskExecutorLaunchSettings
+    secret: str
+    location: TaskExecutorLocation
+
+    @property
+    def cluster_id(self) -> str:
+        return self.settings.cluster_id
 
 
 class ResourceEventHandler(Protocol):

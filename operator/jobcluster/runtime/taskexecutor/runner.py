@@ -1,7 +1,7 @@
 """Process bootstrap of a TaskExecutor (Flink's TaskManagerRunner).
 
 ``python -m jobcluster.runtime.taskexecutor [-D key=value ...]``: the
-environment names the cluster (cluster_dir.py); the ``-D`` options are the
+environment is its launch (launch.py); the ``-D`` options are the
 dynamic configs of the TaskExecutorProcessSpec the ResourceManager asked for,
 which pin every memory component, so the process spec derived here is
 exactly the one the container was sized for.
@@ -16,7 +16,6 @@ import os
 import shutil
 import signal
 import sys
-from pathlib import Path
 
 from jobcluster.config import options
 from jobcluster.config.loader import load_configuration, parse_dynamic_property
@@ -26,6 +25,7 @@ from jobcluster.memory.taskexecutor import task_executor_process_spec_from_confi
 from jobcluster.processes import PRIVATE_UMASK
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunch
 from jobcluster.runtime.taskexecutor.task_executor import TaskExecutor, TaskExecutorSettings
 from jobcluster.security import spark_secret
 from jobcluster.spark.processes import SparkMasterAddress, SparkWorker
@@ -35,13 +35,9 @@ from jobcluster.spark.sizing import spark_sizing_for_task_executor
 log = logging.getLogger(__name__)
 
 
-async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
-    env = os.environ
-    cluster_dir = Path(env[layout.ENV_CLUSTER_DIR])
-    log_dir = Path(env[layout.ENV_LOG_DIR])
-    resource_id = env[layout.ENV_RESOURCE_ID]
-    host = env.get(layout.ENV_BIND_HOST, "127.0.0.1")
-    secret = layout.take_cluster_secret(env, cluster_dir)
+async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict[str, str]) -> int:
+    cluster_dir, log_dir, host = launch.location.cluster_dir, launch.location.log_dir, launch.location.bind_host
+    resource_id, secret = launch.resource_id, launch.secret
     config = load_configuration(cluster_dir, dynamic_properties)
     spec = task_executor_process_spec_from_config(config)
     sizing = spark_sizing_for_task_executor(spec)
@@ -66,11 +62,6 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
             name=f"spark-worker-{resource_id}",
         )
 
-    master = (
-        SparkMasterAddress(env[layout.ENV_SPARK_MASTER_URL], env[layout.ENV_SPARK_MASTER_WEB_URL])
-        if all(key in env for key in layout.SPARK_MASTER_ENV)
-        else None
-    )
     rpc = RpcService(host, secret, config.get(options.RPC_ASK_TIMEOUT))
     await rpc.start()
     done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -83,15 +74,15 @@ async def run_task_executor(dynamic_properties: dict[str, str]) -> int:
         rpc,
         resource_id,
         spec,
-        env[layout.ENV_RESOURCE_MANAGER_ADDRESS],
-        env[layout.ENV_RESOURCE_MANAGER_ID],
+        launch.settings.resource_manager_address,
+        launch.settings.resource_manager_id,
         TaskExecutorSettings(
             registration_timeout=config.get(options.TASK_MANAGER_REGISTRATION_TIMEOUT),
             heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
         ),
         spark_worker,
         on_fatal,
-        spark_master=master,
+        spark_master=launch.settings.spark_master,
     )
 
     def on_signal(sig: signal.Signals) -> None:
@@ -118,7 +109,7 @@ def main() -> None:
     args = parser.parse_args()
     try:
         dynamic = dict(parse_dynamic_property(d) for d in args.dynamic)
-        code = asyncio.run(run_task_executor(dynamic))
+        code = asyncio.run(run_task_executor(TaskExecutorLaunch.from_environ(os.environ), dynamic))
     except JobClusterError as exc:
         log.exception("TaskExecutor failed: %s", exc)
         code = 1
