@@ -13,24 +13,27 @@ from types import ModuleType
 
 from jobcluster.client.descriptor import ClusterDescriptor
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.targets import DeploymentTarget
 from jobcluster.errors import IllegalConfigurationError
 from jobcluster.runtime.resourcemanager.driver import ResourceManagerDriver
 
-TARGETS: dict[str, str] = {
-    "local": "jobcluster.backends.local",
-    "yarn-per-job": "jobcluster.backends.yarn",
-    "kubernetes-application": "jobcluster.backends.kubernetes",
+TARGETS: dict[DeploymentTarget, str] = {
+    DeploymentTarget.LOCAL: "jobcluster.backends.local",
+    DeploymentTarget.YARN_PER_JOB: "jobcluster.backends.yarn",
+    DeploymentTarget.KUBERNETES_APPLICATION: "jobcluster.backends.kubernetes",
 }
 
 
 def known_targets() -> list[str]:
-    return sorted(TARGETS)
+    """Every target's name, sorted."""
+    return sorted(target.value for target in TARGETS)
 
 
 def _backend(target: str) -> ModuleType:
-    module = TARGETS.get(target)
-    if module is None:
-        raise IllegalConfigurationError(f"unknown execution.target {target!r}; available targets: {', '.join(known_targets())}")
+    try:
+        module = TARGETS[DeploymentTarget(target)]
+    except ValueError:
+        raise IllegalConfigurationError(f"unknown execution.target {target!r}; available targets: {', '.join(known_targets())}") from None
     return importlib.import_module(module)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from jobcluster.config.targets import DeploymentTarget
 from jobcluster.config.values import INT_MAX, LONG_MAX, float32_text, parse_float32
 
 OptionKind = Literal["memory", "int", "float", "double", "str", "bool", "duration"]
@@ -107,10 +108,10 @@ def _fraction(text: str) -> float:
 EXECUTION_TARGET = ConfigOption(
     "execution.target",
     "str",
-    "local",
+    DeploymentTarget.LOCAL.value,
     description="Where the job cluster runs: 'local' (processes on this machine), "
     "'yarn-per-job' or 'kubernetes-application'. Picks the PipelineExecutor and ClusterDescriptor.",
-    choices=("local", "yarn-per-job", "kubernetes-application"),
+    choices=tuple(target.value for target in DeploymentTarget),
 )
 EXECUTION_ATTACHED = ConfigOption(
     "execution.attached",

@@ -17,14 +17,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from jobcluster.config.targets import DeploymentTarget
+
 GROUP = "jobcluster.io"
 VERSION = "v1alpha1"
 PLURAL = "flinkjobs"
 KIND = "FlinkJob"
 API_VERSION = f"{GROUP}/{VERSION}"
 
-TARGET_KUBERNETES = "kubernetes-application"
-TARGET_YARN = "yarn-per-job"
+TARGET_KUBERNETES = DeploymentTarget.KUBERNETES_APPLICATION
+TARGET_YARN = DeploymentTarget.YARN_PER_JOB
 
 
 class InvalidSpecError(Exception):

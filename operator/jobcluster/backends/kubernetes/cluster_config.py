@@ -15,9 +15,8 @@ from __future__ import annotations
 from jobcluster.backends.kubernetes.parameters import KubernetesJobManagerParameters, KubernetesTaskManagerParameters
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.targets import DeploymentTarget
 from jobcluster.memory.spec import cpu_text
-
-TARGET = "kubernetes-application"
 
 
 def cluster_side_configuration(
@@ -25,7 +24,7 @@ def cluster_side_configuration(
 ) -> Configuration:
     """A copy of ``config`` to stage for the cluster (``config`` is not changed)."""
     staged = config.copy()
-    staged.set(options.EXECUTION_TARGET, TARGET)
+    staged.set(options.EXECUTION_TARGET, DeploymentTarget.KUBERNETES_APPLICATION)
     staged.set(options.KUBERNETES_CLUSTER_ID, job_manager.cluster_id)
     staged.set(options.KUBERNETES_NAMESPACE, job_manager.namespace)
     staged.set(options.REST_PORT, job_manager.rest_port)

@@ -40,7 +40,7 @@ import yaml
 from jobcluster.backends.kubernetes import job_manager_pod as jmp
 from jobcluster.backends.kubernetes import pod_layout as pl
 from jobcluster.backends.kubernetes import rest_endpoint
-from jobcluster.backends.kubernetes.cluster_config import TARGET, cluster_side_configuration
+from jobcluster.backends.kubernetes.cluster_config import cluster_side_configuration
 from jobcluster.backends.kubernetes.cluster_id import check_cluster_id
 from jobcluster.backends.kubernetes.cluster_objects import create_job_manager_objects, delete_cluster
 from jobcluster.backends.kubernetes.job_result import read_job_result
@@ -68,6 +68,7 @@ from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, Clust
 from jobcluster.client.program import staged_files
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.targets import DeploymentTarget
 from jobcluster.errors import DeploymentError
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.runtime.entrypoint import cluster_dir as layout
@@ -91,7 +92,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
     from ``config`` (the operator's); ``progress``: where step lines go.
     """
 
-    target = TARGET
+    target = DeploymentTarget.KUBERNETES_APPLICATION
 
     def __init__(self, config: Configuration, api: kubernetes.client.ApiClient | None = None, progress: Progress | None = None) -> None:
         self._config = config

@@ -51,6 +51,7 @@ from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, Clust
 from jobcluster.client.program import staged_files
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.targets import DeploymentTarget
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.security import new_cluster_secret, rest_token
@@ -94,7 +95,7 @@ class _Connection:
 class YarnClusterDescriptor(ClusterDescriptor):
     """Deploys, lists and kills job clusters on the YARN cluster of ``HADOOP_CONF_DIR`` (see the module docstring)."""
 
-    target = "yarn-per-job"
+    target = DeploymentTarget.YARN_PER_JOB
 
     def __init__(self, config: Configuration) -> None:
         self.config = config
