@@ -1,9 +1,10 @@
-"""The one registry of targets: ``execution.target`` → ClusterDescriptor and ResourceManagerDriver.
+"""The one registry of targets: ``execution.target`` → the backend's ClusterDescriptor.
 
 A dict of module paths, imported only when a target is used, so a local run
-never imports the Kubernetes or YARN client libraries. Each backend module
-provides ``create_cluster_descriptor(config)`` and ``create_driver(config, rest_url)`` (``rest_url``:
-the JobManager's REST endpoint, which a driver may register with its platform, as YARN's ApplicationMaster does).
+never imports the Kubernetes or YARN client libraries. Each backend package
+provides ``create_cluster_descriptor(config)``.  The JobManager's side does not
+come here: each backend's process entry point (``backends/<name>/entrypoint.py``)
+passes its own ResourceManagerDriver factory to the shared bootstrap.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from jobcluster.client.descriptor import ClusterDescriptor
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
 from jobcluster.errors import IllegalConfigurationError
-from jobcluster.runtime.resourcemanager.driver import ResourceManagerDriver
 
 TARGETS: dict[DeploymentTarget, str] = {
     DeploymentTarget.LOCAL: "jobcluster.backends.local",
@@ -41,10 +41,3 @@ def cluster_descriptor(target: str, config: Configuration) -> ClusterDescriptor:
     """The ClusterDescriptor of ``target``; IllegalConfigurationError for an unknown target."""
     descriptor: ClusterDescriptor = _backend(target).create_cluster_descriptor(config)
     return descriptor
-
-
-def resource_manager_driver(target: str, config: Configuration, rest_url: str) -> ResourceManagerDriver:
-    """The ResourceManagerDriver of ``target`` in a JobManager serving REST at ``rest_url``;
-    IllegalConfigurationError for an unknown target."""
-    driver: ResourceManagerDriver = _backend(target).create_driver(config, rest_url)
-    return driver

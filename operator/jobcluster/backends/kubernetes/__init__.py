@@ -2,7 +2,8 @@
 
 Flink's native Kubernetes deployment: the client's KubernetesClusterDescriptor
 (descriptor.py) creates the Deployment and what it owns; the JobManager pod's
-KubernetesResourceManagerDriver (driver.py) starts the TaskManager pods.  The
+KubernetesResourceManagerDriver (driver.py), which the pod's entry point
+(entrypoint.py) runs with, starts the TaskManager pods.  The
 manifests come from pure ``build_*`` functions over parameters objects
 (parameters.py); the API calls are kept apart from them (cluster_objects.py,
 kube_client.py, pod_watch.py).
@@ -11,16 +12,9 @@ kube_client.py, pod_watch.py).
 from __future__ import annotations
 
 from jobcluster.backends.kubernetes.descriptor import KubernetesClusterDescriptor
-from jobcluster.backends.kubernetes.driver import KubernetesResourceManagerDriver
-from jobcluster.backends.kubernetes.driver import create_driver as _create_driver
 from jobcluster.config.configuration import Configuration
 
 
 def create_cluster_descriptor(config: Configuration) -> KubernetesClusterDescriptor:
     """The client's descriptor; it contacts the API server only when used."""
     return KubernetesClusterDescriptor(config)
-
-
-def create_driver(config: Configuration, rest_url: str) -> KubernetesResourceManagerDriver:
-    """The JobManager pod's driver; ``rest_url`` is not needed (the pods reach the JobManager by its pod IP)."""
-    return _create_driver(config, rest_url)

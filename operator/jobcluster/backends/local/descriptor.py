@@ -144,7 +144,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
         }
         with open(log_dir / "jobmanager.log", "ab", opener=_private_opener) as out:
             return subprocess.Popen(
-                [sys.executable, "-m", "jobcluster.runtime.entrypoint"],
+                [sys.executable, "-m", "jobcluster.backends.local.entrypoint"],
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,

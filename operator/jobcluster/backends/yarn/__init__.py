@@ -10,14 +10,8 @@ HDFS through WebHDFS (the ``hdfs`` package). The client side is
 from __future__ import annotations
 
 from jobcluster.backends.yarn.descriptor import YarnClusterDescriptor
-from jobcluster.backends.yarn.driver import YarnResourceManagerDriver
-from jobcluster.backends.yarn.driver import create_driver as _create_driver
 from jobcluster.config.configuration import Configuration
 
 
 def create_cluster_descriptor(config: Configuration) -> YarnClusterDescriptor:
     return YarnClusterDescriptor(config)
-
-
-def create_driver(config: Configuration, rest_url: str) -> YarnResourceManagerDriver:
-    return _create_driver(config, rest_url)
