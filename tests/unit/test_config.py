@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from jobcluster.backends import registry
 from jobcluster.config import options as o
 from jobcluster.config.configuration import Configuration, InvalidValueError
 from jobcluster.config.loader import (
@@ -23,10 +24,10 @@ MiB = 1 << 20
 
 
 def test_every_option_is_documented_and_unique():
-    assert len(o.ALL_OPTIONS) >= 40
-    keys = [option.key for option in o.ALL_OPTIONS]
+    assert len(registry.ALL_OPTIONS) >= 40
+    keys = [option.key for option in registry.ALL_OPTIONS]
     assert len(keys) == len(set(keys))
-    for option in o.ALL_OPTIONS:
+    for option in registry.ALL_OPTIONS:
         assert len(option.description) > 20, option.key
 
 

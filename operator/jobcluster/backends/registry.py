@@ -1,9 +1,15 @@
-"""The one registry of targets: ``execution.target`` → the backend's ClusterDescriptor.
+"""The one registry of the backends: each ``execution.target``'s ClusterDescriptor, and every option.
 
-A dict of module paths, imported only when a target is used, so a local run
-never imports the Kubernetes or YARN client libraries. Each backend package
-provides ``create_cluster_descriptor(config)``.  The JobManager's side does not
-come here: each backend's process entry point (``backends/<name>/entrypoint.py``)
+Why here: the composition roots (the CLI, the FlinkJob controller) pick a
+ClusterDescriptor by target, and check a configuration against every option
+jobcluster declares: the shared ones (``config/options.py``) and each backend's
+own (``backends/<name>/config_options.py``), which ``config/`` may not import.
+
+A backend's descriptor is imported only when its target is used (its options
+modules import nothing but ``config/``), so a local run never imports the
+Kubernetes or YARN client libraries.  Each backend package provides
+``create_cluster_descriptor(config)``.  The JobManager's side does not come
+here: each backend's process entry point (``backends/<name>/entrypoint.py``)
 passes its own ResourceManagerDriver factory to the shared bootstrap.
 """
 
@@ -12,8 +18,13 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from jobcluster.backends.kubernetes.config_options import KUBERNETES_OPTIONS
+from jobcluster.backends.yarn.config_options import YARN_OPTIONS
 from jobcluster.client.descriptor import ClusterDescriptor
+from jobcluster.config import validation
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.options import CORE_OPTIONS
 from jobcluster.config.targets import DeploymentTarget
 from jobcluster.errors import IllegalConfigurationError
 
@@ -22,6 +33,19 @@ TARGETS: dict[DeploymentTarget, str] = {
     DeploymentTarget.YARN_PER_JOB: "jobcluster.backends.yarn",
     DeploymentTarget.KUBERNETES_APPLICATION: "jobcluster.backends.kubernetes",
 }
+
+#: Every option jobcluster declares, in documentation order: the shared ones, then YARN's, then Kubernetes'.
+ALL_OPTIONS: tuple[ConfigOption, ...] = (*CORE_OPTIONS, *YARN_OPTIONS, *KUBERNETES_OPTIONS)
+
+
+def validate_configuration(config: Configuration) -> None:
+    """Check ``config`` against every option jobcluster declares (:data:`ALL_OPTIONS`), before anything is deployed.
+
+    Raises:
+        IllegalConfigurationError: one line per problem, each naming the key, the value given and what is
+            expected (:func:`jobcluster.config.validation.validate_configuration`).
+    """
+    validation.validate_configuration(config, ALL_OPTIONS)
 
 
 def known_targets() -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from jobcluster.config.options import ConfigOption
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.values import (
     parse_bool,
     parse_double,

@@ -6,6 +6,9 @@ client, start a cluster and fail seconds later inside the entrypoint.  The
 client calls :func:`validate_configuration` first, and every problem is
 reported at once, each naming the key, the value and the expected form.
 Keys jobcluster does not know are not checked; they pass through untouched.
+The options to check are an argument: the backends declare their own, which
+this layer cannot import (``backends.registry.validate_configuration`` passes
+every option).
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from jobcluster.config import options
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
-from jobcluster.config.options import ConfigOption
 from jobcluster.errors import IllegalConfigurationError
 
 #: The form each kind of value takes, as the error messages describe it.
@@ -29,8 +32,10 @@ EXPECTED_FORM = {
 }
 
 
-def validate_configuration(config: Configuration, known: Iterable[ConfigOption] = options.ALL_OPTIONS) -> None:
+def validate_configuration(config: Configuration, known: Iterable[ConfigOption]) -> None:
     """Check the value of every option in ``known`` that ``config`` sets, then the rules between options.
+
+    ``known``: the options to check, e.g. ``backends.registry.ALL_OPTIONS`` (every option jobcluster declares).
 
     Raises:
         IllegalConfigurationError: one line per problem, each naming the key,

@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
-from jobcluster.config.options import ConfigOption
 from jobcluster.config.values import java_double_text
 from jobcluster.errors import IllegalConfigurationError
 from jobcluster.memory.size import format_memory_size, inverse_fraction, multiply

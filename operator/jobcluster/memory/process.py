@@ -23,8 +23,8 @@ import logging
 from dataclasses import dataclass
 from enum import Enum
 
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
-from jobcluster.config.options import ConfigOption
 from jobcluster.errors import IllegalConfigurationError
 from jobcluster.memory.capped import (
     RangeFraction,

@@ -18,11 +18,11 @@ from typing import Any
 import kubernetes
 
 from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes.config_options import KUBERNETES_CLUSTER_ID, KUBERNETES_NAMESPACE
 from jobcluster.backends.kubernetes.jobmanager import build_job_manager_deployment, build_rest_service
 from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.backends.kubernetes.parameters import KubernetesJobManagerParameters
 from jobcluster.backends.kubernetes.staging import build_config_map, build_secret, check_config_map_size, staged_items
-from jobcluster.config import options
 from jobcluster.errors import DeploymentError
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ def _create_error(exc: kubernetes.client.ApiException, params: KubernetesJobMana
         return _in_use(params)
     if exc.status == 404:
         return DeploymentError(
-            f"namespace {params.namespace} does not exist; create it or set {options.KUBERNETES_NAMESPACE.key} to an existing one"
+            f"namespace {params.namespace} does not exist; create it or set {KUBERNETES_NAMESPACE.key} to an existing one"
         )
     return DeploymentError(f"could not create Deployment {params.cluster_id}: {exc.status} {exc.reason}")
 
@@ -122,5 +122,5 @@ def _create_error(exc: kubernetes.client.ApiException, params: KubernetesJobMana
 def _in_use(params: KubernetesJobManagerParameters) -> DeploymentError:
     return DeploymentError(
         f"the job cluster {params.cluster_id} already exists in namespace {params.namespace}; choose another "
-        f"{options.KUBERNETES_CLUSTER_ID.key}, or delete it with: kubectl delete deployment/{params.cluster_id} -n {params.namespace}"
+        f"{KUBERNETES_CLUSTER_ID.key}, or delete it with: kubectl delete deployment/{params.cluster_id} -n {params.namespace}"
     )

@@ -9,8 +9,8 @@ value), never ``,`` or ``;``.
 
 from __future__ import annotations
 
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
-from jobcluster.config.options import ConfigOption
 from jobcluster.errors import IllegalConfigurationError
 
 MAP_FORM = "'key1:value1,key2:value2'"

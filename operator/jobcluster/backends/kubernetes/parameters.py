@@ -14,10 +14,37 @@ from decimal import Decimal
 from typing import Any
 
 from jobcluster.backends.kubernetes.cluster_id import cluster_id_from_config
+from jobcluster.backends.kubernetes.config_options import (
+    KUBERNETES_CONTAINER_IMAGE,
+    KUBERNETES_CONTAINER_IMAGE_PULL_POLICY,
+    KUBERNETES_CONTAINER_IMAGE_PULL_SECRETS,
+    KUBERNETES_ENTRYPOINT_DIR,
+    KUBERNETES_JOB_MANAGER_ANNOTATIONS,
+    KUBERNETES_JOB_MANAGER_CPU,
+    KUBERNETES_JOB_MANAGER_CPU_LIMIT_FACTOR,
+    KUBERNETES_JOB_MANAGER_LABELS,
+    KUBERNETES_JOB_MANAGER_MEMORY_LIMIT_FACTOR,
+    KUBERNETES_JOB_MANAGER_NODE_SELECTOR,
+    KUBERNETES_JOB_MANAGER_OWNER_REFERENCE,
+    KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
+    KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT,
+    KUBERNETES_JOB_MANAGER_TOLERATIONS,
+    KUBERNETES_NAMESPACE,
+    KUBERNETES_REST_SERVICE_EXPOSED_TYPE,
+    KUBERNETES_TASK_MANAGER_ANNOTATIONS,
+    KUBERNETES_TASK_MANAGER_CPU,
+    KUBERNETES_TASK_MANAGER_CPU_LIMIT_FACTOR,
+    KUBERNETES_TASK_MANAGER_LABELS,
+    KUBERNETES_TASK_MANAGER_MEMORY_LIMIT_FACTOR,
+    KUBERNETES_TASK_MANAGER_NODE_SELECTOR,
+    KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE,
+    KUBERNETES_TASK_MANAGER_SERVICE_ACCOUNT,
+    KUBERNETES_TASK_MANAGER_TOLERATIONS,
+)
 from jobcluster.backends.kubernetes.option_text import map_list_option, map_option, prefixed_map
 from jobcluster.config import options
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
-from jobcluster.config.options import ConfigOption
 from jobcluster.errors import IllegalConfigurationError
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
 from jobcluster.memory.taskexecutor import cpu_cores_from_config
@@ -115,21 +142,21 @@ def job_manager_parameters(config: Configuration, job_id: str) -> KubernetesJobM
         **_pod_parameters(
             config,
             job_id,
-            service_account=options.KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT,
-            labels=options.KUBERNETES_JOB_MANAGER_LABELS,
-            annotations=options.KUBERNETES_JOB_MANAGER_ANNOTATIONS,
-            node_selector=options.KUBERNETES_JOB_MANAGER_NODE_SELECTOR,
-            tolerations=options.KUBERNETES_JOB_MANAGER_TOLERATIONS,
-            cpu_limit_factor=options.KUBERNETES_JOB_MANAGER_CPU_LIMIT_FACTOR,
-            memory_limit_factor=options.KUBERNETES_JOB_MANAGER_MEMORY_LIMIT_FACTOR,
-            pod_template_file=options.KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
+            service_account=KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT,
+            labels=KUBERNETES_JOB_MANAGER_LABELS,
+            annotations=KUBERNETES_JOB_MANAGER_ANNOTATIONS,
+            node_selector=KUBERNETES_JOB_MANAGER_NODE_SELECTOR,
+            tolerations=KUBERNETES_JOB_MANAGER_TOLERATIONS,
+            cpu_limit_factor=KUBERNETES_JOB_MANAGER_CPU_LIMIT_FACTOR,
+            memory_limit_factor=KUBERNETES_JOB_MANAGER_MEMORY_LIMIT_FACTOR,
+            pod_template_file=KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
             env_prefix=JOB_MANAGER_ENV_PREFIX,
         ),
         job_id=job_id,
         memory_mib=job_manager_process_spec_from_config(config).total_process // _MiB,
-        cpu=_positive(config, options.KUBERNETES_JOB_MANAGER_CPU),
+        cpu=_positive(config, KUBERNETES_JOB_MANAGER_CPU),
         rest_port=rest_port,
-        rest_service_type=config.get(options.KUBERNETES_REST_SERVICE_EXPOSED_TYPE),
+        rest_service_type=config.get(KUBERNETES_REST_SERVICE_EXPOSED_TYPE),
         owner_references=owner_references(config),
     )
 
@@ -140,17 +167,17 @@ def task_manager_parameters(config: Configuration, job_id: str) -> KubernetesTas
         **_pod_parameters(
             config,
             job_id,
-            service_account=options.KUBERNETES_TASK_MANAGER_SERVICE_ACCOUNT,
-            labels=options.KUBERNETES_TASK_MANAGER_LABELS,
-            annotations=options.KUBERNETES_TASK_MANAGER_ANNOTATIONS,
-            node_selector=options.KUBERNETES_TASK_MANAGER_NODE_SELECTOR,
-            tolerations=options.KUBERNETES_TASK_MANAGER_TOLERATIONS,
-            cpu_limit_factor=options.KUBERNETES_TASK_MANAGER_CPU_LIMIT_FACTOR,
-            memory_limit_factor=options.KUBERNETES_TASK_MANAGER_MEMORY_LIMIT_FACTOR,
-            pod_template_file=options.KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE,
+            service_account=KUBERNETES_TASK_MANAGER_SERVICE_ACCOUNT,
+            labels=KUBERNETES_TASK_MANAGER_LABELS,
+            annotations=KUBERNETES_TASK_MANAGER_ANNOTATIONS,
+            node_selector=KUBERNETES_TASK_MANAGER_NODE_SELECTOR,
+            tolerations=KUBERNETES_TASK_MANAGER_TOLERATIONS,
+            cpu_limit_factor=KUBERNETES_TASK_MANAGER_CPU_LIMIT_FACTOR,
+            memory_limit_factor=KUBERNETES_TASK_MANAGER_MEMORY_LIMIT_FACTOR,
+            pod_template_file=KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE,
             env_prefix=TASK_MANAGER_ENV_PREFIX,
         ),
-        cpu_cores=cpu_cores_from_config(config, config.get(options.KUBERNETES_TASK_MANAGER_CPU)),
+        cpu_cores=cpu_cores_from_config(config, config.get(KUBERNETES_TASK_MANAGER_CPU)),
     )
 
 
@@ -170,13 +197,13 @@ def _pod_parameters(
 ) -> dict[str, Any]:
     return {
         "cluster_id": cluster_id_from_config(config, job_id),
-        "namespace": _not_blank(config, options.KUBERNETES_NAMESPACE),
-        "image": _not_blank(config, options.KUBERNETES_CONTAINER_IMAGE),
-        "image_pull_policy": config.get(options.KUBERNETES_CONTAINER_IMAGE_PULL_POLICY),
+        "namespace": _not_blank(config, KUBERNETES_NAMESPACE),
+        "image": _not_blank(config, KUBERNETES_CONTAINER_IMAGE),
+        "image_pull_policy": config.get(KUBERNETES_CONTAINER_IMAGE_PULL_POLICY),
         "image_pull_secrets": [
-            name.strip() for name in str(config.get(options.KUBERNETES_CONTAINER_IMAGE_PULL_SECRETS)).split(";") if name.strip()
+            name.strip() for name in str(config.get(KUBERNETES_CONTAINER_IMAGE_PULL_SECRETS)).split(";") if name.strip()
         ],
-        "entrypoint_dir": _not_blank(config, options.KUBERNETES_ENTRYPOINT_DIR).rstrip("/") or "/",
+        "entrypoint_dir": _not_blank(config, KUBERNETES_ENTRYPOINT_DIR).rstrip("/") or "/",
         "service_account": _not_blank(config, service_account),
         "labels": map_option(config, labels),
         "annotations": map_option(config, annotations),
@@ -196,7 +223,7 @@ def owner_references(config: Configuration) -> list[dict[str, Any]]:
         IllegalConfigurationError: a reference lacks apiVersion, kind, name or
             uid, has an unknown field, or a boolean field is not true/false.
     """
-    option = options.KUBERNETES_JOB_MANAGER_OWNER_REFERENCE
+    option = KUBERNETES_JOB_MANAGER_OWNER_REFERENCE
     references = []
     for item in map_list_option(config, option):
         missing = [name for name in _OWNER_REFERENCE_REQUIRED if not item.get(name)]
