@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any
 
 from jobcluster.backends.kubernetes.config_options import KUBERNETES_OPTIONS
 from jobcluster.backends.yarn.config_options import YARN_OPTIONS
@@ -35,7 +36,7 @@ TARGETS: dict[DeploymentTarget, str] = {
 }
 
 #: Every option jobcluster declares, in documentation order: the shared ones, then YARN's, then Kubernetes'.
-ALL_OPTIONS: tuple[ConfigOption, ...] = (*CORE_OPTIONS, *YARN_OPTIONS, *KUBERNETES_OPTIONS)
+ALL_OPTIONS: tuple[ConfigOption[Any], ...] = (*CORE_OPTIONS, *YARN_OPTIONS, *KUBERNETES_OPTIONS)
 
 
 def validate_configuration(config: Configuration) -> None:

@@ -19,6 +19,8 @@ untouched.
 
 from __future__ import annotations
 
+from typing import Any
+
 from jobcluster.config.config_option import ConfigOption, options_declared_in
 from jobcluster.config.targets import DeploymentTarget
 from jobcluster.config.values import INT_MAX, LONG_MAX, parse_float32
@@ -407,4 +409,4 @@ SECURITY_ENCRYPT_DATA_PLANE = ConfigOption(
 
 #: Every option above, in documentation order: the options of the shared runtime. With each
 #: backend's own (``backends/*/config_options.py``) they make ``backends.registry.ALL_OPTIONS``.
-CORE_OPTIONS: tuple[ConfigOption, ...] = options_declared_in(globals())
+CORE_OPTIONS: tuple[ConfigOption[Any], ...] = options_declared_in(globals())

@@ -9,6 +9,8 @@ checks them before it deploys and ``make docs`` documents them.  Besides the
 
 from __future__ import annotations
 
+from typing import Any
+
 from jobcluster.config.config_option import ConfigOption, options_declared_in
 
 KUBERNETES_CLUSTER_ID = ConfigOption(
@@ -237,4 +239,4 @@ KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE = ConfigOption(
 
 
 #: Every option above, in documentation order.
-KUBERNETES_OPTIONS: tuple[ConfigOption, ...] = options_declared_in(globals())
+KUBERNETES_OPTIONS: tuple[ConfigOption[Any], ...] = options_declared_in(globals())

@@ -107,8 +107,8 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         self._api = api
         if progress is not None:
             self.progress = progress
-        self.namespace = str(config.get(KUBERNETES_NAMESPACE))
-        self.rest_endpoint = str(config.get(KUBERNETES_REST_ENDPOINT))
+        self.namespace = config.get(KUBERNETES_NAMESPACE)
+        self.rest_endpoint = config.get(KUBERNETES_REST_ENDPOINT)
         # Port-forwards opened for pods off this client's network, by (namespace, pod): one per JobManager pod.
         self._forwards: dict[tuple[str, str], PodPortForward] = {}
 
@@ -336,7 +336,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         pod = jmp.newest_pod(pods)
         rest_url = None
         if pod is not None and jmp.is_running(pod):
-            port = jmp.rest_port(deployment, int(self._config.get(options.REST_PORT)) or 8081)
+            port = jmp.rest_port(deployment, self._config.get(options.REST_PORT) or 8081)
             try:
                 rest_url = self._rest_url_of(core, cluster_id, pod, port)
             except (DeploymentError, kubernetes.client.ApiException) as exc:

@@ -185,14 +185,14 @@ def _pod_parameters(
     config: Configuration,
     job_id: str,
     *,
-    service_account: ConfigOption,
-    labels: ConfigOption,
-    annotations: ConfigOption,
-    node_selector: ConfigOption,
-    tolerations: ConfigOption,
-    cpu_limit_factor: ConfigOption,
-    memory_limit_factor: ConfigOption,
-    pod_template_file: ConfigOption,
+    service_account: ConfigOption[str],
+    labels: ConfigOption[str | None],
+    annotations: ConfigOption[str | None],
+    node_selector: ConfigOption[str | None],
+    tolerations: ConfigOption[str | None],
+    cpu_limit_factor: ConfigOption[float],
+    memory_limit_factor: ConfigOption[float],
+    pod_template_file: ConfigOption[str | None],
     env_prefix: str,
 ) -> dict[str, Any]:
     return {
@@ -200,9 +200,7 @@ def _pod_parameters(
         "namespace": _not_blank(config, KUBERNETES_NAMESPACE),
         "image": _not_blank(config, KUBERNETES_CONTAINER_IMAGE),
         "image_pull_policy": config.get(KUBERNETES_CONTAINER_IMAGE_PULL_POLICY),
-        "image_pull_secrets": [
-            name.strip() for name in str(config.get(KUBERNETES_CONTAINER_IMAGE_PULL_SECRETS)).split(";") if name.strip()
-        ],
+        "image_pull_secrets": [name.strip() for name in config.get(KUBERNETES_CONTAINER_IMAGE_PULL_SECRETS).split(";") if name.strip()],
         "entrypoint_dir": _not_blank(config, KUBERNETES_ENTRYPOINT_DIR).rstrip("/") or "/",
         "service_account": _not_blank(config, service_account),
         "labels": map_option(config, labels),
@@ -242,7 +240,7 @@ def owner_references(config: Configuration) -> list[dict[str, Any]]:
     return references
 
 
-def _tolerations(config: Configuration, option: ConfigOption) -> list[dict[str, Any]]:
+def _tolerations(config: Configuration, option: ConfigOption[str | None]) -> list[dict[str, Any]]:
     tolerations = []
     for item in map_list_option(config, option):
         toleration: dict[str, Any] = {}
@@ -262,25 +260,25 @@ def _tolerations(config: Configuration, option: ConfigOption) -> list[dict[str, 
     return tolerations
 
 
-def _limit_factor(config: Configuration, option: ConfigOption) -> float:
-    factor = float(config.get(option))
+def _limit_factor(config: Configuration, option: ConfigOption[float]) -> float:
+    factor = config.get(option)
     if factor < 1:
         raise IllegalConfigurationError(f"{option.key} should be greater or equal to 1.")  # Flink's message
     return factor
 
 
-def _positive(config: Configuration, option: ConfigOption) -> float:
-    value = float(config.get(option))
+def _positive(config: Configuration, option: ConfigOption[float]) -> float:
+    value = config.get(option)
     if not value > 0:
         raise IllegalConfigurationError(f"{option.key} must be greater than 0, got {value}.")
     return value
 
 
-def _not_blank(config: Configuration, option: ConfigOption) -> str:
+def _not_blank(config: Configuration, option: ConfigOption[str | None]) -> str:
     value = config.get(option)
-    if value is None or not str(value).strip():
+    if value is None or not value.strip():
         raise IllegalConfigurationError(f"{option.key} must not be blank.")
-    return str(value).strip()
+    return value.strip()
 
 
 def _boolean(key: str, name: str, value: str) -> bool:

@@ -11,6 +11,8 @@ for one deployment.
 
 from __future__ import annotations
 
+from typing import Any
+
 from jobcluster.config.config_option import ConfigOption, options_declared_in
 
 YARN_APPLICATION_NAME = ConfigOption(
@@ -116,4 +118,4 @@ YARN_PYTHON = ConfigOption(
 
 
 #: Every option above, in documentation order.
-YARN_OPTIONS: tuple[ConfigOption, ...] = options_declared_in(globals())
+YARN_OPTIONS: tuple[ConfigOption[Any], ...] = options_declared_in(globals())

@@ -164,8 +164,9 @@ def task_manager_cpu_cores(config: Configuration) -> Decimal:
     Raises:
         YarnConfigurationError: ``yarn.containers.vcores`` is 0 or below -1.
     """
-    if config.contains(o.TASK_MANAGER_CPU_CORES):
-        return cpu_decimal(config.get(o.TASK_MANAGER_CPU_CORES))
+    configured = config.get(o.TASK_MANAGER_CPU_CORES)
+    if configured is not None:
+        return cpu_decimal(configured)
     vcores = config.get(YARN_CONTAINERS_VCORES)
     if vcores == 0 or vcores < -1:
         raise YarnConfigurationError(f"{YARN_CONTAINERS_VCORES.key} must be at least 1, or -1 for the number of slots; got {vcores}.")
