@@ -118,7 +118,7 @@ def test_running_cluster_admits_only_itself(home, tmp_path):
     assert cluster_dir.stat().st_mode & 0o777 == 0o700
 
     procs = processes_of(home)
-    entrypoint = _one(procs, "jobcluster.runtime.entrypoint")
+    entrypoint = _one(procs, "jobcluster.backends.local.entrypoint")
     master = _one(procs, "org.apache.spark.deploy.master.Master")
     executor = _one(procs, "CoarseGrainedExecutorBackend")
     driver_python = _one([p for p in procs if p.name().startswith("python")], "ticking.py")

@@ -35,7 +35,7 @@ import click
 import yaml
 
 from jobcluster.cli.main import cli
-from jobcluster.config.options import ConfigOption
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.values import float32_text, java_double_text
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,10 +1,13 @@
 """Configuration: options, typed reads, fallback keys, loading files and -D overrides."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
+from jobcluster.backends import registry
 from jobcluster.config import options as o
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration, InvalidValueError
 from jobcluster.config.loader import (
     CONFIG_FILE_NAME,
@@ -23,10 +26,10 @@ MiB = 1 << 20
 
 
 def test_every_option_is_documented_and_unique():
-    assert len(o.ALL_OPTIONS) >= 40
-    keys = [option.key for option in o.ALL_OPTIONS]
+    assert len(registry.ALL_OPTIONS) >= 40
+    keys = [option.key for option in registry.ALL_OPTIONS]
     assert len(keys) == len(set(keys))
-    for option in o.ALL_OPTIONS:
+    for option in registry.ALL_OPTIONS:
         assert len(option.description) > 20, option.key
 
 
@@ -70,6 +73,32 @@ def test_every_option_is_documented_and_unique():
 )
 def test_defaults_of_an_empty_configuration(option, default):
     assert Configuration().get(option) == default
+
+
+#: The type of each kind's values (ConfigOption[T]'s T, without None), as its constructor's overloads declare it.
+KIND_TYPES = {"memory": int, "int": int, "float": float, "double": float, "duration": float, "str": str, "bool": bool}
+
+
+def test_every_default_and_every_read_value_has_its_kinds_type():
+    # mypy checks a declaration's default against its kind; an int default of a float kind would pass it (int is a float
+    # to mypy), and a str enum member would pass as a str: the runtime types are checked here.
+    for option in registry.ALL_OPTIONS:
+        assert option.default is None or type(option.default) is KIND_TYPES[option.kind], option.key
+    config = Configuration({"taskmanager.cpu.cores": "2", "heartbeat.interval": "10", "taskmanager.memory.process.size": "1g"})
+    assert type(config.get(o.TASK_MANAGER_CPU_CORES)) is float
+    assert type(config.get(o.HEARTBEAT_INTERVAL)) is float
+    assert type(config.get(o.TASK_MANAGER_TOTAL_PROCESS_MEMORY)) is int
+
+
+def test_option_fields_as_given():
+    option = ConfigOption("jobcluster.test.retries", "int", 3, description="Retries.", minimum=0, deprecated_keys=("old.retries",))
+    assert (option.key, option.kind, option.default, option.description) == ("jobcluster.test.retries", "int", 3, "Retries.")
+    assert (option.minimum, option.fallback_keys, option.maximum, option.positive, option.choices) == (0, (), None, False, ())
+    assert option.all_keys == ("jobcluster.test.retries", "old.retries")
+    assert option == ConfigOption("jobcluster.test.retries", "int", 3, description="Retries.", minimum=0, deprecated_keys=("old.retries",))
+    assert option != ConfigOption("jobcluster.test.retries", "int", 4, description="Retries.", minimum=0, deprecated_keys=("old.retries",))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        option.default = 5
 
 
 def test_option_prints_like_flink():

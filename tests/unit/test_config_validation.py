@@ -1,12 +1,24 @@
-"""Every known option is checked on the client: the key, the value and the expected form are named."""
+"""Every known option is checked on the client: the key, the value and the expected form are named.
+
+The client checks against every option jobcluster declares (``backends.registry``): the shared ones and
+each backend's own, which the config layer's check only gets as an argument.
+"""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
-from jobcluster.config import options
+from jobcluster.backends import registry
+from jobcluster.backends.kubernetes.config_options import KUBERNETES_OPTIONS
+from jobcluster.backends.registry import validate_configuration
+from jobcluster.backends.yarn.config_options import YARN_OPTIONS
+from jobcluster.config import validation
 from jobcluster.config.configuration import Configuration
-from jobcluster.config.validation import option_problem, validate_configuration
+from jobcluster.config.options import CORE_OPTIONS
+from jobcluster.config.validation import option_problem
 from jobcluster.errors import IllegalConfigurationError
 
 
@@ -34,6 +46,13 @@ def problem(key: str, value: str) -> str:
         ("taskmanager.memory.process.size", "1.5g", ["taskmanager.memory.process.size", "a memory size"]),
         ("taskmanager.memory.managed.fraction", "most", ["taskmanager.memory.managed.fraction", "decimal number"]),
         ("akka.ask.timeout", "soon", ["akka.ask.timeout", "a duration"]),  # a deprecated key is named as given
+        ("yarn.application.priority", "high", ["yarn.application.priority", "'high'", "an integer"]),
+        ("yarn.heartbeat.container-request-interval", "often", ["yarn.heartbeat.container-request-interval", "a duration"]),
+        ("yarn.heartbeat-delay", "5 s", ["yarn.heartbeat-delay", "'5 s'", "an integer"]),  # YARN's deprecated key
+        ("kubernetes.jobmanager.cpu.amount", "0", ["kubernetes.jobmanager.cpu.amount", "greater than 0"]),
+        ("kubernetes.taskmanager.memory.limit-factor", "0.5", ["kubernetes.taskmanager.memory.limit-factor", "at least 1"]),
+        ("kubernetes.container.image.pull-policy", "Sometimes", ["unknown kubernetes.container.image.pull-policy 'Sometimes'", "Never"]),
+        ("jobcluster.kubernetes.jobmanager.startup-timeout", "later", ["jobcluster.kubernetes.jobmanager.startup-timeout", "a duration"]),
     ],
 )
 def test_invalid_values_name_key_value_and_form(key, value, phrases):
@@ -53,6 +72,10 @@ def test_invalid_values_name_key_value_and_form(key, value, phrases):
         ("jobcluster.logs.max-age", "3 d"),
         ("some.unknown.key", "anything at all"),
         ("spark.executor.extraJavaOptions", "-Dx=1"),
+        ("yarn.application.priority", "3"),
+        ("yarn.heartbeat.container-request-interval", "250"),
+        ("kubernetes.rest-service.exposed.type", "Headless_ClusterIP"),
+        ("kubernetes.jobmanager.cpu.limit-factor", "1.5"),
     ],
 )
 def test_valid_values_pass(key, value):
@@ -71,12 +94,30 @@ def test_heartbeat_timeout_not_shorter_than_interval():
         validate_configuration(Configuration({"heartbeat.interval": "30 s", "heartbeat.timeout": "10 s"}))
 
 
+def test_the_options_to_check_are_the_callers():
+    yarn_and_kubernetes = Configuration({"yarn.application.priority": "high", "kubernetes.jobmanager.cpu.amount": "-1"})
+
+    validation.validate_configuration(yarn_and_kubernetes, CORE_OPTIONS)  # keys it does not know pass through
+    with pytest.raises(IllegalConfigurationError, match=r"yarn\.application\.priority") as raised:
+        validation.validate_configuration(yarn_and_kubernetes, YARN_OPTIONS)
+    assert "kubernetes" not in str(raised.value)
+    with pytest.raises(IllegalConfigurationError, match=r"kubernetes\.jobmanager\.cpu\.amount"):
+        validation.validate_configuration(yarn_and_kubernetes, KUBERNETES_OPTIONS)
+
+
+def test_all_options_are_the_shared_ones_and_every_backends():
+    assert (*CORE_OPTIONS, *YARN_OPTIONS, *KUBERNETES_OPTIONS) == registry.ALL_OPTIONS
+    assert {option.key.split(".")[0] for option in YARN_OPTIONS} == {"yarn", "env", "jobcluster"}
+    assert {option.key.split(".")[0] for option in KUBERNETES_OPTIONS} == {"kubernetes", "jobcluster"}
+    assert not any(option.key.startswith(("yarn.", "kubernetes.")) for option in CORE_OPTIONS)
+
+
 def test_unset_options_are_not_checked():
-    assert all(option_problem(Configuration(), option) is None for option in options.ALL_OPTIONS)
+    assert all(option_problem(Configuration(), option) is None for option in registry.ALL_OPTIONS)
 
 
 def test_every_default_is_valid():
-    config = Configuration({o.key: o.default for o in options.ALL_OPTIONS if o.default is not None and o.kind != "duration"})
+    config = Configuration({o.key: o.default for o in registry.ALL_OPTIONS if o.default is not None and o.kind != "duration"})
     validate_configuration(config)
 
 
@@ -85,3 +126,13 @@ def test_shipped_configuration_is_valid(monkeypatch):
 
     monkeypatch.delenv("JOBCLUSTER_CONF_DIR", raising=False)
     validate_configuration(load_configuration())
+
+
+def test_the_backends_options_load_no_platform_client():
+    # The CLI checks every option, the backends' too: a local run must still not import YARN's or Kubernetes' clients.
+    code = (
+        "import sys, jobcluster.cli.main;"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'kubernetes', 'kopf', 'py4j', 'pyspark', 'hdfs'}))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.strip() == "[]"

@@ -7,6 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from jobcluster.backends.kubernetes.config_options import (
+    KUBERNETES_CLUSTER_ID,
+    KUBERNETES_CONTAINER_IMAGE,
+    KUBERNETES_JOB_MANAGER_OWNER_REFERENCE,
+    KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
+    KUBERNETES_NAMESPACE,
+    KUBERNETES_TASK_MANAGER_CPU,
+)
+from jobcluster.backends.yarn.config_options import YARN_APPMASTER_VCORES, YARN_CONTAINERS_VCORES
 from jobcluster.client.descriptor import JobResult
 from jobcluster.config import options
 from jobcluster.controller import status as st
@@ -88,15 +97,15 @@ def test_configuration_layers_defaults_then_flink_configuration_then_fields_then
     defaults = {"taskmanager.numberOfTaskSlots": "1", "kubernetes.taskmanager.cpu.amount": "0.5"}
     config = job_configuration(spec, "wordcount", "analytics", "uid-1", defaults, tmp_path)
     assert config.get(options.NUM_TASK_SLOTS) == 2  # flinkConfiguration over the defaults
-    assert config.get(options.KUBERNETES_TASK_MANAGER_CPU) == 0.5  # a default nobody overrode
+    assert config.get(KUBERNETES_TASK_MANAGER_CPU) == 0.5  # a default nobody overrode
     assert config.get_raw(options.JOB_MANAGER_TOTAL_PROCESS_MEMORY.key) == "1800m"  # the typed field over flinkConfiguration
-    assert config.get(options.KUBERNETES_NAMESPACE) == "analytics"  # the operator's, whatever flinkConfiguration says
-    assert config.get(options.KUBERNETES_CLUSTER_ID) == "wordcount"
+    assert config.get(KUBERNETES_NAMESPACE) == "analytics"  # the operator's, whatever flinkConfiguration says
+    assert config.get(KUBERNETES_CLUSTER_ID) == "wordcount"
     assert config.get(options.PARALLELISM_DEFAULT) == 4
     assert config.get(options.EXECUTION_ATTACHED) is True
-    assert config.get(options.KUBERNETES_CONTAINER_IMAGE) == "registry.example.com/jobcluster:1"
-    assert "kind:FlinkJob,name:wordcount,uid:uid-1" in config.get(options.KUBERNETES_JOB_MANAGER_OWNER_REFERENCE)
-    template = Path(config.get(options.KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE))
+    assert config.get(KUBERNETES_CONTAINER_IMAGE) == "registry.example.com/jobcluster:1"
+    assert "kind:FlinkJob,name:wordcount,uid:uid-1" in config.get(KUBERNETES_JOB_MANAGER_OWNER_REFERENCE)
+    template = Path(config.get(KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE))
     assert template.parent == tmp_path and "a: b" in template.read_text()
 
 
@@ -260,8 +269,8 @@ def test_on_yarn_cpu_becomes_whole_vcores_and_the_hadoop_config_map_is_required(
     )
     config = job_configuration(spec, "wc", "ns", "uid", {}, tmp_path)
     assert config.get(options.EXECUTION_TARGET) == "yarn-per-job"
-    assert (config.get(options.YARN_APPMASTER_VCORES), config.get(options.YARN_CONTAINERS_VCORES)) == (1, 2)
-    assert not config.contains(options.KUBERNETES_TASK_MANAGER_CPU)
+    assert (config.get(YARN_APPMASTER_VCORES), config.get(YARN_CONTAINERS_VCORES)) == (1, 2)
+    assert not config.contains(KUBERNETES_TASK_MANAGER_CPU)
 
 
 def test_the_cluster_of_a_flinkjob_is_found_from_its_raw_spec_and_status():

@@ -14,10 +14,10 @@ from jobcluster.backends.kubernetes.cluster_config import cluster_side_configura
 from jobcluster.backends.kubernetes.descriptor import TASK_MANAGER_TEMPLATE_FILE, KubernetesClusterDescriptor, _staged_files
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
 from jobcluster.backends.kubernetes.rest_endpoint import pod_rest_url, service_rest_url
+from jobcluster.backends.registry import validate_configuration
 from jobcluster.client.descriptor import PackagedProgram
 from jobcluster.client.program import build_job_graph
 from jobcluster.config.configuration import Configuration
-from jobcluster.config.validation import validate_configuration
 from jobcluster.errors import DeploymentError, IllegalConfigurationError
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 

@@ -74,7 +74,7 @@ def run_entrypoint(tmp_path: Path, name: str, args: list[str], extra_env: dict[s
 def test_jobmanager_copies_the_staged_files_binds_rest_to_the_pod_ip_and_execs_the_bootstrap(tmp_path):
     recorded = run_entrypoint(tmp_path, "jobmanager", [], {})
     cluster_dir = tmp_path / "work" / "cluster"
-    assert recorded["argv"][1:] == ["-m", "jobcluster.runtime.entrypoint"]
+    assert recorded["argv"][1:] == ["-m", "jobcluster.backends.kubernetes.entrypoint"]
     assert recorded["cwd"] == str(cluster_dir)
     env = recorded["env"]
     assert env["JOBCLUSTER_CLUSTER_DIR"] == str(cluster_dir)

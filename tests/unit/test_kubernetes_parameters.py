@@ -9,8 +9,8 @@ import pytest
 from jobcluster.backends.kubernetes.cluster_id import check_cluster_id, cluster_id_from_config, default_cluster_id
 from jobcluster.backends.kubernetes.option_text import parse_map, parse_map_list
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
+from jobcluster.backends.registry import validate_configuration
 from jobcluster.config.configuration import Configuration
-from jobcluster.config.validation import validate_configuration
 from jobcluster.errors import IllegalConfigurationError
 
 JOB_ID = "0123456789abcdef0123456789abcdef"

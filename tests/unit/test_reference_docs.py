@@ -6,10 +6,12 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from jobcluster.backends.yarn import options as yarn_options_module
+from jobcluster.backends import registry
+from jobcluster.backends.yarn import config_options as yarn_config_options
+from jobcluster.backends.yarn.config_options import YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL
 from jobcluster.cli.main import cli
 from jobcluster.config import options as o
-from jobcluster.config.options import ConfigOption
+from jobcluster.config.config_option import ConfigOption
 from tests.support import reference_docs as docs
 
 
@@ -49,7 +51,7 @@ def test_defaults_render_as_a_user_writes_them():
         return docs.default_text(option)
 
     assert default(o.SLOT_REQUEST_TIMEOUT) == "`300 s`"
-    assert default(o.YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL) == "`500 ms`"
+    assert default(YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL) == "`500 ms`"
     assert default(o.TASK_MANAGER_TASK_OFF_HEAP_MEMORY) == "`0 bytes`"
     assert default(o.JOB_MANAGER_JVM_OVERHEAD_MAX) == "`1 gb`"
     assert default(o.TASK_MANAGER_MANAGED_MEMORY_FRACTION) == "`0.4`"  # the float32 nearest 0.4, not its double digits
@@ -86,14 +88,19 @@ def test_options_are_grouped_by_first_component_and_sorted(rendered):
 
 def test_every_declared_option_has_one_row(rendered):
     page = rendered["docs/reference/configuration.md"]
-    for option in o.ALL_OPTIONS:
+    for option in registry.ALL_OPTIONS:
         row_of(page, f"`{option.key}`")
 
 
+def test_the_documented_options_are_the_checked_ones():
+    # An option declared outside the registry's modules would be documented, but never checked by the client.
+    assert docs.declared_options(docs.package_modules()) == sorted(registry.ALL_OPTIONS, key=lambda option: option.key)
+
+
 def test_option_declared_in_another_module_of_the_package_appears(monkeypatch):
-    # As after moving the yarn.* options beside their backend: declared in backends/yarn/options.py.
+    # As the yarn.* options are: declared beside their backend, in backends/yarn/config_options.py.
     moved = ConfigOption("yarn.test-only.moved", "duration", 90.0, description="Declared | outside config/options.py.", positive=True)
-    monkeypatch.setattr(yarn_options_module, "MOVED_FOR_TEST", moved, raising=False)
+    monkeypatch.setattr(yarn_config_options, "MOVED_FOR_TEST", moved, raising=False)
 
     row = row_of(docs.configuration_page(), "`yarn.test-only.moved`")
 
@@ -124,7 +131,8 @@ def test_discovery_rejects_two_different_declarations_of_one_key():
 
 def test_package_scan_skips_main_modules_and_finds_the_options_module():
     names = {module.__name__ for module in docs.package_modules()}
-    assert "jobcluster.config.options" in names and "jobcluster.backends.yarn.options" in names
+    assert "jobcluster.config.options" in names
+    assert {"jobcluster.backends.yarn.config_options", "jobcluster.backends.kubernetes.config_options"} <= names
     assert not any(name.endswith("__main__") for name in names)
 
 

@@ -12,6 +12,7 @@ import pytest
 from jobcluster.config import options as o
 from jobcluster.config.configuration import Configuration, InvalidValueError
 from jobcluster.errors import IllegalConfigurationError
+from jobcluster.memory.capped import read_memory
 from jobcluster.memory.spec import ResourceProfile, TaskExecutorProcessSpec, WorkerResourceSpec
 from jobcluster.memory.taskexecutor import (
     process_spec_from_worker_spec,
@@ -621,3 +622,10 @@ def test_many_configurations(mapping):
     # the ResourceManager's worker spec round trip gives the same process
     assert process_spec_from_worker_spec(config, spec.worker_resource_spec()) == spec
     assert TaskExecutorProcessSpec.from_dict(spec.to_dict()) == spec
+
+
+def test_a_size_without_default_is_read_only_where_it_is_set():
+    assert read_memory(Configuration({"taskmanager.memory.task.heap.size": "1g"}), o.TASK_MANAGER_TASK_HEAP_MEMORY) == GiB
+    assert read_memory(Configuration(), o.TASK_MANAGER_FRAMEWORK_HEAP_MEMORY) == 128 * MiB  # the default
+    with pytest.raises(IllegalConfigurationError, match=r"config option 'taskmanager\.memory\.task\.heap\.size': it is not set"):
+        read_memory(Configuration(), o.TASK_MANAGER_TASK_HEAP_MEMORY)

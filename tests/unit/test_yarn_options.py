@@ -4,6 +4,21 @@ from decimal import Decimal
 
 import pytest
 
+from jobcluster.backends import registry
+from jobcluster.backends.yarn.config_options import (
+    YARN_APPLICATION_NAME,
+    YARN_APPLICATION_PRIORITY,
+    YARN_APPLICATION_QUEUE,
+    YARN_APPLICATION_TYPE,
+    YARN_APPMASTER_VCORES,
+    YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL,
+    YARN_CONTAINERS_VCORES,
+    YARN_HEARTBEAT_INTERVAL,
+    YARN_OPTIONS,
+    YARN_PYTHON,
+    YARN_STAGING_DIRECTORY,
+    YARN_TAGS,
+)
 from jobcluster.backends.yarn.errors import YarnConfigurationError
 from jobcluster.backends.yarn.options import (
     application_tags,
@@ -12,7 +27,6 @@ from jobcluster.backends.yarn.options import (
     vcores_of,
     yarn_options,
 )
-from jobcluster.config import options as o
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import IllegalConfigurationError
 
@@ -38,15 +52,15 @@ def test_defaults_are_flinks():
 
 
 def test_option_defaults_as_declared():
-    assert o.YARN_HEARTBEAT_INTERVAL.default == 5
-    assert o.YARN_HEARTBEAT_INTERVAL.deprecated_keys == ("yarn.heartbeat-delay",)
-    assert o.YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL.default == 0.5
-    assert o.YARN_CONTAINERS_VCORES.default == -1
-    assert o.YARN_APPMASTER_VCORES.default == 1
-    assert o.YARN_APPLICATION_PRIORITY.default == -1
-    assert o.YARN_TAGS.default == ""
-    for option in (o.YARN_APPLICATION_NAME, o.YARN_APPLICATION_QUEUE, o.YARN_APPLICATION_TYPE, o.YARN_STAGING_DIRECTORY, o.YARN_PYTHON):
-        assert option in o.ALL_OPTIONS
+    assert YARN_HEARTBEAT_INTERVAL.default == 5
+    assert YARN_HEARTBEAT_INTERVAL.deprecated_keys == ("yarn.heartbeat-delay",)
+    assert YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL.default == 0.5
+    assert YARN_CONTAINERS_VCORES.default == -1
+    assert YARN_APPMASTER_VCORES.default == 1
+    assert YARN_APPLICATION_PRIORITY.default == -1
+    assert YARN_TAGS.default == ""
+    for option in (YARN_APPLICATION_NAME, YARN_APPLICATION_QUEUE, YARN_APPLICATION_TYPE, YARN_STAGING_DIRECTORY, YARN_PYTHON):
+        assert option in YARN_OPTIONS and option in registry.ALL_OPTIONS
 
 
 def test_configured_values():

@@ -1,36 +1,64 @@
-"""The one registry of targets: ``execution.target`` → ClusterDescriptor and ResourceManagerDriver.
+"""The one registry of the backends: each ``execution.target``'s ClusterDescriptor, and every option.
 
-A dict of module paths, imported only when a target is used, so a local run
-never imports the Kubernetes or YARN client libraries. Each backend module
-provides ``create_cluster_descriptor(config)`` and ``create_driver(config, rest_url)`` (``rest_url``:
-the JobManager's REST endpoint, which a driver may register with its platform, as YARN's ApplicationMaster does).
+Why here: the composition roots (the CLI, the FlinkJob controller) pick a
+ClusterDescriptor by target, and check a configuration against every option
+jobcluster declares: the shared ones (``config/options.py``) and each backend's
+own (``backends/<name>/config_options.py``), which ``config/`` may not import.
+
+A backend's descriptor is imported only when its target is used (its options
+modules import nothing but ``config/``), so a local run never imports the
+Kubernetes or YARN client libraries.  Each backend package provides
+``create_cluster_descriptor(config)``.  The JobManager's side does not come
+here: each backend's process entry point (``backends/<name>/entrypoint.py``)
+passes its own ResourceManagerDriver factory to the shared bootstrap.
 """
 
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any
 
+from jobcluster.backends.kubernetes.config_options import KUBERNETES_OPTIONS
+from jobcluster.backends.yarn.config_options import YARN_OPTIONS
 from jobcluster.client.descriptor import ClusterDescriptor
+from jobcluster.config import validation
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.options import CORE_OPTIONS
+from jobcluster.config.targets import DeploymentTarget
 from jobcluster.errors import IllegalConfigurationError
-from jobcluster.runtime.resourcemanager.driver import ResourceManagerDriver
 
-TARGETS: dict[str, str] = {
-    "local": "jobcluster.backends.local",
-    "yarn-per-job": "jobcluster.backends.yarn",
-    "kubernetes-application": "jobcluster.backends.kubernetes",
+TARGETS: dict[DeploymentTarget, str] = {
+    DeploymentTarget.LOCAL: "jobcluster.backends.local",
+    DeploymentTarget.YARN_PER_JOB: "jobcluster.backends.yarn",
+    DeploymentTarget.KUBERNETES_APPLICATION: "jobcluster.backends.kubernetes",
 }
+
+#: Every option jobcluster declares, in documentation order: the shared ones, then YARN's, then Kubernetes'.
+ALL_OPTIONS: tuple[ConfigOption[Any], ...] = (*CORE_OPTIONS, *YARN_OPTIONS, *KUBERNETES_OPTIONS)
+
+
+def validate_configuration(config: Configuration) -> None:
+    """Check ``config`` against every option jobcluster declares (:data:`ALL_OPTIONS`), before anything is deployed.
+
+    Raises:
+        IllegalConfigurationError: one line per problem, each naming the key, the value given and what is
+            expected (:func:`jobcluster.config.validation.validate_configuration`).
+    """
+    validation.validate_configuration(config, ALL_OPTIONS)
 
 
 def known_targets() -> list[str]:
-    return sorted(TARGETS)
+    """Every target's name, sorted."""
+    return sorted(target.value for target in TARGETS)
 
 
 def _backend(target: str) -> ModuleType:
-    module = TARGETS.get(target)
-    if module is None:
-        raise IllegalConfigurationError(f"unknown execution.target {target!r}; available targets: {', '.join(known_targets())}")
+    try:
+        module = TARGETS[DeploymentTarget(target)]
+    except ValueError:
+        raise IllegalConfigurationError(f"unknown execution.target {target!r}; available targets: {', '.join(known_targets())}") from None
     return importlib.import_module(module)
 
 
@@ -38,10 +66,3 @@ def cluster_descriptor(target: str, config: Configuration) -> ClusterDescriptor:
     """The ClusterDescriptor of ``target``; IllegalConfigurationError for an unknown target."""
     descriptor: ClusterDescriptor = _backend(target).create_cluster_descriptor(config)
     return descriptor
-
-
-def resource_manager_driver(target: str, config: Configuration, rest_url: str) -> ResourceManagerDriver:
-    """The ResourceManagerDriver of ``target`` in a JobManager serving REST at ``rest_url``;
-    IllegalConfigurationError for an unknown target."""
-    driver: ResourceManagerDriver = _backend(target).create_driver(config, rest_url)
-    return driver

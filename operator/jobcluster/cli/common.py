@@ -10,9 +10,9 @@ from typing import Any, ParamSpec, TypeVar
 
 import click
 
+from jobcluster.backends.registry import validate_configuration
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.loader import load_configuration, parse_dynamic_property
-from jobcluster.config.validation import validate_configuration
 from jobcluster.errors import JobClusterError
 
 _F = TypeVar("_F", bound=Callable[..., Any])

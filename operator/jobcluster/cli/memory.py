@@ -20,6 +20,7 @@ from pathlib import Path
 
 import click
 
+from jobcluster.backends.registry import validate_configuration
 from jobcluster.cli.common import check_dynamic_properties
 from jobcluster.config.loader import (
     CONFIG_FILE_NAME,
@@ -28,7 +29,6 @@ from jobcluster.config.loader import (
     parse_dynamic_property,
 )
 from jobcluster.config.options import JOB_MANAGER_JVM_DIRECT_MEMORY_LIMIT_ENABLED
-from jobcluster.config.validation import validate_configuration
 from jobcluster.errors import JobClusterError
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
 from jobcluster.memory.size import format_binary

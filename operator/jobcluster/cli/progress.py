@@ -17,6 +17,7 @@ import click
 
 from jobcluster.client.job_client import JobClient, JobExecutionResult
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.targets import DeploymentTarget
 from jobcluster.jobgraph.model import JobGraph
 
 
@@ -47,7 +48,7 @@ class ProgressPrinter:
     def detached(self, job_client: JobClient, target: str) -> None:
         cluster = job_client.cluster_client
         job = job_client.job_id
-        on_target = "" if target == "local" else f" -t {target}"
+        on_target = "" if target == DeploymentTarget.LOCAL else f" -t {target}"
         logs = f" ({cluster.log_location})" if cluster.log_location else ""
         click.echo(f"Job has been submitted with JobID {job} to job cluster {cluster.cluster_id}")
         click.echo(f"  follow it:  jobcluster list{on_target}   (or GET {cluster.rest_url}/jobs/{job})")

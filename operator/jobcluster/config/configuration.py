@@ -10,9 +10,9 @@ value is reported when it is read, naming the key, as Flink does.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from jobcluster.config.options import ConfigOption
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.values import (
     parse_bool,
     parse_double,
@@ -22,6 +22,8 @@ from jobcluster.config.values import (
     parse_memory_size,
 )
 from jobcluster.errors import IllegalConfigurationError
+
+T = TypeVar("T")
 
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "memory": parse_memory_size,
@@ -66,12 +68,13 @@ class Configuration:
 
     # -- typed access --------------------------------------------------------
 
-    def get(self, option: ConfigOption) -> Any:
+    def get(self, option: ConfigOption[T]) -> T:
         """The typed value of ``option``, or ``option.default`` when no key of it is present.
 
         The option's key wins over its fallback keys, which win over its
         deprecated keys.  Memory sizes are int bytes, durations float seconds,
-        fractions (``float``) the exact widening of a 32-bit float.
+        fractions (``float``) the exact widening of a 32-bit float; ``None`` only
+        for an unset option whose default is ``None``.
 
         Raises:
             IllegalConfigurationError: the present value cannot be parsed; the
@@ -84,22 +87,24 @@ class Configuration:
             return option.default
         key, text = found
         try:
-            return _PARSERS[option.kind](text)
+            # the kind's parser returns the option's type: ConfigOption's constructor ties the two
+            value: T = _PARSERS[option.kind](text)
         except ValueError as error:
             # Flink's exact sentences; the parser's reason stays in the chained cause.
             if option.kind == "memory":
                 raise IllegalConfigurationError(f"Cannot read memory size from config option '{option.key}'.") from error
             raise InvalidValueError(f"Could not parse value '{text}' for key '{key}'.") from error
+        return value
 
-    def get_optional(self, option: ConfigOption) -> Any | None:
+    def get_optional(self, option: ConfigOption[T]) -> T | None:
         """Like :meth:`get`, but ``None`` when no key of the option is present (ignores the default)."""
         return self.get(option) if self.contains(option) else None
 
-    def contains(self, option: ConfigOption) -> bool:
+    def contains(self, option: ConfigOption[Any]) -> bool:
         """Whether the option's key, or one of its fallback/deprecated keys, is present."""
         return self._find(option) is not None
 
-    def _find(self, option: ConfigOption) -> tuple[str, str] | None:
+    def _find(self, option: ConfigOption[Any]) -> tuple[str, str] | None:
         for key in option.all_keys:
             if key in self._values:
                 return key, self._values[key]
@@ -111,7 +116,7 @@ class Configuration:
         """The text stored under exactly ``key`` (no fallbacks), or ``default``."""
         return self._values.get(key, default)
 
-    def set(self, key: str | ConfigOption, value: Any) -> Configuration:
+    def set(self, key: str | ConfigOption[Any], value: Any) -> Configuration:
         """Store ``value`` (converted to text) under ``key`` or the option's key; returns self."""
         name = key.key if isinstance(key, ConfigOption) else key
         if not isinstance(name, str) or not name.strip():
@@ -119,7 +124,7 @@ class Configuration:
         self._values[name.strip()] = value_to_text(value)
         return self
 
-    def remove(self, key: str | ConfigOption) -> bool:
+    def remove(self, key: str | ConfigOption[Any]) -> bool:
         """Remove the key (for an option: its key and every fallback/deprecated key); True if any was present."""
         names = key.all_keys if isinstance(key, ConfigOption) else (key,)
         removed = False

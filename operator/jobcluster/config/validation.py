@@ -6,15 +6,19 @@ client, start a cluster and fail seconds later inside the entrypoint.  The
 client calls :func:`validate_configuration` first, and every problem is
 reported at once, each naming the key, the value and the expected form.
 Keys jobcluster does not know are not checked; they pass through untouched.
+The options to check are an argument: the backends declare their own, which
+this layer cannot import (``backends.registry.validate_configuration`` passes
+every option).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from jobcluster.config import options
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
-from jobcluster.config.options import ConfigOption
 from jobcluster.errors import IllegalConfigurationError
 
 #: The form each kind of value takes, as the error messages describe it.
@@ -29,8 +33,10 @@ EXPECTED_FORM = {
 }
 
 
-def validate_configuration(config: Configuration, known: Iterable[ConfigOption] = options.ALL_OPTIONS) -> None:
+def validate_configuration(config: Configuration, known: Iterable[ConfigOption[Any]]) -> None:
     """Check the value of every option in ``known`` that ``config`` sets, then the rules between options.
+
+    ``known``: the options to check, e.g. ``backends.registry.ALL_OPTIONS`` (every option jobcluster declares).
 
     Raises:
         IllegalConfigurationError: one line per problem, each naming the key,
@@ -45,7 +51,7 @@ def validate_configuration(config: Configuration, known: Iterable[ConfigOption] 
         raise IllegalConfigurationError("invalid configuration:\n  - " + "\n  - ".join(problems))
 
 
-def option_problem(config: Configuration, option: ConfigOption) -> str | None:
+def option_problem(config: Configuration, option: ConfigOption[Any]) -> str | None:
     """Why the value ``config`` gives ``option`` is not acceptable, or None (also when it is unset)."""
     key = next((k for k in option.all_keys if k in config), None)
     if key is None:
@@ -62,7 +68,7 @@ def option_problem(config: Configuration, option: ConfigOption) -> str | None:
     return _range_problem(key, text, value, option)
 
 
-def _range_problem(key: str, text: str, value: float, option: ConfigOption) -> str | None:
+def _range_problem(key: str, text: str, value: float, option: ConfigOption[Any]) -> str | None:
     unit = _UNIT.get(option.kind, "")
     if option.positive and value <= 0:
         return f"{key}: '{text}' must be greater than 0{unit}"

@@ -27,11 +27,25 @@ from pathlib import Path
 import yaml
 
 from jobcluster.backends.kubernetes.cluster_id import check_cluster_id
+from jobcluster.backends.kubernetes.config_options import (
+    KUBERNETES_CLUSTER_ID,
+    KUBERNETES_CONTAINER_IMAGE,
+    KUBERNETES_CONTAINER_IMAGE_PULL_POLICY,
+    KUBERNETES_JOB_MANAGER_CPU,
+    KUBERNETES_JOB_MANAGER_OWNER_REFERENCE,
+    KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
+    KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT,
+    KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT,
+    KUBERNETES_NAMESPACE,
+    KUBERNETES_TASK_MANAGER_CPU,
+    KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE,
+)
+from jobcluster.backends.registry import validate_configuration
+from jobcluster.backends.yarn.config_options import YARN_APPMASTER_VCORES, YARN_CONTAINERS_VCORES
 from jobcluster.client.executor import cluster_specification
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.loader import load_configuration
-from jobcluster.config.validation import validate_configuration
 from jobcluster.controller.resource import API_VERSION, KIND, TARGET_YARN, FlinkJobSpec
 
 JM_TEMPLATE_FILE = "jobmanager-pod-template.yaml"
@@ -58,21 +72,21 @@ def job_configuration(spec: FlinkJobSpec, name: str, namespace: str, uid: str, d
     check_cluster_id(name)
     typed: dict[str, str] = {options.PARALLELISM_DEFAULT.key: str(spec.job.parallelism)}
     if spec.image:
-        typed[options.KUBERNETES_CONTAINER_IMAGE.key] = spec.image
+        typed[KUBERNETES_CONTAINER_IMAGE.key] = spec.image
     if spec.image_pull_policy:
-        typed[options.KUBERNETES_CONTAINER_IMAGE_PULL_POLICY.key] = spec.image_pull_policy
-    typed[options.KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT.key] = spec.service_account
+        typed[KUBERNETES_CONTAINER_IMAGE_PULL_POLICY.key] = spec.image_pull_policy
+    typed[KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT.key] = spec.service_account
     yarn = spec.target == TARGET_YARN
     resources = (
         (
             spec.job_manager,
             options.JOB_MANAGER_TOTAL_PROCESS_MEMORY,
-            options.YARN_APPMASTER_VCORES if yarn else options.KUBERNETES_JOB_MANAGER_CPU,
+            YARN_APPMASTER_VCORES if yarn else KUBERNETES_JOB_MANAGER_CPU,
         ),
         (
             spec.task_manager,
             options.TASK_MANAGER_TOTAL_PROCESS_MEMORY,
-            options.YARN_CONTAINERS_VCORES if yarn else options.KUBERNETES_TASK_MANAGER_CPU,
+            YARN_CONTAINERS_VCORES if yarn else KUBERNETES_TASK_MANAGER_CPU,
         ),
     )
     for pod, memory, cpu in resources:
@@ -81,8 +95,8 @@ def job_configuration(spec: FlinkJobSpec, name: str, namespace: str, uid: str, d
         if pod.resource.cpu is not None:  # YARN counts whole vcores
             typed[cpu.key] = str(math.ceil(pod.resource.cpu)) if yarn else str(pod.resource.cpu)
     templates = (
-        (spec.job_manager.pod_template, JM_TEMPLATE_FILE, options.KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE),
-        (spec.task_manager.pod_template, TM_TEMPLATE_FILE, options.KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE),
+        (spec.job_manager.pod_template, JM_TEMPLATE_FILE, KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE),
+        (spec.task_manager.pod_template, TM_TEMPLATE_FILE, KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE),
     )
     for template, file_name, option in templates:
         if template:
@@ -92,10 +106,10 @@ def job_configuration(spec: FlinkJobSpec, name: str, namespace: str, uid: str, d
     owned = {
         options.EXECUTION_TARGET.key: spec.target,
         options.EXECUTION_ATTACHED.key: "true",
-        options.KUBERNETES_NAMESPACE.key: namespace,
-        options.KUBERNETES_CLUSTER_ID.key: name,
-        options.KUBERNETES_JOB_MANAGER_OWNER_REFERENCE.key: owner_reference(name, uid),
-        options.KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT.key: f"{spec.startup_deadline_seconds} s",
+        KUBERNETES_NAMESPACE.key: namespace,
+        KUBERNETES_CLUSTER_ID.key: name,
+        KUBERNETES_JOB_MANAGER_OWNER_REFERENCE.key: owner_reference(name, uid),
+        KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT.key: f"{spec.startup_deadline_seconds} s",
     }
     merged = {**defaults, **spec.flink_configuration, **typed, **owned}
     merged.setdefault(options.PIPELINE_NAME.key, name)

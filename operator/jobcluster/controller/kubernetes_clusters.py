@@ -15,6 +15,7 @@ import logging
 import kubernetes
 
 from jobcluster.backends.kubernetes.cluster_objects import delete_cluster
+from jobcluster.backends.kubernetes.config_options import KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT, KUBERNETES_NAMESPACE
 from jobcluster.backends.kubernetes.descriptor import KubernetesClusterDescriptor
 from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.backends.kubernetes.labels import selector_text, task_manager_selector
@@ -24,7 +25,6 @@ from jobcluster.backends.kubernetes.pod_watch import list_pods
 from jobcluster.client.descriptor import PackagedProgram
 from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.program import build_job_graph
-from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.controller.clusters import ClusterRef, Deployed, Observation, observe_job
 from jobcluster.controller.job_rbac import ensure_job_service_account
@@ -43,7 +43,7 @@ class KubernetesClusters:
         self.job_cluster_role = job_cluster_role
 
     def _descriptor(self, namespace: str, config: Configuration | None = None) -> KubernetesClusterDescriptor:
-        config = config if config is not None else Configuration({options.KUBERNETES_NAMESPACE.key: namespace})
+        config = config if config is not None else Configuration({KUBERNETES_NAMESPACE.key: namespace})
         return KubernetesClusterDescriptor(config, api=self.api)
 
     def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
@@ -55,7 +55,7 @@ class KubernetesClusters:
         """
         self.remove_result(ref)  # a result of an earlier run is not this run's
         if self.job_cluster_role:  # the JobManager's ServiceAccount where no chart made it (job_rbac.py)
-            account = str(config.get(options.KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT))
+            account = str(config.get(KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT))
             ensure_job_service_account(self.api, ref.namespace, account, self.job_cluster_role)
         graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
         job_client = PipelineExecutor(self._descriptor(ref.namespace, config)).execute(graph, program, config)

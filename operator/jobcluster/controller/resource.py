@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from jobcluster.config.targets import DeploymentTarget
 from jobcluster.errors import IllegalConfigurationError
 
 GROUP = "jobcluster.io"
@@ -25,8 +26,8 @@ PLURAL = "flinkjobs"
 KIND = "FlinkJob"
 API_VERSION = f"{GROUP}/{VERSION}"
 
-TARGET_KUBERNETES = "kubernetes-application"
-TARGET_YARN = "yarn-per-job"
+TARGET_KUBERNETES = DeploymentTarget.KUBERNETES_APPLICATION
+TARGET_YARN = DeploymentTarget.YARN_PER_JOB
 
 
 class InvalidSpecError(IllegalConfigurationError):

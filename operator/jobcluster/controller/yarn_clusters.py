@@ -29,11 +29,11 @@ from pathlib import Path
 import kubernetes
 
 from jobcluster.backends.kubernetes.kube_client import api_call
+from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_TAGS
 from jobcluster.backends.yarn.descriptor import YarnClusterDescriptor
 from jobcluster.client.descriptor import PackagedProgram
 from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.program import build_job_graph
-from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.controller.clusters import ClusterRef, Deployed, Observation, observe_job
 from jobcluster.controller.resource import InvalidSpecError
@@ -107,7 +107,7 @@ class YarnClusters:
 
     def _descriptor(self, ref: ClusterRef, config: Configuration | None = None, refresh: bool = False) -> YarnClusterDescriptor:
         config = config.copy() if config is not None else Configuration()
-        config.set(options.ENV_HADOOP_CONF_DIR, str(self.hadoop_conf_dir(ref, refresh)))
+        config.set(ENV_HADOOP_CONF_DIR, str(self.hadoop_conf_dir(ref, refresh)))
         return YarnClusterDescriptor(config)
 
     def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
@@ -119,8 +119,8 @@ class YarnClusters:
                 (nothing is left behind: the application is killed and its staging directory removed).
         """
         config = config.copy()
-        user_tags = [t for t in str(config.get(options.YARN_TAGS)).split(",") if t.strip()]
-        config.set(options.YARN_TAGS, ",".join([*user_tags, flinkjob_tag(ref.uid)]))
+        user_tags = [t for t in str(config.get(YARN_TAGS)).split(",") if t.strip()]
+        config.set(YARN_TAGS, ",".join([*user_tags, flinkjob_tag(ref.uid)]))
         graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
         job_client = PipelineExecutor(self._descriptor(ref, config, refresh=True)).execute(graph, program, config)
         try:

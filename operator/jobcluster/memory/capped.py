@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
-from jobcluster.config.options import ConfigOption
 from jobcluster.config.values import java_double_text
 from jobcluster.errors import IllegalConfigurationError
 from jobcluster.memory.size import format_memory_size, inverse_fraction, multiply
@@ -31,13 +31,19 @@ class RangeFraction:
     fraction: float
 
 
-def read_memory(config: Configuration, option: ConfigOption) -> int:
+def read_memory(config: Configuration, option: ConfigOption[int | None]) -> int:
     """The option's size in bytes (its default when absent).
 
+    An option without a default is read only where the derivation path has it set
+    (:func:`jobcluster.memory.process.select_path`, ``config.contains``).
+
     Raises:
-        IllegalConfigurationError: "Cannot read memory size from config option '<key>'."
+        IllegalConfigurationError: "Cannot read memory size from config option '<key>'.", also
+            when the option is unset and has no default.
     """
-    size: int = config.get(option)
+    size = config.get(option)
+    if size is None:
+        raise IllegalConfigurationError(f"Cannot read memory size from config option '{option.key}': it is not set.")
     return size
 
 
@@ -45,7 +51,7 @@ def read_range_fraction(
     config: Configuration,
     min_size: int,
     max_size: int,
-    fraction_option: ConfigOption,
+    fraction_option: ConfigOption[float],
 ) -> RangeFraction:
     """Validate and return the triple (min, max, configured fraction).
 
@@ -71,9 +77,9 @@ def read_range_fraction(
 
 def read_range_options(
     config: Configuration,
-    min_option: ConfigOption,
-    max_option: ConfigOption,
-    fraction_option: ConfigOption,
+    min_option: ConfigOption[int],
+    max_option: ConfigOption[int],
+    fraction_option: ConfigOption[float],
 ) -> RangeFraction:
     """Read min, max (in that order) and the fraction of a capped component; see :func:`read_range_fraction`."""
     min_size = read_memory(config, min_option)

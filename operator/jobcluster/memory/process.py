@@ -23,8 +23,8 @@ import logging
 from dataclasses import dataclass
 from enum import Enum
 
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
-from jobcluster.config.options import ConfigOption
 from jobcluster.errors import IllegalConfigurationError
 from jobcluster.memory.capped import (
     RangeFraction,
@@ -52,13 +52,13 @@ class DerivationPath(Enum):
 class ProcessMemoryOptions:
     """The options that play the process-level roles for one kind of process."""
 
-    required_fine_grained: tuple[ConfigOption, ...]
-    total_flink: ConfigOption
-    total_process: ConfigOption
-    jvm_metaspace: ConfigOption
-    jvm_overhead_min: ConfigOption
-    jvm_overhead_max: ConfigOption
-    jvm_overhead_fraction: ConfigOption
+    required_fine_grained: tuple[ConfigOption[int | None], ...]
+    total_flink: ConfigOption[int | None]
+    total_process: ConfigOption[int | None]
+    jvm_metaspace: ConfigOption[int]
+    jvm_overhead_min: ConfigOption[int]
+    jvm_overhead_max: ConfigOption[int]
+    jvm_overhead_fraction: ConfigOption[float]
 
 
 def select_path(config: Configuration, options: ProcessMemoryOptions) -> DerivationPath:

@@ -161,10 +161,11 @@ def cpu_cores_from_config(config: Configuration, fallback: float | None = None) 
     Raises:
         IllegalConfigurationError: the result is not positive.
     """
-    if config.contains(o.TASK_MANAGER_CPU_CORES):
-        cores = float(config.get(o.TASK_MANAGER_CPU_CORES))
+    configured = config.get(o.TASK_MANAGER_CPU_CORES)
+    if configured is not None:
+        cores = configured
     elif fallback is not None and fallback > 0:
-        cores = float(fallback)
+        cores = fallback
     else:
         cores = float(config.get(o.NUM_TASK_SLOTS))
     if not cores > 0:
@@ -181,7 +182,7 @@ def num_slots_from_config(config: Configuration) -> int:
     Raises:
         IllegalConfigurationError: fewer than one slot.
     """
-    slots: int = config.get(o.NUM_TASK_SLOTS)
+    slots = config.get(o.NUM_TASK_SLOTS)
     if slots < 1:
         raise IllegalConfigurationError(
             f"Invalid configuration value for {o.NUM_TASK_SLOTS.key} : {slots} - Number of task slots must be at least one."

@@ -23,12 +23,12 @@ _ROOT = Path(__file__).resolve().parents[3]
 if str(_ROOT) not in sys.path:  # `tests.infra` is imported as a namespace package from the repo root
     sys.path.insert(0, str(_ROOT))
 
-from jobcluster.config import options  # noqa: E402
+from jobcluster.backends.kubernetes.config_options import KUBERNETES_CONTAINER_IMAGE  # noqa: E402
 from tests.infra.k8s.cluster import KubernetesCluster, KubernetesClusterError, build_project_image, build_tools  # noqa: E402
 
 # The image the product's defaults name (kubernetes.container.image.ref, the chart's image): the working
 # tree's image goes by that name on the node too, so the documented commands run as written.
-DEFAULT_IMAGE = str(options.KUBERNETES_CONTAINER_IMAGE.default)
+DEFAULT_IMAGE = str(KUBERNETES_CONTAINER_IMAGE.default)
 _FAILED = pytest.StashKey[bool]()
 _WORK_DIR = pytest.StashKey[Path]()
 _IMAGE = pytest.StashKey[tuple[str, Path]]()

@@ -23,10 +23,10 @@ from kubernetes.utils import parse_quantity
 
 from jobcluster.backends.kubernetes.cluster_config import cluster_side_configuration
 from jobcluster.backends.kubernetes.cluster_objects import create_job_manager_objects
+from jobcluster.backends.kubernetes.config_options import KUBERNETES_JOB_MANAGER_OWNER_REFERENCE
 from jobcluster.backends.kubernetes.driver import KubernetesResourceManagerDriver
 from jobcluster.backends.kubernetes.job_result import read_job_result
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
-from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
@@ -308,7 +308,7 @@ def test_an_owned_cluster_leaves_its_job_result_for_its_owner(
         k8s_namespace, {"metadata": {"name": "stand-in-for-a-flinkjob"}}, _request_timeout=TIMEOUT
     ).metadata
     config = cluster_config(k8s_namespace, entrypoint_dir, k8s_image, pod_template)
-    config.set(options.KUBERNETES_JOB_MANAGER_OWNER_REFERENCE, f"apiVersion:v1,kind:ConfigMap,name:{owner.name},uid:{owner.uid}")
+    config.set(KUBERNETES_JOB_MANAGER_OWNER_REFERENCE, f"apiVersion:v1,kind:ConfigMap,name:{owner.name},uid:{owner.uid}")
     template = template_of(pod_template)
     create_job_manager_objects(k8s_api, job_manager_parameters(config, JOB_ID), FILES, "s3cr3t", template)
     account = service_account_client(k8s_cluster, k8s_api, k8s_namespace)

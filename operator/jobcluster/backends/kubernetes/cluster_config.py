@@ -12,12 +12,17 @@ and ``rest.address`` (the entry point binds REST to the pod's IP).
 
 from __future__ import annotations
 
+from jobcluster.backends.kubernetes.config_options import (
+    KUBERNETES_CLUSTER_ID,
+    KUBERNETES_CONFIG_FILE,
+    KUBERNETES_CONTEXT,
+    KUBERNETES_NAMESPACE,
+)
 from jobcluster.backends.kubernetes.parameters import KubernetesJobManagerParameters, KubernetesTaskManagerParameters
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.targets import DeploymentTarget
 from jobcluster.memory.spec import cpu_text
-
-TARGET = "kubernetes-application"
 
 
 def cluster_side_configuration(
@@ -25,12 +30,12 @@ def cluster_side_configuration(
 ) -> Configuration:
     """A copy of ``config`` to stage for the cluster (``config`` is not changed)."""
     staged = config.copy()
-    staged.set(options.EXECUTION_TARGET, TARGET)
-    staged.set(options.KUBERNETES_CLUSTER_ID, job_manager.cluster_id)
-    staged.set(options.KUBERNETES_NAMESPACE, job_manager.namespace)
+    staged.set(options.EXECUTION_TARGET, DeploymentTarget.KUBERNETES_APPLICATION)
+    staged.set(KUBERNETES_CLUSTER_ID, job_manager.cluster_id)
+    staged.set(KUBERNETES_NAMESPACE, job_manager.namespace)
     staged.set(options.REST_PORT, job_manager.rest_port)
     if not staged.contains(options.TASK_MANAGER_CPU_CORES):
         staged.set(options.TASK_MANAGER_CPU_CORES, cpu_text(task_manager.cpu_cores))
-    for client_only in (options.KUBERNETES_CONFIG_FILE, options.KUBERNETES_CONTEXT, options.REST_ADDRESS):
+    for client_only in (KUBERNETES_CONFIG_FILE, KUBERNETES_CONTEXT, options.REST_ADDRESS):
         staged.remove(client_only)
     return staged

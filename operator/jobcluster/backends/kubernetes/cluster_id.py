@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from jobcluster.config import options
+from jobcluster.backends.kubernetes.config_options import KUBERNETES_CLUSTER_ID
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import IllegalConfigurationError
 
@@ -29,7 +29,7 @@ def check_cluster_id(cluster_id: str) -> str:
             letter, ending with a letter or digit); the message names
             ``kubernetes.cluster-id`` and the rule broken.
     """
-    key = options.KUBERNETES_CLUSTER_ID.key
+    key = KUBERNETES_CLUSTER_ID.key
     if not cluster_id.strip():
         raise IllegalConfigurationError(f"{key} must not be blank.")
     if len(cluster_id) > MAX_CLUSTER_ID_LENGTH:
@@ -55,5 +55,5 @@ def cluster_id_from_config(config: Configuration, job_id: str) -> str:
     Raises:
         IllegalConfigurationError: see :func:`check_cluster_id`.
     """
-    configured = config.get(options.KUBERNETES_CLUSTER_ID)
+    configured = config.get(KUBERNETES_CLUSTER_ID)
     return default_cluster_id(job_id) if configured is None else check_cluster_id(configured)

@@ -18,11 +18,11 @@ from typing import Any
 import kubernetes
 
 from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes.config_options import KUBERNETES_CLUSTER_ID, KUBERNETES_NAMESPACE
 from jobcluster.backends.kubernetes.jobmanager import build_job_manager_deployment, build_rest_service
 from jobcluster.backends.kubernetes.kube_client import ObjectExistsError, api_call
 from jobcluster.backends.kubernetes.parameters import KubernetesJobManagerParameters
 from jobcluster.backends.kubernetes.staging import build_config_map, build_secret, check_config_map_size, staged_items
-from jobcluster.config import options
 from jobcluster.errors import AlreadyExistsError, DeploymentError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def create_job_manager_objects(
         raise _in_use(params) from exc
     except NotFoundError as exc:
         raise DeploymentError(
-            f"namespace {namespace} does not exist; create it or set {options.KUBERNETES_NAMESPACE.key} to an existing one"
+            f"namespace {namespace} does not exist; create it or set {KUBERNETES_NAMESPACE.key} to an existing one"
         ) from exc
     created: dict[str, Any] = api.sanitize_for_serialization(response)  # type: ignore[no-untyped-call]  # untyped in the client; the stored object as JSON, uid included
     log.info("created Deployment %s in namespace %s", cluster_id, namespace)
@@ -109,5 +109,5 @@ def _check_unused(core: kubernetes.client.CoreV1Api, params: KubernetesJobManage
 def _in_use(params: KubernetesJobManagerParameters) -> ObjectExistsError:
     return ObjectExistsError(
         f"the job cluster {params.cluster_id} already exists in namespace {params.namespace}; choose another "
-        f"{options.KUBERNETES_CLUSTER_ID.key}, or delete it with: kubectl delete deployment/{params.cluster_id} -n {params.namespace}"
+        f"{KUBERNETES_CLUSTER_ID.key}, or delete it with: kubectl delete deployment/{params.cluster_id} -n {params.namespace}"
     )

@@ -39,9 +39,17 @@ import yaml
 from jobcluster.backends.kubernetes import job_manager_pod as jmp
 from jobcluster.backends.kubernetes import pod_layout as pl
 from jobcluster.backends.kubernetes import rest_endpoint
-from jobcluster.backends.kubernetes.cluster_config import TARGET, cluster_side_configuration
+from jobcluster.backends.kubernetes.cluster_config import cluster_side_configuration
 from jobcluster.backends.kubernetes.cluster_id import check_cluster_id
 from jobcluster.backends.kubernetes.cluster_objects import create_job_manager_objects, delete_cluster
+from jobcluster.backends.kubernetes.config_options import (
+    KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
+    KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT,
+    KUBERNETES_NAMESPACE,
+    KUBERNETES_POD_TEMPLATE_FILE,
+    KUBERNETES_REST_ENDPOINT,
+    KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE,
+)
 from jobcluster.backends.kubernetes.job_result import read_job_result
 from jobcluster.backends.kubernetes.kube_client import api_call, load_api_client
 from jobcluster.backends.kubernetes.labels import (
@@ -67,6 +75,7 @@ from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, Clust
 from jobcluster.client.program import staged_files
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.targets import DeploymentTarget
 from jobcluster.errors import DeploymentError, NotFoundError
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.runtime.entrypoint import cluster_dir as layout
@@ -90,15 +99,15 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
     from ``config`` (the operator's); ``progress``: where step lines go.
     """
 
-    target = TARGET
+    target = DeploymentTarget.KUBERNETES_APPLICATION
 
     def __init__(self, config: Configuration, api: kubernetes.client.ApiClient | None = None, progress: Progress | None = None) -> None:
         self._config = config
         self._api = api
         if progress is not None:
             self.progress = progress
-        self.namespace = str(config.get(options.KUBERNETES_NAMESPACE))
-        self.rest_endpoint = str(config.get(options.KUBERNETES_REST_ENDPOINT))
+        self.namespace = config.get(KUBERNETES_NAMESPACE)
+        self.rest_endpoint = config.get(KUBERNETES_REST_ENDPOINT)
         # Port-forwards opened for pods off this client's network, by (namespace, pod): one per JobManager pod.
         self._forwards: dict[tuple[str, str], PodPortForward] = {}
 
@@ -128,7 +137,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         staged_config = cluster_side_configuration(config, jm, tm)
         files = _staged_files(graph, program, staged_config, tm)
         jm_template = (
-            load_pod_template(jm.pod_template_file, options.KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE.key) if jm.pod_template_file else None
+            load_pod_template(jm.pod_template_file, KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE.key) if jm.pod_template_file else None
         )
         secret = new_cluster_secret()
         api = self.api
@@ -139,7 +148,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             f"{pl.rest_service_name(jm.cluster_id)} in namespace {jm.namespace}"
         )
         try:
-            rest_url = self._wait_until_serving(jm, config.get(options.KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT))
+            rest_url = self._wait_until_serving(jm, config.get(KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT))
         except BaseException:
             try:
                 delete_cluster(api, jm.namespace, jm.cluster_id)
@@ -203,7 +212,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             time.sleep(POLL_SECONDS)
         raise DeploymentError(
             f"job cluster {jm.cluster_id} did not start within {timeout:.0f} s: still waiting for {waiting_for} "
-            f"({options.KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT.key}); the cluster was deleted"
+            f"({KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT.key}); the cluster was deleted"
         )
 
     def _serving_rest_url(self, jm: KubernetesJobManagerParameters) -> str | None:
@@ -321,7 +330,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         pod = jmp.newest_pod(pods)
         rest_url = None
         if pod is not None and jmp.is_running(pod):
-            port = jmp.rest_port(deployment, int(self._config.get(options.REST_PORT)) or 8081)
+            port = jmp.rest_port(deployment, self._config.get(options.REST_PORT) or 8081)
             try:
                 rest_url = self._rest_url_of(core, cluster_id, pod, port)
             except DeploymentError as exc:
@@ -389,11 +398,11 @@ def _staged_files(
     """
     files: dict[str, bytes] = {}
     if tm.pod_template_file:
-        template_key = options.KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE.key
+        template_key = KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE.key
         load_pod_template(tm.pod_template_file, template_key)  # refuse a bad template before anything is created
         files[TASK_MANAGER_TEMPLATE_FILE] = Path(tm.pod_template_file).read_bytes()
-        config.set(options.KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE, TASK_MANAGER_TEMPLATE_FILE)
-    for option in (options.KUBERNETES_POD_TEMPLATE_FILE, options.KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE):
+        config.set(KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE, TASK_MANAGER_TEMPLATE_FILE)
+    for option in (KUBERNETES_POD_TEMPLATE_FILE, KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE):
         config.remove(option)  # client-side paths; the JobManager pod reads only the TaskManager template, staged above
     files[layout.CONFIG_FILE] = yaml.safe_dump(config.to_dict(), sort_keys=True).encode()
     files[layout.JOB_GRAPH_FILE] = graph.model_dump_json(indent=2).encode()

@@ -36,6 +36,7 @@ import kubernetes
 
 from jobcluster.backends.kubernetes import pod_layout as pl
 from jobcluster.backends.kubernetes.cluster_objects import delete_cluster
+from jobcluster.backends.kubernetes.config_options import KUBERNETES_CLUSTER_ID, KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE
 from jobcluster.backends.kubernetes.job_result import build_job_result_config_map
 from jobcluster.backends.kubernetes.kube_client import api_call, load_api_client
 from jobcluster.backends.kubernetes.labels import selector_text, task_manager_selector
@@ -53,7 +54,6 @@ from jobcluster.backends.kubernetes.pod_status import exit_code, unscheduled_rea
 from jobcluster.backends.kubernetes.pod_template import load_pod_template
 from jobcluster.backends.kubernetes.pod_watch import WATCH_TIMEOUT_SECONDS, PodWatch, list_pods
 from jobcluster.backends.kubernetes.taskmanager import build_task_manager_pod, task_manager_pod_name
-from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import DeploymentError, IllegalConfigurationError, NotFoundError, ResourceManagerError
 from jobcluster.jobgraph.job_status import ApplicationStatus
@@ -320,15 +320,13 @@ def create_driver(config: Configuration, rest_url: str = "") -> KubernetesResour
         IllegalConfigurationError: no ``kubernetes.cluster-id`` in ``config``, no
             pod IP in the environment, or an option the parameters refuse.
     """
-    cluster_id = config.get(options.KUBERNETES_CLUSTER_ID)
+    cluster_id = config.get(KUBERNETES_CLUSTER_ID)
     if not cluster_id:
-        raise IllegalConfigurationError(
-            f"{options.KUBERNETES_CLUSTER_ID.key} must be set in the staged configuration of a Kubernetes job cluster"
-        )
+        raise IllegalConfigurationError(f"{KUBERNETES_CLUSTER_ID.key} must be set in the staged configuration of a Kubernetes job cluster")
     pod_ip = os.environ.get(pl.ENV_POD_IP)
     if not pod_ip:
         raise IllegalConfigurationError(f"${pl.ENV_POD_IP} is not set: the Kubernetes driver runs only in a JobManager pod")
     params = task_manager_parameters(config, job_id=cluster_id)
     template_file = params.pod_template_file
-    template = load_pod_template(template_file, options.KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE.key) if template_file else None
+    template = load_pod_template(template_file, KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE.key) if template_file else None
     return KubernetesResourceManagerDriver(load_api_client(config), params, pod_ip, template=template)

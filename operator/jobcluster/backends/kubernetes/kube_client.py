@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 import kubernetes
 import urllib3
 
-from jobcluster.config import options
+from jobcluster.backends.kubernetes.config_options import KUBERNETES_CONFIG_FILE, KUBERNETES_CONTEXT
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import AlreadyExistsError, DeploymentError, IllegalConfigurationError, NotFoundError
 
@@ -48,8 +48,8 @@ def load_api_client(config: Configuration, environ: Mapping[str, str] | None = N
             account; names the key or the file.
     """
     env = os.environ if environ is None else environ
-    config_file = config.get(options.KUBERNETES_CONFIG_FILE) or env.get("KUBECONFIG")
-    context = config.get(options.KUBERNETES_CONTEXT)
+    config_file = config.get(KUBERNETES_CONFIG_FILE) or env.get("KUBECONFIG")
+    context = config.get(KUBERNETES_CONTEXT)
     default_file = Path.home() / ".kube" / "config"
     client_config = kubernetes.client.Configuration()
     try:
@@ -59,9 +59,9 @@ def load_api_client(config: Configuration, environ: Mapping[str, str] | None = N
             _load_in_cluster_config(env, client_config)
     except (kubernetes.config.ConfigException, OSError, ValueError) as exc:
         source = config_file or str(default_file)
-        hint = f" (context '{context}', {options.KUBERNETES_CONTEXT.key})" if context else ""
+        hint = f" (context '{context}', {KUBERNETES_CONTEXT.key})" if context else ""
         raise IllegalConfigurationError(
-            f"cannot use the Kubernetes configuration {source}{hint}: {exc}. Set {options.KUBERNETES_CONFIG_FILE.key} "
+            f"cannot use the Kubernetes configuration {source}{hint}: {exc}. Set {KUBERNETES_CONFIG_FILE.key} "
             f"or $KUBECONFIG to a kubeconfig file, or run inside a pod with a service account"
         ) from exc
     if _is_loopback(client_config.host):

@@ -9,8 +9,8 @@ value), never ``,`` or ``;``.
 
 from __future__ import annotations
 
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
-from jobcluster.config.options import ConfigOption
 from jobcluster.errors import IllegalConfigurationError
 
 MAP_FORM = "'key1:value1,key2:value2'"
@@ -38,13 +38,13 @@ def parse_map_list(key: str, text: str) -> list[dict[str, str]]:
     return [parse_map(key, item) for item in text.split(";") if item.strip()]
 
 
-def map_option(config: Configuration, option: ConfigOption) -> dict[str, str]:
+def map_option(config: Configuration, option: ConfigOption[str | None]) -> dict[str, str]:
     """The map a ``str`` option holds in Flink's map form; ``{}`` when unset."""
     text = config.get(option)
     return {} if text is None else parse_map(option.key, text)
 
 
-def map_list_option(config: Configuration, option: ConfigOption) -> list[dict[str, str]]:
+def map_list_option(config: Configuration, option: ConfigOption[str | None]) -> list[dict[str, str]]:
     """The list of maps a ``str`` option holds in Flink's form; ``[]`` when unset."""
     text = config.get(option)
     return [] if text is None else parse_map_list(option.key, text)

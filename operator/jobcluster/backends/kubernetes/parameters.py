@@ -14,10 +14,37 @@ from decimal import Decimal
 from typing import Any
 
 from jobcluster.backends.kubernetes.cluster_id import cluster_id_from_config
+from jobcluster.backends.kubernetes.config_options import (
+    KUBERNETES_CONTAINER_IMAGE,
+    KUBERNETES_CONTAINER_IMAGE_PULL_POLICY,
+    KUBERNETES_CONTAINER_IMAGE_PULL_SECRETS,
+    KUBERNETES_ENTRYPOINT_DIR,
+    KUBERNETES_JOB_MANAGER_ANNOTATIONS,
+    KUBERNETES_JOB_MANAGER_CPU,
+    KUBERNETES_JOB_MANAGER_CPU_LIMIT_FACTOR,
+    KUBERNETES_JOB_MANAGER_LABELS,
+    KUBERNETES_JOB_MANAGER_MEMORY_LIMIT_FACTOR,
+    KUBERNETES_JOB_MANAGER_NODE_SELECTOR,
+    KUBERNETES_JOB_MANAGER_OWNER_REFERENCE,
+    KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
+    KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT,
+    KUBERNETES_JOB_MANAGER_TOLERATIONS,
+    KUBERNETES_NAMESPACE,
+    KUBERNETES_REST_SERVICE_EXPOSED_TYPE,
+    KUBERNETES_TASK_MANAGER_ANNOTATIONS,
+    KUBERNETES_TASK_MANAGER_CPU,
+    KUBERNETES_TASK_MANAGER_CPU_LIMIT_FACTOR,
+    KUBERNETES_TASK_MANAGER_LABELS,
+    KUBERNETES_TASK_MANAGER_MEMORY_LIMIT_FACTOR,
+    KUBERNETES_TASK_MANAGER_NODE_SELECTOR,
+    KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE,
+    KUBERNETES_TASK_MANAGER_SERVICE_ACCOUNT,
+    KUBERNETES_TASK_MANAGER_TOLERATIONS,
+)
 from jobcluster.backends.kubernetes.option_text import map_list_option, map_option, prefixed_map
 from jobcluster.config import options
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
-from jobcluster.config.options import ConfigOption
 from jobcluster.errors import IllegalConfigurationError
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
 from jobcluster.memory.taskexecutor import cpu_cores_from_config
@@ -115,21 +142,21 @@ def job_manager_parameters(config: Configuration, job_id: str) -> KubernetesJobM
         **_pod_parameters(
             config,
             job_id,
-            service_account=options.KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT,
-            labels=options.KUBERNETES_JOB_MANAGER_LABELS,
-            annotations=options.KUBERNETES_JOB_MANAGER_ANNOTATIONS,
-            node_selector=options.KUBERNETES_JOB_MANAGER_NODE_SELECTOR,
-            tolerations=options.KUBERNETES_JOB_MANAGER_TOLERATIONS,
-            cpu_limit_factor=options.KUBERNETES_JOB_MANAGER_CPU_LIMIT_FACTOR,
-            memory_limit_factor=options.KUBERNETES_JOB_MANAGER_MEMORY_LIMIT_FACTOR,
-            pod_template_file=options.KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
+            service_account=KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT,
+            labels=KUBERNETES_JOB_MANAGER_LABELS,
+            annotations=KUBERNETES_JOB_MANAGER_ANNOTATIONS,
+            node_selector=KUBERNETES_JOB_MANAGER_NODE_SELECTOR,
+            tolerations=KUBERNETES_JOB_MANAGER_TOLERATIONS,
+            cpu_limit_factor=KUBERNETES_JOB_MANAGER_CPU_LIMIT_FACTOR,
+            memory_limit_factor=KUBERNETES_JOB_MANAGER_MEMORY_LIMIT_FACTOR,
+            pod_template_file=KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
             env_prefix=JOB_MANAGER_ENV_PREFIX,
         ),
         job_id=job_id,
         memory_mib=job_manager_process_spec_from_config(config).total_process // _MiB,
-        cpu=_positive(config, options.KUBERNETES_JOB_MANAGER_CPU),
+        cpu=_positive(config, KUBERNETES_JOB_MANAGER_CPU),
         rest_port=rest_port,
-        rest_service_type=config.get(options.KUBERNETES_REST_SERVICE_EXPOSED_TYPE),
+        rest_service_type=config.get(KUBERNETES_REST_SERVICE_EXPOSED_TYPE),
         owner_references=owner_references(config),
     )
 
@@ -140,17 +167,17 @@ def task_manager_parameters(config: Configuration, job_id: str) -> KubernetesTas
         **_pod_parameters(
             config,
             job_id,
-            service_account=options.KUBERNETES_TASK_MANAGER_SERVICE_ACCOUNT,
-            labels=options.KUBERNETES_TASK_MANAGER_LABELS,
-            annotations=options.KUBERNETES_TASK_MANAGER_ANNOTATIONS,
-            node_selector=options.KUBERNETES_TASK_MANAGER_NODE_SELECTOR,
-            tolerations=options.KUBERNETES_TASK_MANAGER_TOLERATIONS,
-            cpu_limit_factor=options.KUBERNETES_TASK_MANAGER_CPU_LIMIT_FACTOR,
-            memory_limit_factor=options.KUBERNETES_TASK_MANAGER_MEMORY_LIMIT_FACTOR,
-            pod_template_file=options.KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE,
+            service_account=KUBERNETES_TASK_MANAGER_SERVICE_ACCOUNT,
+            labels=KUBERNETES_TASK_MANAGER_LABELS,
+            annotations=KUBERNETES_TASK_MANAGER_ANNOTATIONS,
+            node_selector=KUBERNETES_TASK_MANAGER_NODE_SELECTOR,
+            tolerations=KUBERNETES_TASK_MANAGER_TOLERATIONS,
+            cpu_limit_factor=KUBERNETES_TASK_MANAGER_CPU_LIMIT_FACTOR,
+            memory_limit_factor=KUBERNETES_TASK_MANAGER_MEMORY_LIMIT_FACTOR,
+            pod_template_file=KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE,
             env_prefix=TASK_MANAGER_ENV_PREFIX,
         ),
-        cpu_cores=cpu_cores_from_config(config, config.get(options.KUBERNETES_TASK_MANAGER_CPU)),
+        cpu_cores=cpu_cores_from_config(config, config.get(KUBERNETES_TASK_MANAGER_CPU)),
     )
 
 
@@ -158,25 +185,23 @@ def _pod_parameters(
     config: Configuration,
     job_id: str,
     *,
-    service_account: ConfigOption,
-    labels: ConfigOption,
-    annotations: ConfigOption,
-    node_selector: ConfigOption,
-    tolerations: ConfigOption,
-    cpu_limit_factor: ConfigOption,
-    memory_limit_factor: ConfigOption,
-    pod_template_file: ConfigOption,
+    service_account: ConfigOption[str],
+    labels: ConfigOption[str | None],
+    annotations: ConfigOption[str | None],
+    node_selector: ConfigOption[str | None],
+    tolerations: ConfigOption[str | None],
+    cpu_limit_factor: ConfigOption[float],
+    memory_limit_factor: ConfigOption[float],
+    pod_template_file: ConfigOption[str | None],
     env_prefix: str,
 ) -> dict[str, Any]:
     return {
         "cluster_id": cluster_id_from_config(config, job_id),
-        "namespace": _not_blank(config, options.KUBERNETES_NAMESPACE),
-        "image": _not_blank(config, options.KUBERNETES_CONTAINER_IMAGE),
-        "image_pull_policy": config.get(options.KUBERNETES_CONTAINER_IMAGE_PULL_POLICY),
-        "image_pull_secrets": [
-            name.strip() for name in str(config.get(options.KUBERNETES_CONTAINER_IMAGE_PULL_SECRETS)).split(";") if name.strip()
-        ],
-        "entrypoint_dir": _not_blank(config, options.KUBERNETES_ENTRYPOINT_DIR).rstrip("/") or "/",
+        "namespace": _not_blank(config, KUBERNETES_NAMESPACE),
+        "image": _not_blank(config, KUBERNETES_CONTAINER_IMAGE),
+        "image_pull_policy": config.get(KUBERNETES_CONTAINER_IMAGE_PULL_POLICY),
+        "image_pull_secrets": [name.strip() for name in config.get(KUBERNETES_CONTAINER_IMAGE_PULL_SECRETS).split(";") if name.strip()],
+        "entrypoint_dir": _not_blank(config, KUBERNETES_ENTRYPOINT_DIR).rstrip("/") or "/",
         "service_account": _not_blank(config, service_account),
         "labels": map_option(config, labels),
         "annotations": map_option(config, annotations),
@@ -196,7 +221,7 @@ def owner_references(config: Configuration) -> list[dict[str, Any]]:
         IllegalConfigurationError: a reference lacks apiVersion, kind, name or
             uid, has an unknown field, or a boolean field is not true/false.
     """
-    option = options.KUBERNETES_JOB_MANAGER_OWNER_REFERENCE
+    option = KUBERNETES_JOB_MANAGER_OWNER_REFERENCE
     references = []
     for item in map_list_option(config, option):
         missing = [name for name in _OWNER_REFERENCE_REQUIRED if not item.get(name)]
@@ -215,7 +240,7 @@ def owner_references(config: Configuration) -> list[dict[str, Any]]:
     return references
 
 
-def _tolerations(config: Configuration, option: ConfigOption) -> list[dict[str, Any]]:
+def _tolerations(config: Configuration, option: ConfigOption[str | None]) -> list[dict[str, Any]]:
     tolerations = []
     for item in map_list_option(config, option):
         toleration: dict[str, Any] = {}
@@ -235,25 +260,25 @@ def _tolerations(config: Configuration, option: ConfigOption) -> list[dict[str, 
     return tolerations
 
 
-def _limit_factor(config: Configuration, option: ConfigOption) -> float:
-    factor = float(config.get(option))
+def _limit_factor(config: Configuration, option: ConfigOption[float]) -> float:
+    factor = config.get(option)
     if factor < 1:
         raise IllegalConfigurationError(f"{option.key} should be greater or equal to 1.")  # Flink's message
     return factor
 
 
-def _positive(config: Configuration, option: ConfigOption) -> float:
-    value = float(config.get(option))
+def _positive(config: Configuration, option: ConfigOption[float]) -> float:
+    value = config.get(option)
     if not value > 0:
         raise IllegalConfigurationError(f"{option.key} must be greater than 0, got {value}.")
     return value
 
 
-def _not_blank(config: Configuration, option: ConfigOption) -> str:
+def _not_blank(config: Configuration, option: ConfigOption[str | None]) -> str:
     value = config.get(option)
-    if value is None or not str(value).strip():
+    if value is None or not value.strip():
         raise IllegalConfigurationError(f"{option.key} must not be blank.")
-    return str(value).strip()
+    return value.strip()
 
 
 def _boolean(key: str, name: str, value: str) -> bool:

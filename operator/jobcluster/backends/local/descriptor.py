@@ -42,6 +42,7 @@ from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, Clust
 from jobcluster.client.program import staged_files
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.targets import DeploymentTarget
 from jobcluster.errors import DeploymentError
 from jobcluster.jobgraph.model import ClientPaths, JobGraph, write_job_graph
 from jobcluster.processes import ENV_PROGRAM_UMASK, PRIVATE_UMASK, current_umask, kill_process_tree, session_members
@@ -62,7 +63,7 @@ def jobcluster_home() -> Path:
 
 
 class LocalClusterDescriptor(ClusterDescriptor):
-    target = "local"
+    target = DeploymentTarget.LOCAL
 
     def __init__(self, home: Path | None = None, bind_host: str = "127.0.0.1") -> None:
         self.home = home or jobcluster_home()
@@ -143,7 +144,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
         }
         with open(log_dir / "jobmanager.log", "ab", opener=_private_opener) as out:
             return subprocess.Popen(
-                [sys.executable, "-m", "jobcluster.runtime.entrypoint"],
+                [sys.executable, "-m", "jobcluster.backends.local.entrypoint"],
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,

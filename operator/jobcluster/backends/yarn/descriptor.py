@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR
 from jobcluster.backends.yarn.container_env import (
     ENV_CONTAINER_PYTHON,
     ENV_LOCAL_RESOURCES,
@@ -49,8 +50,8 @@ from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, Applicat
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram
 from jobcluster.client.program import staged_files
-from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.targets import DeploymentTarget
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.security import new_cluster_secret, rest_token
@@ -94,7 +95,7 @@ class _Connection:
 class YarnClusterDescriptor(ClusterDescriptor):
     """Deploys, lists and kills job clusters on the YARN cluster of ``HADOOP_CONF_DIR`` (see the module docstring)."""
 
-    target = "yarn-per-job"
+    target = DeploymentTarget.YARN_PER_JOB
 
     def __init__(self, config: Configuration) -> None:
         self.config = config
@@ -108,7 +109,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
             YarnConfigurationError: no usable Hadoop configuration (env.hadoop.conf.dir, HADOOP_CONF_DIR, YARN_CONF_DIR).
             YarnClientError, JvmGatewayError: the ResourceManager cannot be reached (within 30 s) or Java fails.
         """
-        conf_dir = hadoop_conf_dir(configured=self.config.get(options.ENV_HADOOP_CONF_DIR))
+        conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
         hadoop_conf = HadoopConfiguration.load(conf_dir)
         address = hadoop_conf.resourcemanager_address()
         paths = HdfsPaths(webhdfs_client(hadoop_conf), hadoop_conf.default_fs)
@@ -248,7 +249,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
         Raises:
             YarnConfigurationError: no usable Hadoop configuration.
         """
-        conf_dir = hadoop_conf_dir(configured=self.config.get(options.ENV_HADOOP_CONF_DIR))
+        conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
         hadoop_conf = HadoopConfiguration.load(conf_dir)
         rest = ResourceManagerRest(hadoop_conf.resourcemanager_webapp_url(), user=hadoop_user())
         return rest, HdfsPaths(webhdfs_client(hadoop_conf), hadoop_conf.default_fs)

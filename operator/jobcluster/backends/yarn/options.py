@@ -4,7 +4,7 @@ Why a typed snapshot: the descriptor, the submission context and the
 ApplicationMaster's driver each need a few of these values, and a malformed
 one must fail before anything is created on the cluster, with an error that
 names the key. Keys, defaults and meanings are Flink's ``YarnConfigOptions``
-(see ``config/options.py``); how an unset value is filled in follows Flink's
+(declared in ``config_options.py``); how an unset value is filled in follows Flink's
 ``YarnClusterDescriptor`` and ``YarnWorkerResourceSpecFactory``.
 """
 
@@ -16,6 +16,22 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
+from jobcluster.backends.yarn.config_options import (
+    YARN_APPLICATION_ATTEMPTS,
+    YARN_APPLICATION_ID,
+    YARN_APPLICATION_NAME,
+    YARN_APPLICATION_NODE_LABEL,
+    YARN_APPLICATION_PRIORITY,
+    YARN_APPLICATION_QUEUE,
+    YARN_APPLICATION_TYPE,
+    YARN_APPMASTER_VCORES,
+    YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL,
+    YARN_CONTAINERS_VCORES,
+    YARN_HEARTBEAT_INTERVAL,
+    YARN_PYTHON,
+    YARN_STAGING_DIRECTORY,
+    YARN_TAGS,
+)
 from jobcluster.backends.yarn.errors import YarnConfigurationError
 from jobcluster.config import options as o
 from jobcluster.config.configuration import Configuration
@@ -67,33 +83,33 @@ def yarn_options(config: Configuration, job_name: str, job_id: str | None = None
         YarnConfigurationError: a value is out of range or malformed; the message names the key.
         IllegalConfigurationError: a value cannot be parsed at all (from :meth:`Configuration.get`).
     """
-    name = _blank_to_none(config.get(o.YARN_APPLICATION_NAME)) or job_name
-    priority = config.get(o.YARN_APPLICATION_PRIORITY)
+    name = _blank_to_none(config.get(YARN_APPLICATION_NAME)) or job_name
+    priority = config.get(YARN_APPLICATION_PRIORITY)
     if priority < -1:
         raise YarnConfigurationError(
-            f"{o.YARN_APPLICATION_PRIORITY.key} must be a non-negative integer, or -1 for YARN's default; got {priority}."
+            f"{YARN_APPLICATION_PRIORITY.key} must be a non-negative integer, or -1 for YARN's default; got {priority}."
         )
-    attempts = config.get(o.YARN_APPLICATION_ATTEMPTS)
+    attempts = config.get(YARN_APPLICATION_ATTEMPTS)
     if attempts is not None and attempts < 1:
-        raise YarnConfigurationError(f"{o.YARN_APPLICATION_ATTEMPTS.key} must be at least 1, got {attempts}.")
-    am_vcores = config.get(o.YARN_APPMASTER_VCORES)
+        raise YarnConfigurationError(f"{YARN_APPLICATION_ATTEMPTS.key} must be at least 1, got {attempts}.")
+    am_vcores = config.get(YARN_APPMASTER_VCORES)
     if am_vcores < 1:
-        raise YarnConfigurationError(f"{o.YARN_APPMASTER_VCORES.key} must be at least 1, got {am_vcores}.")
-    heartbeat = config.get(o.YARN_HEARTBEAT_INTERVAL)
+        raise YarnConfigurationError(f"{YARN_APPMASTER_VCORES.key} must be at least 1, got {am_vcores}.")
+    heartbeat = config.get(YARN_HEARTBEAT_INTERVAL)
     if heartbeat < 1:
-        raise YarnConfigurationError(f"{o.YARN_HEARTBEAT_INTERVAL.key} must be at least 1 (seconds), got {heartbeat}.")
-    request_interval = config.get(o.YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL)
+        raise YarnConfigurationError(f"{YARN_HEARTBEAT_INTERVAL.key} must be at least 1 (seconds), got {heartbeat}.")
+    request_interval = config.get(YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL)
     if request_interval <= 0:
-        raise YarnConfigurationError(f"{o.YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL.key} must be positive, got {request_interval:g} s.")
+        raise YarnConfigurationError(f"{YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL.key} must be positive, got {request_interval:g} s.")
     return YarnOptions(
         application_name=name,
-        queue=_blank_to_none(config.get(o.YARN_APPLICATION_QUEUE)),
+        queue=_blank_to_none(config.get(YARN_APPLICATION_QUEUE)),
         priority=priority if priority >= 0 else None,
-        application_type=_blank_to_none(config.get(o.YARN_APPLICATION_TYPE)) or DEFAULT_APPLICATION_TYPE,
-        node_label=_blank_to_none(config.get(o.YARN_APPLICATION_NODE_LABEL)),
+        application_type=_blank_to_none(config.get(YARN_APPLICATION_TYPE)) or DEFAULT_APPLICATION_TYPE,
+        node_label=_blank_to_none(config.get(YARN_APPLICATION_NODE_LABEL)),
         attempts=attempts or 1,
         am_vcores=am_vcores,
-        tags=application_tags(config.get(o.YARN_TAGS), job_id),
+        tags=application_tags(config.get(YARN_TAGS), job_id),
         staging_directory=_staging_directory(config),
         heartbeat_interval=float(heartbeat),
         container_request_interval=request_interval,
@@ -116,10 +132,10 @@ def application_tags(text: str, job_id: str | None = None) -> tuple[str, ...]:
         if not tag or tag in tags:
             continue
         if len(tag) > MAX_TAG_LENGTH or not tag.isascii():
-            raise YarnConfigurationError(f"{o.YARN_TAGS.key}: tag {tag!r} must be ASCII and at most {MAX_TAG_LENGTH} characters long.")
+            raise YarnConfigurationError(f"{YARN_TAGS.key}: tag {tag!r} must be ASCII and at most {MAX_TAG_LENGTH} characters long.")
         tags.append(tag)
     if len(tags) > MAX_TAGS:
-        raise YarnConfigurationError(f"{o.YARN_TAGS.key}: at most {MAX_TAGS} tags (including jobcluster's JobID tag), got {len(tags)}.")
+        raise YarnConfigurationError(f"{YARN_TAGS.key}: at most {MAX_TAGS} tags (including jobcluster's JobID tag), got {len(tags)}.")
     return tuple(tags)
 
 
@@ -133,10 +149,10 @@ def job_id_of_tags(tags: list[str] | tuple[str, ...]) -> str | None:
 
 def application_id(config: Configuration) -> str | None:
     """``yarn.application.id`` checked for YARN's form ``application_<timestamp>_<sequence>``, or None."""
-    value = _blank_to_none(config.get(o.YARN_APPLICATION_ID))
+    value = _blank_to_none(config.get(YARN_APPLICATION_ID))
     if value is not None and not _APPLICATION_ID.fullmatch(value):
         raise YarnConfigurationError(
-            f"{o.YARN_APPLICATION_ID.key} {value!r} is not a YARN application id (application_<cluster timestamp>_<sequence>)."
+            f"{YARN_APPLICATION_ID.key} {value!r} is not a YARN application id (application_<cluster timestamp>_<sequence>)."
         )
     return value
 
@@ -148,11 +164,12 @@ def task_manager_cpu_cores(config: Configuration) -> Decimal:
     Raises:
         YarnConfigurationError: ``yarn.containers.vcores`` is 0 or below -1.
     """
-    if config.contains(o.TASK_MANAGER_CPU_CORES):
-        return cpu_decimal(config.get(o.TASK_MANAGER_CPU_CORES))
-    vcores = config.get(o.YARN_CONTAINERS_VCORES)
+    configured = config.get(o.TASK_MANAGER_CPU_CORES)
+    if configured is not None:
+        return cpu_decimal(configured)
+    vcores = config.get(YARN_CONTAINERS_VCORES)
     if vcores == 0 or vcores < -1:
-        raise YarnConfigurationError(f"{o.YARN_CONTAINERS_VCORES.key} must be at least 1, or -1 for the number of slots; got {vcores}.")
+        raise YarnConfigurationError(f"{YARN_CONTAINERS_VCORES.key} must be at least 1, or -1 for the number of slots; got {vcores}.")
     if vcores > 0:
         return cpu_decimal(vcores)
     return cpu_decimal(config.get(o.NUM_TASK_SLOTS))
@@ -164,19 +181,19 @@ def vcores_of(cpu_cores: Decimal) -> int:
 
 
 def _staging_directory(config: Configuration) -> str | None:
-    value = _blank_to_none(config.get(o.YARN_STAGING_DIRECTORY))
+    value = _blank_to_none(config.get(YARN_STAGING_DIRECTORY))
     if value is not None and value.startswith("file:"):
         raise YarnConfigurationError(
-            f"{o.YARN_STAGING_DIRECTORY.key} {value!r} is on the local file system; "
+            f"{YARN_STAGING_DIRECTORY.key} {value!r} is on the local file system; "
             "the NodeManagers fetch staged files from a distributed one (an hdfs:// URI or an absolute HDFS path)."
         )
     return value
 
 
 def _python(config: Configuration) -> str | None:
-    value = _blank_to_none(config.get(o.YARN_PYTHON))
+    value = _blank_to_none(config.get(YARN_PYTHON))
     if value is not None and not os.path.isabs(value):
-        raise YarnConfigurationError(f"{o.YARN_PYTHON.key} {value!r} must be an absolute path of a Python present on every YARN node.")
+        raise YarnConfigurationError(f"{YARN_PYTHON.key} {value!r} must be an absolute path of a Python present on every YARN node.")
     return value
 
 

@@ -63,10 +63,10 @@ import venv_pack
 from hdfs.util import HdfsError
 
 import jobcluster
+from jobcluster.backends.yarn.config_options import YARN_PYTHON
 from jobcluster.backends.yarn.errors import PythonEnvironmentError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType, LocalResourceVisibility, visibility_for
 from jobcluster.backends.yarn.staging import STAGING_ROOT, HdfsPaths, hdfs_errors
-from jobcluster.config import options as o
 
 ENVIRONMENT_KEY = "environment"
 """The archive's name in a container's working directory."""
@@ -146,7 +146,7 @@ def current_prefix() -> Path:
     if sys.prefix == sys.base_prefix:
         raise PythonEnvironmentError(
             f"jobcluster runs in the Python at {sys.prefix}, which is not a virtual environment, so it cannot be shipped to "
-            f"YARN; run jobcluster from a venv, or set {o.YARN_PYTHON.key} to a Python with jobcluster installed on every node."
+            f"YARN; run jobcluster from a venv, or set {YARN_PYTHON.key} to a Python with jobcluster installed on every node."
         )
     return Path(sys.prefix)
 
@@ -255,7 +255,7 @@ def pack_environment(
         listing = "; ".join(f"{pth.name}: {', '.join(map(str, dirs))}" for pth, dirs in foreign.items())
         raise PythonEnvironmentError(
             f"The environment {prefix} has packages installed in editable mode (pip install -e), which cannot be shipped to "
-            f"YARN ({listing}); install them normally, or set {o.YARN_PYTHON.key} to a Python prepared on every node."
+            f"YARN ({listing}); install them normally, or set {YARN_PYTHON.key} to a Python prepared on every node."
         )
     started = time.monotonic()
     digest = fingerprint(prefix, extra)

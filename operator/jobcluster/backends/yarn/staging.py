@@ -36,10 +36,10 @@ import requests
 from hdfs import InsecureClient
 from hdfs.util import HdfsError
 
+from jobcluster.backends.yarn.config_options import YARN_STAGING_DIRECTORY
 from jobcluster.backends.yarn.errors import StagingError, YarnConfigurationError
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType, LocalResourceVisibility
-from jobcluster.config import options as o
 
 STAGING_ROOT = ".jobcluster"
 """Name of jobcluster's directory under the staging base (Flink: ``.flink``)."""
@@ -106,7 +106,7 @@ class HdfsPaths:
             fs = urlsplit(self.default_fs)
             if parts.scheme != fs.scheme or (parts.netloc and parts.netloc != fs.netloc):
                 raise YarnConfigurationError(
-                    f"{o.YARN_STAGING_DIRECTORY.key} {staging_directory!r} is not on the default file system {self.default_fs}; "
+                    f"{YARN_STAGING_DIRECTORY.key} {staging_directory!r} is not on the default file system {self.default_fs}; "
                     "use a path on it (an absolute path, or a URI with its authority)."
                 )
             path = parts.path or "/"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from jobcluster.backends.yarn.config_options import YARN_APPLICATION_QUEUE, YARN_APPMASTER_VCORES, YARN_CONTAINERS_VCORES
 from jobcluster.backends.yarn.errors import YarnDeploymentError
 from jobcluster.backends.yarn.resources import ContainerResource
 from jobcluster.client.descriptor import ClusterSpecification
@@ -94,7 +95,7 @@ def check_cluster_specification(
     if queue is not None and cluster.queues and not _queue_exists(queue, cluster.queues):
         result.warnings.append(
             f"The specified queue '{queue}' does not exist. Available queues: {', '.join(cluster.queues)}; "
-            f"set {o.YARN_APPLICATION_QUEUE.key} to one of them unless a placement rule creates it."
+            f"set {YARN_APPLICATION_QUEUE.key} to one of them unless a placement rule creates it."
         )
     minimum = cluster.minimum_allocation_mb
     if minimum <= 0:
@@ -135,18 +136,18 @@ def _check_vcores(am_vcores: int, task_manager_vcores: int, cluster: YarnCluster
     if am_vcores > node_max:
         raise YarnDeploymentError(
             f"The number of requested virtual cores for the application master {am_vcores} exceeds the maximum number "
-            f"of virtual cores {node_max} available in the YARN cluster; lower {o.YARN_APPMASTER_VCORES.key}."
+            f"of virtual cores {node_max} available in the YARN cluster; lower {YARN_APPMASTER_VCORES.key}."
         )
     if task_manager_vcores > node_max:
         raise YarnDeploymentError(
             f"The number of requested virtual cores per TaskManager {task_manager_vcores} exceeds the maximum number of "
             f"virtual cores {node_max} available in the YARN cluster; lower {o.TASK_MANAGER_CPU_CORES.key}, "
-            f"{o.YARN_CONTAINERS_VCORES.key} or, when both are unset, {o.NUM_TASK_SLOTS.key} (the default vcores)."
+            f"{YARN_CONTAINERS_VCORES.key} or, when both are unset, {o.NUM_TASK_SLOTS.key} (the default vcores)."
         )
     limit = cluster.maximum.vcores
     for what, vcores, option in (
-        ("application master", am_vcores, o.YARN_APPMASTER_VCORES.key),
-        ("TaskManager", task_manager_vcores, f"{o.TASK_MANAGER_CPU_CORES.key} / {o.YARN_CONTAINERS_VCORES.key}"),
+        ("application master", am_vcores, YARN_APPMASTER_VCORES.key),
+        ("TaskManager", task_manager_vcores, f"{o.TASK_MANAGER_CPU_CORES.key} / {YARN_CONTAINERS_VCORES.key}"),
     ):
         if vcores > limit:
             raise YarnDeploymentError(

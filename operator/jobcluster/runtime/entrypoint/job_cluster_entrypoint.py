@@ -136,7 +136,7 @@ class JobClusterEntrypoint:
         tm_spec = task_executor_process_spec_from_config(config)
         tm_sizing = spark_sizing_for_task_executor(tm_spec)
 
-        bind_hosts = tuple(host.strip() for host in str(config.get(options.REST_BIND_ADDRESS)).split(",") if host.strip())
+        bind_hosts = tuple(host.strip() for host in config.get(options.REST_BIND_ADDRESS).split(",") if host.strip())
         rest = RestEndpoint(
             config.get(options.REST_ADDRESS), config.get(options.REST_PORT), jobcluster.__version__, rest_token(ctx.secret), bind_hosts
         )

@@ -1,0 +1,121 @@
+"""The options of the ``yarn-per-job`` target: Flink's ``YarnConfigOptions`` keys and defaults.
+
+Why here: as Flink keeps them in flink-yarn rather than flink-core, the options
+only YARN reads live beside the YARN backend; ``backends/registry.py`` collects
+them with every other option, so the client checks them before it deploys and
+``make docs`` documents them.  Besides the ``yarn.*`` keys: Flink's
+``env.hadoop.conf.dir`` (the client's Hadoop configuration) and jobcluster's own
+``jobcluster.yarn.python``.  :mod:`jobcluster.backends.yarn.options` reads them
+for one deployment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobcluster.config.config_option import ConfigOption, options_declared_in
+
+YARN_APPLICATION_NAME = ConfigOption(
+    "yarn.application.name",
+    "str",
+    None,
+    description="Name of the YARN application. Unset: the job's name (pipeline.name).",
+)
+YARN_APPLICATION_QUEUE = ConfigOption(
+    "yarn.application.queue",
+    "str",
+    None,
+    description="YARN queue the application is submitted to. Unset: YARN's default queue. "
+    "A queue the ResourceManager does not list only gives a warning (placement rules may create it), as in Flink.",
+)
+YARN_APPLICATION_PRIORITY = ConfigOption(
+    "yarn.application.priority",
+    "int",
+    -1,
+    description="Priority of the YARN application (a non-negative integer, larger is more urgent); -1 = YARN's default.",
+)
+YARN_APPLICATION_TYPE = ConfigOption(
+    "yarn.application.type",
+    "str",
+    None,
+    description="Application type shown by YARN; 'jobcluster list' finds job clusters by it. Unset: 'jobcluster'.",
+)
+YARN_APPLICATION_NODE_LABEL = ConfigOption(
+    "yarn.application.node-label",
+    "str",
+    None,
+    description="YARN node-label expression for the application's containers. Unset: no label.",
+)
+YARN_APPLICATION_ATTEMPTS = ConfigOption(
+    "yarn.application-attempts",
+    "int",
+    None,
+    description="Number of ApplicationMaster attempts (the first run plus restarts); also capped by YARN's "
+    "yarn.resourcemanager.am.max-attempts. Unset: 1.",
+)
+YARN_APPMASTER_VCORES = ConfigOption(
+    "yarn.appmaster.vcores",
+    "int",
+    1,
+    description="Virtual cores of the ApplicationMaster (JobManager) container.",
+)
+YARN_CONTAINERS_VCORES = ConfigOption(
+    "yarn.containers.vcores",
+    "int",
+    -1,
+    description="Virtual cores of each TaskExecutor container when taskmanager.cpu.cores is unset; -1 = taskmanager.numberOfTaskSlots.",
+)
+YARN_TAGS = ConfigOption(
+    "yarn.tags",
+    "str",
+    "",
+    description="Comma-separated tags of the YARN application (jobcluster adds one carrying the JobID).",
+)
+YARN_STAGING_DIRECTORY = ConfigOption(
+    "yarn.staging-directory",
+    "str",
+    None,
+    description="Base directory on the default file system (HDFS) under which the client stages a job's files "
+    "in .jobcluster/<application id>/. Unset: the user's HDFS home directory.",
+)
+YARN_HEARTBEAT_INTERVAL = ConfigOption(
+    "yarn.heartbeat.interval",
+    "int",
+    5,
+    deprecated_keys=("yarn.heartbeat-delay",),
+    description="Time between the ApplicationMaster's heartbeats with the YARN ResourceManager, in whole "
+    "seconds (Flink's unit for this key), while no container is requested.",
+)
+YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL = ConfigOption(
+    "yarn.heartbeat.container-request-interval",
+    "duration",
+    0.5,
+    description="Time between heartbeats with the YARN ResourceManager while containers are requested "
+    "(seconds; Flink duration syntax, a plain number is milliseconds): allocations arrive with heartbeats.",
+)
+YARN_APPLICATION_ID = ConfigOption(
+    "yarn.application.id",
+    "str",
+    None,
+    description="The YARN application of a running job cluster (application_<cluster timestamp>_<sequence>), "
+    "for commands that act on it, like Flink's -yid.",
+)
+ENV_HADOOP_CONF_DIR = ConfigOption(
+    "env.hadoop.conf.dir",
+    "str",
+    None,
+    description="The client's Hadoop configuration directory (core-site.xml, yarn-site.xml, hdfs-site.xml); "
+    "takes precedence over HADOOP_CONF_DIR and YARN_CONF_DIR (Flink's option). The containers use the "
+    "NodeManagers' own configuration.",
+)
+YARN_PYTHON = ConfigOption(
+    "jobcluster.yarn.python",
+    "str",
+    None,
+    description="Absolute path of a Python (with jobcluster and pyspark installed) present on every YARN node. "
+    "Unset: the client's own Python environment is packed, uploaded once to HDFS and shipped to the containers.",
+)
+
+
+#: Every option above, in documentation order.
+YARN_OPTIONS: tuple[ConfigOption[Any], ...] = options_declared_in(globals())

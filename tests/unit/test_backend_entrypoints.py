@@ -1,0 +1,58 @@
+"""Each backend's JobManager entry point: a process's ``__main__`` that runs the shared bootstrap with its own driver."""
+
+from __future__ import annotations
+
+import runpy
+import warnings
+from pathlib import Path
+
+import pytest
+
+from jobcluster.backends.local import descriptor as local_descriptor
+from jobcluster.backends.local.driver import LocalProcessDriver
+from jobcluster.config.configuration import Configuration
+from jobcluster.runtime.entrypoint import bootstrap
+from jobcluster.runtime.entrypoint.job_cluster_entrypoint import EntrypointContext
+
+
+def run_as_main(module: str, monkeypatch: pytest.MonkeyPatch) -> tuple:
+    """What ``python -m module`` passes to ``run_entrypoint`` (recorded instead of run)."""
+    calls = []
+    monkeypatch.setattr(bootstrap, "run_entrypoint", lambda context, create_driver: calls.append((context, create_driver)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: the module may have been imported by another test
+        runpy.run_module(module, run_name="__main__", alter_sys=False)
+    (call,) = calls
+    return call
+
+
+def test_local_entry_point_runs_the_local_driver(monkeypatch):
+    context, create_driver = run_as_main("jobcluster.backends.local.entrypoint", monkeypatch)
+
+    assert context == EntrypointContext.from_env
+    assert isinstance(create_driver(Configuration(), "http://127.0.0.1:8081"), LocalProcessDriver)
+
+
+@pytest.mark.parametrize(
+    ("module", "driver_module", "context_name"),
+    [
+        ("jobcluster.backends.yarn.entrypoint", "jobcluster.backends.yarn.driver", "application_master_context"),
+        ("jobcluster.backends.kubernetes.entrypoint", "jobcluster.backends.kubernetes.driver", "from_env"),
+    ],
+)
+def test_platform_entry_points_run_their_own_driver(monkeypatch, module, driver_module, context_name):
+    context, create_driver = run_as_main(module, monkeypatch)
+
+    assert (create_driver.__module__, create_driver.__name__) == (driver_module, "create_driver")
+    assert context.__name__ == context_name
+
+
+def test_local_descriptor_launches_the_local_entry_point(monkeypatch, tmp_path: Path):
+    launched = []
+    monkeypatch.setattr(local_descriptor.subprocess, "Popen", lambda argv, **kwargs: launched.append((argv, kwargs)))
+
+    local_descriptor.LocalClusterDescriptor(home=tmp_path)._launch_entrypoint("c1", tmp_path, tmp_path, "s3cr3t")
+
+    ((argv, kwargs),) = launched
+    assert argv[1:] == ["-m", "jobcluster.backends.local.entrypoint"]
+    assert kwargs["cwd"] == tmp_path
