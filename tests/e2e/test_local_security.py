@@ -134,8 +134,12 @@ def test_running_cluster_admits_only_itself(home, tmp_path):
     assert {int(rest_url.rsplit(":", 1)[1]), master_port, master_ui_port} <= ports, ports
     assert len(ports) >= 8, listening  # REST, RPC x2, master x2, worker x2, driver (UI, RPC, blocks, py4j), executor blocks
 
-    # The cluster secret stays with the entrypoint and the TaskExecutors; no secret is on a command line.
-    cluster_secret = entrypoint.environ()["JOBCLUSTER_CLUSTER_SECRET"]
+    # The cluster secret is a staged file (0600) and stays with the entrypoint and the TaskExecutors; no secret is on a
+    # command line, and the entrypoint has it in no environment.
+    secret_file = cluster_dir / "cluster-secret"
+    assert secret_file.stat().st_mode & 0o777 == 0o600
+    cluster_secret = secret_file.read_text().strip()
+    assert "JOBCLUSTER_CLUSTER_SECRET" not in entrypoint.environ()
     others = [p for p in procs if p.pid != entrypoint.pid and p not in task_executors]
     assert driver_python in others and master in others and executor in others
     for proc in others:

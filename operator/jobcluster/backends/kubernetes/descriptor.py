@@ -34,8 +34,8 @@ from typing import Any
 
 import kubernetes
 import requests
-import yaml
 
+from jobcluster.backends.cluster_files import cluster_files
 from jobcluster.backends.kubernetes import job_manager_pod as jmp
 from jobcluster.backends.kubernetes import pod_layout as pl
 from jobcluster.backends.kubernetes import rest_endpoint
@@ -72,7 +72,6 @@ from jobcluster.backends.kubernetes.pod_watch import list_pods
 from jobcluster.backends.kubernetes.port_forward import PodPortForward, routes_to
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram
-from jobcluster.client.program import staged_files
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
@@ -135,11 +134,11 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         jm = job_manager_parameters(config, graph.job_id)
         tm = task_manager_parameters(config, graph.job_id)
         staged_config = cluster_side_configuration(config, jm, tm)
-        files = _staged_files(graph, program, staged_config, tm)
+        secret = new_cluster_secret()
+        files = _staged_files(graph, program, staged_config, tm, secret)
         jm_template = (
             load_pod_template(jm.pod_template_file, KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE.key) if jm.pod_template_file else None
         )
-        secret = new_cluster_secret()
         api = self.api
         create_job_manager_objects(api, jm, files, secret, jm_template)
         self.progress(
@@ -388,9 +387,9 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
 
 
 def _staged_files(
-    graph: JobGraph, program: PackagedProgram, config: Configuration, tm: KubernetesTaskManagerParameters
+    graph: JobGraph, program: PackagedProgram, config: Configuration, tm: KubernetesTaskManagerParameters, secret: str
 ) -> dict[str, bytes]:
-    """Path below the cluster dir → content: the configuration, the JobGraph, the program and its files, the TaskManager template.
+    """Path below the cluster dir → content, for the ConfigMap: the cluster's files but its secret, and the TaskManager template.
 
     The TaskManager pod template is read here (the client's file) and staged;
     the staged configuration then names its staged copy, relative to the
@@ -404,10 +403,8 @@ def _staged_files(
         config.set(KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE, TASK_MANAGER_TEMPLATE_FILE)
     for option in (KUBERNETES_POD_TEMPLATE_FILE, KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE):
         config.remove(option)  # client-side paths; the JobManager pod reads only the TaskManager template, staged above
-    files[layout.CONFIG_FILE] = yaml.safe_dump(config.to_dict(), sort_keys=True).encode()
-    files[layout.JOB_GRAPH_FILE] = graph.model_dump_json(indent=2).encode()
-    for path in staged_files(program):
-        files[f"{layout.ARTIFACTS_DIR}/{path.name}"] = path.read_bytes()
+    # the secret goes into the cluster's Secret instead (create_job_manager_objects), never into the ConfigMap
+    files |= {file.name: file.read() for file in cluster_files(graph, program, config, secret) if not file.private}
     return files
 
 

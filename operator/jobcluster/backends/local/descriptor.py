@@ -13,9 +13,9 @@ the driver runs there. The entrypoint runs as
 a separate process in its own session; the descriptor waits until it serves
 REST, and on any failure stops what started and removes the staging directory.
 
-The cluster secret reaches the entrypoint in its environment (readable only by
-this user, and removed there at once); the REST token derived from it is kept
-in ``rest-token`` (0600) in the staging directory (0700), where ``jobcluster
+The cluster secret is a staged file like the others (``cluster-secret``, 0600 in
+the 0700 staging directory), so it is in no process's environment; the REST token
+derived from it is kept in ``rest-token`` (0600) beside it, where ``jobcluster
 cancel`` from any shell of the same user finds it, and no other user can.
 """
 
@@ -33,18 +33,17 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import yaml
 
+from jobcluster.backends.cluster_files import StagedFile, cluster_files
 from jobcluster.backends.local.resources import MachineResources, check_fits, cluster_demand
 from jobcluster.backends.local.retention import prune_log_dirs
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, PackagedProgram
-from jobcluster.client.program import staged_files
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
 from jobcluster.errors import DeploymentError
-from jobcluster.jobgraph.model import ClientPaths, JobGraph, write_job_graph
+from jobcluster.jobgraph.model import ClientPaths, JobGraph
 from jobcluster.processes import ENV_PROGRAM_UMASK, PRIVATE_UMASK, current_umask, kill_process_tree, session_members
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.security import new_cluster_secret, private_directory, rest_token, write_private_file
@@ -83,10 +82,10 @@ class LocalClusterDescriptor(ClusterDescriptor):
         process: subprocess.Popen[bytes] | None = None
         secret = new_cluster_secret()
         try:
-            self._stage(cluster_dir, graph, program, config)
+            self._stage(cluster_dir, cluster_files(graph, program, config, secret))
             _write_rest_token(cluster_dir, rest_token(secret))
             _private_dirs(log_dir, self.home)
-            process = self._launch_entrypoint(cluster_id, cluster_dir, log_dir, secret)
+            process = self._launch_entrypoint(cluster_id, cluster_dir, log_dir)
             _write_json(
                 cluster_dir / CLUSTER_INFO_FILE,
                 {
@@ -121,24 +120,19 @@ class LocalClusterDescriptor(ClusterDescriptor):
         if warning:
             log.warning(warning)
 
-    def _stage(self, cluster_dir: Path, graph: JobGraph, program: PackagedProgram, config: Configuration) -> None:
-        artifacts = cluster_dir / layout.ARTIFACTS_DIR
+    def _stage(self, cluster_dir: Path, files: list[StagedFile]) -> None:
+        """Every file private to the user (0600 in 0700 directories): the secret among them needs no other channel."""
         _private_dirs(cluster_dir, self.home)
-        artifacts.mkdir(mode=0o700)
-        for path in staged_files(program):
-            write_private_file(artifacts / path.name, path.read_bytes())
-        job_graph_file = layout.job_graph_file(cluster_dir)
-        write_private_file(job_graph_file, b"")  # created private; write_job_graph then fills it
-        write_job_graph(graph, job_graph_file)
-        write_private_file(layout.config_file(cluster_dir), yaml.safe_dump(config.to_dict(), sort_keys=True).encode())
+        (cluster_dir / layout.ARTIFACTS_DIR).mkdir(mode=0o700)
+        for file in files:
+            write_private_file(cluster_dir / file.name, file.read())
 
-    def _launch_entrypoint(self, cluster_id: str, cluster_dir: Path, log_dir: Path, secret: str) -> subprocess.Popen[bytes]:
+    def _launch_entrypoint(self, cluster_id: str, cluster_dir: Path, log_dir: Path) -> subprocess.Popen[bytes]:
         env = {
             **os.environ,
             layout.ENV_CLUSTER_ID: cluster_id,
             layout.ENV_CLUSTER_DIR: str(cluster_dir),
             layout.ENV_LOG_DIR: str(log_dir),
-            layout.ENV_CLUSTER_SECRET: secret,
             layout.ENV_BIND_HOST: self.bind_host,
             ENV_PROGRAM_UMASK: f"{current_umask():03o}",
         }

@@ -25,8 +25,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-import yaml
-
+from jobcluster.backends.cluster_files import cluster_files
 from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR
 from jobcluster.backends.yarn.container_env import (
     ENV_CONTAINER_PYTHON,
@@ -49,11 +48,9 @@ from jobcluster.backends.yarn.validation import check_cluster_specification
 from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication, YarnClient
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram
-from jobcluster.client.program import staged_files
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
 from jobcluster.jobgraph.model import JobGraph
-from jobcluster.runtime.entrypoint import cluster_dir as layout
 from jobcluster.security import new_cluster_secret, rest_token
 
 log = logging.getLogger(__name__)
@@ -183,10 +180,11 @@ class YarnClusterDescriptor(ClusterDescriptor):
         opts = job.yarn
         python = container_python(opts.python, paths, staging.base, progress=self.progress)
         self.progress(f"Staging the job's files in {staging.uri}")
-        files = [staging.upload(path, f"{layout.ARTIFACTS_DIR}/{path.name}") for path in staged_files(job.program)]
-        files.append(staging.write(layout.JOB_GRAPH_FILE, job.graph.model_dump_json().encode()))
-        files.append(staging.write(layout.CONFIG_FILE, yaml.safe_dump(job.config.to_dict(), sort_keys=True).encode()))
-        files.append(staging.write(layout.SECRET_FILE, job.secret.encode()))
+        # the secret too: the staging directory is 0700, and it is localized into the container only
+        files = [
+            staging.upload(file.source, file.name) if file.source is not None else staging.write(file.name, file.read())
+            for file in cluster_files(job.graph, job.program, job.config, job.secret)
+        ]
         token = rest_token(job.secret).encode()
         with hdfs_errors(f"cannot write the REST token into {staging.uri}"):
             paths.client.write(staging.remote_path(REST_TOKEN_FILE), data=token, overwrite=True, permission="600")
