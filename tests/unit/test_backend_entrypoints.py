@@ -51,8 +51,9 @@ def test_local_descriptor_launches_the_local_entry_point(monkeypatch, tmp_path: 
     launched = []
     monkeypatch.setattr(local_descriptor.subprocess, "Popen", lambda argv, **kwargs: launched.append((argv, kwargs)))
 
-    local_descriptor.LocalClusterDescriptor(home=tmp_path)._launch_entrypoint("c1", tmp_path, tmp_path, "s3cr3t")
+    local_descriptor.LocalClusterDescriptor(home=tmp_path)._launch_entrypoint("c1", tmp_path, tmp_path)
 
     ((argv, kwargs),) = launched
     assert argv[1:] == ["-m", "jobcluster.backends.local.entrypoint"]
     assert kwargs["cwd"] == tmp_path
+    assert "JOBCLUSTER_CLUSTER_SECRET" not in kwargs["env"], "the secret is a staged file"
