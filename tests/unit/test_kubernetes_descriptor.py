@@ -109,7 +109,7 @@ def test_staged_files_hold_config_jobgraph_program_and_the_task_manager_template
     program = PackagedProgram(script=script, artifacts=(helper,))
     graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
     jm, tm = job_manager_parameters(config, graph.job_id), task_manager_parameters(config, graph.job_id)
-    files = _staged_files(graph, program, cluster_side_configuration(config, jm, tm), tm)
+    files = _staged_files(graph, program, cluster_side_configuration(config, jm, tm), tm, "s3cr3t")
 
     assert sorted(files) == [
         "artifacts/helper.py",
@@ -118,6 +118,7 @@ def test_staged_files_hold_config_jobgraph_program_and_the_task_manager_template
         "jobgraph.json",
         TASK_MANAGER_TEMPLATE_FILE,
     ]
+    assert not [name for name, content in files.items() if b"s3cr3t" in content], "the secret goes into the Secret only"
     staged = yaml.safe_load(files["jobcluster.yaml"])
     assert staged["execution.target"] == "kubernetes-application"
     assert staged["kubernetes.cluster-id"] == jm.cluster_id
@@ -144,7 +145,7 @@ def test_a_bad_task_manager_template_is_refused_before_anything_is_created(tmp_p
     graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
     tm = task_manager_parameters(config, graph.job_id)
     with pytest.raises(IllegalConfigurationError, match=r"kubernetes\.pod-template-file\.taskmanager: the pod template .* must be a Pod"):
-        _staged_files(graph, program, config, tm)
+        _staged_files(graph, program, config, tm, "s3cr3t")
 
 
 def test_kubernetes_application_is_a_target_and_its_descriptor_needs_no_api_server_to_be_made():
