@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make run    install everything, fetch the corpus, run WordCount on a local job cluster
 #   make test   install everything (incl. the YARN/HDFS and Kubernetes test clusters, the project's image and Flink's client),
-#               run the static checks and all tests
+#               run the static checks and all tests (two streams at once: tests/run_streams.sh)
 #   make lint   just the static checks: ruff (lint + format), mypy, lint-imports
 #   make docs   regenerate the reference pages of docs/reference/ from the code (a unit test fails when one is stale)
 SHELL := /bin/bash
@@ -72,8 +72,9 @@ lint: venv
 docs: venv
 	$(PY) -m tests.support.reference_docs
 
-test: venv lint java corpus infra
-	JOBCLUSTER_CORPUS=$(CORPUS)/sources $(PY) -m pytest -ra --durations=15
+# The builds of `infra` happen inside the two streams, each building what its tests need while the other runs.
+test: venv lint java corpus packages
+	JOBCLUSTER_CORPUS=$(CORPUS)/sources PY=$(PY) bash tests/run_streams.sh
 
 unit: venv
 	$(PY) -m pytest tests/unit -q

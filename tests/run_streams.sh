@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# `make test` after the static checks: the test suite as two streams at once.
+#
+# Why: on a 2-core machine the Kubernetes tests spend most of their time waiting (for pods to be
+# scheduled, images to be unpacked, JVMs in CPU-limited containers to start), and a cold machine
+# spends ~10 minutes compiling the Kubernetes tools and building the image, which only they need.
+# So one stream builds those and runs the tests marked `k8s`; the other resolves the Hadoop jars
+# and Flink's client and runs everything else (unit, local end to end, YARN/HDFS, Flink's CLI).
+# Each stream starts its own test clusters (the Kubernetes node in one, a Hadoop cluster in each
+# that needs one); nothing of one stream is visible to the other's checks.
+#
+# Each line is prefixed with its stream's name; each stream ends with pytest's own summary. The
+# exit code is 0 only when both streams passed. Extra arguments go to both pytest runs.
+# Environment: PY (the test virtualenv's python), JOBCLUSTER_CORPUS (the corpus), JOBCLUSTER_CACHE.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PY=${PY:-.venv/bin/python}
+pytest=("$PY" -m pytest -ra --durations=15 "$@")
+
+kubernetes() {
+    bash tests/infra/hadoop/build.sh && bash tests/infra/k8s/build.sh && bash tests/infra/image/build.sh \
+        && "${pytest[@]}" -m k8s
+}
+
+others() {
+    bash tests/infra/hadoop/build.sh && bash tests/infra/flink/build.sh && "${pytest[@]}" -m "not k8s"
+}
+
+# run <name> <function>: the function's output, each line prefixed with [name]; its exit code in <name>.rc
+run() {
+    local start=$SECONDS
+    "$2" 2>&1 | sed -u "s/^/[$1] /"
+    local code=${PIPESTATUS[0]}
+    echo "$code $((SECONDS - start))" >"$results/$1.rc"
+}
+
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
+run kubernetes kubernetes &
+run others others &
+wait
+
+status=0
+for name in kubernetes others; do
+    read -r code seconds <"$results/$name.rc" || { code=1 seconds=?; }
+    if [[ $code == 0 ]]; then verdict=passed; else verdict="FAILED (exit $code)"; status=1; fi
+    echo "stream $name: $verdict after $seconds s"
+done
+exit $status
