@@ -21,8 +21,9 @@ from jobcluster.config import options
 from jobcluster.controller import status as st
 from jobcluster.controller.clusters import ClusterRef, JobClusters, Observation
 from jobcluster.controller.job_config import job_configuration
+from jobcluster.controller.plan import DELETE_RESOURCE, DEPLOY, REMOVE, REMOVE_RESULT, Facts, needs_observation, plan
 from jobcluster.controller.programs import job_program
-from jobcluster.controller.reconciler import DELETE_RESOURCE, DEPLOY, REMOVE, REMOVE_RESULT, Facts, FlinkJobRef, needs_observation, plan
+from jobcluster.controller.reconciler import FlinkJobRef
 from jobcluster.controller.resource import InvalidSpecError, deployed_spec_hash, parse_spec
 from jobcluster.errors import IllegalConfigurationError
 

@@ -1,0 +1,218 @@
+"""What to do for one FlinkJob, decided from facts alone: pure, and tested without a cluster.
+
+:func:`plan` compares the spec (its digest), the last status and one observation
+of the cluster with the lifecycle of ``status.py``, and returns the actions to take
+(remove, deploy, remove the result, delete the resource), the status fields to
+write and the events to post. The :class:`~jobcluster.controller.reconciler.Reconciler`
+observes, calls it, and carries the plan out.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobcluster.controller import status as st
+from jobcluster.controller.clusters import Observation
+from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
+
+ERROR_LIMIT = 2000  # characters of a failure cause kept in the status (its end: where Python puts the error)
+
+#: Actions a plan can ask for, in the order they are carried out.
+REMOVE, DEPLOY, REMOVE_RESULT, DELETE_RESOURCE = "remove", "deploy", "remove-result", "delete-resource"
+
+
+@dataclass
+class Plan:
+    """What to do: ``actions`` (of REMOVE, DEPLOY, REMOVE_RESULT, DELETE_RESOURCE), the status fields to
+    write, and ``events`` as (type, reason, message)."""
+
+    actions: list[str] = field(default_factory=list)
+    status: dict[str, Any] = field(default_factory=dict)
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What :func:`plan` decides on: the resource's generation, its spec digest and deadlines, the desired
+    ``job.state``, its last status, the observation (None when none was made) and the time."""
+
+    generation: int | None
+    spec_hash: str
+    desired: str
+    startup_deadline: float
+    active_deadline: float | None
+    ttl: float | None
+    delete_after_ttl: bool
+    status: Mapping[str, Any]
+    observation: Observation | None
+    now: datetime.datetime
+
+
+def _seconds_since(text: str | None, now: datetime.datetime) -> float | None:
+    if not text:
+        return None
+    return (now - datetime.datetime.fromisoformat(text)).total_seconds()
+
+
+def needs_observation(facts: Facts) -> bool:
+    """Whether the cluster must be looked at: while a job of the current spec may run, and before a new
+    spec is deployed where a cluster of the previous one may still run; not for a settled suspension or
+    an ended job."""
+    lifecycle = facts.status.get("lifecycleState")
+    deployed = facts.status.get("deployedSpec")
+    if facts.desired == "suspended":
+        return lifecycle != st.SUSPENDED
+    if deployed != facts.spec_hash:
+        return bool(deployed) and lifecycle != st.SUSPENDED
+    return lifecycle in (st.CREATED, st.DEPLOYED, st.STABLE, st.UPGRADING)
+
+
+def _deploy_interrupted(facts: Facts) -> bool:
+    """Whether a deployment of the current spec began and never recorded its outcome: the operator that ran it
+    went away (the one that deploys holds the FlinkJob's lock until it writes DEPLOYED or FAILED)."""
+    return facts.status.get("deployedSpec") == facts.spec_hash and facts.status.get("lifecycleState") in (st.CREATED, st.UPGRADING)
+
+
+def plan(facts: Facts) -> Plan:
+    """The next step for one FlinkJob (see the module docstring and ``status.py``'s lifecycle)."""
+    if facts.desired == "suspended":
+        return _plan_suspended(facts)
+    lifecycle = facts.status.get("lifecycleState")
+    if facts.status.get("deployedSpec") != facts.spec_hash:
+        return _plan_new_spec(facts)
+    if lifecycle in (st.FINISHED, st.FAILED):
+        return _plan_ended(facts)
+    return _plan_observed(facts)
+
+
+def _plan_suspended(facts: Facts) -> Plan:
+    if facts.status.get("lifecycleState") == st.SUSPENDED:
+        return Plan()
+    job = {**(facts.status.get("jobStatus") or {}), "state": "SUSPENDED"}
+    return Plan(
+        actions=[REMOVE],
+        status={"lifecycleState": st.SUSPENDED, "jobStatus": job, "deployedSpec": "", "restUrl": "", "error": ""},
+        events=[("Normal", "Suspended", "job.state is suspended: the job cluster is removed")],
+    )
+
+
+def _plan_new_spec(facts: Facts) -> Plan:
+    """A spec never deployed: remove what runs for an older spec first (UPGRADING), then deploy."""
+    obs = facts.observation
+    previous = facts.status.get("deployedSpec")
+    if obs is not None and obs.exists and previous:
+        return Plan(
+            actions=[REMOVE],
+            status={"lifecycleState": st.UPGRADING, "jobStatus": None},
+            events=[("Normal", "Upgrading", "the spec changed: removing the job cluster of the previous spec")],
+        )
+    upgrading = bool(previous) or facts.status.get("lifecycleState") in (st.UPGRADING, st.FINISHED, st.FAILED)
+    return Plan(actions=[DEPLOY], status={"lifecycleState": st.UPGRADING if upgrading else st.CREATED})
+
+
+def _plan_ended(facts: Facts) -> Plan:
+    job = facts.status.get("jobStatus") or {}
+    if facts.ttl is None or facts.status.get("ttlExpired"):
+        return Plan()
+    since_end = _seconds_since(job.get("endTime"), facts.now)
+    if since_end is None or since_end < facts.ttl:
+        return Plan()
+    actions = [REMOVE, REMOVE_RESULT] + ([DELETE_RESOURCE] if facts.delete_after_ttl else [])
+    return Plan(actions=actions, status={"ttlExpired": True}, events=[("Normal", "TtlExpired", "ttlSecondsAfterFinished passed")])
+
+
+def _plan_observed(facts: Facts) -> Plan:
+    obs = facts.observation
+    assert obs is not None
+    old_job = dict(facts.status.get("jobStatus") or {})
+    if not obs.exists:
+        return _plan_gone(facts, old_job)
+    job = {**old_job, **st.job_status_of(obs.job)} if obs.job is not None else old_job
+    state = job.get("state")
+    update: dict[str, Any] = {"jobStatus": job, "restUrl": obs.rest_url or facts.status.get("restUrl", "")}
+    if obs.cluster_id:
+        update["clusterId"] = obs.cluster_id
+    if obs.job is not None:
+        update["taskManagers"] = st.task_managers_of(obs.task_managers)
+    if state in TERMINAL_JOB_STATES and obs.job is not None:
+        return _ended(update, state, obs.failure_cause)
+    lifecycle = st.STABLE if state == "RUNNING" else st.DEPLOYED
+    update["lifecycleState"] = lifecycle
+    events = []
+    if lifecycle == st.STABLE and facts.status.get("lifecycleState") != st.STABLE:
+        events.append(
+            (
+                "Normal",
+                "JobRunning",
+                f"job {job.get('jobId')} is RUNNING on {update.get('taskManagers', {}).get('count', 0)} TaskManager(s)",
+            )
+        )
+    deadline = _deadline_passed(facts, job, obs)
+    if deadline is not None:
+        reason, message = deadline
+        update.update(lifecycleState=st.FAILED, error=message, failureReason=reason)
+        return Plan(actions=[REMOVE], status=update, events=[("Warning", reason, message)])
+    return Plan(status=update, events=events)
+
+
+def _deadline_passed(facts: Facts, job: Mapping[str, Any], obs: Observation) -> tuple[str, str] | None:
+    state = job.get("state")
+    deployed_for = _seconds_since(facts.status.get("deployTime"), facts.now)
+    if state != "RUNNING" and deployed_for is not None and deployed_for > facts.startup_deadline:
+        why = obs.pending or f"the job is {state or 'not started'}"
+        return "StartupDeadlineExceeded", f"not RUNNING within startupDeadlineSeconds ({facts.startup_deadline:.0f} s): {why}"
+    running_for = _seconds_since(job.get("startTime"), facts.now)
+    if state == "RUNNING" and facts.active_deadline is not None and running_for is not None and running_for > facts.active_deadline:
+        return "ActiveDeadlineExceeded", f"ran longer than activeDeadlineSeconds ({facts.active_deadline:.0f} s): cancelled"
+    return None
+
+
+def _plan_gone(facts: Facts, job: dict[str, Any]) -> Plan:
+    obs = facts.observation
+    assert obs is not None
+    record = obs.result
+    if record is not None and _deploy_interrupted(facts) and _before(record.end_time, facts.status.get("deployTime")):
+        record = None  # the result of the run before this deployment, which had not removed it yet
+    if record is not None and (not job.get("jobId") or record.job_id == job.get("jobId")):
+        job.update(jobId=record.job_id, state=record.state)
+        if record.end_time:
+            job["endTime"] = record.end_time
+        return _ended({"jobStatus": job, "restUrl": ""}, record.state, record.diagnostics or None)
+    if _deploy_interrupted(facts):
+        lifecycle = facts.status["lifecycleState"]
+        message = f"the deployment begun at {facts.status.get('deployTime')} did not finish (the operator restarted): deploying again"
+        return Plan(actions=[DEPLOY], status={"lifecycleState": lifecycle}, events=[("Normal", "Redeploying", message)])
+    message = "the job cluster is gone and left no result (its Deployment was deleted from outside?)"
+    job["state"] = job.get("state") if job.get("state") in TERMINAL_JOB_STATES else "FAILED"
+    return Plan(
+        status={"jobStatus": job, "lifecycleState": st.FAILED, "error": message, "failureReason": "ClusterLost", "restUrl": ""},
+        events=[("Warning", "ClusterLost", message)],
+    )
+
+
+def _before(end_time: str | None, deploy_time: str | None) -> bool:
+    """Whether a job ended before a deployment began (both RFC 3339; False when either is unknown)."""
+    if not end_time or not deploy_time:
+        return False
+    return datetime.datetime.fromisoformat(end_time) < datetime.datetime.fromisoformat(deploy_time)
+
+
+def _ended(update: dict[str, Any], state: str, cause: str | None) -> Plan:
+    lifecycle, reason = st.lifecycle_of_terminal_job(state)
+    update.update(lifecycleState=lifecycle, error=(cause or "")[-ERROR_LIMIT:] if reason else "", failureReason=reason or "")
+    job = update["jobStatus"]
+    if reason:
+        return Plan(
+            status=update,
+            events=[
+                (
+                    "Warning",
+                    reason,
+                    f"job {job.get('jobId')} {state}" + (f": {cause.strip().splitlines()[-1]}" if cause and cause.strip() else ""),
+                )
+            ],
+        )
+    return Plan(status=update, events=[("Normal", "JobFinished", f"job {job.get('jobId')} FINISHED in {job.get('duration', '?')}")])
