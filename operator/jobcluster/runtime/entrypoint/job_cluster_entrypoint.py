@@ -134,18 +134,11 @@ class JobClusterEntrypoint:
         ctx = self.context
         jm_sizing = spark_sizing_for_job_manager(job_manager_process_spec_from_config(config))
         tm_spec = task_executor_process_spec_from_config(config)
-        tm_sizing = spark_sizing_for_task_executor(tm_spec)
 
-        bind_hosts = tuple(host.strip() for host in config.get(options.REST_BIND_ADDRESS).split(",") if host.strip())
-        rest = RestEndpoint(
-            config.get(options.REST_ADDRESS), config.get(options.REST_PORT), jobcluster.__version__, rest_token(ctx.secret), bind_hosts
-        )
-        await rest.start()
-        stack.push_async_callback(rest.stop)
+        rest = await self._start_rest(stack, config)
         if not config.get(options.CLUSTER_STAGING_KEEP):
             stack.callback(shutil.rmtree, ctx.cluster_dir, ignore_errors=True)
         scratch = self._prepare_scratch(stack)
-
         rpc = RpcService(ctx.bind_host, ctx.secret, config.get(options.RPC_ASK_TIMEOUT))
         await rpc.start()
         stack.push_async_callback(rpc.stop)
@@ -156,42 +149,21 @@ class JobClusterEntrypoint:
         master_started = asyncio.create_task(spark_master.start(), name="spark-master-start")
         stack.push_async_callback(_cancel, master_started)
 
-        driver: ResourceManagerDriver = self._create_driver(config, rest.url)
         fatal_error: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
-        resource_manager_id = uuid.uuid4().hex
-        resource_manager = ResourceManager(
-            rpc,
-            driver,
-            self._launch_context(rpc.address, resource_manager_id, spark_master.address),
-            config,
-            tm_spec.worker_resource_spec(),
-            ResourceManagerSettings(
-                heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
-                heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
-                idle_timeout=config.get(options.RESOURCE_MANAGER_TASK_MANAGER_TIMEOUT),
-                max_slots=config.get(options.SLOT_MANAGER_MAX_SLOTS),
-                slots_per_worker=tm_spec.num_slots,
-            ),
-            on_fatal_error=functools.partial(_set_once, fatal_error),
-            fencing_token=resource_manager_id,
-        )
-        stack.push_async_callback(rpc.stop_endpoint, resource_manager)
-        await rpc.start_endpoint(resource_manager)
-        stack.push_async_callback(self._stop_processes, resource_manager, spark_master)
+        resource_manager = await self._start_resource_manager(stack, rpc, config, rest.url, spark_master, fatal_error)
 
-        rm_gateway = ResourceManagerGateway(rpc, rpc.address, RESOURCE_MANAGER_ENDPOINT, resource_manager.fencing_token)
         sizing_conf = merge_spark_conf(
             user_spark_conf(config),
-            {**_with_tmpdir(jm_sizing.driver_conf(), scratch), **tm_sizing.executor_conf(), "spark.local.dir": str(scratch)},
-        )
-        jm_settings = JobMasterSettings(
-            heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
-            heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
-            slot_request_timeout=config.get(options.SLOT_REQUEST_TIMEOUT),
-            executor_registration_timeout=config.get(options.EXECUTOR_REGISTRATION_TIMEOUT),
+            {
+                **_with_tmpdir(jm_sizing.driver_conf(), scratch),
+                **spark_sizing_for_task_executor(tm_spec).executor_conf(),
+                "spark.local.dir": str(scratch),
+            },
         )
 
         def create_job_master(on_terminal: Callable[[JobResult], Awaitable[None]]) -> JobMaster:
+            rm_gateway = ResourceManagerGateway(rpc, rpc.address, RESOURCE_MANAGER_ENDPOINT, resource_manager.fencing_token)
+            master_ready = functools.partial(asyncio.shield, master_started)
             return JobMaster(
                 rpc,
                 graph,
@@ -199,27 +171,16 @@ class JobClusterEntrypoint:
                 ctx.log_dir,
                 rm_gateway,
                 spark_master.address,
-                lambda: asyncio.shield(master_started),
+                master_ready,
                 ctx.bind_host,
                 sizing_conf,
-                jm_settings,
+                job_master_settings(config),
                 on_terminal,
                 spark_env=spark_env,
             )
 
         dispatcher = MiniDispatcher(create_job_master, config.get(options.EXECUTION_ATTACHED), RESULT_RETRIEVAL_TIMEOUT)
-        stack.push_async_callback(rpc.stop_endpoint, dispatcher)
-        await rpc.start_endpoint(dispatcher)
-
-        rest.serve(dispatcher, resource_manager.request_task_manager_info, resource_manager.request_resource_overview)
-        job_master = dispatcher.job_master
-        assert job_master is not None
-        stack.push_async_callback(rpc.stop_endpoint, job_master)
-        await rpc.start_endpoint(job_master)
-        failing = asyncio.create_task(_fail_on_fatal_error(fatal_error, job_master), name="fatal-error")
-        stack.push_async_callback(_cancel, failing)
-        self._write_rest_info(rest.url)
-        self._install_signal_handlers(dispatcher)
+        job_master = await self._start_job(stack, rpc, dispatcher, rest, resource_manager, fatal_error)
         log.info("job cluster %s is up: REST %s, job %s", ctx.cluster_id, rest.url, graph.job_id)
         await dispatcher.workers_done
         # the workers and the Spark master go while the client fetches the result: it returns sooner
@@ -229,6 +190,70 @@ class JobClusterEntrypoint:
         await asyncio.gather(releasing, return_exceptions=True)
         self.diagnostics = _diagnostics(job_master.result)
         return self.status
+
+    async def _start_rest(self, stack: AsyncExitStack, config: Configuration) -> RestEndpoint:
+        """The REST endpoint, first up and last down: its disappearance tells the client the cluster is gone."""
+        bind_hosts = tuple(host.strip() for host in config.get(options.REST_BIND_ADDRESS).split(",") if host.strip())
+        rest = RestEndpoint(
+            config.get(options.REST_ADDRESS),
+            config.get(options.REST_PORT),
+            jobcluster.__version__,
+            rest_token(self.context.secret),
+            bind_hosts,
+        )
+        await rest.start()
+        stack.push_async_callback(rest.stop)
+        return rest
+
+    async def _start_resource_manager(
+        self,
+        stack: AsyncExitStack,
+        rpc: RpcService,
+        config: Configuration,
+        rest_url: str,
+        spark_master: SparkMaster,
+        fatal_error: asyncio.Future[Exception],
+    ) -> ResourceManager:
+        """The ResourceManager with the target's driver; on the way down it deregisters (``_stop_processes``)."""
+        tm_spec = task_executor_process_spec_from_config(config)
+        resource_manager_id = uuid.uuid4().hex
+        resource_manager = ResourceManager(
+            rpc,
+            self._create_driver(config, rest_url),
+            self._launch_context(rpc.address, resource_manager_id, spark_master.address),
+            config,
+            tm_spec.worker_resource_spec(),
+            resource_manager_settings(config, tm_spec.num_slots),
+            on_fatal_error=functools.partial(_set_once, fatal_error),
+            fencing_token=resource_manager_id,
+        )
+        stack.push_async_callback(rpc.stop_endpoint, resource_manager)
+        await rpc.start_endpoint(resource_manager)
+        stack.push_async_callback(self._stop_processes, resource_manager, spark_master)
+        return resource_manager
+
+    async def _start_job(
+        self,
+        stack: AsyncExitStack,
+        rpc: RpcService,
+        dispatcher: MiniDispatcher,
+        rest: RestEndpoint,
+        resource_manager: ResourceManager,
+        fatal_error: asyncio.Future[Exception],
+    ) -> JobMaster:
+        """The dispatcher and its job's JobMaster, served over REST; a fatal error of the ResourceManager fails the job."""
+        stack.push_async_callback(rpc.stop_endpoint, dispatcher)
+        await rpc.start_endpoint(dispatcher)
+        rest.serve(dispatcher, resource_manager.request_task_manager_info, resource_manager.request_resource_overview)
+        job_master = dispatcher.job_master
+        assert job_master is not None
+        stack.push_async_callback(rpc.stop_endpoint, job_master)
+        await rpc.start_endpoint(job_master)
+        failing = asyncio.create_task(_fail_on_fatal_error(fatal_error, job_master), name="fatal-error")
+        stack.push_async_callback(_cancel, failing)
+        self._write_rest_info(rest.url)
+        self._install_signal_handlers(dispatcher)
+        return job_master
 
     async def _stop_processes(self, resource_manager: ResourceManager, spark_master: SparkMaster) -> None:
         """The TaskExecutors (through the platform) and the Spark master at once: after the job neither holds
@@ -295,6 +320,27 @@ class JobClusterEntrypoint:
         """Shut down after a signal: workers released, staged files removed, application left registered (``_deregister``)."""
         self.closed_externally = True
         dispatcher.close_externally(f"received signal {sig.name}")
+
+
+def resource_manager_settings(config: Configuration, slots_per_worker: int) -> ResourceManagerSettings:
+    """The ResourceManager's timing and sizing from ``config`` (each field names its Flink key)."""
+    return ResourceManagerSettings(
+        heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
+        heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
+        idle_timeout=config.get(options.RESOURCE_MANAGER_TASK_MANAGER_TIMEOUT),
+        max_slots=config.get(options.SLOT_MANAGER_MAX_SLOTS),
+        slots_per_worker=slots_per_worker,
+    )
+
+
+def job_master_settings(config: Configuration) -> JobMasterSettings:
+    """The JobMaster's timeouts from ``config`` (each field names its Flink or jobcluster key)."""
+    return JobMasterSettings(
+        heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
+        heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
+        slot_request_timeout=config.get(options.SLOT_REQUEST_TIMEOUT),
+        executor_registration_timeout=config.get(options.EXECUTOR_REGISTRATION_TIMEOUT),
+    )
 
 
 async def _stop_workers(resource_manager: ResourceManager, spark_master: SparkMaster) -> None:
