@@ -297,9 +297,14 @@ def test_jobs_go_to_the_adapter_of_their_target():
             return True
 
     clusters = JobClusters({"kubernetes-application": Recording("k8s"), "yarn-per-job": Recording("yarn")})
-    for target, name in (("yarn-per-job", "a"), ("kubernetes-application", "b"), ("mesos", "c")):
-        clusters.remove(ClusterRef(target, "ns", name, "u"))
-    assert calls == [("yarn", "a"), ("k8s", "b"), ("k8s", "c")]
+    removed = [
+        clusters.remove(ClusterRef(target, "ns", name, "u")) for target, name in (("yarn-per-job", "a"), ("kubernetes-application", "b"))
+    ]
+    assert calls == [("yarn", "a"), ("k8s", "b")] and removed == [True, True]
+    # a target no adapter serves (a refused spec) has nothing deployed, and no adapter is asked
+    assert clusters.remove(ClusterRef("mesos", "ns", "c", "u")) is False
+    assert clusters.observe(ClusterRef("mesos", "ns", "c", "u"), None).exists is False
+    assert calls == [("yarn", "a"), ("k8s", "b")]
 
 
 def test_an_observed_cluster_id_goes_into_the_status():

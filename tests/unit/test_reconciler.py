@@ -19,7 +19,7 @@ from typing import Any
 from jobcluster.client.descriptor import JobResult, PackagedProgram
 from jobcluster.config.configuration import Configuration
 from jobcluster.controller import status as st
-from jobcluster.controller.clusters import ClusterRef, Deployed, Observation
+from jobcluster.controller.clusters import ClusterRef, Deployed, JobClusters, Observation
 from jobcluster.controller.reconciler import FlinkJobRef, Reconciler
 from jobcluster.errors import AlreadyExistsError, DeploymentError
 
@@ -167,3 +167,19 @@ def test_reconciliations_of_one_flinkjob_are_serialized_and_the_second_sees_the_
     clusters, job = asyncio.run(scenario())
     assert [c for c, _ in clusters.calls] == ["deploy", "observe"], "the second found the deployment done and only looked"
     assert job.status["lifecycleState"] == st.DEPLOYED
+
+
+def test_a_flinkjob_moved_to_another_target_has_its_cluster_removed_where_it_runs():
+    on_kubernetes, on_yarn = FakeClusters(), FakeClusters()
+    clusters = JobClusters({"kubernetes-application": on_kubernetes, "yarn-per-job": on_yarn})
+    job = FlinkJob(SPEC)
+    reconcile(Reconciler(clusters, {}, clock=lambda: NOW), job)
+    assert job.status["deployedTarget"] == "kubernetes-application"
+    on_kubernetes.observation = Observation(exists=True, cluster_id="wc", job={"jid": "f" * 32, "state": "RUNNING"})
+    job.spec = {**SPEC, "target": "yarn-per-job", "hadoopConfigMap": "hadoop"}
+    assert reconcile(Reconciler(clusters, {}, clock=lambda: NOW), job) == st.UPGRADING
+    on_kubernetes.observation = Observation(exists=False)
+    assert reconcile(Reconciler(clusters, {}, clock=lambda: NOW), job) == st.DEPLOYED
+    assert [c for c, _ in on_kubernetes.calls] == ["deploy", "observe", "remove", "observe"]
+    assert [c for c, _ in on_yarn.calls] == ["deploy"]
+    assert job.status["deployedTarget"] == "yarn-per-job"

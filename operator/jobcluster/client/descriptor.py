@@ -104,6 +104,23 @@ class ClusterDescriptor(abc.ABC):
         """Stage and launch a cluster for ``graph``; DeploymentError (with nothing left behind) on failure."""
 
     @abc.abstractmethod
+    def retrieve(self, cluster_id: str) -> ClusterHandle | None:
+        """The running cluster ``cluster_id`` (Flink's ``retrieve``), or None once it is gone.
+
+        Raises:
+            JobClusterError: the platform refuses or cannot be reached (a subclass per target).
+        """
+
+    @abc.abstractmethod
+    def job_result(self, cluster_id: str) -> JobResult | None:
+        """How the job of cluster ``cluster_id`` ended, once the cluster is gone, as the cluster or its platform
+        recorded it; None while it runs, or when nothing was recorded.
+
+        Raises:
+            JobClusterError: the platform refuses or cannot be reached (a subclass per target).
+        """
+
+    @abc.abstractmethod
     def list_clusters(self) -> list[ClusterHandle]:
         """Clusters of this target that are running now."""
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterHandle, JobResult, PackagedProgram
 from jobcluster.config.configuration import Configuration
-from jobcluster.errors import ClusterClientError
+from jobcluster.errors import ClusterClientError, IllegalConfigurationError
 from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 
 log = logging.getLogger(__name__)
@@ -115,8 +115,7 @@ class JobClusters:
         self.by_target = dict(by_target)
 
     def _of(self, ref: ClusterRef) -> TargetClusters:
-        # an unknown target (a spec the reconciler refuses) has nothing deployed: any adapter finds nothing
-        return self.by_target.get(ref.target) or next(iter(self.by_target.values()))
+        return self.by_target.get(ref.target) or _NOTHING_DEPLOYED
 
     def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
         return self._of(ref).deploy(ref, config, program)
@@ -129,6 +128,25 @@ class JobClusters:
 
     def remove_result(self, ref: ClusterRef) -> None:
         self._of(ref).remove_result(ref)
+
+
+class _NothingDeployed:
+    """The clusters of a target no adapter serves (a spec the reconciler refused: nothing was deployed there)."""
+
+    def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
+        raise IllegalConfigurationError(f"unknown target {ref.target!r}")
+
+    def observe(self, ref: ClusterRef, job_id: str | None) -> Observation:
+        return Observation(exists=False)
+
+    def remove(self, ref: ClusterRef) -> bool:
+        return False
+
+    def remove_result(self, ref: ClusterRef) -> None:
+        return None
+
+
+_NOTHING_DEPLOYED: TargetClusters = _NothingDeployed()
 
 
 def observe_job(observation: Observation, handle: ClusterHandle, job_id: str | None) -> Observation:

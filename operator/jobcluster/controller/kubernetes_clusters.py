@@ -71,7 +71,7 @@ class KubernetesClusters:
             DeploymentError: the API server refuses or cannot be reached.
         """
         descriptor = self._descriptor(ref.namespace)
-        handle = descriptor.cluster_handle(ref.name)
+        handle = descriptor.retrieve(ref.name)
         if handle is None:
             return Observation(exists=False, result=descriptor.job_result(ref.name))
         pending = self._pending_reason(ref.namespace, ref.name)

@@ -10,13 +10,15 @@ FlinkJob's target) off the event loop, and writes the status.
 
 Status fields of the operator's own (beyond those the CRD documents):
 ``deployedSpec`` (the digest of the spec whose cluster runs or ran, see
-``resource.deployed_spec_hash``), ``deployTime`` (when that deployment began)
-and ``ttlExpired``.
+``resource.deployed_spec_hash``), ``deployedTarget`` (the target it runs or ran
+on: a spec that changes its target has the old cluster removed where it is),
+``deployTime`` (when that deployment began) and ``ttlExpired``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import logging
 import tempfile
@@ -70,9 +72,10 @@ class FlinkJobRef:
 
     @property
     def cluster(self) -> ClusterRef:
-        """Where this FlinkJob's cluster is (from the raw spec and status: valid or not, a cluster may exist)."""
+        """Where this FlinkJob's cluster is (from the raw spec and status: valid or not, a cluster may exist); on the
+        target it was last deployed to, which the spec may since have changed."""
         return ClusterRef(
-            target=str(self.spec.get("target") or TARGET_KUBERNETES),
+            target=str(self.status.get("deployedTarget") or self.spec.get("target") or TARGET_KUBERNETES),
             namespace=self.namespace,
             name=self.name,
             uid=self.uid,
@@ -173,26 +176,29 @@ class Reconciler:
     ) -> dict[str, Any]:
         """Deploy the spec's cluster; the status fields of the outcome (DEPLOYED, or FAILED with the reason)."""
         started = self._clock()
+        spec = parse_spec(job.spec)
         # the spec is recorded before the long wait: an operator restarted meanwhile adopts this deployment
         # the cluster id is cleared: an adopting operator must not take the previous cluster's result for this one
         starting = {
             **status,
             "deployedSpec": spec_hash,
+            "deployedTarget": spec.target,
             "deployTime": st.timestamp(started),
             "error": "",
             "jobStatus": None,
             "clusterId": "",
         }
         await self._write(job, starting, write_status)
-        spec = parse_spec(job.spec)
+        target = dataclasses.replace(job.cluster, target=spec.target, cluster_id="")
         try:
             with tempfile.TemporaryDirectory(prefix=f"flinkjob-{job.name}-") as scratch:
                 program = await asyncio.to_thread(job_program, spec.job, job.name, Path(scratch))
                 config = job_configuration(spec, job.name, job.namespace, job.uid, self.defaults, Path(scratch))
-                deployed = await asyncio.to_thread(self.clusters.deploy, job.cluster, config, program)
+                deployed = await asyncio.to_thread(self.clusters.deploy, target, config, program)
         except AlreadyExistsError:  # the previous cluster's objects are still being collected: try again
             log.info("FlinkJob %s/%s: waiting for the previous job cluster to be gone", job.namespace, job.name)
-            return {"lifecycleState": st.UPGRADING, "deployedSpec": job.status.get("deployedSpec") or ""}
+            previous = {"deployedSpec": job.status.get("deployedSpec") or "", "deployedTarget": job.status.get("deployedTarget") or ""}
+            return {"lifecycleState": st.UPGRADING, **previous}
         except DeploymentError as exc:
             return self._deploy_failed(job, spec_hash, exc, "DeploymentFailed", post_event)
         except InvalidSpecError as exc:

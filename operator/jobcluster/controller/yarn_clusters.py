@@ -139,7 +139,7 @@ class YarnClusters:
         application_id = ref.cluster_id or next(iter(descriptor.applications_tagged(flinkjob_tag(ref.uid))), "")
         if not application_id:
             return Observation(exists=False)
-        handle = descriptor.cluster_handle(application_id)
+        handle = descriptor.retrieve(application_id)
         if handle is None:
             return Observation(exists=False, cluster_id=application_id, result=descriptor.job_result(application_id))
         return observe_job(Observation(exists=True, cluster_id=application_id, rest_url=handle.rest_url), handle, job_id)

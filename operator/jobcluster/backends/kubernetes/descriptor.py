@@ -311,7 +311,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             handles.append(self._handle(core, deployment))
         return handles
 
-    def cluster_handle(self, cluster_id: str) -> ClusterHandle | None:
+    def retrieve(self, cluster_id: str) -> ClusterHandle | None:
         """The job cluster ``cluster_id`` of the namespace (REST URL and token where known), or None when it is gone.
 
         Raises:

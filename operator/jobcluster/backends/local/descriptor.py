@@ -38,7 +38,7 @@ from jobcluster.backends.cluster_files import StagedFile, cluster_files
 from jobcluster.backends.local.resources import MachineResources, check_fits, cluster_demand
 from jobcluster.backends.local.retention import prune_log_dirs
 from jobcluster.client.cluster_client import RestClusterClient
-from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, PackagedProgram
+from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
@@ -186,6 +186,15 @@ class LocalClusterDescriptor(ClusterDescriptor):
                 )
             )
         return handles
+
+    def retrieve(self, cluster_id: str) -> ClusterHandle | None:
+        """The running cluster ``cluster_id`` of this user's ``$JOBCLUSTER_HOME``, or None once it is gone."""
+        return next((handle for handle in self.list_clusters() if handle.cluster_id == cluster_id), None)
+
+    def job_result(self, cluster_id: str) -> JobResult | None:
+        """None: a local cluster hands its result to its attached client and keeps no record after it ends
+        (its log directory stays for ``jobcluster.logs.max-age``)."""
+        return None
 
     def prune_logs(self, max_age: float) -> list[str]:
         """Remove the log directories of ended clusters older than ``max_age`` seconds (see retention.py).

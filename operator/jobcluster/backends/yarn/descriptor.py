@@ -259,7 +259,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
         finally:
             rest.close()
 
-    def cluster_handle(self, cluster_id: str) -> ClusterHandle | None:
+    def retrieve(self, cluster_id: str) -> ClusterHandle | None:
         """The application ``cluster_id`` while it runs (its REST URL once its ApplicationMaster
         registered, its token when this user can read it); None once it ended or YARN does not know it.
 
