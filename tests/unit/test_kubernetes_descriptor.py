@@ -11,9 +11,11 @@ import yaml
 from jobcluster.backends import registry
 from jobcluster.backends.kubernetes import job_manager_pod as jmp
 from jobcluster.backends.kubernetes.cluster_config import cluster_side_configuration
-from jobcluster.backends.kubernetes.descriptor import TASK_MANAGER_TEMPLATE_FILE, KubernetesClusterDescriptor, _staged_files
+from jobcluster.backends.kubernetes.descriptor import KubernetesClusterDescriptor
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
 from jobcluster.backends.kubernetes.rest_endpoint import pod_rest_url, service_rest_url
+from jobcluster.backends.kubernetes.staging import TASK_MANAGER_TEMPLATE_FILE
+from jobcluster.backends.kubernetes.staging import config_map_files as _staged_files
 from jobcluster.backends.registry import validate_configuration
 from jobcluster.client.descriptor import PackagedProgram
 from jobcluster.client.program import build_job_graph

@@ -19,6 +19,11 @@ removes what it owns: a failed deployment leaves nothing in the namespace.
 The descriptor is a plain object with blocking calls, so an operator can use
 it in-process (off its event loop).  ``progress`` receives one line per step
 (the CLI prints them on stderr).
+
+Why one module of this size: it is the ClusterDescriptor's whole contract for
+one namespace (deploy with its wait on the JobManager pod, retrieve, list,
+kill, the job result); the rules it applies live in pure modules beside it
+(``job_manager_pod.py``, ``rest_endpoint.py``, ``staging.py``).
 """
 
 from __future__ import annotations
@@ -29,13 +34,11 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import kubernetes
 import requests
 
-from jobcluster.backends.cluster_files import cluster_files
 from jobcluster.backends.kubernetes import job_manager_pod as jmp
 from jobcluster.backends.kubernetes import pod_layout as pl
 from jobcluster.backends.kubernetes import rest_endpoint
@@ -46,9 +49,7 @@ from jobcluster.backends.kubernetes.config_options import (
     KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
     KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT,
     KUBERNETES_NAMESPACE,
-    KUBERNETES_POD_TEMPLATE_FILE,
     KUBERNETES_REST_ENDPOINT,
-    KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE,
 )
 from jobcluster.backends.kubernetes.job_result import read_job_result
 from jobcluster.backends.kubernetes.kube_client import api_call, load_api_client
@@ -63,13 +64,13 @@ from jobcluster.backends.kubernetes.labels import (
 )
 from jobcluster.backends.kubernetes.parameters import (
     KubernetesJobManagerParameters,
-    KubernetesTaskManagerParameters,
     job_manager_parameters,
     task_manager_parameters,
 )
 from jobcluster.backends.kubernetes.pod_template import load_pod_template
 from jobcluster.backends.kubernetes.pod_watch import list_pods
 from jobcluster.backends.kubernetes.port_forward import PodPortForward, routes_to
+from jobcluster.backends.kubernetes.staging import config_map_files
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram
 from jobcluster.config import options
@@ -82,8 +83,6 @@ from jobcluster.security import new_cluster_secret, rest_token
 
 log = logging.getLogger(__name__)
 
-#: The TaskManager pod template's file in the ConfigMap; the driver reads it relative to the JobManager's cluster dir.
-TASK_MANAGER_TEMPLATE_FILE = "taskmanager-pod-template.yaml"
 POLL_SECONDS = 0.5
 PROBE_TIMEOUT = 3.0  # seconds for one REST probe while waiting
 
@@ -135,7 +134,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         tm = task_manager_parameters(config, graph.job_id)
         staged_config = cluster_side_configuration(config, jm, tm)
         secret = new_cluster_secret()
-        files = _staged_files(graph, program, staged_config, tm, secret)
+        files = config_map_files(graph, program, staged_config, tm, secret)
         jm_template = (
             load_pod_template(jm.pod_template_file, KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE.key) if jm.pod_template_file else None
         )
@@ -384,28 +383,6 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         check_cluster_id(cluster_id)
         if not delete_cluster(self.api, self.namespace, cluster_id):
             raise DeploymentError(f"no job cluster {cluster_id} in namespace {self.namespace}")
-
-
-def _staged_files(
-    graph: JobGraph, program: PackagedProgram, config: Configuration, tm: KubernetesTaskManagerParameters, secret: str
-) -> dict[str, bytes]:
-    """Path below the cluster dir → content, for the ConfigMap: the cluster's files but its secret, and the TaskManager template.
-
-    The TaskManager pod template is read here (the client's file) and staged;
-    the staged configuration then names its staged copy, relative to the
-    JobManager's cluster dir.  ``config`` is changed accordingly.
-    """
-    files: dict[str, bytes] = {}
-    if tm.pod_template_file:
-        template_key = KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE.key
-        load_pod_template(tm.pod_template_file, template_key)  # refuse a bad template before anything is created
-        files[TASK_MANAGER_TEMPLATE_FILE] = Path(tm.pod_template_file).read_bytes()
-        config.set(KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE, TASK_MANAGER_TEMPLATE_FILE)
-    for option in (KUBERNETES_POD_TEMPLATE_FILE, KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE):
-        config.remove(option)  # client-side paths; the JobManager pod reads only the TaskManager template, staged above
-    # the secret goes into the cluster's Secret instead (create_job_manager_objects), never into the ConfigMap
-    files |= {file.name: file.read() for file in cluster_files(graph, program, config, secret) if not file.private}
-    return files
 
 
 def _startup_failure_line(core: kubernetes.client.CoreV1Api, namespace: str, pod: str) -> str | None:

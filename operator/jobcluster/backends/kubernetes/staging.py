@@ -13,14 +13,28 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from jobcluster.backends.cluster_files import cluster_files
+from jobcluster.backends.kubernetes.config_options import (
+    KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
+    KUBERNETES_POD_TEMPLATE_FILE,
+    KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE,
+)
 from jobcluster.backends.kubernetes.labels import common_labels, owner_reference_to
+from jobcluster.backends.kubernetes.parameters import KubernetesTaskManagerParameters
 from jobcluster.backends.kubernetes.pod_layout import SECRET_KEY, config_map_name, secret_name
+from jobcluster.backends.kubernetes.pod_template import load_pod_template
+from jobcluster.client.descriptor import PackagedProgram
+from jobcluster.config.configuration import Configuration
 from jobcluster.errors import DeploymentError
+from jobcluster.jobgraph.model import JobGraph
 
 #: The API server's limit on the sum of a ConfigMap's values, bytes (``core.MaxSecretSize``, which ``ValidateConfigMap`` applies).
 CONFIG_MAP_MAX_BYTES = 1 << 20
+#: The TaskManager pod template's file in the ConfigMap; the driver reads it relative to the JobManager's cluster dir.
+TASK_MANAGER_TEMPLATE_FILE = "taskmanager-pod-template.yaml"
 _KEY = re.compile(r"[-._a-zA-Z0-9]+")
 _MAX_KEY_LENGTH = 253
 
@@ -118,3 +132,28 @@ def _metadata(name: str, cluster_id: str, namespace: str, owner: Mapping[str, An
     if owner is not None:
         metadata["ownerReferences"] = [owner_reference_to(owner)]
     return metadata
+
+
+def config_map_files(
+    graph: JobGraph, program: PackagedProgram, config: Configuration, tm: KubernetesTaskManagerParameters, secret: str
+) -> dict[str, bytes]:
+    """Path below the cluster dir → content, for the ConfigMap: the cluster's files but its secret, and the TaskManager template.
+
+    Raises:
+        IllegalConfigurationError: the TaskManager pod template cannot be read or is not a pod.
+
+    The TaskManager pod template is read here (the client's file) and staged;
+    the staged configuration then names its staged copy, relative to the
+    JobManager's cluster dir.  ``config`` is changed accordingly.
+    """
+    files: dict[str, bytes] = {}
+    if tm.pod_template_file:
+        template_key = KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE.key
+        load_pod_template(tm.pod_template_file, template_key)  # refuse a bad template before anything is created
+        files[TASK_MANAGER_TEMPLATE_FILE] = Path(tm.pod_template_file).read_bytes()
+        config.set(KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE, TASK_MANAGER_TEMPLATE_FILE)
+    for option in (KUBERNETES_POD_TEMPLATE_FILE, KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE):
+        config.remove(option)  # client-side paths; the JobManager pod reads only the TaskManager template, staged above
+    # the secret goes into the cluster's Secret instead (create_job_manager_objects), never into the ConfigMap
+    files |= {file.name: file.read() for file in cluster_files(graph, program, config, secret) if not file.private}
+    return files

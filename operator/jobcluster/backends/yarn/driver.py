@@ -23,6 +23,11 @@ through the py4j gateway:
 Threads: every py4j call runs on one of two single-thread executors (AMRM
 calls on one, NodeManager calls on the other), never on the ResourceManager's
 loop; the driver's own state is touched only on that loop.
+
+Why one module of this size: the SPI methods and the py4j calls they make share
+the driver's state (pending requests, held containers) and its two threads;
+the pure rules are beside it (``resources.py``: requests and matching,
+``statuses.py``: exit statuses, ``container_env.py``: the launch command).
 """
 
 from __future__ import annotations

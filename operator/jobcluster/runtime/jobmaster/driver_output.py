@@ -11,7 +11,9 @@ A failed program's cause is taken from its own stderr: its last Python
 traceback with the exception's whole message (for a ``Py4JJavaError`` the
 Java exception and its causes, without the Java stack frames), else the last
 lines (a ``SyntaxError`` in the script, ``sys.exit("message")``), and how the
-process ended (its exit code, or the signal that killed it).
+process ended (its exit code, or the signal that killed it). When Spark
+started executors that never registered, the last one's output (in the Spark
+workers' work directories) is what the user needs to read instead.
 """
 
 from __future__ import annotations
@@ -103,3 +105,23 @@ def program_error(stderr: str) -> str:
     if len(message) > EXCEPTION_LINES:
         message = [*message[:EXCEPTION_LINES], f"... ({len(message) - EXCEPTION_LINES} more lines in {DRIVER_STDERR_FILE})"]
     return "\n".join([block[0], *frames, *message])
+
+
+def last_executor_output(log_dir: Path, app_id: str | None, lines: int = 10) -> tuple[Path, str] | None:
+    """The directory of the newest executor of ``app_id`` (``<log_dir>/*-work/<app>/<exec>/``, the Spark
+    workers' work dirs) and the last ``lines`` of its stderr and stdout; None when there is none."""
+    if app_id is None:
+        return None
+    try:
+        dirs = sorted((p for p in log_dir.glob(f"*-work/{app_id}/*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
+        if not dirs:
+            return None
+        tails = []
+        for name in ("stderr", "stdout"):
+            path = dirs[-1] / name
+            if path.exists():
+                text = path.read_text(errors="replace").splitlines()
+                tails.append(f"[{name}]\n" + "\n".join(text[-lines:]))
+    except OSError:
+        return None
+    return dirs[-1], "\n".join(tails)

@@ -29,7 +29,7 @@ from jobcluster.jobgraph.job_status import JobStatus
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.rpc.endpoint import FencedRpcEndpoint, rpc
 from jobcluster.rpc.service import RpcService
-from jobcluster.runtime.jobmaster.driver_output import driver_output_file, read_from
+from jobcluster.runtime.jobmaster.driver_output import driver_output_file, last_executor_output, read_from
 from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
 from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.jobmaster.slot_pool import PooledSlot, SlotPool
@@ -57,26 +57,6 @@ class JobMasterSettings:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _last_executor_output(log_dir: Path, app_id: str | None, lines: int = 10) -> tuple[Path, str] | None:
-    """The directory of the newest executor of ``app_id`` (``<log_dir>/*-work/<app>/<exec>/``, the Spark
-    workers' work dirs) and the last ``lines`` of its stderr and stdout; None when there is none."""
-    if app_id is None:
-        return None
-    try:
-        dirs = sorted((p for p in log_dir.glob(f"*-work/{app_id}/*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
-        if not dirs:
-            return None
-        tails = []
-        for name in ("stderr", "stdout"):
-            path = dirs[-1] / name
-            if path.exists():
-                text = path.read_text(errors="replace").splitlines()
-                tails.append(f"[{name}]\n" + "\n".join(text[-lines:]))
-    except OSError:
-        return None
-    return dirs[-1], "\n".join(tails)
 
 
 class JobMaster(FencedRpcEndpoint):
@@ -303,7 +283,7 @@ class JobMaster(FencedRpcEndpoint):
 
     async def _stop_without_executors(self, application: SparkApplication, progress: SparkProgress) -> None:
         """The application holds its slots but Spark started no executor within the bound: stop it with the cause."""
-        executor_log = await asyncio.to_thread(_last_executor_output, self._log_dir, progress.app_id)
+        executor_log = await asyncio.to_thread(last_executor_output, self._log_dir, progress.app_id)
         self._no_executors_cause = (
             f"NoResourceAvailableException: the Spark application {progress.app_id} got no executor within "
             f"jobcluster.executor.registration.timeout ({self.settings.executor_registration_timeout:.0f} s), although the job "
