@@ -51,7 +51,8 @@ REST_PORT = 4242
 
 
 class Recorder:
-    """The ResourceEventHandler: records what the driver reports."""
+    """The ResourceEventHandler: records what the driver reports (this script runs in a YARN container, where the
+    repository's tests.support.fakes is not importable, hence its own)."""
 
     def __init__(self) -> None:
         self.terminated: dict[str, str] = {}
