@@ -18,8 +18,8 @@ from jobcluster.backends.kubernetes.config_options import (
 from jobcluster.backends.yarn.config_options import YARN_APPMASTER_VCORES, YARN_CONTAINERS_VCORES
 from jobcluster.client.descriptor import JobResult
 from jobcluster.config import options
-from jobcluster.controller import status as st
 from jobcluster.controller.clusters import ClusterRef, JobClusters, Observation
+from jobcluster.controller.flinkjob_status import Lifecycle, conditions, timestamp
 from jobcluster.controller.job_config import job_configuration
 from jobcluster.controller.plan import DELETE_RESOURCE, DEPLOY, REMOVE, REMOVE_RESULT, Facts, needs_observation, plan
 from jobcluster.controller.programs import job_program
@@ -48,7 +48,7 @@ def facts(status: dict, observation: Observation | None = None, desired: str = "
 
 
 def ago(seconds: float) -> str:
-    return st.timestamp(NOW - datetime.timedelta(seconds=seconds))
+    return timestamp(NOW - datetime.timedelta(seconds=seconds))
 
 
 # -- the spec
@@ -145,69 +145,69 @@ def test_programs_inline_fetched_and_in_the_image(tmp_path):
 
 def test_a_new_resource_is_deployed_and_an_unchanged_ended_one_is_left_alone():
     assert plan(facts({})).actions == [DEPLOY]
-    assert plan(facts({})).status["lifecycleState"] == st.CREATED
-    ended = {"deployedSpec": "h2", "lifecycleState": st.FINISHED, "jobStatus": {"state": "FINISHED", "endTime": ago(10)}}
+    assert plan(facts({})).status["lifecycleState"] == Lifecycle.CREATED
+    ended = {"deployedSpec": "h2", "lifecycleState": Lifecycle.FINISHED, "jobStatus": {"state": "FINISHED", "endTime": ago(10)}}
     assert not needs_observation(facts(ended))
     assert plan(facts(ended)).actions == []
 
 
 def test_a_changed_spec_removes_the_running_cluster_first_then_deploys():
-    running = {"deployedSpec": "h1", "lifecycleState": st.STABLE}
+    running = {"deployedSpec": "h1", "lifecycleState": Lifecycle.STABLE}
     assert needs_observation(facts(running))
     first = plan(facts(running, Observation(exists=True)))
-    assert (first.actions, first.status["lifecycleState"]) == ([REMOVE], st.UPGRADING)
-    second = plan(facts({**running, "lifecycleState": st.UPGRADING}, Observation(exists=False)))
-    assert (second.actions, second.status["lifecycleState"]) == ([DEPLOY], st.UPGRADING)
+    assert (first.actions, first.status["lifecycleState"]) == ([REMOVE], Lifecycle.UPGRADING)
+    second = plan(facts({**running, "lifecycleState": Lifecycle.UPGRADING}, Observation(exists=False)))
+    assert (second.actions, second.status["lifecycleState"]) == ([DEPLOY], Lifecycle.UPGRADING)
 
 
 def test_suspend_removes_the_cluster_once_and_resume_deploys_again():
-    suspended = plan(facts({"deployedSpec": "h2", "lifecycleState": st.STABLE}, desired="suspended"))
-    assert suspended.actions == [REMOVE] and suspended.status["lifecycleState"] == st.SUSPENDED
+    suspended = plan(facts({"deployedSpec": "h2", "lifecycleState": Lifecycle.STABLE}, desired="suspended"))
+    assert suspended.actions == [REMOVE] and suspended.status["lifecycleState"] == Lifecycle.SUSPENDED
     assert suspended.status["jobStatus"]["state"] == "SUSPENDED" and suspended.status["deployedSpec"] == ""
-    settled = {"deployedSpec": "", "lifecycleState": st.SUSPENDED}
+    settled = {"deployedSpec": "", "lifecycleState": Lifecycle.SUSPENDED}
     assert not needs_observation(facts(settled, desired="suspended")) and plan(facts(settled, desired="suspended")).actions == []
     assert plan(facts(settled)).actions == [DEPLOY]
 
 
 def test_the_job_status_follows_the_cluster():
-    deployed = {"deployedSpec": "h2", "lifecycleState": st.DEPLOYED, "deployTime": ago(20), "jobStatus": {"jobId": "j1"}}
+    deployed = {"deployedSpec": "h2", "lifecycleState": Lifecycle.DEPLOYED, "deployTime": ago(20), "jobStatus": {"jobId": "j1"}}
     details = {"jid": "j1", "name": "wc", "state": "RUNNING", "start-time": 1_700_000_000_000, "end-time": -1, "duration": 65_000}
     tms = [{"slotsNumber": 2, "memoryConfiguration": {"totalProcessMemory": 2560 << 20}}]
     decided = plan(facts(deployed, Observation(exists=True, rest_url="http://10.0.0.5:8081", job=details, task_managers=tms)))
-    assert decided.status["lifecycleState"] == st.STABLE
+    assert decided.status["lifecycleState"] == Lifecycle.STABLE
     assert decided.status["jobStatus"]["state"] == "RUNNING" and decided.status["jobStatus"]["duration"] == "1m5s"
     assert decided.status["taskManagers"] == {"count": 1, "slotsPerTaskManager": 2, "processMemory": "2560Mi"}
     assert [e[1] for e in decided.events] == ["JobRunning"]
     failed = plan(
         facts(
-            {**deployed, "lifecycleState": st.STABLE},
+            {**deployed, "lifecycleState": Lifecycle.STABLE},
             Observation(
                 exists=True, job={**details, "state": "FAILED"}, failure_cause="Traceback ...\nZeroDivisionError: division by zero"
             ),
         )
     )
-    assert failed.status["lifecycleState"] == st.FAILED and failed.status["failureReason"] == "JobFailed"
+    assert failed.status["lifecycleState"] == Lifecycle.FAILED and failed.status["failureReason"] == "JobFailed"
     assert failed.events == [("Warning", "JobFailed", "job j1 FAILED: ZeroDivisionError: division by zero")]
 
 
 def test_a_gone_cluster_is_judged_by_the_result_it_left_or_reported_lost():
-    stable = {"deployedSpec": "h2", "lifecycleState": st.STABLE, "jobStatus": {"jobId": "j1", "state": "RUNNING"}}
+    stable = {"deployedSpec": "h2", "lifecycleState": Lifecycle.STABLE, "jobStatus": {"jobId": "j1", "state": "RUNNING"}}
     record = JobResult("wc", "j1", "FINISHED", ago(5), "")
     finished = plan(facts(stable, Observation(exists=False, result=record)))
-    assert finished.status["lifecycleState"] == st.FINISHED and finished.status["jobStatus"]["endTime"] == ago(5)
+    assert finished.status["lifecycleState"] == Lifecycle.FINISHED and finished.status["jobStatus"]["endTime"] == ago(5)
     lost = plan(facts(stable, Observation(exists=False)))
-    assert lost.status["lifecycleState"] == st.FAILED and lost.status["failureReason"] == "ClusterLost"
+    assert lost.status["lifecycleState"] == Lifecycle.FAILED and lost.status["failureReason"] == "ClusterLost"
     assert lost.status["jobStatus"]["state"] == "FAILED"
 
 
-@pytest.mark.parametrize("lifecycle", [st.CREATED, st.UPGRADING])
+@pytest.mark.parametrize("lifecycle", [Lifecycle.CREATED, Lifecycle.UPGRADING])
 def test_a_deployment_the_operator_did_not_finish_is_adopted_if_its_cluster_exists_else_made_again(lifecycle):
     """The operator went away while it deployed (its status: the spec and deployTime written, no outcome)."""
     interrupted = {"deployedSpec": "h2", "lifecycleState": lifecycle, "deployTime": ago(30), "jobStatus": None, "clusterId": ""}
     assert needs_observation(facts(interrupted))
     details = {"jid": "j1", "name": "wc", "state": "RUNNING", "start-time": 1_700_000_000_000, "end-time": -1, "duration": 5_000}
     adopted = plan(facts(interrupted, Observation(exists=True, cluster_id="application_1_0001", job=details)))
-    assert adopted.actions == [] and adopted.status["lifecycleState"] == st.STABLE
+    assert adopted.actions == [] and adopted.status["lifecycleState"] == Lifecycle.STABLE
     assert adopted.status["clusterId"] == "application_1_0001" and adopted.status["jobStatus"]["jobId"] == "j1"
     again = plan(facts(interrupted, Observation(exists=False)))
     assert again.actions == [DEPLOY] and again.status["lifecycleState"] == lifecycle
@@ -217,13 +217,13 @@ def test_a_deployment_the_operator_did_not_finish_is_adopted_if_its_cluster_exis
     assert stale.actions == [DEPLOY]
     # one left after it began is this run's: it ran and ended while no operator looked
     ran = plan(facts(interrupted, Observation(exists=False, result=JobResult("wc", "j1", "FINISHED", ago(5), ""))))
-    assert ran.actions == [] and ran.status["lifecycleState"] == st.FINISHED and ran.status["jobStatus"]["jobId"] == "j1"
+    assert ran.actions == [] and ran.status["lifecycleState"] == Lifecycle.FINISHED and ran.status["jobStatus"]["jobId"] == "j1"
 
 
 def test_deadlines_fail_the_job_with_the_reason_and_remove_its_cluster():
     waiting = {
         "deployedSpec": "h2",
-        "lifecycleState": st.DEPLOYED,
+        "lifecycleState": Lifecycle.DEPLOYED,
         "deployTime": ago(400),
         "jobStatus": {"jobId": "j1", "state": "CREATED"},
     }
@@ -231,14 +231,18 @@ def test_deadlines_fail_the_job_with_the_reason_and_remove_its_cluster():
     late = plan(facts(waiting, Observation(exists=True, pending=pending)))
     assert late.actions == [REMOVE] and late.status["failureReason"] == "StartupDeadlineExceeded"
     assert pending in late.status["error"]
-    long_running = {**waiting, "lifecycleState": st.STABLE, "jobStatus": {"jobId": "j1", "state": "RUNNING", "startTime": ago(100)}}
+    long_running = {
+        **waiting,
+        "lifecycleState": Lifecycle.STABLE,
+        "jobStatus": {"jobId": "j1", "state": "RUNNING", "startTime": ago(100)},
+    }
     over = plan(facts(long_running, Observation(exists=True), active_deadline=60.0))
     assert over.actions == [REMOVE] and over.status["failureReason"] == "ActiveDeadlineExceeded"
     assert plan(facts(long_running, Observation(exists=True), active_deadline=600.0)).actions == []
 
 
 def test_ttl_removes_what_is_left_once_and_optionally_the_resource():
-    ended = {"deployedSpec": "h2", "lifecycleState": st.FINISHED, "jobStatus": {"state": "FINISHED", "endTime": ago(120)}}
+    ended = {"deployedSpec": "h2", "lifecycleState": Lifecycle.FINISHED, "jobStatus": {"state": "FINISHED", "endTime": ago(120)}}
     assert plan(facts(ended, ttl=300.0)).actions == []
     assert plan(facts(ended, ttl=60.0)).actions == [REMOVE, REMOVE_RESULT]
     assert plan(facts(ended, ttl=60.0, delete_after_ttl=True)).actions == [REMOVE, REMOVE_RESULT, DELETE_RESOURCE]
@@ -246,13 +250,13 @@ def test_ttl_removes_what_is_left_once_and_optionally_the_resource():
 
 
 def test_conditions_keep_their_transition_time_while_their_status_stays():
-    first = st.conditions(st.STABLE, "RUNNING", None, "", 2, [], NOW - datetime.timedelta(minutes=5))
-    later = st.conditions(st.FINISHED, "FINISHED", None, "", 2, first, NOW)
+    first = conditions(Lifecycle.STABLE, "RUNNING", None, "", 2, [], NOW - datetime.timedelta(minutes=5))
+    later = conditions(Lifecycle.FINISHED, "FINISHED", None, "", 2, first, NOW)
     by_type = {c["type"]: c for c in later}
     assert by_type["Ready"]["status"] == "True" and by_type["Ready"]["lastTransitionTime"] == ago(300)  # True before and after
-    assert by_type["Running"]["status"] == "False" and by_type["Running"]["lastTransitionTime"] == st.timestamp(NOW)
+    assert by_type["Running"]["status"] == "False" and by_type["Running"]["lastTransitionTime"] == timestamp(NOW)
     assert by_type["Succeeded"]["status"] == "True" and by_type["Succeeded"]["reason"] == "Finished"
-    failed = {c["type"]: c for c in st.conditions(st.FAILED, "FAILED", "JobFailed", "boom", 2, later, NOW)}
+    failed = {c["type"]: c for c in conditions(Lifecycle.FAILED, "FAILED", "JobFailed", "boom", 2, later, NOW)}
     assert (failed["Failed"]["status"], failed["Failed"]["reason"], failed["Failed"]["message"]) == ("True", "JobFailed", "boom")
     assert failed["Ready"]["status"] == "False" and failed["Ready"]["reason"] == "JobFailed"
     assert all(c["observedGeneration"] == 2 for c in failed.values())
@@ -308,6 +312,6 @@ def test_jobs_go_to_the_adapter_of_their_target():
 
 
 def test_an_observed_cluster_id_goes_into_the_status():
-    deployed = {"deployedSpec": "h2", "lifecycleState": st.DEPLOYED, "deployTime": ago(20), "jobStatus": {"jobId": "j1"}}
+    deployed = {"deployedSpec": "h2", "lifecycleState": Lifecycle.DEPLOYED, "deployTime": ago(20), "jobStatus": {"jobId": "j1"}}
     decided = plan(facts(deployed, Observation(exists=True, cluster_id="application_1_0003")))
-    assert decided.status["clusterId"] == "application_1_0003" and decided.status["lifecycleState"] == st.DEPLOYED
+    assert decided.status["clusterId"] == "application_1_0003" and decided.status["lifecycleState"] == Lifecycle.DEPLOYED

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from jobcluster.backends import registry
-from jobcluster.backends.kubernetes import job_manager_pod as jmp
+from jobcluster.backends.kubernetes import job_manager_pod
 from jobcluster.backends.kubernetes.cluster_config import cluster_side_configuration
 from jobcluster.backends.kubernetes.descriptor import KubernetesClusterDescriptor
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
@@ -48,19 +48,19 @@ def test_service_url_by_type():
 
 def test_startup_failure_of_a_crash_looping_or_unpullable_job_manager():
     crashed = {"status": {"phase": "Running", "containerStatuses": [{"lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}}]}}
-    assert jmp.startup_failure(crashed) == "its container exited with code 1 (Error)"
+    assert job_manager_pod.startup_failure(crashed) == "its container exited with code 1 (Error)"
     pull = {"status": {"containerStatuses": [{"state": {"waiting": {"reason": "ImagePullBackOff", "message": "not found"}}}]}}
-    assert jmp.startup_failure(pull) == "its container cannot start (ImagePullBackOff: not found)"
+    assert job_manager_pod.startup_failure(pull) == "its container cannot start (ImagePullBackOff: not found)"
     # retried by the kubelet: the ConfigMap and Secret are created just after the Deployment
     config = {"status": {"containerStatuses": [{"state": {"waiting": {"reason": "CreateContainerConfigError", "message": "no cm"}}}]}}
-    assert jmp.startup_failure(config) is None
-    assert jmp.waiting_reason(config) == "CreateContainerConfigError: no cm"
+    assert job_manager_pod.startup_failure(config) is None
+    assert job_manager_pod.waiting_reason(config) == "CreateContainerConfigError: no cm"
     creating = {"status": {"containerStatuses": [{"state": {"waiting": {"reason": "ContainerCreating"}}}]}}
-    assert jmp.startup_failure(creating) is None
+    assert job_manager_pod.startup_failure(creating) is None
     pending = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "message": "0/1 nodes: Insufficient cpu."}]}}
-    assert jmp.unscheduled_reason(pending) == "0/1 nodes: Insufficient cpu."
-    assert not jmp.is_running({"status": {"phase": "Running"}})
-    assert jmp.is_running({"status": {"phase": "Running", "podIP": "127.1.0.2"}})
+    assert job_manager_pod.unscheduled_reason(pending) == "0/1 nodes: Insufficient cpu."
+    assert not job_manager_pod.is_running({"status": {"phase": "Running"}})
+    assert job_manager_pod.is_running({"status": {"phase": "Running", "podIP": "127.1.0.2"}})
 
 
 def test_creation_failure_is_the_deployments_replica_failure_condition():
@@ -77,20 +77,20 @@ def test_creation_failure_is_the_deployments_replica_failure_condition():
             ]
         }
     }
-    assert jmp.creation_failure(refused) == (
+    assert job_manager_pod.creation_failure(refused) == (
         'FailedCreate: pods "wc-5d8f" is forbidden: error looking up service account ns/nobody: serviceaccount "nobody" not found'
     )
     recovered = {"status": {"conditions": [{**refused["status"]["conditions"][1], "status": "False"}]}}
-    assert jmp.creation_failure(recovered) is None
-    assert jmp.creation_failure({}) is None and jmp.creation_failure({"status": {}}) is None
+    assert job_manager_pod.creation_failure(recovered) is None
+    assert job_manager_pod.creation_failure({}) is None and job_manager_pod.creation_failure({"status": {}}) is None
 
 
 def test_newest_pod_skips_pods_being_deleted():
     old = {"metadata": {"name": "a", "creationTimestamp": "2026-01-01T00:00:00Z"}}
     new = {"metadata": {"name": "b", "creationTimestamp": "2026-01-01T00:00:05Z"}}
     leaving = {"metadata": {"name": "c", "creationTimestamp": "2026-01-01T00:00:09Z", "deletionTimestamp": "x"}}
-    assert jmp.newest_pod([old, new, leaving]) is new
-    assert jmp.newest_pod([]) is None
+    assert job_manager_pod.newest_pod([old, new, leaving]) is new
+    assert job_manager_pod.newest_pod([]) is None
 
 
 def test_staged_files_hold_config_jobgraph_program_and_the_task_manager_template(tmp_path: Path):

@@ -10,7 +10,7 @@ import pytest
 from jobcluster.backends.kubernetes.jobmanager import build_job_manager_deployment, build_rest_service
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
 from jobcluster.backends.kubernetes.pod_template import load_pod_template, merge_pod_template
-from jobcluster.backends.kubernetes.resources import cpu_quantity, resource_requirements
+from jobcluster.backends.kubernetes.resource_requirements import cpu_quantity, resource_requirements
 from jobcluster.backends.kubernetes.staging import CONFIG_MAP_MAX_BYTES, build_config_map, build_secret, staged_items
 from jobcluster.backends.kubernetes.taskmanager import attempt_of_pod, build_task_manager_pod, task_manager_pod_name
 from jobcluster.config.configuration import Configuration

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobcluster.backends.local.resources import ClusterDemand, MachineResources, check_fits, cluster_demand
+from jobcluster.backends.local.machine_fit import ClusterDemand, MachineResources, check_fits, cluster_demand
 from jobcluster.client.descriptor import ClusterSpecification
 from jobcluster.errors import DeploymentError
 

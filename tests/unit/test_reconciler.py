@@ -18,8 +18,8 @@ from typing import Any
 
 from jobcluster.client.descriptor import JobResult, PackagedProgram
 from jobcluster.config.configuration import Configuration
-from jobcluster.controller import status as st
 from jobcluster.controller.clusters import ClusterRef, Deployed, JobClusters, Observation
+from jobcluster.controller.flinkjob_status import Lifecycle
 from jobcluster.controller.reconciler import FlinkJobRef, Reconciler
 from jobcluster.errors import AlreadyExistsError, DeploymentError
 
@@ -96,10 +96,10 @@ def reconciler_of(clusters: FakeClusters, clock: Callable[[], datetime.datetime]
 
 def test_a_new_flinkjob_records_its_spec_before_the_deployment_and_is_deployed():
     clusters, job = FakeClusters(), FlinkJob(SPEC)
-    assert reconcile(reconciler_of(clusters), job) == st.DEPLOYED
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.DEPLOYED
     assert clusters.calls == [("deploy", "wc")]
     first, last = job.writes[0], job.writes[-1]
-    assert first["lifecycleState"] == st.CREATED and first["deployedSpec"], "an operator restarted mid-deploy adopts it"
+    assert first["lifecycleState"] == Lifecycle.CREATED and first["deployedSpec"], "an operator restarted mid-deploy adopts it"
     assert last["clusterId"] == "wc" and last["restUrl"] == "http://10.0.0.9:8081"
     assert last["jobStatus"] == {"jobId": "f" * 32, "jobName": "wc", "state": "CREATED"}
     assert [reason for _, reason, _ in job.events] == ["Deployed"]
@@ -109,20 +109,20 @@ def test_a_new_flinkjob_records_its_spec_before_the_deployment_and_is_deployed()
 def test_a_refused_deployment_fails_the_flinkjob_with_the_platforms_words():
     clusters = FakeClusters(deploy_error=DeploymentError("namespace jobs does not exist"))
     job = FlinkJob(SPEC)
-    assert reconcile(reconciler_of(clusters), job) == st.FAILED
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FAILED
     assert job.status["failureReason"] == "DeploymentFailed" and job.status["error"] == "namespace jobs does not exist"
     assert job.events[-1][:2] == ("Warning", "DeploymentFailed")
-    assert reconcile(reconciler_of(clusters), job) == st.FAILED
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FAILED
     assert clusters.calls == [("deploy", "wc")], "a failed spec is not deployed again until it changes"
 
 
 def test_a_cluster_whose_predecessor_is_still_collected_is_deployed_again_later():
     clusters = FakeClusters(deploy_error=AlreadyExistsError("the job cluster wc already exists"))
     job = FlinkJob(SPEC)
-    assert reconcile(reconciler_of(clusters), job) == st.UPGRADING
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.UPGRADING
     assert job.status["deployedSpec"] == "", "the spec is not recorded as deployed: the next reconciliation tries again"
     clusters.deploy_error = None
-    assert reconcile(reconciler_of(clusters), job) == st.DEPLOYED
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.DEPLOYED
     assert [c for c, _ in clusters.calls] == ["deploy", "deploy"]
 
 
@@ -131,9 +131,9 @@ def test_a_changed_spec_removes_the_running_cluster_before_it_deploys_the_new_on
     reconcile(reconciler_of(clusters), job)
     clusters.observation = Observation(exists=True, cluster_id="wc", job={"jid": "f" * 32, "state": "RUNNING"})
     job.spec = {**SPEC, "job": {**SPEC["job"], "parallelism": 4}}
-    assert reconcile(reconciler_of(clusters), job) == st.UPGRADING
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.UPGRADING
     clusters.observation = Observation(exists=False)
-    assert reconcile(reconciler_of(clusters), job) == st.DEPLOYED
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.DEPLOYED
     assert [c for c, _ in clusters.calls] == ["deploy", "observe", "remove", "observe", "deploy"]
     assert [reason for _, reason, _ in job.events] == ["Deployed", "Upgrading", "Deployed"]
 
@@ -143,7 +143,7 @@ def test_an_ended_job_past_its_ttl_leaves_nothing_and_its_resource_is_deleted():
     reconcile(reconciler_of(clusters), job)
     ended = JobResult(cluster_id="wc", job_id="f" * 32, state="FINISHED", end_time="2026-11-26T12:00:00+00:00", diagnostics="")
     clusters.observation = Observation(exists=False, result=ended)
-    assert reconcile(reconciler_of(clusters), job) == st.FINISHED
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FINISHED
     reconcile(reconciler_of(clusters, lambda: NOW + datetime.timedelta(seconds=61)), job)
     assert job.deleted and job.status["ttlExpired"] is True
     assert [c for c, _ in clusters.calls][-2:] == ["remove", "remove-result"]
@@ -166,7 +166,7 @@ def test_reconciliations_of_one_flinkjob_are_serialized_and_the_second_sees_the_
 
     clusters, job = asyncio.run(scenario())
     assert [c for c, _ in clusters.calls] == ["deploy", "observe"], "the second found the deployment done and only looked"
-    assert job.status["lifecycleState"] == st.DEPLOYED
+    assert job.status["lifecycleState"] == Lifecycle.DEPLOYED
 
 
 def test_a_flinkjob_moved_to_another_target_has_its_cluster_removed_where_it_runs():
@@ -177,9 +177,9 @@ def test_a_flinkjob_moved_to_another_target_has_its_cluster_removed_where_it_run
     assert job.status["deployedTarget"] == "kubernetes-application"
     on_kubernetes.observation = Observation(exists=True, cluster_id="wc", job={"jid": "f" * 32, "state": "RUNNING"})
     job.spec = {**SPEC, "target": "yarn-per-job", "hadoopConfigMap": "hadoop"}
-    assert reconcile(Reconciler(clusters, {}, clock=lambda: NOW), job) == st.UPGRADING
+    assert reconcile(Reconciler(clusters, {}, clock=lambda: NOW), job) == Lifecycle.UPGRADING
     on_kubernetes.observation = Observation(exists=False)
-    assert reconcile(Reconciler(clusters, {}, clock=lambda: NOW), job) == st.DEPLOYED
+    assert reconcile(Reconciler(clusters, {}, clock=lambda: NOW), job) == Lifecycle.DEPLOYED
     assert [c for c, _ in on_kubernetes.calls] == ["deploy", "observe", "remove", "observe"]
     assert [c for c, _ in on_yarn.calls] == ["deploy"]
     assert job.status["deployedTarget"] == "yarn-per-job"

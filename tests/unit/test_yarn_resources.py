@@ -5,14 +5,14 @@ from decimal import Decimal
 
 import pytest
 
-from jobcluster.backends.yarn.errors import YarnDeploymentError
-from jobcluster.backends.yarn.resources import (
+from jobcluster.backends.yarn.container_requests import (
     AllocatedContainer,
     ContainerRequest,
     ContainerResource,
     PendingContainerRequests,
     task_executor_resource,
 )
+from jobcluster.backends.yarn.errors import YarnDeploymentError
 from jobcluster.config.configuration import Configuration
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 

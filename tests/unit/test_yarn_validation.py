@@ -2,8 +2,8 @@
 
 import pytest
 
+from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.errors import YarnDeploymentError
-from jobcluster.backends.yarn.resources import ContainerResource
 from jobcluster.backends.yarn.validation import NodeCapacity, YarnClusterResources, check_cluster_specification
 from jobcluster.client.descriptor import ClusterSpecification
 

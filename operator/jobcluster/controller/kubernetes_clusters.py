@@ -19,7 +19,7 @@ from jobcluster.backends.kubernetes.config_options import KUBERNETES_JOB_MANAGER
 from jobcluster.backends.kubernetes.descriptor import KubernetesClusterDescriptor
 from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.backends.kubernetes.labels import selector_text, task_manager_selector
-from jobcluster.backends.kubernetes.pod_layout import job_result_name
+from jobcluster.backends.kubernetes.object_names import job_result_name
 from jobcluster.backends.kubernetes.pod_status import unscheduled_reason
 from jobcluster.backends.kubernetes.pod_watch import list_pods
 from jobcluster.client.descriptor import PackagedProgram

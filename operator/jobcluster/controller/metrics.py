@@ -14,9 +14,18 @@ from collections.abc import Mapping
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from jobcluster.controller import status as st
+from jobcluster.controller.flinkjob_status import Lifecycle
 
-LIFECYCLE_STATES = (st.CREATED, st.DEPLOYED, st.STABLE, st.SUSPENDED, st.UPGRADING, st.FAILED, st.FINISHED, st.DELETING)
+LIFECYCLE_STATES = (
+    Lifecycle.CREATED,
+    Lifecycle.DEPLOYED,
+    Lifecycle.STABLE,
+    Lifecycle.SUSPENDED,
+    Lifecycle.UPGRADING,
+    Lifecycle.FAILED,
+    Lifecycle.FINISHED,
+    Lifecycle.DELETING,
+)
 
 
 class OperatorMetrics:

@@ -1,7 +1,7 @@
 """What to do for one FlinkJob, decided from facts alone: pure, and tested without a cluster.
 
 :func:`plan` compares the spec (its digest), the last status and one observation
-of the cluster with the lifecycle of ``status.py``, and returns the actions to take
+of the cluster with the lifecycle of ``flinkjob_status.py``, and returns the actions to take
 (remove, deploy, remove the result, delete the resource), the status fields to
 write and the events to post. The :class:`~jobcluster.controller.reconciler.Reconciler`
 observes, calls it, and carries the plan out.
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobcluster.controller import status as st
 from jobcluster.controller.clusters import Observation
+from jobcluster.controller.flinkjob_status import Lifecycle, job_status_of, lifecycle_of_terminal_job, task_managers_of
 from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 
 ERROR_LIMIT = 2000  # characters of a failure cause kept in the status (its end: where Python puts the error)
@@ -64,37 +64,40 @@ def needs_observation(facts: Facts) -> bool:
     lifecycle = facts.status.get("lifecycleState")
     deployed = facts.status.get("deployedSpec")
     if facts.desired == "suspended":
-        return lifecycle != st.SUSPENDED
+        return lifecycle != Lifecycle.SUSPENDED
     if deployed != facts.spec_hash:
-        return bool(deployed) and lifecycle != st.SUSPENDED
-    return lifecycle in (st.CREATED, st.DEPLOYED, st.STABLE, st.UPGRADING)
+        return bool(deployed) and lifecycle != Lifecycle.SUSPENDED
+    return lifecycle in (Lifecycle.CREATED, Lifecycle.DEPLOYED, Lifecycle.STABLE, Lifecycle.UPGRADING)
 
 
 def _deploy_interrupted(facts: Facts) -> bool:
     """Whether a deployment of the current spec began and never recorded its outcome: the operator that ran it
     went away (the one that deploys holds the FlinkJob's lock until it writes DEPLOYED or FAILED)."""
-    return facts.status.get("deployedSpec") == facts.spec_hash and facts.status.get("lifecycleState") in (st.CREATED, st.UPGRADING)
+    return facts.status.get("deployedSpec") == facts.spec_hash and facts.status.get("lifecycleState") in (
+        Lifecycle.CREATED,
+        Lifecycle.UPGRADING,
+    )
 
 
 def plan(facts: Facts) -> Plan:
-    """The next step for one FlinkJob (see the module docstring and ``status.py``'s lifecycle)."""
+    """The next step for one FlinkJob (see the module docstring and ``flinkjob_status.py``'s lifecycle)."""
     if facts.desired == "suspended":
         return _plan_suspended(facts)
     lifecycle = facts.status.get("lifecycleState")
     if facts.status.get("deployedSpec") != facts.spec_hash:
         return _plan_new_spec(facts)
-    if lifecycle in (st.FINISHED, st.FAILED):
+    if lifecycle in (Lifecycle.FINISHED, Lifecycle.FAILED):
         return _plan_ended(facts)
     return _plan_observed(facts)
 
 
 def _plan_suspended(facts: Facts) -> Plan:
-    if facts.status.get("lifecycleState") == st.SUSPENDED:
+    if facts.status.get("lifecycleState") == Lifecycle.SUSPENDED:
         return Plan()
     job = {**(facts.status.get("jobStatus") or {}), "state": "SUSPENDED"}
     return Plan(
         actions=[REMOVE],
-        status={"lifecycleState": st.SUSPENDED, "jobStatus": job, "deployedSpec": "", "restUrl": "", "error": ""},
+        status={"lifecycleState": Lifecycle.SUSPENDED, "jobStatus": job, "deployedSpec": "", "restUrl": "", "error": ""},
         events=[("Normal", "Suspended", "job.state is suspended: the job cluster is removed")],
     )
 
@@ -106,11 +109,15 @@ def _plan_new_spec(facts: Facts) -> Plan:
     if obs is not None and obs.exists and previous:
         return Plan(
             actions=[REMOVE],
-            status={"lifecycleState": st.UPGRADING, "jobStatus": None},
+            status={"lifecycleState": Lifecycle.UPGRADING, "jobStatus": None},
             events=[("Normal", "Upgrading", "the spec changed: removing the job cluster of the previous spec")],
         )
-    upgrading = bool(previous) or facts.status.get("lifecycleState") in (st.UPGRADING, st.FINISHED, st.FAILED)
-    return Plan(actions=[DEPLOY], status={"lifecycleState": st.UPGRADING if upgrading else st.CREATED})
+    upgrading = bool(previous) or facts.status.get("lifecycleState") in (
+        Lifecycle.UPGRADING,
+        Lifecycle.FINISHED,
+        Lifecycle.FAILED,
+    )
+    return Plan(actions=[DEPLOY], status={"lifecycleState": Lifecycle.UPGRADING if upgrading else Lifecycle.CREATED})
 
 
 def _plan_ended(facts: Facts) -> Plan:
@@ -130,19 +137,19 @@ def _plan_observed(facts: Facts) -> Plan:
     old_job = dict(facts.status.get("jobStatus") or {})
     if not obs.exists:
         return _plan_gone(facts, old_job)
-    job = {**old_job, **st.job_status_of(obs.job)} if obs.job is not None else old_job
+    job = {**old_job, **job_status_of(obs.job)} if obs.job is not None else old_job
     state = job.get("state")
     update: dict[str, Any] = {"jobStatus": job, "restUrl": obs.rest_url or facts.status.get("restUrl", "")}
     if obs.cluster_id:
         update["clusterId"] = obs.cluster_id
     if obs.job is not None:
-        update["taskManagers"] = st.task_managers_of(obs.task_managers)
+        update["taskManagers"] = task_managers_of(obs.task_managers)
     if state in TERMINAL_JOB_STATES and obs.job is not None:
         return _ended(update, state, obs.failure_cause)
-    lifecycle = st.STABLE if state == "RUNNING" else st.DEPLOYED
+    lifecycle = Lifecycle.STABLE if state == "RUNNING" else Lifecycle.DEPLOYED
     update["lifecycleState"] = lifecycle
     events = []
-    if lifecycle == st.STABLE and facts.status.get("lifecycleState") != st.STABLE:
+    if lifecycle == Lifecycle.STABLE and facts.status.get("lifecycleState") != Lifecycle.STABLE:
         events.append(
             (
                 "Normal",
@@ -153,7 +160,7 @@ def _plan_observed(facts: Facts) -> Plan:
     deadline = _deadline_passed(facts, job, obs)
     if deadline is not None:
         reason, message = deadline
-        update.update(lifecycleState=st.FAILED, error=message, failureReason=reason)
+        update.update(lifecycleState=Lifecycle.FAILED, error=message, failureReason=reason)
         return Plan(actions=[REMOVE], status=update, events=[("Warning", reason, message)])
     return Plan(status=update, events=events)
 
@@ -188,7 +195,13 @@ def _plan_gone(facts: Facts, job: dict[str, Any]) -> Plan:
     message = "the job cluster is gone and left no result (its Deployment was deleted from outside?)"
     job["state"] = job.get("state") if job.get("state") in TERMINAL_JOB_STATES else "FAILED"
     return Plan(
-        status={"jobStatus": job, "lifecycleState": st.FAILED, "error": message, "failureReason": "ClusterLost", "restUrl": ""},
+        status={
+            "jobStatus": job,
+            "lifecycleState": Lifecycle.FAILED,
+            "error": message,
+            "failureReason": "ClusterLost",
+            "restUrl": "",
+        },
         events=[("Warning", "ClusterLost", message)],
     )
 
@@ -201,7 +214,7 @@ def _before(end_time: str | None, deploy_time: str | None) -> bool:
 
 
 def _ended(update: dict[str, Any], state: str, cause: str | None) -> Plan:
-    lifecycle, reason = st.lifecycle_of_terminal_job(state)
+    lifecycle, reason = lifecycle_of_terminal_job(state)
     update.update(lifecycleState=lifecycle, error=(cause or "")[-ERROR_LIMIT:] if reason else "", failureReason=reason or "")
     job = update["jobStatus"]
     if reason:

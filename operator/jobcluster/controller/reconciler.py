@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jobcluster.controller import status as st
 from jobcluster.controller.clusters import ClusterRef, JobClusters
+from jobcluster.controller.flinkjob_status import Lifecycle, conditions, timestamp
 from jobcluster.controller.job_config import job_configuration
 from jobcluster.controller.plan import DELETE_RESOURCE, DEPLOY, REMOVE, REMOVE_RESULT, Facts, needs_observation, plan
 from jobcluster.controller.programs import job_program
@@ -164,11 +164,17 @@ class Reconciler:
         self, job: FlinkJobRef, spec_hash: str, error: InvalidSpecError, write_status: StatusWriter, post_event: EventPoster
     ) -> str:
         """An invalid spec: FAILED with the reason, nothing deployed (a cluster of an older spec is removed)."""
-        if job.status.get("deployedSpec") == spec_hash and job.status.get("lifecycleState") == st.FAILED:
-            return st.FAILED
+        if job.status.get("deployedSpec") == spec_hash and job.status.get("lifecycleState") == Lifecycle.FAILED:
+            return Lifecycle.FAILED
         await asyncio.to_thread(self.clusters.remove, job.cluster)
         post_event("Warning", error.reason, str(error))
-        status = {"lifecycleState": st.FAILED, "error": str(error), "failureReason": error.reason, "deployedSpec": spec_hash, "restUrl": ""}
+        status = {
+            "lifecycleState": Lifecycle.FAILED,
+            "error": str(error),
+            "failureReason": error.reason,
+            "deployedSpec": spec_hash,
+            "restUrl": "",
+        }
         return await self._write(job, status, write_status)
 
     async def _deploy(
@@ -183,7 +189,7 @@ class Reconciler:
             **status,
             "deployedSpec": spec_hash,
             "deployedTarget": spec.target,
-            "deployTime": st.timestamp(started),
+            "deployTime": timestamp(started),
             "error": "",
             "jobStatus": None,
             "clusterId": "",
@@ -198,7 +204,7 @@ class Reconciler:
         except AlreadyExistsError:  # the previous cluster's objects are still being collected: try again
             log.info("FlinkJob %s/%s: waiting for the previous job cluster to be gone", job.namespace, job.name)
             previous = {"deployedSpec": job.status.get("deployedSpec") or "", "deployedTarget": job.status.get("deployedTarget") or ""}
-            return {"lifecycleState": st.UPGRADING, **previous}
+            return {"lifecycleState": Lifecycle.UPGRADING, **previous}
         except DeploymentError as exc:
             return self._deploy_failed(job, spec_hash, exc, "DeploymentFailed", post_event)
         except InvalidSpecError as exc:
@@ -214,9 +220,9 @@ class Reconciler:
             f"job cluster {deployed.cluster_id} serves REST at {deployed.rest_url} after {seconds:.1f} s; job {deployed.job_id}",
         )
         return {
-            "lifecycleState": st.DEPLOYED,
+            "lifecycleState": Lifecycle.DEPLOYED,
             "deployedSpec": spec_hash,
-            "deployTime": st.timestamp(started),
+            "deployTime": timestamp(started),
             "clusterId": deployed.cluster_id,
             "restUrl": deployed.rest_url,
             "jobStatus": {"jobId": deployed.job_id, "jobName": job.name, "state": "CREATED"},
@@ -229,17 +235,23 @@ class Reconciler:
     def _deploy_failed(job: FlinkJobRef, spec_hash: str, error: Exception, reason: str, post_event: EventPoster) -> dict[str, Any]:
         post_event("Warning", reason, str(error))
         log.warning("FlinkJob %s/%s: %s", job.namespace, job.name, error)
-        return {"lifecycleState": st.FAILED, "deployedSpec": spec_hash, "error": str(error), "failureReason": reason, "restUrl": ""}
+        return {
+            "lifecycleState": Lifecycle.FAILED,
+            "deployedSpec": spec_hash,
+            "error": str(error),
+            "failureReason": reason,
+            "restUrl": "",
+        }
 
     async def _write(self, job: FlinkJobRef, update: Mapping[str, Any], write_status: StatusWriter) -> str:
         merged = {**job.status, **update}
-        lifecycle = str(merged.get("lifecycleState") or st.CREATED)
+        lifecycle = str(merged.get("lifecycleState") or Lifecycle.CREATED)
         job_state = (merged.get("jobStatus") or {}).get("state")
         document = {
             **update,
             "lifecycleState": lifecycle,
             "observedGeneration": job.generation,
-            "conditions": st.conditions(
+            "conditions": conditions(
                 lifecycle,
                 job_state,
                 merged.get("failureReason") or None,

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 from jobcluster.backends.yarn import pyenv
+from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.errors import YarnClientError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.local_resources import LocalResourceVisibility
 from jobcluster.backends.yarn.options import yarn_options
-from jobcluster.backends.yarn.resources import ContainerResource
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from jobcluster.backends.yarn.submission import submit_application_master
 from jobcluster.backends.yarn.validation import check_cluster_specification

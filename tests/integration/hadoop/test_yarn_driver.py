@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from jobcluster.backends.yarn.container_env import ENV_LOCAL_RESOURCES, application_master_command, encode_local_resources
-from jobcluster.backends.yarn.resources import ContainerResource
+from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory
 from jobcluster.backends.yarn.submission import submit_application_master
 from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication, YarnClient

@@ -16,7 +16,7 @@ import time
 import psutil
 import pytest
 
-from jobcluster.backends.yarn.resources import ContainerResource
+from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory
 from jobcluster.backends.yarn.statuses import KILLED_EXCEEDED_PMEM
 from jobcluster.backends.yarn.submission import submit_application_master

@@ -25,9 +25,9 @@ import traceback
 from pathlib import Path
 
 from jobcluster.backends.yarn.container_env import ContainerEnvironment
+from jobcluster.backends.yarn.container_requests import task_executor_resource
 from jobcluster.backends.yarn.driver import YarnDriverSettings, YarnResourceManagerDriver, container_environment_of
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
-from jobcluster.backends.yarn.resources import task_executor_resource
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import ResourceManagerError

@@ -17,7 +17,7 @@ from typing import Any
 
 import kubernetes
 
-from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes import object_names
 from jobcluster.backends.kubernetes.config_options import KUBERNETES_CLUSTER_ID, KUBERNETES_NAMESPACE
 from jobcluster.backends.kubernetes.jobmanager import build_job_manager_deployment, build_rest_service
 from jobcluster.backends.kubernetes.kube_client import ObjectExistsError, api_call
@@ -87,7 +87,7 @@ def delete_cluster(api: kubernetes.client.ApiClient, namespace: str, cluster_id:
         DeploymentError: the API server refused or is unreachable.
     """
     apps = kubernetes.client.AppsV1Api(api)
-    name = pl.deployment_name(cluster_id)
+    name = object_names.deployment_name(cluster_id)
     try:
         api_call("delete", "deployments", namespace, apps.delete_namespaced_deployment, name, namespace, propagation_policy="Background")
     except NotFoundError:
@@ -98,7 +98,7 @@ def delete_cluster(api: kubernetes.client.ApiClient, namespace: str, cluster_id:
 
 def _check_unused(core: kubernetes.client.CoreV1Api, params: KubernetesJobManagerParameters) -> None:
     """Flink's check: a REST Service ``<cluster-id>-rest`` means the cluster exists (the Deployment is checked on create)."""
-    name = pl.rest_service_name(params.cluster_id)
+    name = object_names.rest_service_name(params.cluster_id)
     try:
         api_call("get", "services", params.namespace, core.read_namespaced_service, name, params.namespace)
     except NotFoundError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes import object_names
 from jobcluster.backends.kubernetes.parameters import KubernetesPodParameters
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 
@@ -34,12 +34,12 @@ def pod_env(params: KubernetesPodParameters, own: Mapping[str, str]) -> list[dic
     """
     entries = [
         value_env(layout.ENV_CLUSTER_ID, params.cluster_id),
-        field_env(pl.ENV_NAMESPACE, "metadata.namespace"),
-        field_env(pl.ENV_POD_NAME, "metadata.name"),
-        field_env(pl.ENV_POD_IP, "status.podIP"),
-        value_env(pl.ENV_STAGED_DIR, pl.STAGED_MOUNT_PATH),
-        value_env(pl.ENV_WORK_DIR, pl.WORK_MOUNT_PATH),
-        value_env(pl.ENV_SECRET_DIR, pl.SECRET_MOUNT_PATH),
+        field_env(object_names.ENV_NAMESPACE, "metadata.namespace"),
+        field_env(object_names.ENV_POD_NAME, "metadata.name"),
+        field_env(object_names.ENV_POD_IP, "status.podIP"),
+        value_env(object_names.ENV_STAGED_DIR, object_names.STAGED_MOUNT_PATH),
+        value_env(object_names.ENV_WORK_DIR, object_names.WORK_MOUNT_PATH),
+        value_env(object_names.ENV_SECRET_DIR, object_names.SECRET_MOUNT_PATH),
     ]
     every_pod = {entry["name"] for entry in entries}
     entries += [value_env(name, value) for name, value in own.items() if name not in every_pod]
@@ -58,16 +58,16 @@ def main_container(
 ) -> dict[str, Any]:
     """The container ``jobcluster-main-container`` running ``<entrypoint dir>/<entrypoint> args...``."""
     container: dict[str, Any] = {
-        "name": pl.MAIN_CONTAINER_NAME,
+        "name": object_names.MAIN_CONTAINER_NAME,
         "image": params.image,
         "imagePullPolicy": params.image_pull_policy,
         "command": [f"{params.entrypoint_dir}/{entrypoint}"],
         "env": env,
         "resources": resources,
         "volumeMounts": [
-            {"name": pl.STAGED_VOLUME, "mountPath": pl.STAGED_MOUNT_PATH, "readOnly": True},
-            {"name": pl.WORK_VOLUME, "mountPath": pl.WORK_MOUNT_PATH},
-            {"name": pl.SECRET_VOLUME, "mountPath": pl.SECRET_MOUNT_PATH, "readOnly": True},
+            {"name": object_names.STAGED_VOLUME, "mountPath": object_names.STAGED_MOUNT_PATH, "readOnly": True},
+            {"name": object_names.WORK_VOLUME, "mountPath": object_names.WORK_MOUNT_PATH},
+            {"name": object_names.SECRET_VOLUME, "mountPath": object_names.SECRET_MOUNT_PATH, "readOnly": True},
         ],
     }
     if args:
@@ -82,13 +82,13 @@ def volumes(cluster_id: str, staged_items: list[dict[str, str]]) -> list[dict[st
     and the cluster's secret (the Secret's one key; readable by the container's user whatever its uid,
     since only the pod mounts it)."""
     return [
-        {"name": pl.STAGED_VOLUME, "configMap": {"name": pl.config_map_name(cluster_id), "items": staged_items}},
-        {"name": pl.WORK_VOLUME, "emptyDir": {}},
+        {"name": object_names.STAGED_VOLUME, "configMap": {"name": object_names.config_map_name(cluster_id), "items": staged_items}},
+        {"name": object_names.WORK_VOLUME, "emptyDir": {}},
         {
-            "name": pl.SECRET_VOLUME,
+            "name": object_names.SECRET_VOLUME,
             "secret": {
-                "secretName": pl.secret_name(cluster_id),
-                "items": [{"key": pl.SECRET_KEY, "path": pl.SECRET_KEY}],
+                "secretName": object_names.secret_name(cluster_id),
+                "items": [{"key": object_names.SECRET_KEY, "path": object_names.SECRET_KEY}],
                 "defaultMode": 0o444,
             },
         },

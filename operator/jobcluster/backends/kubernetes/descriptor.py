@@ -39,9 +39,7 @@ from typing import Any
 import kubernetes
 import requests
 
-from jobcluster.backends.kubernetes import job_manager_pod as jmp
-from jobcluster.backends.kubernetes import pod_layout as pl
-from jobcluster.backends.kubernetes import rest_endpoint
+from jobcluster.backends.kubernetes import job_manager_pod, object_names, rest_endpoint
 from jobcluster.backends.kubernetes.cluster_config import cluster_side_configuration
 from jobcluster.backends.kubernetes.cluster_id import check_cluster_id
 from jobcluster.backends.kubernetes.cluster_objects import create_job_manager_objects, delete_cluster
@@ -142,8 +140,8 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         create_job_manager_objects(api, jm, files, secret, jm_template)
         self.progress(
             f"Created Deployment {jm.cluster_id} (JobManager: {jm.memory_mib} MiB, {jm.cpu:g} CPU), ConfigMap "
-            f"{pl.config_map_name(jm.cluster_id)}, Secret {pl.secret_name(jm.cluster_id)} and Service "
-            f"{pl.rest_service_name(jm.cluster_id)} in namespace {jm.namespace}"
+            f"{object_names.config_map_name(jm.cluster_id)}, Secret {object_names.secret_name(jm.cluster_id)} and Service "
+            f"{object_names.rest_service_name(jm.cluster_id)} in namespace {jm.namespace}"
         )
         try:
             rest_url = self._wait_until_serving(jm, config.get(KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT))
@@ -172,16 +170,16 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         waiting_for = "the JobManager pod to be created"
         while time.monotonic() < deadline:
             pods, _ = list_pods(core, jm.namespace, selector)
-            pod = jmp.newest_pod(pods)
+            pod = job_manager_pod.newest_pod(pods)
             if pod is None:
-                refused = jmp.creation_failure(self._read_deployment(jm.cluster_id))
+                refused = job_manager_pod.creation_failure(self._read_deployment(jm.cluster_id))
                 if refused:
                     raise DeploymentError(
                         f"the JobManager pod of job cluster {jm.cluster_id} cannot be created: {refused}; the cluster was deleted"
                     )
             else:
                 name = pod["metadata"]["name"]
-                failure = jmp.startup_failure(pod)
+                failure = job_manager_pod.startup_failure(pod)
                 if failure:
                     reason = _startup_failure_line(core, jm.namespace, name)
                     failure = f"{failure}: {reason}" if reason else failure
@@ -189,10 +187,10 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
                         f"the JobManager pod {name} of job cluster {jm.cluster_id} did not start: {failure} "
                         f"(its log: kubectl logs -n {jm.namespace} {name}); the cluster was deleted"
                     )
-                unscheduled = jmp.unscheduled_reason(pod)
+                unscheduled = job_manager_pod.unscheduled_reason(pod)
                 if unscheduled:
                     waiting_for = f"the JobManager pod {name} to be scheduled: {unscheduled}"
-                elif jmp.is_running(pod):
+                elif job_manager_pod.is_running(pod):
                     self._say_once(
                         seen,
                         "running",
@@ -205,7 +203,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
                 else:
                     if pod["spec"].get("nodeName"):
                         self._say_once(seen, "scheduled", f"JobManager pod {name} is scheduled on node {pod['spec']['nodeName']}")
-                    waiting = jmp.waiting_reason(pod)
+                    waiting = job_manager_pod.waiting_reason(pod)
                     waiting_for = f"the JobManager pod {name} to run" + (f" ({waiting})" if waiting else "")
             time.sleep(POLL_SECONDS)
         raise DeploymentError(
@@ -222,8 +220,8 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         core = kubernetes.client.CoreV1Api(self.api)
         try:
             pods, _ = list_pods(core, jm.namespace, selector_text(job_manager_selector(jm.cluster_id)))
-            pod = jmp.newest_pod(pods)
-            url = self._rest_url(core, jm, pod) if pod is not None and jmp.is_running(pod) else None
+            pod = job_manager_pod.newest_pod(pods)
+            url = self._rest_url(core, jm, pod) if pod is not None and job_manager_pod.is_running(pod) else None
         except DeploymentError as exc:
             log.warning("cannot find the JobManager of job cluster %s: %s", jm.cluster_id, exc)
             return None
@@ -325,10 +323,10 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         metadata = deployment["metadata"]
         cluster_id = metadata["name"]
         pods, _ = list_pods(core, self.namespace, selector_text(job_manager_selector(cluster_id)))
-        pod = jmp.newest_pod(pods)
+        pod = job_manager_pod.newest_pod(pods)
         rest_url = None
-        if pod is not None and jmp.is_running(pod):
-            port = jmp.rest_port(deployment, self._config.get(options.REST_PORT) or 8081)
+        if pod is not None and job_manager_pod.is_running(pod):
+            port = job_manager_pod.rest_port(deployment, self._config.get(options.REST_PORT) or 8081)
             try:
                 rest_url = self._rest_url_of(core, cluster_id, pod, port)
             except DeploymentError as exc:
@@ -346,7 +344,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
     def _rest_url_of(self, core: kubernetes.client.CoreV1Api, cluster_id: str, pod: Mapping[str, Any], port: int) -> str | None:
         if self.rest_endpoint in (rest_endpoint.POD_IP, rest_endpoint.PORT_FORWARD):
             return self._pod_url(pod, port)
-        name = pl.rest_service_name(cluster_id)
+        name = object_names.rest_service_name(cluster_id)
         response: Any = api_call(
             "get", "services", self.namespace, core.read_namespaced_service, name, self.namespace, _preload_content=False
         )
@@ -354,14 +352,14 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
 
     def _read_rest_token(self, core: kubernetes.client.CoreV1Api, cluster_id: str) -> str | None:
         """The cluster's REST token, derived from its Secret; None when this user may not read it."""
-        name = pl.secret_name(cluster_id)
+        name = object_names.secret_name(cluster_id)
         try:
             response: Any = api_call(
                 "get", "secrets", self.namespace, core.read_namespaced_secret, name, self.namespace, _preload_content=False
             )
         except DeploymentError:
             return None
-        encoded = (_json(response).get("data") or {}).get(pl.SECRET_KEY)
+        encoded = (_json(response).get("data") or {}).get(object_names.SECRET_KEY)
         return rest_token(base64.b64decode(encoded).decode()) if encoded else None
 
     def job_result(self, cluster_id: str) -> JobResult | None:

@@ -34,7 +34,7 @@ from typing import Any
 
 import kubernetes
 
-from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes import object_names
 from jobcluster.backends.kubernetes.cluster_objects import delete_cluster
 from jobcluster.backends.kubernetes.config_options import KUBERNETES_CLUSTER_ID, KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE
 from jobcluster.backends.kubernetes.job_result import build_job_result_config_map
@@ -169,7 +169,7 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
 
     def _read_owner(self) -> dict[str, Any]:
         apps = kubernetes.client.AppsV1Api(self._api)
-        namespace, name = self._params.namespace, pl.deployment_name(self._params.cluster_id)
+        namespace, name = self._params.namespace, object_names.deployment_name(self._params.cluster_id)
         try:
             deployment = api_call("get", "deployments", namespace, apps.read_namespaced_deployment, name, namespace)
         except NotFoundError as exc:
@@ -179,7 +179,7 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
 
     def _record_attempt(self, attempt: int) -> None:
         apps = kubernetes.client.AppsV1Api(self._api)
-        namespace, name = self._params.namespace, pl.deployment_name(self._params.cluster_id)
+        namespace, name = self._params.namespace, object_names.deployment_name(self._params.cluster_id)
         api_call("patch", "deployments", namespace, apps.patch_namespaced_deployment, name, namespace, attempt_patch(attempt))
 
     async def request_resource(self, spec: TaskExecutorProcessSpec) -> str:
@@ -323,9 +323,9 @@ def create_driver(config: Configuration, rest_url: str = "") -> KubernetesResour
     cluster_id = config.get(KUBERNETES_CLUSTER_ID)
     if not cluster_id:
         raise IllegalConfigurationError(f"{KUBERNETES_CLUSTER_ID.key} must be set in the staged configuration of a Kubernetes job cluster")
-    pod_ip = os.environ.get(pl.ENV_POD_IP)
+    pod_ip = os.environ.get(object_names.ENV_POD_IP)
     if not pod_ip:
-        raise IllegalConfigurationError(f"${pl.ENV_POD_IP} is not set: the Kubernetes driver runs only in a JobManager pod")
+        raise IllegalConfigurationError(f"${object_names.ENV_POD_IP} is not set: the Kubernetes driver runs only in a JobManager pod")
     params = task_manager_parameters(config, job_id=cluster_id)
     template_file = params.pod_template_file
     template = load_pod_template(template_file, KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE.key) if template_file else None

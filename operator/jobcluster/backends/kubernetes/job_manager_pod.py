@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes import object_names
 from jobcluster.backends.kubernetes.pod_status import unscheduled_reason
 
 __all__ = ["creation_failure", "is_running", "newest_pod", "rest_port", "startup_failure", "unscheduled_reason", "waiting_reason"]
@@ -78,6 +78,6 @@ def rest_port(deployment: Mapping[str, Any], default: int) -> int:
     containers = ((((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
     for container in containers[:1]:
         for port in container.get("ports") or []:
-            if port.get("name") == pl.REST_PORT_NAME:
+            if port.get("name") == object_names.REST_PORT_NAME:
                 return int(port["containerPort"])
     return default

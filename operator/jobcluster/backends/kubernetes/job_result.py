@@ -19,7 +19,7 @@ from typing import Any
 
 import kubernetes
 
-from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes import object_names
 from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.backends.kubernetes.labels import LABEL_JOB_ID, common_labels
 from jobcluster.client.descriptor import JobResult
@@ -49,7 +49,7 @@ def build_job_result_config_map(
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": pl.job_result_name(cluster_id),
+            "name": object_names.job_result_name(cluster_id),
             "namespace": metadata["namespace"],
             "labels": labels,
             "ownerReferences": [_without_controller(owner) for owner in owners],
@@ -102,7 +102,7 @@ def read_job_result(api: kubernetes.client.ApiClient, namespace: str, cluster_id
             "configmaps",
             namespace,
             core.read_namespaced_config_map,
-            pl.job_result_name(cluster_id),
+            object_names.job_result_name(cluster_id),
             namespace,
             _preload_content=False,
         )

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes import object_names
 from jobcluster.backends.kubernetes.containers import main_container, pod_env, pod_metadata, pod_spec, volumes
 from jobcluster.backends.kubernetes.labels import LABEL_JOB_ID, job_manager_selector, owner_reference_to, with_user_labels
 from jobcluster.backends.kubernetes.parameters import KubernetesJobManagerParameters
 from jobcluster.backends.kubernetes.pod_template import merge_pod_template
-from jobcluster.backends.kubernetes.resources import resource_requirements
+from jobcluster.backends.kubernetes.resource_requirements import resource_requirements
 
 
 def job_manager_labels(params: KubernetesJobManagerParameters) -> dict[str, str]:
@@ -34,11 +34,11 @@ def build_job_manager_pod(
     """
     container = main_container(
         params,
-        pl.JOB_MANAGER_ENTRYPOINT,
+        object_names.JOB_MANAGER_ENTRYPOINT,
         [],
         pod_env(params, {}),
         resource_requirements(params.memory_mib, params.cpu, params.memory_limit_factor, params.cpu_limit_factor),
-        [{"name": pl.REST_PORT_NAME, "containerPort": params.rest_port, "protocol": "TCP"}],
+        [{"name": object_names.REST_PORT_NAME, "containerPort": params.rest_port, "protocol": "TCP"}],
     )
     pod = {
         "metadata": pod_metadata(job_manager_labels(params), params.annotations),
@@ -57,7 +57,7 @@ def build_job_manager_deployment(
     """
     pod = build_job_manager_pod(params, staged_items, template)
     metadata: dict[str, Any] = {
-        "name": pl.deployment_name(params.cluster_id),
+        "name": object_names.deployment_name(params.cluster_id),
         "namespace": params.namespace,
         "labels": job_manager_labels(params),
     }
@@ -84,12 +84,12 @@ def build_rest_service(params: KubernetesJobManagerParameters, owner: dict[str, 
     spec: dict[str, Any] = {
         "type": "ClusterIP" if params.rest_service_type == "Headless_ClusterIP" else params.rest_service_type,
         "selector": job_manager_selector(params.cluster_id),
-        "ports": [{"name": pl.REST_PORT_NAME, "port": params.rest_port, "targetPort": params.rest_port, "protocol": "TCP"}],
+        "ports": [{"name": object_names.REST_PORT_NAME, "port": params.rest_port, "targetPort": params.rest_port, "protocol": "TCP"}],
     }
     if params.rest_service_type == "Headless_ClusterIP":
         spec["clusterIP"] = "None"
     metadata: dict[str, Any] = {
-        "name": pl.rest_service_name(params.cluster_id),
+        "name": object_names.rest_service_name(params.cluster_id),
         "namespace": params.namespace,
         "labels": job_manager_selector(params.cluster_id),
     }

@@ -2,7 +2,7 @@
 
 Flink's rules (``KubernetesUtils.loadPodFromTemplateFile`` and the decorators
 that build on the template): the main container is the template's container
-with the main container's name (``pod_layout.MAIN_CONTAINER_NAME``); the template's
+with the main container's name (``object_names.MAIN_CONTAINER_NAME``); the template's
 other containers, init containers and volumes stay as they are.  What
 jobcluster sets wins over the template: scalar fields, map entries (labels,
 annotations, node selector, resource requests and limits), and list entries of

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes import object_names
 from jobcluster.errors import DeploymentError
 
 POD_IP = "pod-ip"
@@ -50,9 +50,9 @@ def service_rest_url(service: Mapping[str, Any], pod: Mapping[str, Any] | None) 
         DeploymentError: the Service has no port named ``rest``, or a type this module does not know.
     """
     metadata, spec = service.get("metadata") or {}, service.get("spec") or {}
-    port = next((p for p in spec.get("ports") or [] if p.get("name") == pl.REST_PORT_NAME), None)
+    port = next((p for p in spec.get("ports") or [] if p.get("name") == object_names.REST_PORT_NAME), None)
     if port is None:
-        raise DeploymentError(f"Service {metadata.get('name')} has no port named {pl.REST_PORT_NAME!r}")
+        raise DeploymentError(f"Service {metadata.get('name')} has no port named {object_names.REST_PORT_NAME!r}")
     kind = spec.get("type", "ClusterIP")
     if kind == "ClusterIP":
         return f"http://{metadata.get('name')}.{metadata.get('namespace')}.svc:{port['port']}"

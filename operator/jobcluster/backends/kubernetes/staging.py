@@ -23,8 +23,8 @@ from jobcluster.backends.kubernetes.config_options import (
     KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE,
 )
 from jobcluster.backends.kubernetes.labels import common_labels, owner_reference_to
+from jobcluster.backends.kubernetes.object_names import SECRET_KEY, config_map_name, secret_name
 from jobcluster.backends.kubernetes.parameters import KubernetesTaskManagerParameters
-from jobcluster.backends.kubernetes.pod_layout import SECRET_KEY, config_map_name, secret_name
 from jobcluster.backends.kubernetes.pod_template import load_pod_template
 from jobcluster.client.descriptor import PackagedProgram
 from jobcluster.config.configuration import Configuration

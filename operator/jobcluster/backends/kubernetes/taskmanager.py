@@ -15,12 +15,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from jobcluster.backends.kubernetes import pod_layout as pl
+from jobcluster.backends.kubernetes import object_names
 from jobcluster.backends.kubernetes.containers import main_container, pod_env, pod_metadata, pod_spec, volumes
 from jobcluster.backends.kubernetes.labels import owner_reference_to, task_manager_selector, with_user_labels
 from jobcluster.backends.kubernetes.parameters import KubernetesTaskManagerParameters
 from jobcluster.backends.kubernetes.pod_template import merge_pod_template
-from jobcluster.backends.kubernetes.resources import MiB, resource_requirements
+from jobcluster.backends.kubernetes.resource_requirements import MiB, resource_requirements
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.runtime.entrypoint import cluster_dir as layout
 
@@ -67,11 +67,11 @@ def build_task_manager_pod(
     args = [arg for key, value in spec.dynamic_configs().items() for arg in ("-D", f"{key}={value}")]
     env = pod_env(
         params,
-        {**launch_env, pl.ENV_JOB_MANAGER_ADDRESS: job_manager_address},
+        {**launch_env, object_names.ENV_JOB_MANAGER_ADDRESS: job_manager_address},
     )
     container = main_container(
         params,
-        pl.TASK_MANAGER_ENTRYPOINT,
+        object_names.TASK_MANAGER_ENTRYPOINT,
         args,
         env,
         resource_requirements(spec.total_process // MiB, spec.cpu_cores, params.memory_limit_factor, params.cpu_limit_factor),

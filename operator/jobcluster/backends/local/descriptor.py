@@ -35,7 +35,7 @@ from typing import Any
 import psutil
 
 from jobcluster.backends.cluster_files import StagedFile, cluster_files
-from jobcluster.backends.local.resources import MachineResources, check_fits, cluster_demand
+from jobcluster.backends.local.machine_fit import MachineResources, check_fits, cluster_demand
 from jobcluster.backends.local.retention import prune_log_dirs
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram

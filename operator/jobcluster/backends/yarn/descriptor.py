@@ -34,12 +34,12 @@ from jobcluster.backends.yarn.container_env import (
     application_master_command,
     encode_local_resources,
 )
+from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnDeploymentError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration, hadoop_conf_dir
 from jobcluster.backends.yarn.options import YarnOptions, application_id, job_id_of_tags, task_manager_cpu_cores, vcores_of, yarn_options
 from jobcluster.backends.yarn.pyenv import container_python
-from jobcluster.backends.yarn.resources import ContainerResource
 from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, hadoop_user, hdfs_errors, webhdfs_client
 from jobcluster.backends.yarn.statuses import job_state_of_final_status

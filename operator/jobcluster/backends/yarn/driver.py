@@ -26,7 +26,7 @@ loop; the driver's own state is touched only on that loop.
 
 Why one module of this size: the SPI methods and the py4j calls they make share
 the driver's state (pending requests, held containers) and its two threads;
-the pure rules are beside it (``resources.py``: requests and matching,
+the pure rules are beside it (``container_requests.py``: requests and matching,
 ``statuses.py``: exit statuses, ``container_env.py``: the launch command).
 """
 
@@ -44,18 +44,18 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from jobcluster.backends.yarn.container_env import ContainerEnvironment, launch_command, task_executor_argv
-from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnDeploymentError
-from jobcluster.backends.yarn.gateway import JvmGateway
-from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
-from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
-from jobcluster.backends.yarn.options import yarn_options
-from jobcluster.backends.yarn.resources import (
+from jobcluster.backends.yarn.container_requests import (
     AllocatedContainer,
     ContainerRequest,
     ContainerResource,
     PendingContainerRequests,
     task_executor_resource,
 )
+from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnDeploymentError
+from jobcluster.backends.yarn.gateway import JvmGateway
+from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
+from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
+from jobcluster.backends.yarn.options import yarn_options
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from jobcluster.backends.yarn.statuses import container_completed_diagnostics, final_application_status
 from jobcluster.backends.yarn.yarn_client import java_errors, java_local_resource

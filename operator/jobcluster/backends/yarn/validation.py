@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from jobcluster.backends.yarn.config_options import YARN_APPLICATION_QUEUE, YARN_APPMASTER_VCORES, YARN_CONTAINERS_VCORES
+from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.errors import YarnDeploymentError
-from jobcluster.backends.yarn.resources import ContainerResource
 from jobcluster.client.descriptor import ClusterSpecification
 from jobcluster.config import options as o
 

@@ -30,10 +30,10 @@ from typing import Any
 
 from py4j.protocol import Py4JError, Py4JJavaError
 
+from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.errors import YarnClientError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
-from jobcluster.backends.yarn.resources import ContainerResource
 from jobcluster.backends.yarn.statuses import finish_time_of
 from jobcluster.backends.yarn.validation import NodeCapacity, YarnClusterResources
 

@@ -21,11 +21,23 @@ condition's status does.
 from __future__ import annotations
 
 import datetime
+import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-CREATED, DEPLOYED, STABLE, SUSPENDED = "CREATED", "DEPLOYED", "STABLE", "SUSPENDED"
-UPGRADING, FAILED, FINISHED, DELETING = "UPGRADING", "FAILED", "FINISHED", "DELETING"
+
+class Lifecycle(enum.StrEnum):
+    """``status.lifecycleState`` (the Flink Kubernetes Operator's ``ResourceLifecycleState``)."""
+
+    CREATED = "CREATED"
+    DEPLOYED = "DEPLOYED"
+    STABLE = "STABLE"
+    SUSPENDED = "SUSPENDED"
+    UPGRADING = "UPGRADING"
+    FAILED = "FAILED"
+    FINISHED = "FINISHED"
+    DELETING = "DELETING"
+
 
 CONDITION_TYPES = ("Ready", "Running", "Succeeded", "Failed")
 
@@ -81,8 +93,8 @@ def task_managers_of(task_managers: Sequence[Mapping[str, Any]]) -> dict[str, An
 def lifecycle_of_terminal_job(state: str) -> tuple[str, str | None]:
     """(lifecycle, failure reason) of a job that ended in ``state``."""
     if state == "FINISHED":
-        return FINISHED, None
-    return FAILED, "JobCanceled" if state == "CANCELED" else "JobFailed"
+        return Lifecycle.FINISHED, None
+    return Lifecycle.FAILED, "JobCanceled" if state == "CANCELED" else "JobFailed"
 
 
 def _camel(text: str) -> str:
@@ -100,8 +112,8 @@ def conditions(
 ) -> list[dict[str, Any]]:
     """The four conditions for this state; each keeps its ``lastTransitionTime`` while its status stays."""
     job_text = f"job {job_state}" if job_state else "no job yet"
-    ready = lifecycle in (STABLE, SUSPENDED, FINISHED)
-    failed = lifecycle == FAILED
+    ready = lifecycle in (Lifecycle.STABLE, Lifecycle.SUSPENDED, Lifecycle.FINISHED)
+    failed = lifecycle == Lifecycle.FAILED
     wanted = {
         "Ready": (
             ready,
@@ -110,7 +122,7 @@ def conditions(
         ),
         "Running": (job_state == "RUNNING", _camel(job_state or lifecycle), f"Job status {job_state or 'unknown'}"),
         "Succeeded": (
-            job_state == "FINISHED" and lifecycle == FINISHED,
+            job_state == "FINISHED" and lifecycle == Lifecycle.FINISHED,
             _camel(job_state or lifecycle),
             f"Job status {job_state or 'unknown'}",
         ),
