@@ -154,7 +154,7 @@ def test_a_failure_after_the_deployment_removes_everything_created(k8s_api, k8s_
     core.create_namespaced_secret(
         k8s_namespace, {"metadata": {"name": "wordcount-secret"}, "stringData": {"x": "y"}}, _request_timeout=TIMEOUT
     )
-    with pytest.raises(DeploymentError, match=r"could not create Secret wordcount-secret: 409"):
+    with pytest.raises(DeploymentError, match=r"could not create Secret wordcount-secret: Secret wordcount-secret already exists"):
         create_job_manager_objects(
             k8s_api, params(k8s_namespace, entrypoint_dir, k8s_image, pod_template), FILES, "s3cr3t", template_of(pod_template)
         )

@@ -70,7 +70,12 @@ def create_job_manager_objects(
             ("services", core.create_namespaced_service, build_rest_service(params, created)),
         ]
         for resource, create, body in owned:
-            api_call("create", resource, namespace, create, namespace, body)
+            try:
+                api_call("create", resource, namespace, create, namespace, body)
+            except AlreadyExistsError as exc:
+                # e.g. the previous cluster's, which the garbage collector has not removed yet: an operator tries again
+                kind, name = body["kind"], body["metadata"]["name"]
+                raise ObjectExistsError(f"could not create {kind} {name}: {kind} {name} already exists in namespace {namespace}") from exc
             log.info("created %s %s", body["kind"], body["metadata"]["name"])
     except BaseException:
         delete_cluster(api, namespace, cluster_id)
