@@ -12,18 +12,23 @@ bookkeeping and the races a real backend cannot produce on demand.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jobcluster.config.configuration import Configuration
 from jobcluster.errors import ResourceManagerError
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.endpoint import RpcEndpoint, rpc
+from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.resourcemanager.driver import (
     ResourceEventHandler,
     ResourceManagerDriver,
     TaskExecutorLaunchContext,
 )
+from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
 from jobcluster.runtime.taskexecutor.gateway import TASK_EXECUTOR_ENDPOINT
 from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings, TaskExecutorLocation
 
@@ -135,3 +140,38 @@ class TaskExecutorStandIn(RpcEndpoint):
     @rpc
     async def free_slot(self, allocation_id: str, cause: str) -> None:
         self.freed.append(allocation_id)
+
+
+#: The configuration of the recorded clusters: 1 GiB TaskExecutors of 2 slots.
+CLUSTER_CONFIG = Configuration({"taskmanager.memory.process.size": "1g", "taskmanager.numberOfTaskSlots": "2"})
+
+
+def resource_manager(
+    service: RpcService,
+    driver: ResourceManagerDriver,
+    directory: Path,
+    *,
+    idle_timeout: float = 600.0,
+    heartbeat_interval: float = 60.0,
+    on_fatal_error: Callable[[Exception], None] = lambda error: None,
+) -> ResourceManager:
+    """A ResourceManager of :data:`CLUSTER_CONFIG` with fencing token ``rm-1`` on ``service``; heartbeats never time out."""
+    spec = task_executor_process_spec_from_config(CLUSTER_CONFIG)
+    settings = ResourceManagerSettings(heartbeat_interval, 600.0, idle_timeout, max_slots=None, slots_per_worker=spec.num_slots)
+    return ResourceManager(
+        service,
+        driver,
+        launch_context(directory),
+        CLUSTER_CONFIG,
+        spec.worker_resource_spec(),
+        settings,
+        on_fatal_error=on_fatal_error,
+        fencing_token="rm-1",
+    )
+
+
+async def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    """Wait until ``condition()`` holds; TimeoutError after ``seconds``."""
+    async with asyncio.timeout(seconds):
+        while not condition():  # noqa: ASYNC110 — a condition over several stand-ins has no one event to wait on
+            await asyncio.sleep(0.02)

@@ -10,29 +10,25 @@ is covered end to end (tests/e2e).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobcluster.config.configuration import Configuration
 from jobcluster.errors import SparkError
 from jobcluster.jobgraph.job_status import JobStatus
 from jobcluster.jobgraph.model import JobGraph, JobVertex, ResourceProfileSpec, new_job_id
-from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.entrypoint.job_cluster_entrypoint import _fail_on_fatal_error
 from jobcluster.runtime.jobmaster.job_master import JobMaster, JobMasterSettings
 from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.messages import SlotOffer, dump
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
-from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
 from jobcluster.spark.processes import SparkMasterAddress
-from tests.support.fakes import RecordingDriver, TaskExecutorStandIn, launch_context
+from tests.support.fakes import RecordingDriver, TaskExecutorStandIn, until
+from tests.support.fakes import resource_manager as resource_manager_with_recording
 
 SECRET = "s3cr3t"
-CONFIG = Configuration({"taskmanager.memory.process.size": "1g", "taskmanager.numberOfTaskSlots": "2"})
-SPEC = task_executor_process_spec_from_config(CONFIG)
 
 
 def job_graph(parallelism: int) -> JobGraph:
@@ -66,16 +62,7 @@ async def running_job(tmp_path: Path, parallelism: int = 2, slot_request_timeout
     service = RpcService("127.0.0.1", SECRET, ask_timeout=5.0)
     await service.start()
     driver = RecordingDriver()
-    resource_manager = ResourceManager(
-        service,
-        driver,
-        launch_context(tmp_path),
-        CONFIG,
-        SPEC.worker_resource_spec(),
-        ResourceManagerSettings(heartbeat_interval=60.0, heartbeat_timeout=600.0, idle_timeout=60.0, max_slots=None, slots_per_worker=2),
-        on_fatal_error=lambda error: None,
-        fencing_token="rm-1",
-    )
+    resource_manager = resource_manager_with_recording(service, driver, tmp_path)
     await service.start_endpoint(resource_manager)
     master_ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     results: list[JobResult] = []
@@ -105,12 +92,6 @@ async def running_job(tmp_path: Path, parallelism: int = 2, slot_request_timeout
         await service.stop()
         for other in job.services:
             await other.stop()
-
-
-async def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
-    async with asyncio.timeout(seconds):
-        while not condition():  # noqa: ASYNC110 — the condition spans the JobMaster and the ResourceManager
-            await asyncio.sleep(0.02)
 
 
 def test_the_job_declares_its_slots_at_start_and_runs_once_the_pool_holds_them(tmp_path):

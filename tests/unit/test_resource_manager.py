@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from jobcluster.config.configuration import Configuration
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.endpoint import FencedRpcEndpoint, rpc
@@ -26,13 +25,13 @@ from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
 from jobcluster.runtime.messages import SlotID, SlotReport, SlotStatus, TaskExecutorRegistration, dump
 from jobcluster.runtime.resourcemanager import resource_manager as rm_module
-from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
-from tests.support.fakes import RecordingDriver, TaskExecutorStandIn, launch_context
+from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager
+from tests.support.fakes import CLUSTER_CONFIG, RecordingDriver, TaskExecutorStandIn, until
+from tests.support.fakes import resource_manager as make_resource_manager
 
 SECRET = "s3cr3t"
 JOB = "a" * 32
-CONFIG = Configuration({"taskmanager.memory.process.size": "1g", "taskmanager.numberOfTaskSlots": "2"})
-SPEC = task_executor_process_spec_from_config(CONFIG)
+SPEC = task_executor_process_spec_from_config(CLUSTER_CONFIG)
 
 
 class JobMasterStandIn(FencedRpcEndpoint):
@@ -98,30 +97,13 @@ async def settle(rounds: int = 20) -> None:
     await asyncio.sleep(0.05)
 
 
-async def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
-    async with asyncio.timeout(seconds):
-        while not condition():  # noqa: ASYNC110 — the condition spans several stand-ins; none has one event to wait on
-            await asyncio.sleep(0.02)
-
-
 @asynccontextmanager
 async def started(tmp_path: Path, driver: RecordingDriver | None = None, idle_timeout: float = 60.0) -> AsyncIterator[Cluster]:
     service = RpcService("127.0.0.1", SECRET, ask_timeout=5.0)
     await service.start()
     driver = driver or RecordingDriver()
     fatal: list[Exception] = []
-    resource_manager = ResourceManager(
-        service,
-        driver,
-        launch_context(tmp_path),
-        CONFIG,
-        SPEC.worker_resource_spec(),
-        ResourceManagerSettings(
-            heartbeat_interval=60.0, heartbeat_timeout=600.0, idle_timeout=idle_timeout, max_slots=None, slots_per_worker=2
-        ),
-        on_fatal_error=fatal.append,
-        fencing_token="rm-1",
-    )
+    resource_manager = make_resource_manager(service, driver, tmp_path, idle_timeout=idle_timeout, on_fatal_error=fatal.append)
     cluster = Cluster(service, driver, resource_manager)
     cluster.fatal = fatal
     await service.start_endpoint(resource_manager)

@@ -15,18 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from jobcluster.config.configuration import Configuration
 from jobcluster.errors import RpcError
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.service import RpcService
-from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
+from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager
 from jobcluster.runtime.taskexecutor.gateway import TaskExecutorGateway
 from jobcluster.runtime.taskexecutor.task_executor import TaskExecutor, TaskExecutorSettings
-from tests.support.fakes import RecordingDriver, launch_context
+from tests.support.fakes import CLUSTER_CONFIG, RecordingDriver
+from tests.support.fakes import resource_manager as make_resource_manager
 
 SECRET = "s3cr3t"
-CONFIG = Configuration({"taskmanager.memory.process.size": "1g", "taskmanager.numberOfTaskSlots": "2"})
-SPEC = task_executor_process_spec_from_config(CONFIG)
+SPEC = task_executor_process_spec_from_config(CLUSTER_CONFIG)
 
 
 def no_spark_worker(master):
@@ -45,17 +44,8 @@ async def services(count: int) -> AsyncIterator[list[RpcService]]:
             await service.stop()
 
 
-def resource_manager(service: RpcService, tmp_path: Path, heartbeat_interval: float = 60.0) -> ResourceManager:
-    return ResourceManager(
-        service,
-        RecordingDriver(),
-        launch_context(tmp_path),
-        CONFIG,
-        SPEC.worker_resource_spec(),
-        ResourceManagerSettings(heartbeat_interval, heartbeat_timeout=600.0, idle_timeout=600.0, max_slots=None, slots_per_worker=2),
-        on_fatal_error=lambda error: None,
-        fencing_token="rm-1",
-    )
+def resource_manager(service: RpcService, tmp_path: Path) -> ResourceManager:
+    return make_resource_manager(service, RecordingDriver(), tmp_path)
 
 
 def task_executor(
