@@ -180,25 +180,46 @@ class JvmGateway:
         if self.hadoop_conf_dir and not self.hadoop_conf_dir.is_dir():
             raise JvmGatewayError(f"HADOOP_CONF_DIR {self.hadoop_conf_dir} is not a directory")
         marker = f"-Djobcluster.gateway.id={uuid.uuid4().hex}"
+        self._log = self._open_log()
+        port, token, self._proc = self._launch(marker)
+        try:
+            self._gateway = JavaGateway(
+                gateway_parameters=GatewayParameters(
+                    address="127.0.0.1",
+                    port=port,
+                    auth_token=token,
+                    auto_convert=True,
+                    eager_load=True,
+                    read_timeout=self.call_timeout,
+                )
+            )
+        except Exception as e:
+            error = JvmGatewayError(f"cannot connect to the py4j JVM on port {port}: {e}{self._output_tail()}")
+            self.close()
+            raise error from e
+        return self
+
+    def _open_log(self) -> IO[str]:
+        """Where the JVM writes stdout and stderr: straight into a file, so what it printed before dying at start
+        is there to report (py4j reads its pipes only after the JVM announced its port)."""
+        if self.log_file:
+            self.log_file.parent.mkdir(parents=True, exist_ok=True)
+            return open(self.log_file, "a", buffering=1)
+        return tempfile.TemporaryFile("w+", prefix="jobcluster-py4j-")
+
+    def _launch(self, marker: str) -> tuple[int, Any, subprocess.Popen[bytes]]:
+        """Start the JVM (tagged with ``marker``) on a thread of its own, bounded by ``startup_timeout``:
+        its port, auth token and process. JvmGatewayError, with the end of its output, when it fails or is late."""
         py4j_jars = sorted(pyspark_jars_dir().glob("py4j-*.jar"))
         java = _java_executable()
         javaopts = [
             f"-Xmx{self.heap}",
             *JAVA17_MODULE_OPTIONS,
-            # Spark's log4j2 defaults (INFO to stderr) instead of log4j2's
-            # "no configuration found" error.
+            # Spark's log4j2 defaults (INFO to stderr) instead of log4j2's "no configuration found" error.
             "-Dlog4j2.configurationFile=org/apache/spark/log4j2-defaults.properties",
             marker,
             *self.java_options,
         ]
-        # The JVM writes stdout and stderr straight into a file, so what it
-        # printed before dying at start is there to report (py4j reads its
-        # pipes only after the JVM announced its port).
-        if self.log_file:
-            self.log_file.parent.mkdir(parents=True, exist_ok=True)
-            self._log = open(self.log_file, "a", buffering=1)  # noqa: SIM115 - the JVM's log for its lifetime; closed in stop()
-        else:
-            self._log = tempfile.TemporaryFile("w+", prefix="jobcluster-py4j-")  # noqa: SIM115 - closed in stop(), like the file above
         result: dict[str, Any] = {}
 
         def launch() -> None:
@@ -232,23 +253,8 @@ class JvmGateway:
             if failed is not None:  # reap it (py4j returns no handle on failure)
                 _stop_process(failed, timeout=5)
             raise JvmGatewayError(f"the py4j JVM failed to start ({result['error']!r}){self._output_tail()}") from result["error"]
-        port, token, self._proc = result["value"]
-        try:
-            self._gateway = JavaGateway(
-                gateway_parameters=GatewayParameters(
-                    address="127.0.0.1",
-                    port=port,
-                    auth_token=token,
-                    auto_convert=True,
-                    eager_load=True,
-                    read_timeout=self.call_timeout,
-                )
-            )
-        except Exception as e:
-            error = JvmGatewayError(f"cannot connect to the py4j JVM on port {port}: {e}{self._output_tail()}")
-            self.close()
-            raise error from e
-        return self
+        launched: tuple[int, Any, subprocess.Popen[bytes]] = result["value"]  # the token as py4j read it
+        return launched
 
     def close(self) -> None:
         """Disconnect and stop the JVM: EOF on its stdin makes py4j call
