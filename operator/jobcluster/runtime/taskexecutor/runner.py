@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import os
 import shutil
 import signal
 import sys
+from collections.abc import Callable
 
 from jobcluster.config import options
 from jobcluster.config.loader import load_configuration, parse_dynamic_property
 from jobcluster.errors import JobClusterError
 from jobcluster.logging_setup import configure_process_logging
+from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.processes import PRIVATE_UMASK
 from jobcluster.rpc.service import RpcService
@@ -36,33 +39,16 @@ log = logging.getLogger(__name__)
 
 
 async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict[str, str]) -> int:
-    cluster_dir, log_dir, host = launch.location.cluster_dir, launch.location.log_dir, launch.location.bind_host
-    resource_id, secret = launch.resource_id, launch.secret
+    """Run the TaskExecutor of ``launch`` until it must end (its ResourceManager is gone, a signal); returns 0."""
+    cluster_dir, host, resource_id = launch.location.cluster_dir, launch.location.bind_host, launch.resource_id
     config = load_configuration(cluster_dir, dynamic_properties)
     spec = task_executor_process_spec_from_config(config)
-    sizing = spark_sizing_for_task_executor(spec)
     log.info("TaskExecutor %s: %d slots, JVM options for Spark executors %s", resource_id, spec.num_slots, spec.jvm_args())
     spark_conf_dir = cluster_dir / f"spark-conf-{resource_id}"
-    security = SparkSecurity(spark_secret(secret), host, config.get(options.SECURITY_ENCRYPT_DATA_PLANE))
-    spark_security_env = security.install(spark_conf_dir)
+    security = SparkSecurity(spark_secret(launch.secret), host, config.get(options.SECURITY_ENCRYPT_DATA_PLANE))
+    spark_worker = _spark_worker_factory(launch, spec, security.install(spark_conf_dir))
 
-    scratch = layout.scratch_dir(cluster_dir, resource_id)
-
-    def spark_worker(master: SparkMasterAddress) -> SparkWorker:
-        # the worker, its executors and their PySpark workers keep their scratch files in the cluster's directory
-        scratch.mkdir(parents=True, exist_ok=True)
-        return SparkWorker(
-            host,
-            master,
-            cores=sizing.worker_cores,
-            memory_mib=sizing.worker_memory_mib,
-            work_dir=log_dir / f"{resource_id}-work",
-            log_dir=log_dir,
-            daemon_env={**sizing.worker_env(), **layout.scratch_env(scratch), **spark_security_env},
-            name=f"spark-worker-{resource_id}",
-        )
-
-    rpc = RpcService(host, secret, config.get(options.RPC_ASK_TIMEOUT))
+    rpc = RpcService(host, launch.secret, config.get(options.RPC_ASK_TIMEOUT))
     await rpc.start()
     done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 
@@ -84,13 +70,8 @@ async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict
         on_fatal,
         spark_master=launch.settings.spark_master,
     )
-
-    def on_signal(sig: signal.Signals) -> None:
-        if not done.done():
-            done.set_result(f"received {sig.name}")
-
     for sig in (signal.SIGTERM, signal.SIGINT):
-        asyncio.get_running_loop().add_signal_handler(sig, on_signal, sig)
+        asyncio.get_running_loop().add_signal_handler(sig, functools.partial(_end, done, f"received {sig.name}"))
     try:
         await rpc.start_endpoint(task_executor)
         reason = await done
@@ -99,6 +80,37 @@ async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict
         await rpc.stop()
         shutil.rmtree(spark_conf_dir, ignore_errors=True)
     return 0
+
+
+def _end(done: asyncio.Future[str], reason: str) -> None:
+    if not done.done():
+        done.set_result(reason)
+
+
+def _spark_worker_factory(
+    launch: TaskExecutorLaunch, spec: TaskExecutorProcessSpec, spark_security_env: dict[str, str]
+) -> Callable[[SparkMasterAddress], SparkWorker]:
+    """How this TaskExecutor starts its Spark worker once it knows the job's master: cores = slots, memory from
+    the process spec; the worker, its executors and their PySpark workers keep their scratch files in the
+    cluster's directory."""
+    sizing = spark_sizing_for_task_executor(spec)
+    log_dir, resource_id = launch.location.log_dir, launch.resource_id
+    scratch = layout.scratch_dir(launch.location.cluster_dir, resource_id)
+
+    def spark_worker(master: SparkMasterAddress) -> SparkWorker:
+        scratch.mkdir(parents=True, exist_ok=True)
+        return SparkWorker(
+            launch.location.bind_host,
+            master,
+            cores=sizing.worker_cores,
+            memory_mib=sizing.worker_memory_mib,
+            work_dir=log_dir / f"{resource_id}-work",
+            log_dir=log_dir,
+            daemon_env={**sizing.worker_env(), **layout.scratch_env(scratch), **spark_security_env},
+            name=f"spark-worker-{resource_id}",
+        )
+
+    return spark_worker
 
 
 def main() -> None:
