@@ -50,7 +50,11 @@ class OperatorContext:
 
 
 def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
-    """A kopf registry with the FlinkJob handlers bound to ``context``."""
+    """A kopf registry with the FlinkJob handlers bound to ``context``.
+
+    One function of this length because kopf registers handlers by decorating them, and each one closes over
+    ``context``; every handler is a few lines that hand over to the Reconciler.
+    """
     registry = kopf.OperatorRegistry()
     resource = (GROUP, VERSION, PLURAL)
     runner: dict[str, web.AppRunner] = {}
