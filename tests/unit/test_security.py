@@ -15,7 +15,7 @@ import requests
 
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.errors import ClusterClientError
-from jobcluster.runtime.entrypoint.cluster_dir import ENV_CLUSTER_SECRET, SECRET_FILE, take_cluster_secret
+from jobcluster.runtime.entrypoint.layout import ENV_CLUSTER_SECRET, SECRET_FILE, take_cluster_secret
 from jobcluster.runtime.rest.endpoint import RestEndpoint
 from jobcluster.security import new_cluster_secret, private_directory, rest_token, spark_secret, write_private_file
 from jobcluster.spark.security import SPARK_DEFAULTS_FILE, SparkSecurity

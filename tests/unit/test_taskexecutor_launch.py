@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from jobcluster.errors import IllegalConfigurationError
-from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.entrypoint import layout
 from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunch, TaskExecutorLaunchSettings, TaskExecutorLocation
 from jobcluster.spark.processes import SparkMasterAddress
 

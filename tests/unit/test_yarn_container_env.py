@@ -21,7 +21,7 @@ from jobcluster.backends.yarn.container_env import (
 )
 from jobcluster.backends.yarn.errors import YarnDeploymentError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType, LocalResourceVisibility
-from jobcluster.runtime.entrypoint.cluster_dir import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
+from jobcluster.runtime.entrypoint.layout import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
 
 FILES = (
     LocalResourceDescriptor("program.py", "hdfs://nn:8020/user/a/.jobcluster/application_1_0001/program.py", 12, 1700000000000),

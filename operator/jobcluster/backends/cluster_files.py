@@ -1,6 +1,6 @@
 """The files of a job cluster, defined once: every target stages the same ones under the same names.
 
-What a JobManager reads from its cluster directory (``runtime/entrypoint/cluster_dir.py``):
+What a JobManager reads from its cluster directory (``runtime/entrypoint/layout.py``):
 the program and its artifacts under ``artifacts/``, the serialized JobGraph, the
 effective configuration, and the cluster's secret. A ClusterDescriptor only decides
 *where* they go (a private local directory, HDFS as LocalResources, a ConfigMap), and
@@ -19,7 +19,7 @@ from jobcluster.client.descriptor import PackagedProgram
 from jobcluster.client.program import staged_files
 from jobcluster.config.configuration import Configuration
 from jobcluster.jobgraph.model import JobGraph
-from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.entrypoint import layout
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from jobcluster.errors import ResourceManagerError
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
-from jobcluster.runtime.entrypoint.cluster_dir import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
+from jobcluster.runtime.entrypoint.layout import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
 from jobcluster.runtime.resourcemanager.driver import TaskExecutorLaunchContext
 from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings, TaskExecutorLocation
 

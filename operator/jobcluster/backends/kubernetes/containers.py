@@ -13,7 +13,7 @@ from typing import Any
 
 from jobcluster.backends.kubernetes import object_names
 from jobcluster.backends.kubernetes.parameters import KubernetesPodParameters
-from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.entrypoint import layout
 
 
 def value_env(name: str, value: str) -> dict[str, Any]:

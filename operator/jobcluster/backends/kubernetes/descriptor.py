@@ -76,7 +76,7 @@ from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
 from jobcluster.errors import DeploymentError, NotFoundError
 from jobcluster.jobgraph.model import JobGraph
-from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.entrypoint import layout
 from jobcluster.security import new_cluster_secret, rest_token
 
 log = logging.getLogger(__name__)

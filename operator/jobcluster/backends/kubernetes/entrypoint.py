@@ -4,7 +4,7 @@ The JobClusterEntrypoint with the KubernetesResourceManagerDriver.  The
 container's entry-point script (``entrypoints/jobmanager``, the image's
 ``<jobcluster.kubernetes.entrypoint.dir>/jobmanager``) copies the staged files
 out of their ConfigMap, binds REST to the pod's IP, sets the environment of
-``runtime/entrypoint/cluster_dir.py`` and ``exec``s this module.
+``runtime/entrypoint/layout.py`` and ``exec``s this module.
 """
 
 from __future__ import annotations

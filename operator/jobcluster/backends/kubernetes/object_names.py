@@ -32,7 +32,7 @@ SECRET_KEY = "cluster-secret"
 #: The port name of the REST endpoint (container port and Service port).
 REST_PORT_NAME = "rest"
 
-# Environment the entry points read (besides jobcluster's own, runtime/entrypoint/cluster_dir.py).
+# Environment the entry points read (besides jobcluster's own, runtime/entrypoint/layout.py).
 ENV_STAGED_DIR = "JOBCLUSTER_STAGED_DIR"
 ENV_WORK_DIR = "JOBCLUSTER_WORK_DIR"
 ENV_SECRET_DIR = "JOBCLUSTER_SECRET_DIR"

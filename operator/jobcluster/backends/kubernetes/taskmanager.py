@@ -22,7 +22,7 @@ from jobcluster.backends.kubernetes.parameters import KubernetesTaskManagerParam
 from jobcluster.backends.kubernetes.pod_template import merge_pod_template
 from jobcluster.backends.kubernetes.resource_requirements import MiB, resource_requirements
 from jobcluster.memory.spec import TaskExecutorProcessSpec
-from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.entrypoint import layout
 
 _POD_NAME = re.compile(r"\S+-taskmanager-(\d+)-(\d+)")
 

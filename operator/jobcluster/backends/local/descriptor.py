@@ -45,7 +45,7 @@ from jobcluster.config.targets import DeploymentTarget
 from jobcluster.errors import DeploymentError
 from jobcluster.jobgraph.model import ClientPaths, JobGraph
 from jobcluster.processes import ENV_PROGRAM_UMASK, PRIVATE_UMASK, current_umask, kill_process_tree, session_members
-from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.entrypoint import layout
 from jobcluster.security import new_cluster_secret, private_directory, rest_token, write_private_file
 from jobcluster.spark.home import check_java
 

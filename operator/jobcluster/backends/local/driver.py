@@ -19,7 +19,7 @@ from jobcluster.errors import ResourceManagerError
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.processes import ChildProcess
-from jobcluster.runtime.entrypoint.cluster_dir import scratch_dir
+from jobcluster.runtime.entrypoint.layout import scratch_dir
 from jobcluster.runtime.resourcemanager.driver import (
     ResourceEventHandler,
     ResourceManagerDriver,

@@ -2,7 +2,7 @@
 
 The JobClusterEntrypoint with the LocalProcessDriver: the LocalClusterDescriptor
 starts this module as a child process of the client, in the cluster directory,
-with the environment of ``runtime/entrypoint/cluster_dir.py``.  As in Flink,
+with the environment of ``runtime/entrypoint/layout.py``.  As in Flink,
 where each deployment has its own entry point class, the entry point is what
 picks the ResourceManagerDriver.
 """

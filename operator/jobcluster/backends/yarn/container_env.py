@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from jobcluster.backends.yarn.errors import StagingError, YarnDeploymentError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, descriptors_from_json, descriptors_to_json
-from jobcluster.runtime.entrypoint.cluster_dir import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
+from jobcluster.runtime.entrypoint.layout import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
 
 ENV_LOCAL_RESOURCES = "JOBCLUSTER_YARN_LOCAL_RESOURCES"
 """The ApplicationMaster's staged LocalResources, as URL-safe base64 of their JSON (Flink's

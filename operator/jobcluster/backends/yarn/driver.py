@@ -63,7 +63,7 @@ from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JvmGatewayError, ResourceManagerError
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
-from jobcluster.runtime.entrypoint.cluster_dir import SECRET_FILE
+from jobcluster.runtime.entrypoint.layout import SECRET_FILE
 from jobcluster.runtime.resourcemanager.driver import (
     ResourceEventHandler,
     ResourceManagerDriver,

@@ -19,8 +19,8 @@ from jobcluster.backends.yarn.container_env import ContainerEnvironment
 from jobcluster.backends.yarn.driver import create_driver
 from jobcluster.config import options
 from jobcluster.runtime.entrypoint.bootstrap import run_entrypoint
-from jobcluster.runtime.entrypoint.cluster_dir import ENV_CLUSTER_ID
 from jobcluster.runtime.entrypoint.job_cluster_entrypoint import EntrypointContext
+from jobcluster.runtime.entrypoint.layout import ENV_CLUSTER_ID
 
 
 def application_master_context() -> EntrypointContext:

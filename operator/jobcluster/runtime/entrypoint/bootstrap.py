@@ -20,8 +20,8 @@ from typing import NoReturn
 from jobcluster.errors import JobClusterError
 from jobcluster.logging_setup import configure_process_logging
 from jobcluster.processes import PRIVATE_UMASK
-from jobcluster.runtime.entrypoint.cluster_dir import STARTUP_FAILURE_PREFIX
 from jobcluster.runtime.entrypoint.job_cluster_entrypoint import DriverFactory, EntrypointContext, JobClusterEntrypoint
+from jobcluster.runtime.entrypoint.layout import STARTUP_FAILURE_PREFIX
 
 log = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
-from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.entrypoint import layout
 from jobcluster.runtime.jobmaster.job_master import JobMaster, JobMasterSettings
 from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.resourcemanager.driver import ResourceManagerDriver, TaskExecutorLaunchContext
@@ -87,7 +87,7 @@ class EntrypointContext:
 
     @classmethod
     def from_env(cls, config_overrides: Mapping[str, str] | None = None) -> EntrypointContext:
-        """The context the launcher put into this process's environment (``cluster_dir.py``); KeyError when incomplete."""
+        """The context the launcher put into this process's environment (``layout.py``); KeyError when incomplete."""
         env = os.environ
         cluster_dir = Path(env[layout.ENV_CLUSTER_DIR])
         return cls(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobcluster.errors import IllegalConfigurationError
-from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.entrypoint import layout
 from jobcluster.spark.processes import SparkMasterAddress
 
 ENV_RESOURCE_ID = "JOBCLUSTER_RESOURCE_ID"

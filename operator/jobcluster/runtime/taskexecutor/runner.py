@@ -27,7 +27,7 @@ from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.processes import PRIVATE_UMASK
 from jobcluster.rpc.service import RpcService
-from jobcluster.runtime.entrypoint import cluster_dir as layout
+from jobcluster.runtime.entrypoint import layout
 from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunch
 from jobcluster.runtime.taskexecutor.task_executor import TaskExecutor, TaskExecutorSettings
 from jobcluster.security import spark_secret
