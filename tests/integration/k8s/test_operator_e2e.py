@@ -288,7 +288,12 @@ def test_flinkjobs_that_cannot_start_fail_with_kubernetes_reason_and_leave_nothi
         failed = condition(document, "Failed")
         assert failed["reason"] == "DeploymentFailed" and re.search(reason, failed["message"]), failed
         assert document["status"]["lifecycleState"] == "FAILED"
-        assert any(e.startswith("Warning DeploymentFailed") for e in events_of(k8s_api, namespace, name))
+        # kopf posts events from a queue of its own: the event may follow the status by a moment
+        wait_for(
+            lambda name=name: any(e.startswith("Warning DeploymentFailed") for e in events_of(k8s_api, namespace, name)),
+            timeout=30,
+            what=f"the DeploymentFailed event of {name}",
+        )
         wait_for(lambda name=name: cluster_objects(k8s_api, namespace, name) == [], timeout=60, what=f"nothing of {name}")
         k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, name, timeout=60)
 
