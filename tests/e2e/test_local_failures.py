@@ -151,6 +151,9 @@ def _check_flink_rest_bodies(rest: str, job_id: str) -> None:
     tasks = job["tasks"]
     assert all(type(n) is int and n >= 0 for n in tasks.values()) and {"total", "running", "finished", "failed"} <= tasks.keys()
     assert tasks["finished"] + tasks["running"] <= tasks["total"]
+    deadline = time.monotonic() + 120  # a detached run returns before its TaskExecutors have registered
+    while not requests.get(f"{rest}/taskmanagers", timeout=10).json()["taskmanagers"] and time.monotonic() < deadline:
+        time.sleep(0.5)
     last_heartbeats = []  # Flink writes the time of the last heartbeat (ms since the epoch) as timeSinceLastHeartbeat
     for _ in range(6):
         managers = requests.get(f"{rest}/taskmanagers", timeout=10).json()["taskmanagers"]
