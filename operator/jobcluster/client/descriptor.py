@@ -120,6 +120,24 @@ class ClusterDescriptor(abc.ABC):
             JobClusterError: the platform refuses or cannot be reached (a subclass per target).
         """
 
+    def pending_reason(self, cluster_id: str) -> str | None:
+        """Why the cluster's TaskManagers wait for resources, in the platform's words (a pod the scheduler cannot
+        place); None when nothing waits, or the target cannot tell.
+
+        Raises:
+            JobClusterError: the platform refuses or cannot be reached (a subclass per target).
+        """
+        return None
+
+    def remove_job_result(self, cluster_id: str) -> None:
+        """Delete the record ``job_result`` reads, where the target keeps one of its own (Kubernetes: a ConfigMap);
+        a no-op where the platform keeps the result (YARN) or nothing is kept.
+
+        Raises:
+            JobClusterError: the platform refuses or cannot be reached (a subclass per target).
+        """
+        return None
+
     @abc.abstractmethod
     def list_clusters(self) -> list[ClusterHandle]:
         """Clusters of this target that are running now."""

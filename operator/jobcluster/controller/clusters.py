@@ -1,12 +1,14 @@
 """The operator's view of a FlinkJob's job cluster, whatever its target: deploy, observe, remove.
 
-Each target has an adapter with the same four blocking calls (run them off the
-loop): ``kubernetes_clusters.KubernetesClusters`` and
-``yarn_clusters.YarnClusters``.  :class:`JobClusters` picks the adapter by
-the FlinkJob's target, so the reconciler never branches on it.  Both deploy
-through the target's ClusterDescriptor in this process (no CLI subprocess per
-job) and read the job's state from the cluster's own REST API
-(:func:`observe_job`).
+Every target goes through its ClusterDescriptor alone (deploy, ``retrieve``,
+``job_result``, ``pending_reason``, ``kill_cluster``, ``remove_job_result``), in
+this process, with no CLI subprocess per job: :class:`DescriptorClusters` does it
+the same way for each. What an operator must know of a target is small and lives
+in a :class:`TargetDescriptors` per target (``kubernetes_target.py``,
+``yarn_target.py``): how to build the descriptor for a FlinkJob, what its cluster
+must carry, and which cluster ids are the FlinkJob's. :class:`JobClusters` picks
+the target of each FlinkJob, so the reconciler never branches on it. The job's
+state comes from the cluster's own REST API (:func:`observe_job`).
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from jobcluster.client.cluster_client import RestClusterClient
-from jobcluster.client.descriptor import ClusterHandle, JobResult, PackagedProgram
+from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, JobResult, PackagedProgram
+from jobcluster.client.executor import PipelineExecutor
+from jobcluster.client.program import build_job_graph
 from jobcluster.config.configuration import Configuration
-from jobcluster.errors import ClusterClientError, IllegalConfigurationError
+from jobcluster.controller.resource import InvalidSpecError
+from jobcluster.errors import ClusterClientError, IllegalConfigurationError, NotFoundError
 from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +82,31 @@ class Observation:
     pending: str | None = None
 
 
+class TargetDescriptors(Protocol):
+    """How the FlinkJobs of one target map onto its ClusterDescriptor (blocking calls)."""
+
+    def descriptor(self, ref: ClusterRef, config: Configuration | None = None) -> ClusterDescriptor:
+        """The descriptor for the FlinkJob's clusters; ``config`` is the one to deploy with (None: only to look).
+
+        Raises:
+            JobClusterError: what the target needs of the FlinkJob is missing (e.g. YARN's Hadoop ConfigMap).
+        """
+
+    def prepare(self, ref: ClusterRef, config: Configuration) -> Configuration:
+        """``config`` with what the FlinkJob's cluster must carry to be found again (a tag, an owner), after
+        making what it needs exist (e.g. the JobManager's ServiceAccount).
+
+        Raises:
+            JobClusterError: the platform refuses.
+        """
+
+    def cluster_id(self, ref: ClusterRef, descriptor: ClusterDescriptor) -> str:
+        """The id of the FlinkJob's cluster (as deployed or found, running or not); ``""`` when none is known."""
+
+    def running(self, ref: ClusterRef, descriptor: ClusterDescriptor) -> list[str]:
+        """The ids of every cluster of the FlinkJob that has not ended (the ones a removal stops)."""
+
+
 class TargetClusters(Protocol):
     """The job clusters of one target (an adapter over its ClusterDescriptor); blocking calls."""
 
@@ -128,6 +159,79 @@ class JobClusters:
 
     def remove_result(self, ref: ClusterRef) -> None:
         self._of(ref).remove_result(ref)
+
+
+class DescriptorClusters:
+    """The job clusters of one target's FlinkJobs, through the target's ClusterDescriptor alone; a :class:`TargetClusters`."""
+
+    def __init__(self, target: TargetDescriptors) -> None:
+        self.target = target
+
+    def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
+        """Deploy the job of ``program`` under ``config``; returns once its JobManager serves REST.
+
+        Raises:
+            JobClusterError: the JobGraph, configuration or deployment is refused (nothing is left behind).
+        """
+        config = self.target.prepare(ref, config)
+        descriptor = self.target.descriptor(ref, config)
+        earlier = self.target.cluster_id(ref, descriptor)
+        if earlier:
+            descriptor.remove_job_result(earlier)  # a result an earlier run left is not this run's
+        graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
+        client = PipelineExecutor(descriptor).execute(graph, program, config).cluster_client
+        try:
+            return Deployed(graph.job_id, client.rest_url, client.cluster_id)
+        finally:
+            client.close()
+
+    def observe(self, ref: ClusterRef, job_id: str | None) -> Observation:
+        """A look at the FlinkJob's cluster: its REST API and pending workers while it runs, its result once it is gone.
+
+        Raises:
+            JobClusterError: the platform refuses or cannot be reached.
+        """
+        descriptor = self.target.descriptor(ref)
+        cluster_id = self.target.cluster_id(ref, descriptor)
+        if not cluster_id:
+            return Observation(exists=False)
+        handle = descriptor.retrieve(cluster_id)
+        if handle is None:
+            return Observation(exists=False, cluster_id=cluster_id, result=descriptor.job_result(cluster_id))
+        pending = descriptor.pending_reason(cluster_id)
+        return observe_job(Observation(exists=True, cluster_id=cluster_id, rest_url=handle.rest_url, pending=pending), handle, job_id)
+
+    def remove(self, ref: ClusterRef) -> bool:
+        """Stop every cluster of the FlinkJob that has not ended; False when there was none.
+
+        Raises:
+            JobClusterError: the platform refuses or cannot be reached.
+        """
+        try:
+            descriptor = self.target.descriptor(ref)
+        except InvalidSpecError as exc:  # never deployed with this spec, or what the target needs went first
+            log.warning("FlinkJob %s/%s: cannot look for its clusters: %s", ref.namespace, ref.name, exc)
+            return False
+        removed = False
+        for cluster_id in self.target.running(ref, descriptor):
+            log.info("removing job cluster %s of FlinkJob %s/%s", cluster_id, ref.namespace, ref.name)
+            try:
+                descriptor.kill_cluster(cluster_id)
+                removed = True
+            except NotFoundError:
+                pass  # it ended meanwhile
+        return removed
+
+    def remove_result(self, ref: ClusterRef) -> None:
+        """Delete the result record an ended cluster left for the FlinkJob, where the target keeps one.
+
+        Raises:
+            JobClusterError: the platform refuses or cannot be reached.
+        """
+        descriptor = self.target.descriptor(ref)
+        cluster_id = self.target.cluster_id(ref, descriptor)
+        if cluster_id:
+            descriptor.remove_job_result(cluster_id)
 
 
 class _NothingDeployed:

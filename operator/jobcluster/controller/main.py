@@ -59,13 +59,13 @@ def operator(
     import kopf
 
     from jobcluster.backends.kubernetes.kube_client import load_api_client
-    from jobcluster.controller.clusters import JobClusters
+    from jobcluster.controller.clusters import DescriptorClusters, JobClusters
     from jobcluster.controller.handlers import OperatorContext, build_registry
-    from jobcluster.controller.kubernetes_clusters import KubernetesClusters
+    from jobcluster.controller.kubernetes_target import KubernetesTarget
     from jobcluster.controller.metrics import OperatorMetrics
     from jobcluster.controller.reconciler import Reconciler
     from jobcluster.controller.resource import TARGET_KUBERNETES, TARGET_YARN
-    from jobcluster.controller.yarn_clusters import YarnClusters
+    from jobcluster.controller.yarn_target import YarnTarget
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if log_level != "debug":  # the memory model explains each FlinkJob's sizes at every check; the status has what matters
@@ -78,7 +78,10 @@ def operator(
     metrics = OperatorMetrics()
     work_dir = Path(tempfile.gettempdir()) / "jobcluster-operator"
     clusters = JobClusters(
-        {TARGET_KUBERNETES: KubernetesClusters(api, job_cluster_role), TARGET_YARN: YarnClusters(api, work_dir / "hadoop-conf")}
+        {
+            TARGET_KUBERNETES: DescriptorClusters(KubernetesTarget(api, job_cluster_role)),
+            TARGET_YARN: DescriptorClusters(YarnTarget(api, work_dir / "hadoop-conf")),
+        }
     )
     reconciler = Reconciler(clusters, defaults, on_deployed=metrics.deploy_seconds.observe)
     registry = build_registry(OperatorContext(reconciler, api, metrics, port))

@@ -50,7 +50,7 @@ from jobcluster.backends.kubernetes.config_options import (
     KUBERNETES_REST_ENDPOINT,
 )
 from jobcluster.backends.kubernetes.job_result import read_job_result
-from jobcluster.backends.kubernetes.kube_client import api_call, load_api_client
+from jobcluster.backends.kubernetes.kube_client import ObjectNotFoundError, api_call, load_api_client
 from jobcluster.backends.kubernetes.labels import (
     COMPONENT_JOB_MANAGER,
     LABEL_COMPONENT,
@@ -59,6 +59,7 @@ from jobcluster.backends.kubernetes.labels import (
     TYPE_VALUE,
     job_manager_selector,
     selector_text,
+    task_manager_selector,
 )
 from jobcluster.backends.kubernetes.parameters import (
     KubernetesJobManagerParameters,
@@ -371,6 +372,32 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         """
         return read_job_result(self.api, self.namespace, cluster_id)
 
+    def pending_reason(self, cluster_id: str) -> str | None:
+        """The scheduler's reason for the first TaskManager pod of the cluster that cannot be placed, if any.
+
+        Raises:
+            DeploymentError: the API server refuses or cannot be reached.
+        """
+        pods, _ = list_pods(kubernetes.client.CoreV1Api(self.api), self.namespace, selector_text(task_manager_selector(cluster_id)))
+        for pod in pods:
+            reason = job_manager_pod.unscheduled_reason(pod)
+            if reason:
+                return f"TaskManager pod {pod['metadata']['name']} cannot be scheduled: {reason}"
+        return None
+
+    def remove_job_result(self, cluster_id: str) -> None:
+        """Delete the result ConfigMap an earlier run of the cluster left, if any.
+
+        Raises:
+            DeploymentError: the API server refuses or cannot be reached.
+        """
+        core = kubernetes.client.CoreV1Api(self.api)
+        name = object_names.job_result_name(cluster_id)
+        try:
+            api_call("delete", "configmaps", self.namespace, core.delete_namespaced_config_map, name, self.namespace)
+        except NotFoundError:
+            pass
+
     def kill_cluster(self, cluster_id: str) -> None:
         """Delete the Deployment ``cluster_id`` (everything it owns follows).
 
@@ -380,7 +407,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         """
         check_cluster_id(cluster_id)
         if not delete_cluster(self.api, self.namespace, cluster_id):
-            raise DeploymentError(f"no job cluster {cluster_id} in namespace {self.namespace}")
+            raise ObjectNotFoundError(f"no job cluster {cluster_id} in namespace {self.namespace}")
 
 
 def _startup_failure_line(core: kubernetes.client.CoreV1Api, namespace: str, pod: str) -> str | None:

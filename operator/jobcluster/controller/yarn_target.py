@@ -1,4 +1,4 @@
-"""FlinkJobs' job clusters on YARN: deploy, observe, remove (blocking calls; run them off the loop).
+"""FlinkJobs on YARN clusters: what the operator knows of the yarn-per-job target (blocking calls).
 
 The Hadoop client configuration comes from the ConfigMap the FlinkJob names
 (``spec.hadoopConfigMap``, in its namespace): its keys are the files
@@ -20,7 +20,6 @@ Removal kills through YARN's Java client (and removes the staging directory).
 
 from __future__ import annotations
 
-import logging
 import os
 import tempfile
 import threading
@@ -31,16 +30,11 @@ import kubernetes
 from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_TAGS
 from jobcluster.backends.yarn.descriptor import YarnClusterDescriptor
-from jobcluster.client.descriptor import PackagedProgram
-from jobcluster.client.executor import PipelineExecutor
-from jobcluster.client.program import build_job_graph
+from jobcluster.client.descriptor import ClusterDescriptor
 from jobcluster.config.configuration import Configuration
-from jobcluster.controller.clusters import ClusterRef, Deployed, Observation, observe_job
+from jobcluster.controller.clusters import ClusterRef
 from jobcluster.controller.resource import InvalidSpecError
 from jobcluster.errors import NotFoundError
-from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
-
-log = logging.getLogger(__name__)
 
 TAG_PREFIX = "flinkjob-uid:"
 
@@ -50,9 +44,9 @@ def flinkjob_tag(uid: str) -> str:
     return f"{TAG_PREFIX}{uid}".lower()
 
 
-class YarnClusters:
-    """Job clusters of FlinkJobs on YARN clusters; ``api`` reads the Hadoop ConfigMaps, ``work_dir`` holds
-    their files.  A :class:`~jobcluster.controller.clusters.TargetClusters`."""
+class YarnTarget:
+    """A :class:`~jobcluster.controller.clusters.TargetDescriptors` for FlinkJobs on YARN clusters; ``api``
+    reads the Hadoop ConfigMaps, ``work_dir`` holds their files."""
 
     def __init__(self, api: kubernetes.client.ApiClient, work_dir: Path) -> None:
         self.api = api
@@ -105,61 +99,34 @@ class YarnClusters:
             )
         return files
 
-    def _descriptor(self, ref: ClusterRef, config: Configuration | None = None, refresh: bool = False) -> YarnClusterDescriptor:
+    def descriptor(self, ref: ClusterRef, config: Configuration | None = None) -> ClusterDescriptor:
+        """The YarnClusterDescriptor with the FlinkJob's Hadoop configuration, read anew for a deployment (``config``).
+
+        Raises:
+            InvalidSpecError: the spec names no ConfigMap, or the ConfigMap does not exist or holds no file.
+            DeploymentError: the API server refuses or cannot be reached.
+        """
+        deploying = config is not None
         config = config.copy() if config is not None else Configuration()
-        config.set(ENV_HADOOP_CONF_DIR, str(self.hadoop_conf_dir(ref, refresh)))
+        config.set(ENV_HADOOP_CONF_DIR, str(self.hadoop_conf_dir(ref, refresh=deploying)))
         return YarnClusterDescriptor(config)
 
-    def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
-        """Submit the job of ``program`` under ``config`` as a YARN application tagged with the FlinkJob's
-        uid; returns once its ApplicationMaster serves REST.
-
-        Raises:
-            JobClusterError: the Hadoop configuration, JobGraph, configuration or deployment is refused
-                (nothing is left behind: the application is killed and its staging directory removed).
-        """
+    def prepare(self, ref: ClusterRef, config: Configuration) -> Configuration:
+        """``config`` with the FlinkJob's tag among ``yarn.tags``."""
         config = config.copy()
-        user_tags = [t for t in str(config.get(YARN_TAGS)).split(",") if t.strip()]
+        user_tags = [t for t in config.get(YARN_TAGS).split(",") if t.strip()]
         config.set(YARN_TAGS, ",".join([*user_tags, flinkjob_tag(ref.uid)]))
-        graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
-        job_client = PipelineExecutor(self._descriptor(ref, config, refresh=True)).execute(graph, program, config)
-        try:
-            client = job_client.cluster_client
-            return Deployed(graph.job_id, client.rest_url, client.cluster_id)
-        finally:
-            job_client.cluster_client.close()
+        return config
 
-    def observe(self, ref: ClusterRef, job_id: str | None) -> Observation:
-        """A look at the FlinkJob's application (the one of the status, else the one tagged with its uid).
+    def cluster_id(self, ref: ClusterRef, descriptor: ClusterDescriptor) -> str:
+        """The application of the status, else the running one tagged with the FlinkJob's uid."""
+        return ref.cluster_id or next(iter(self.running(ref, descriptor)), "")
+
+    def running(self, ref: ClusterRef, descriptor: ClusterDescriptor) -> list[str]:
+        """Every application tagged with the FlinkJob's uid that has not ended.
 
         Raises:
-            DeploymentError: the ResourceManager or the API server cannot be reached, or the ConfigMap is gone.
+            YarnClientError: the ResourceManager cannot be reached or refuses.
         """
-        descriptor = self._descriptor(ref)
-        application_id = ref.cluster_id or next(iter(descriptor.applications_tagged(flinkjob_tag(ref.uid))), "")
-        if not application_id:
-            return Observation(exists=False)
-        handle = descriptor.retrieve(application_id)
-        if handle is None:
-            return Observation(exists=False, cluster_id=application_id, result=descriptor.job_result(application_id))
-        return observe_job(Observation(exists=True, cluster_id=application_id, rest_url=handle.rest_url), handle, job_id)
-
-    def remove(self, ref: ClusterRef) -> bool:
-        """Kill every application of the FlinkJob that has not ended (and remove its staging directory).
-
-        Raises:
-            DeploymentError: YARN cannot be reached or refuses, or the ConfigMap is gone.
-        """
-        try:
-            descriptor = self._descriptor(ref)
-        except InvalidSpecError as exc:  # never deployed with this spec, or its ConfigMap went first
-            log.warning("FlinkJob %s/%s: cannot look for its YARN applications: %s", ref.namespace, ref.name, exc)
-            return False
-        running = descriptor.applications_tagged(flinkjob_tag(ref.uid))
-        for application_id in running:
-            log.info("killing YARN application %s of FlinkJob %s/%s", application_id, ref.namespace, ref.name)
-            descriptor.kill_cluster(application_id)
-        return bool(running)
-
-    def remove_result(self, ref: ClusterRef) -> None:
-        """Nothing: YARN keeps an ended application's result itself."""
+        assert isinstance(descriptor, YarnClusterDescriptor)
+        return descriptor.applications_tagged(flinkjob_tag(ref.uid))

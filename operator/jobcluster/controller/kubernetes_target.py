@@ -1,0 +1,46 @@
+"""FlinkJobs on this Kubernetes cluster: what the operator knows of the kubernetes-application target.
+
+The cluster id is the FlinkJob's name, in its namespace; the descriptor is the
+same KubernetesClusterDescriptor as ``jobcluster run -t kubernetes-application``,
+with the operator's own API client. Before a deployment the JobManager's
+ServiceAccount is made where no chart made it (``job_rbac.py``). Everything else
+(the pending TaskManager pods' reason, the result an ended cluster leaves) is the
+descriptor's.
+"""
+
+from __future__ import annotations
+
+import kubernetes
+
+from jobcluster.backends.kubernetes.config_options import KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT, KUBERNETES_NAMESPACE
+from jobcluster.backends.kubernetes.descriptor import KubernetesClusterDescriptor
+from jobcluster.client.descriptor import ClusterDescriptor
+from jobcluster.config.configuration import Configuration
+from jobcluster.controller.clusters import ClusterRef
+from jobcluster.controller.job_rbac import ensure_job_service_account
+
+
+class KubernetesTarget:
+    """A :class:`~jobcluster.controller.clusters.TargetDescriptors` for FlinkJobs on this cluster, through ``api``
+    (the operator's ApiClient); ``job_cluster_role``: the ClusterRole of the JobManagers' ServiceAccounts the
+    operator makes in every namespace (all-namespaces mode), None where the chart made them."""
+
+    def __init__(self, api: kubernetes.client.ApiClient, job_cluster_role: str | None = None) -> None:
+        self.api = api
+        self.job_cluster_role = job_cluster_role
+
+    def descriptor(self, ref: ClusterRef, config: Configuration | None = None) -> ClusterDescriptor:
+        config = config if config is not None else Configuration({KUBERNETES_NAMESPACE.key: ref.namespace})
+        return KubernetesClusterDescriptor(config, api=self.api)
+
+    def prepare(self, ref: ClusterRef, config: Configuration) -> Configuration:
+        if self.job_cluster_role:
+            account = config.get(KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT)
+            ensure_job_service_account(self.api, ref.namespace, account, self.job_cluster_role)
+        return config
+
+    def cluster_id(self, ref: ClusterRef, descriptor: ClusterDescriptor) -> str:
+        return ref.name
+
+    def running(self, ref: ClusterRef, descriptor: ClusterDescriptor) -> list[str]:
+        return [ref.name] if descriptor.retrieve(ref.name) is not None else []

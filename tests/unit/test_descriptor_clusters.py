@@ -1,0 +1,100 @@
+"""The operator's one adapter over every target's ClusterDescriptor: what it asks the descriptor, in which case.
+
+The descriptor and the target's hooks are recording stand-ins (the real ones run in
+tests/integration/k8s/test_operator_e2e.py and test_chart.py); a cluster that ends
+between being found and being killed is a race a real platform does not produce on demand.
+"""
+
+from __future__ import annotations
+
+from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, JobResult
+from jobcluster.config.configuration import Configuration
+from jobcluster.controller.clusters import ClusterRef, DescriptorClusters
+from jobcluster.controller.resource import InvalidSpecError
+from jobcluster.errors import NotFoundError
+
+REF = ClusterRef("yarn-per-job", "jobs", "wc", "u-1")
+RESULT = JobResult("app-1", "f" * 32, "FAILED", "2026-11-26T12:00:00Z", "boom")
+
+
+class Descriptor(ClusterDescriptor):
+    target = "yarn-per-job"
+
+    def __init__(self, running: dict[str, ClusterHandle | None], pending: str | None = None) -> None:
+        self.running = running
+        self.pending = pending
+        self.calls: list[tuple[str, str]] = []
+
+    def deploy_job_cluster(self, spec, graph, program, config):
+        raise AssertionError("not deployed here")
+
+    def retrieve(self, cluster_id):
+        self.calls.append(("retrieve", cluster_id))
+        return self.running.get(cluster_id)
+
+    def job_result(self, cluster_id):
+        self.calls.append(("job_result", cluster_id))
+        return RESULT
+
+    def pending_reason(self, cluster_id):
+        return self.pending
+
+    def remove_job_result(self, cluster_id):
+        self.calls.append(("remove_job_result", cluster_id))
+
+    def list_clusters(self):
+        return []
+
+    def kill_cluster(self, cluster_id):
+        self.calls.append(("kill", cluster_id))
+        if self.running.pop(cluster_id, None) is None:
+            raise NotFoundError(f"{cluster_id} ended meanwhile")
+
+
+class Target:
+    def __init__(self, descriptor: Descriptor | None, ids: list[str]) -> None:
+        self._descriptor, self.ids = descriptor, ids
+
+    def descriptor(self, ref, config=None):
+        if self._descriptor is None:
+            raise InvalidSpecError("spec.hadoopConfigMap 'hadoop' does not exist", reason="HadoopConfigurationMissing")
+        return self._descriptor
+
+    def prepare(self, ref, config: Configuration) -> Configuration:
+        return config
+
+    def cluster_id(self, ref, descriptor):
+        return next(iter(self.ids), "")
+
+    def running(self, ref, descriptor):
+        return list(self.ids)
+
+
+def handle(cluster_id: str) -> ClusterHandle:
+    return ClusterHandle(cluster_id, "yarn-per-job", None, "f" * 32, "wc", "logs")
+
+
+def test_a_running_cluster_is_observed_with_its_pending_reason_and_a_gone_one_by_the_result_it_left():
+    running = DescriptorClusters(Target(Descriptor({"app-1": handle("app-1")}, pending="no node fits"), ["app-1"]))
+    seen = running.observe(REF, "f" * 32)
+    assert seen.exists and seen.cluster_id == "app-1" and seen.pending == "no node fits" and seen.result is None
+
+    gone = DescriptorClusters(Target(Descriptor({}), ["app-1"])).observe(REF, "f" * 32)
+    assert not gone.exists and gone.cluster_id == "app-1" and gone.result == RESULT
+
+    assert DescriptorClusters(Target(Descriptor({}), [])).observe(REF, None).exists is False
+
+
+def test_removal_stops_every_running_cluster_and_one_that_ended_meanwhile_is_fine():
+    descriptor = Descriptor({"app-1": handle("app-1"), "app-2": handle("app-2")})
+    clusters = DescriptorClusters(Target(descriptor, ["app-1", "app-2", "app-3"]))
+    assert clusters.remove(REF) is True
+    assert [c for c in descriptor.calls if c[0] == "kill"] == [("kill", "app-1"), ("kill", "app-2"), ("kill", "app-3")]
+    assert DescriptorClusters(Target(Descriptor({}), ["app-9"])).remove(REF) is False
+    assert DescriptorClusters(Target(None, [])).remove(REF) is False, "a target that cannot even be looked at has nothing to stop"
+
+
+def test_the_result_record_is_removed_through_the_descriptor():
+    descriptor = Descriptor({})
+    DescriptorClusters(Target(descriptor, ["wc"])).remove_result(REF)
+    assert descriptor.calls == [("remove_job_result", "wc")]
