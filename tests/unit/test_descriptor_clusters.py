@@ -8,9 +8,9 @@ between being found and being killed is a race a real platform does not produce 
 from __future__ import annotations
 
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, JobResult
+from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config.configuration import Configuration
-from jobcluster.controller.clusters import ClusterRef, DescriptorClusters
-from jobcluster.controller.resource import InvalidSpecError
+from jobcluster.controller.clusters import DescriptorClusters
 from jobcluster.errors import NotFoundError
 
 REF = ClusterRef("yarn-per-job", "jobs", "wc", "u-1")

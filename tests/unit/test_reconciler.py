@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobcluster.client.descriptor import JobResult, PackagedProgram
+from jobcluster.client.operator_hook import ClusterRef
 from jobcluster.config.configuration import Configuration
-from jobcluster.controller.clusters import ClusterRef, Deployed, JobClusters, Observation
+from jobcluster.controller.clusters import Deployed, JobClusters, Observation
 from jobcluster.controller.flinkjob_status import Lifecycle
 from jobcluster.controller.reconciler import FlinkJobRef, Reconciler
 from jobcluster.errors import AlreadyExistsError, DeploymentError

@@ -4,8 +4,8 @@ Every target goes through its ClusterDescriptor alone (deploy, ``retrieve``,
 ``job_result``, ``pending_reason``, ``kill_cluster``, ``remove_job_result``), in
 this process, with no CLI subprocess per job: :class:`DescriptorClusters` does it
 the same way for each. What an operator must know of a target is small and lives
-in a :class:`TargetDescriptors` per target (``kubernetes_target.py``,
-``yarn_target.py``): how to build the descriptor for a FlinkJob, what its cluster
+in a :class:`OperatorHook` per target (``backends/kubernetes/operator_hook.py``,
+``backends/yarn/operator_hook.py``): how to build the descriptor for a FlinkJob, what its cluster
 must carry, and which cluster ids are the FlinkJob's. :class:`JobClusters` picks
 the target of each FlinkJob, so the reconciler never branches on it. The job's
 state comes from the cluster's own REST API (:func:`observe_job`).
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from jobcluster.client.cluster_client import RestClusterClient
-from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, JobResult, PackagedProgram
+from jobcluster.client.descriptor import ClusterHandle, JobResult, PackagedProgram
 from jobcluster.client.executor import PipelineExecutor
+from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError, OperatorHook
 from jobcluster.client.program import build_job_graph
 from jobcluster.config.configuration import Configuration
-from jobcluster.controller.resource import InvalidSpecError
 from jobcluster.errors import ClusterClientError, IllegalConfigurationError, NotFoundError
 from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
@@ -31,24 +31,6 @@ from jobcluster.memory.taskexecutor import task_executor_process_spec_from_confi
 log = logging.getLogger(__name__)
 
 REST_TIMEOUT = 5.0  # seconds for one REST call of an observation
-
-
-@dataclass(frozen=True)
-class ClusterRef:
-    """Where the job cluster of one FlinkJob is.
-
-    ``name``/``uid``: the FlinkJob's (on Kubernetes the name is the cluster id);
-    ``cluster_id``: the cluster id as last deployed or found (on YARN the application
-    id; empty while unknown); ``hadoop_config_map``: the ConfigMap of the FlinkJob's
-    namespace that holds the Hadoop client configuration (YARN).
-    """
-
-    target: str
-    namespace: str
-    name: str
-    uid: str
-    cluster_id: str = ""
-    hadoop_config_map: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,31 +62,6 @@ class Observation:
     result: JobResult | None = None
     failure_cause: str | None = None
     pending: str | None = None
-
-
-class TargetDescriptors(Protocol):
-    """How the FlinkJobs of one target map onto its ClusterDescriptor (blocking calls)."""
-
-    def descriptor(self, ref: ClusterRef, config: Configuration | None = None) -> ClusterDescriptor:
-        """The descriptor for the FlinkJob's clusters; ``config`` is the one to deploy with (None: only to look).
-
-        Raises:
-            JobClusterError: what the target needs of the FlinkJob is missing (e.g. YARN's Hadoop ConfigMap).
-        """
-
-    def prepare(self, ref: ClusterRef, config: Configuration) -> Configuration:
-        """``config`` with what the FlinkJob's cluster must carry to be found again (a tag, an owner), after
-        making what it needs exist (e.g. the JobManager's ServiceAccount).
-
-        Raises:
-            JobClusterError: the platform refuses.
-        """
-
-    def cluster_id(self, ref: ClusterRef, descriptor: ClusterDescriptor) -> str:
-        """The id of the FlinkJob's cluster (as deployed or found, running or not); ``""`` when none is known."""
-
-    def running(self, ref: ClusterRef, descriptor: ClusterDescriptor) -> list[str]:
-        """The ids of every cluster of the FlinkJob that has not ended (the ones a removal stops)."""
 
 
 class TargetClusters(Protocol):
@@ -164,7 +121,7 @@ class JobClusters:
 class DescriptorClusters:
     """The job clusters of one target's FlinkJobs, through the target's ClusterDescriptor alone; a :class:`TargetClusters`."""
 
-    def __init__(self, target: TargetDescriptors) -> None:
+    def __init__(self, target: OperatorHook) -> None:
         self.target = target
 
     def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:

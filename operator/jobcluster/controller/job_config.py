@@ -15,7 +15,7 @@ Precedence, lowest first (as the Flink Kubernetes Operator layers them):
 Pod templates are written as files into a scratch directory, because the
 descriptor reads ``kubernetes.pod-template-file.*`` from files.  What depends
 on the platform (YARN's Hadoop configuration directory and the FlinkJob's
-application tag) is added by the target's hooks (``yarn_target.py``).
+application tag) is added by the target's hooks (``backends/yarn/operator_hook.py``).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ FlinkJobs in every namespace, or only in those given with ``--namespace``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import tempfile
 from pathlib import Path
@@ -59,13 +60,13 @@ def operator(
     import kopf
 
     from jobcluster.backends.kubernetes.kube_client import load_api_client
+    from jobcluster.backends.kubernetes.operator_hook import KubernetesOperatorHook, read_config_map
+    from jobcluster.backends.yarn.operator_hook import YarnOperatorHook
     from jobcluster.controller.clusters import DescriptorClusters, JobClusters
     from jobcluster.controller.handlers import OperatorContext, build_registry
-    from jobcluster.controller.kubernetes_target import KubernetesTarget
     from jobcluster.controller.metrics import OperatorMetrics
     from jobcluster.controller.reconciler import Reconciler
     from jobcluster.controller.resource import TARGET_KUBERNETES, TARGET_YARN
-    from jobcluster.controller.yarn_target import YarnTarget
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if log_level != "debug":  # the memory model explains each FlinkJob's sizes at every check; the status has what matters
@@ -79,8 +80,8 @@ def operator(
     work_dir = Path(tempfile.gettempdir()) / "jobcluster-operator"
     clusters = JobClusters(
         {
-            TARGET_KUBERNETES: DescriptorClusters(KubernetesTarget(api, job_cluster_role)),
-            TARGET_YARN: DescriptorClusters(YarnTarget(api, work_dir / "hadoop-conf")),
+            TARGET_KUBERNETES: DescriptorClusters(KubernetesOperatorHook(api, job_cluster_role)),
+            TARGET_YARN: DescriptorClusters(YarnOperatorHook(functools.partial(read_config_map, api), work_dir / "hadoop-conf")),
         }
     )
     reconciler = Reconciler(clusters, defaults, on_deployed=metrics.deploy_seconds.observe)

@@ -16,8 +16,9 @@ from urllib.parse import urlsplit
 import requests
 
 from jobcluster.client.descriptor import PackagedProgram
+from jobcluster.client.operator_hook import InvalidSpecError
 from jobcluster.client.program import packaged_program
-from jobcluster.controller.resource import InvalidSpecError, JobSpec
+from jobcluster.controller.resource import JobSpec
 from jobcluster.errors import JobGraphError
 
 MAX_FETCH_BYTES = 1 << 20  # a program staged in a ConfigMap must fit its ~1 MiB; bigger ones belong in the image

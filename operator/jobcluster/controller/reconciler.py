@@ -27,12 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jobcluster.controller.clusters import ClusterRef, JobClusters
+from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
+from jobcluster.controller.clusters import JobClusters
 from jobcluster.controller.flinkjob_status import Lifecycle, conditions, timestamp
 from jobcluster.controller.job_config import job_configuration
 from jobcluster.controller.plan import DELETE_RESOURCE, DEPLOY, REMOVE, REMOVE_RESULT, Facts, needs_observation, plan
 from jobcluster.controller.programs import job_program
-from jobcluster.controller.resource import TARGET_KUBERNETES, InvalidSpecError, deployed_spec_hash, parse_spec
+from jobcluster.controller.resource import TARGET_KUBERNETES, deployed_spec_hash, parse_spec
 from jobcluster.errors import AlreadyExistsError, DeploymentError, JobClusterError
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from jobcluster.client.operator_hook import InvalidSpecError
 from jobcluster.config.targets import DeploymentTarget
-from jobcluster.errors import IllegalConfigurationError
 
 GROUP = "jobcluster.io"
 VERSION = "v1alpha1"
@@ -28,14 +28,6 @@ API_VERSION = f"{GROUP}/{VERSION}"
 
 TARGET_KUBERNETES = DeploymentTarget.KUBERNETES_APPLICATION
 TARGET_YARN = DeploymentTarget.YARN_PER_JOB
-
-
-class InvalidSpecError(IllegalConfigurationError):
-    """A FlinkJob spec that cannot be deployed; ``reason`` is a CamelCase word for conditions and events."""
-
-    def __init__(self, message: str, reason: str = "InvalidSpec") -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 class _Spec(BaseModel):

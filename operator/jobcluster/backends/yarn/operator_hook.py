@@ -23,18 +23,14 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
-import kubernetes
-
-from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_TAGS
 from jobcluster.backends.yarn.descriptor import YarnClusterDescriptor
 from jobcluster.client.descriptor import ClusterDescriptor
+from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config.configuration import Configuration
-from jobcluster.controller.clusters import ClusterRef
-from jobcluster.controller.resource import InvalidSpecError
-from jobcluster.errors import NotFoundError
 
 TAG_PREFIX = "flinkjob-uid:"
 
@@ -44,12 +40,17 @@ def flinkjob_tag(uid: str) -> str:
     return f"{TAG_PREFIX}{uid}".lower()
 
 
-class YarnTarget:
-    """A :class:`~jobcluster.controller.clusters.TargetDescriptors` for FlinkJobs on YARN clusters; ``api``
+ConfigMapReader = Callable[[str, str], "dict[str, str] | None"]
+"""``read(namespace, name)``: the data of a ConfigMap, None when it does not exist (the operator's Kubernetes
+client, handed in: a backend never imports another); raises DeploymentError when the API server refuses."""
+
+
+class YarnOperatorHook:
+    """The :class:`~jobcluster.client.operator_hook.OperatorHook` of FlinkJobs on YARN clusters; ``read_config_map``
     reads the Hadoop ConfigMaps, ``work_dir`` holds their files."""
 
-    def __init__(self, api: kubernetes.client.ApiClient, work_dir: Path) -> None:
-        self.api = api
+    def __init__(self, read_config_map: ConfigMapReader, work_dir: Path) -> None:
+        self.read_config_map = read_config_map
         self.work_dir = work_dir
         self._written: dict[tuple[str, str], Path] = {}
         self._lock = threading.Lock()
@@ -82,16 +83,14 @@ class YarnTarget:
         return directory
 
     def _read_config_map(self, namespace: str, name: str) -> dict[str, str]:
-        core = kubernetes.client.CoreV1Api(self.api)
-        try:
-            config_map = api_call("get", "configmaps", namespace, core.read_namespaced_config_map, name, namespace)
-        except NotFoundError:
+        data = self.read_config_map(namespace, name)
+        if data is None:
             raise InvalidSpecError(
                 f"spec.hadoopConfigMap {name!r} does not exist in namespace {namespace}: create it from the Hadoop "
                 f"client configuration (kubectl create configmap {name} --from-file=$HADOOP_CONF_DIR)",
                 reason="HadoopConfigurationMissing",
-            ) from None
-        files = {key: value for key, value in (config_map.data or {}).items() if key.endswith(".xml")}
+            )
+        files = {key: value for key, value in data.items() if key.endswith(".xml")}
         if not files:
             raise InvalidSpecError(
                 f"ConfigMap {namespace}/{name} (spec.hadoopConfigMap) holds no Hadoop site file (core-site.xml, yarn-site.xml)",

@@ -14,14 +14,30 @@ import kubernetes
 
 from jobcluster.backends.kubernetes.config_options import KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT, KUBERNETES_NAMESPACE
 from jobcluster.backends.kubernetes.descriptor import KubernetesClusterDescriptor
+from jobcluster.backends.kubernetes.job_rbac import ensure_job_service_account
+from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.client.descriptor import ClusterDescriptor
+from jobcluster.client.operator_hook import ClusterRef
 from jobcluster.config.configuration import Configuration
-from jobcluster.controller.clusters import ClusterRef
-from jobcluster.controller.job_rbac import ensure_job_service_account
+from jobcluster.errors import NotFoundError
 
 
-class KubernetesTarget:
-    """A :class:`~jobcluster.controller.clusters.TargetDescriptors` for FlinkJobs on this cluster, through ``api``
+def read_config_map(api: kubernetes.client.ApiClient, namespace: str, name: str) -> dict[str, str] | None:
+    """The data of ConfigMap ``namespace/name``, None when it does not exist.
+
+    Raises:
+        DeploymentError: the API server refuses or cannot be reached.
+    """
+    core = kubernetes.client.CoreV1Api(api)
+    try:
+        config_map = api_call("get", "configmaps", namespace, core.read_namespaced_config_map, name, namespace)
+    except NotFoundError:
+        return None
+    return dict(config_map.data or {})
+
+
+class KubernetesOperatorHook:
+    """The :class:`~jobcluster.client.operator_hook.OperatorHook` of FlinkJobs on this cluster, through ``api``
     (the operator's ApiClient); ``job_cluster_role``: the ClusterRole of the JobManagers' ServiceAccounts the
     operator makes in every namespace (all-namespaces mode), None where the chart made them."""
 
