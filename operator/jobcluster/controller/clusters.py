@@ -4,9 +4,9 @@ Every target goes through its ClusterDescriptor alone (deploy, ``retrieve``,
 ``job_result``, ``pending_reason``, ``kill_cluster``, ``remove_job_result``), in
 this process, with no CLI subprocess per job: :class:`DescriptorClusters` does it
 the same way for each. What an operator must know of a target is small and lives
-in a :class:`OperatorHook` per target (``backends/kubernetes/operator_hook.py``,
-``backends/yarn/operator_hook.py``): how to build the descriptor for a FlinkJob, what its cluster
-must carry, and which cluster ids are the FlinkJob's. :class:`JobClusters` picks
+in an ``OperatorHook`` per target, in the target's folder
+(``backends/<name>/operator_hook.py``): how to build the descriptor for a FlinkJob,
+what its cluster must carry, and which cluster ids are the FlinkJob's. :class:`JobClusters` picks
 the target of each FlinkJob, so the reconciler never branches on it. The job's
 state comes from the cluster's own REST API (:func:`observe_job`).
 """
@@ -121,8 +121,8 @@ class JobClusters:
 class DescriptorClusters:
     """The job clusters of one target's FlinkJobs, through the target's ClusterDescriptor alone; a :class:`TargetClusters`."""
 
-    def __init__(self, target: OperatorHook) -> None:
-        self.target = target
+    def __init__(self, hook: OperatorHook) -> None:
+        self.hook = hook
 
     def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
         """Deploy the job of ``program`` under ``config``; returns once its JobManager serves REST.
@@ -130,9 +130,9 @@ class DescriptorClusters:
         Raises:
             JobClusterError: the JobGraph, configuration or deployment is refused (nothing is left behind).
         """
-        config = self.target.prepare(ref, config)
-        descriptor = self.target.descriptor(ref, config)
-        earlier = self.target.cluster_id(ref, descriptor)
+        config = self.hook.prepare(ref, config)
+        descriptor = self.hook.descriptor(ref, config)
+        earlier = self.hook.cluster_id(ref, descriptor)
         if earlier:
             descriptor.remove_job_result(earlier)  # a result an earlier run left is not this run's
         graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
@@ -148,8 +148,8 @@ class DescriptorClusters:
         Raises:
             JobClusterError: the platform refuses or cannot be reached.
         """
-        descriptor = self.target.descriptor(ref)
-        cluster_id = self.target.cluster_id(ref, descriptor)
+        descriptor = self.hook.descriptor(ref)
+        cluster_id = self.hook.cluster_id(ref, descriptor)
         if not cluster_id:
             return Observation(exists=False)
         handle = descriptor.retrieve(cluster_id)
@@ -165,12 +165,12 @@ class DescriptorClusters:
             JobClusterError: the platform refuses or cannot be reached.
         """
         try:
-            descriptor = self.target.descriptor(ref)
+            descriptor = self.hook.descriptor(ref)
         except InvalidSpecError as exc:  # never deployed with this spec, or what the target needs went first
             log.warning("FlinkJob %s/%s: cannot look for its clusters: %s", ref.namespace, ref.name, exc)
             return False
         removed = False
-        for cluster_id in self.target.running(ref, descriptor):
+        for cluster_id in self.hook.running(ref, descriptor):
             log.info("removing job cluster %s of FlinkJob %s/%s", cluster_id, ref.namespace, ref.name)
             try:
                 descriptor.kill_cluster(cluster_id)
@@ -185,8 +185,8 @@ class DescriptorClusters:
         Raises:
             JobClusterError: the platform refuses or cannot be reached.
         """
-        descriptor = self.target.descriptor(ref)
-        cluster_id = self.target.cluster_id(ref, descriptor)
+        descriptor = self.hook.descriptor(ref)
+        cluster_id = self.hook.cluster_id(ref, descriptor)
         if cluster_id:
             descriptor.remove_job_result(cluster_id)
 
