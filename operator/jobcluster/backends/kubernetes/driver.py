@@ -271,7 +271,7 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
             for event_type, pod in events:
                 try:
                     await self._on_pod_event(event_type, pod)
-                except Exception:
+                except Exception:  # one bad event must not end the watch of every worker, nor the cluster
                     log.exception("handling %s of pod %s failed", event_type, pod_name(pod))
 
     async def _on_pod_event(self, event_type: str, pod: dict[str, Any]) -> None:
