@@ -38,6 +38,9 @@ Spark takes memory in whole MiB, so every limit is floored to MiB (limits
 never exceed their component).  Minimums: executor and driver heap 450 MiB
 (Spark refuses less: 1.5 x its 300 MiB reserved system memory), daemon heap
 64 MiB, executor and driver metaspace 64 MiB, at least one core.
+
+Why one module of this size: the table above is the mapping, and each of its
+rows is one small function here, next to the others it must add up with.
 """
 
 from __future__ import annotations

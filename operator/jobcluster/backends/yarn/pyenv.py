@@ -41,6 +41,9 @@ the environment. jobcluster itself is often installed that way while it is
 developed; then the packer works on a hard-linked copy of the environment
 in which jobcluster's package directory sits in ``site-packages`` like a
 normal install. Any other editable package is an error that says what to do.
+
+Why one module of this size: packing, the client's cache and the upload are one
+idea (the shipped environment), and each step needs the others' names and keys.
 """
 
 from __future__ import annotations
