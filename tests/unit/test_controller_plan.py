@@ -240,6 +240,20 @@ def test_deadlines_fail_the_job_with_the_reason_and_remove_its_cluster():
     over = plan(facts(long_running, Observation(exists=True), active_deadline=60.0))
     assert over.actions == [REMOVE] and over.status["failureReason"] == "ActiveDeadlineExceeded"
     assert plan(facts(long_running, Observation(exists=True), active_deadline=600.0)).actions == []
+    # the job ends with its cluster: CANCELED when it ran too long, FAILED when it never ran; neither Running
+    assert over.status["jobStatus"]["state"] == "CANCELED" and over.status["jobStatus"]["endTime"]
+    assert late.status["jobStatus"]["state"] == "FAILED" and late.status["jobStatus"]["endTime"]
+
+
+def test_the_startup_deadline_holds_until_the_job_first_runs_not_for_a_later_restart():
+    deployed = {"deployedSpec": "h2", "lifecycleState": Lifecycle.DEPLOYED, "deployTime": ago(100), "jobStatus": {"jobId": "j1"}}
+    running = plan(facts(deployed, Observation(exists=True, job={"jid": "j1", "state": "RUNNING"})))
+    assert running.status["firstRunningTime"], "the first sight of RUNNING is recorded"
+    restarting = {**deployed, **running.status, "deployTime": ago(400)}
+    later = plan(facts(restarting, Observation(exists=True, job={"jid": "j1", "state": "RESTARTING"})))
+    assert later.actions == [] and later.status["lifecycleState"] == Lifecycle.DEPLOYED, "a restart 400 s in is not a late start"
+    never_ran = plan(facts({**deployed, "deployTime": ago(400)}, Observation(exists=True, job={"jid": "j1", "state": "CREATED"})))
+    assert never_ran.status["failureReason"] == "StartupDeadlineExceeded"
 
 
 def test_ttl_removes_what_is_left_once_and_optionally_the_resource():

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobcluster.controller.clusters import Observation
-from jobcluster.controller.flinkjob_status import Lifecycle, job_status_of, lifecycle_of_terminal_job, task_managers_of
+from jobcluster.controller.flinkjob_status import Lifecycle, job_status_of, lifecycle_of_terminal_job, task_managers_of, timestamp
 from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 
 ERROR_LIMIT = 2000  # characters of a failure cause kept in the status (its end: where Python puts the error)
@@ -148,6 +148,8 @@ def _plan_observed(facts: Facts) -> Plan:
         return _ended(update, state, obs.failure_cause)
     lifecycle = Lifecycle.STABLE if state == "RUNNING" else Lifecycle.DEPLOYED
     update["lifecycleState"] = lifecycle
+    if state == "RUNNING" and not facts.status.get("firstRunningTime"):
+        update["firstRunningTime"] = timestamp(facts.now)  # the startup deadline is met for this deployment
     events = []
     if lifecycle == Lifecycle.STABLE and facts.status.get("lifecycleState") != Lifecycle.STABLE:
         events.append(
@@ -160,15 +162,21 @@ def _plan_observed(facts: Facts) -> Plan:
     deadline = _deadline_passed(facts, job, obs)
     if deadline is not None:
         reason, message = deadline
+        # the cluster is removed: the job ends here, CANCELED when it ran too long, FAILED when it never ran
+        job["state"] = "CANCELED" if state == "RUNNING" else "FAILED"
+        job["endTime"] = timestamp(facts.now)
         update.update(lifecycleState=Lifecycle.FAILED, error=message, failureReason=reason)
         return Plan(actions=[REMOVE], status=update, events=[("Warning", reason, message)])
     return Plan(status=update, events=events)
 
 
 def _deadline_passed(facts: Facts, job: Mapping[str, Any], obs: Observation) -> tuple[str, str] | None:
+    """The startup deadline holds until the job of this deployment first runs (a restart later is not a late
+    start); the active deadline, while it runs."""
     state = job.get("state")
     deployed_for = _seconds_since(facts.status.get("deployTime"), facts.now)
-    if state != "RUNNING" and deployed_for is not None and deployed_for > facts.startup_deadline:
+    started = bool(facts.status.get("firstRunningTime"))
+    if not started and state != "RUNNING" and deployed_for is not None and deployed_for > facts.startup_deadline:
         why = obs.pending or f"the job is {state or 'not started'}"
         return "StartupDeadlineExceeded", f"not RUNNING within startupDeadlineSeconds ({facts.startup_deadline:.0f} s): {why}"
     running_for = _seconds_since(job.get("startTime"), facts.now)

@@ -12,7 +12,8 @@ Status fields of the operator's own (beyond those the CRD documents):
 ``deployedSpec`` (the digest of the spec whose cluster runs or ran, see
 ``resource.deployed_spec_hash``), ``deployedTarget`` (the target it runs or ran
 on: a spec that changes its target has the old cluster removed where it is),
-``deployTime`` (when that deployment began) and ``ttlExpired``.
+``deployTime`` (when that deployment began), ``firstRunningTime`` (when its job was
+first seen RUNNING: the startup deadline is met) and ``ttlExpired``.
 """
 
 from __future__ import annotations
@@ -194,6 +195,7 @@ class Reconciler:
             "error": "",
             "jobStatus": None,
             "clusterId": "",
+            "firstRunningTime": "",
         }
         await self._write(job, starting, write_status)
         target = dataclasses.replace(job.cluster, target=spec.target, cluster_id="")
