@@ -170,6 +170,15 @@ def test_suspend_removes_the_cluster_once_and_resume_deploys_again():
     assert plan(facts(settled)).actions == [DEPLOY]
 
 
+def test_suspending_an_ended_job_keeps_its_result_and_resuming_does_not_run_it_again():
+    finished = {"deployedSpec": "h2", "lifecycleState": Lifecycle.FINISHED, "jobStatus": {"jobId": "j1", "state": "FINISHED"}}
+    assert not needs_observation(facts(finished, desired="suspended"))
+    assert plan(facts(finished, desired="suspended")).actions == [] and plan(facts(finished, desired="suspended")).status == {}
+    assert plan(facts(finished)).actions == [], "resumed, the finished job stays finished"
+    changed = {**finished, "deployedSpec": "h1"}  # suspended together with a change: the new spec runs on resume
+    assert plan(facts(changed, desired="suspended")).status["lifecycleState"] == Lifecycle.SUSPENDED
+
+
 def test_the_job_status_follows_the_cluster():
     deployed = {"deployedSpec": "h2", "lifecycleState": Lifecycle.DEPLOYED, "deployTime": ago(20), "jobStatus": {"jobId": "j1"}}
     details = {"jid": "j1", "name": "wc", "state": "RUNNING", "start-time": 1_700_000_000_000, "end-time": -1, "duration": 65_000}

@@ -66,6 +66,7 @@ class FlinkJob:
 
     spec: dict[str, Any]
     status: dict[str, Any] = field(default_factory=dict)
+    generation: int = 1
     writes: list[dict[str, Any]] = field(default_factory=list)
     events: list[tuple[str, str, str]] = field(default_factory=list)
     deleted: bool = False
@@ -73,7 +74,11 @@ class FlinkJob:
     async def read(self) -> FlinkJobRef | None:
         if self.deleted:
             return None
-        body = {"metadata": {"name": "wc", "namespace": "jobs", "uid": "u-1", "generation": 1}, "spec": self.spec, "status": self.status}
+        body = {
+            "metadata": {"name": "wc", "namespace": "jobs", "uid": "u-1", "generation": self.generation},
+            "spec": self.spec,
+            "status": self.status,
+        }
         return FlinkJobRef.of(body)
 
     async def write(self, document: dict[str, Any]) -> None:
@@ -184,3 +189,13 @@ def test_a_flinkjob_moved_to_another_target_has_its_cluster_removed_where_it_run
     assert [c for c, _ in on_kubernetes.calls] == ["deploy", "observe", "remove", "observe"]
     assert [c for c, _ in on_yarn.calls] == ["deploy"]
     assert job.status["deployedTarget"] == "yarn-per-job"
+
+
+def test_an_invalid_spec_edited_again_has_its_generation_observed():
+    clusters, job = FakeClusters(), FlinkJob({"job": {"parallelism": 2}})  # neither program nor source
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FAILED
+    assert job.status["observedGeneration"] == 1 and job.status["failureReason"] == "InvalidSpec"
+    job.spec, job.generation = {**job.spec, "startupDeadlineSeconds": 60}, 2  # still invalid, same digest
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FAILED
+    assert job.status["observedGeneration"] == 2
+    assert [c for c, _ in clusters.calls].count("deploy") == 0

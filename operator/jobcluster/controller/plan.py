@@ -64,7 +64,7 @@ def needs_observation(facts: Facts) -> bool:
     lifecycle = facts.status.get("lifecycleState")
     deployed = facts.status.get("deployedSpec")
     if facts.desired == "suspended":
-        return lifecycle != Lifecycle.SUSPENDED
+        return lifecycle != Lifecycle.SUSPENDED and not _ended_as_deployed(facts)
     if deployed != facts.spec_hash:
         return bool(deployed) and lifecycle != Lifecycle.SUSPENDED
     return lifecycle in (Lifecycle.CREATED, Lifecycle.DEPLOYED, Lifecycle.STABLE, Lifecycle.UPGRADING)
@@ -91,9 +91,15 @@ def plan(facts: Facts) -> Plan:
     return _plan_observed(facts)
 
 
+def _ended_as_deployed(facts: Facts) -> bool:
+    """Whether the job of the current spec has ended (FINISHED or FAILED): nothing of it runs any more."""
+    ended = facts.status.get("lifecycleState") in (Lifecycle.FINISHED, Lifecycle.FAILED)
+    return ended and facts.status.get("deployedSpec") == facts.spec_hash
+
+
 def _plan_suspended(facts: Facts) -> Plan:
-    if facts.status.get("lifecycleState") == Lifecycle.SUSPENDED:
-        return Plan()
+    if facts.status.get("lifecycleState") == Lifecycle.SUSPENDED or _ended_as_deployed(facts):
+        return Plan()  # nothing runs to suspend; an ended job keeps its result, and resuming does not run it again
     job = {**(facts.status.get("jobStatus") or {}), "state": "SUSPENDED"}
     return Plan(
         actions=[REMOVE],

@@ -167,7 +167,7 @@ class Reconciler:
     ) -> str:
         """An invalid spec: FAILED with the reason, nothing deployed (a cluster of an older spec is removed)."""
         if job.status.get("deployedSpec") == spec_hash and job.status.get("lifecycleState") == Lifecycle.FAILED:
-            return Lifecycle.FAILED
+            return await self._write(job, {}, write_status)  # refused already; an edit still advances observedGeneration
         await asyncio.to_thread(self.clusters.remove, job.cluster)
         post_event("Warning", error.reason, str(error))
         status = {
