@@ -7,7 +7,14 @@ one clear line for any failure and still keep the full story in the logs.
 
 
 class JobClusterError(Exception):
-    """Root of every error jobcluster raises on purpose."""
+    """Root of every error jobcluster raises on purpose.
+
+    ``transient``: the failure may pass by itself (the platform did not answer, something the job needs is not
+    there yet); the FlinkJob operator retries such a deployment with backoff, within the startup deadline, and
+    fails a FlinkJob at once on any other.
+    """
+
+    transient = False
 
 
 class IllegalConfigurationError(JobClusterError):
@@ -38,6 +45,13 @@ class DeploymentError(JobClusterError):
     """A job cluster could not be deployed; nothing of it is left behind."""
 
 
+class PlatformUnavailableError(DeploymentError):
+    """The platform (the Kubernetes API server, YARN's ResourceManager) did not answer, or answered that it cannot
+    serve now (HTTP 5xx, 429): it may answer a later attempt."""
+
+    transient = True
+
+
 class ClusterClientError(JobClusterError):
     """The client could not reach a cluster, or the cluster refused a request."""
 
@@ -51,7 +65,10 @@ class NotFoundError(JobClusterError):
 
 
 class AlreadyExistsError(JobClusterError):
-    """What a call was to create exists already (Kubernetes' 409 AlreadyExists)."""
+    """What a call was to create exists already (Kubernetes' 409 AlreadyExists); transient, as an object being
+    deleted still holds its name until the garbage collector is done with it."""
+
+    transient = True
 
 
 class JobNotFoundError(ClusterClientError, NotFoundError):

@@ -7,6 +7,10 @@ between being found and being killed is a race a real platform does not produce 
 
 from __future__ import annotations
 
+import http.server
+import json
+import threading
+
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, JobResult
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config.configuration import Configuration
@@ -98,3 +102,44 @@ def test_the_result_record_is_removed_through_the_descriptor():
     descriptor = Descriptor({})
     DescriptorClusters(Target(descriptor, ["wc"])).remove_result(REF)
     assert descriptor.calls == [("remove_job_result", "wc")]
+
+
+class JobManagerStandIn(http.server.BaseHTTPRequestHandler):
+    """A JobManager's REST API that says what ``state`` is (the real one runs in tests/integration/k8s)."""
+
+    state = "RUNNING"
+
+    def do_GET(self) -> None:
+        bodies = {
+            f"/jobs/{'f' * 32}": {"jid": "f" * 32, "name": "wc", "state": self.state},
+            "/taskmanagers": {"taskmanagers": []},
+            f"/jobs/{'f' * 32}/execution-result": {"status": {"id": "COMPLETED"}, "job-execution-result": {}},
+        }
+        body = json.dumps(bodies.get(self.path, {})).encode()
+        self.send_response(200 if self.path in bodies else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_a_running_job_is_looked_at_through_its_rest_api_alone_until_it_is_no_longer_running():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), JobManagerStandIn)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        rest = ClusterHandle("app-1", "yarn-per-job", f"http://127.0.0.1:{server.server_port}", "f" * 32, "wc", "logs")
+        descriptor = Descriptor({"app-1": rest})
+        clusters = DescriptorClusters(Target(descriptor, ["app-1"]))
+        looks = [clusters.observe(REF, "f" * 32) for _ in range(3)]
+        assert [seen.job["state"] for seen in looks if seen.job] == ["RUNNING"] * 3
+        assert descriptor.calls == [("retrieve", "app-1")], "the platform is asked once; then the JobManager alone"
+        JobManagerStandIn.state = "FINISHED"
+        assert clusters.observe(REF, "f" * 32).job["state"] == "FINISHED"
+        assert descriptor.calls == [("retrieve", "app-1")] * 2, "an answer other than RUNNING is followed by the full look"
+    finally:
+        JobManagerStandIn.state = "RUNNING"
+        server.shutdown()
+        server.server_close()

@@ -12,17 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import pytest
 
 from jobcluster.client.descriptor import JobResult, PackagedProgram
 from jobcluster.client.operator_hook import ClusterRef
 from jobcluster.config.configuration import Configuration
 from jobcluster.controller.clusters import Deployed, JobClusters, Observation
 from jobcluster.controller.flinkjob_status import Lifecycle
+from jobcluster.controller.handlers import settled
 from jobcluster.controller.reconciler import FlinkJobRef, Reconciler
-from jobcluster.errors import AlreadyExistsError, DeploymentError
+from jobcluster.controller.resource import deployed_spec_hash
+from jobcluster.errors import AlreadyExistsError, DeploymentError, PlatformUnavailableError
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, tzinfo=datetime.UTC)
 SPEC = {"job": {"source": "print(1)", "parallelism": 2}, "startupDeadlineSeconds": 600}
@@ -65,17 +71,27 @@ class FlinkJob:
     """One FlinkJob as the API server would keep it: status writes merge into it; events and deletion are recorded."""
 
     spec: dict[str, Any]
+    uid: str = "u-1"
     status: dict[str, Any] = field(default_factory=dict)
     generation: int = 1
     writes: list[dict[str, Any]] = field(default_factory=list)
     events: list[tuple[str, str, str]] = field(default_factory=list)
     deleted: bool = False
+    deleting: bool = False
+    reads: int = 0
 
     async def read(self) -> FlinkJobRef | None:
+        self.reads += 1
         if self.deleted:
             return None
         body = {
-            "metadata": {"name": "wc", "namespace": "jobs", "uid": "u-1", "generation": self.generation},
+            "metadata": {
+                "name": "wc",
+                "namespace": "jobs",
+                "uid": self.uid,
+                "generation": self.generation,
+                **({"deletionTimestamp": "2026-11-26T12:00:00Z"} if self.deleting else {}),
+            },
             "spec": self.spec,
             "status": self.status,
         }
@@ -93,7 +109,20 @@ class FlinkJob:
 
 
 def reconcile(reconciler: Reconciler, job: FlinkJob) -> str | None:
-    return asyncio.run(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete))
+    return asyncio.run(reconciler.reconcile(job.uid, job.read, job.write, job.post, job.delete))
+
+
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> datetime.datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += datetime.timedelta(seconds=seconds)
 
 
 def reconciler_of(clusters: FakeClusters, clock: Callable[[], datetime.datetime] = lambda: NOW) -> Reconciler:
@@ -122,14 +151,131 @@ def test_a_refused_deployment_fails_the_flinkjob_with_the_platforms_words():
     assert clusters.calls == [("deploy", "wc")], "a failed spec is not deployed again until it changes"
 
 
-def test_a_cluster_whose_predecessor_is_still_collected_is_deployed_again_later():
+def test_a_cluster_whose_predecessor_is_still_collected_is_deployed_again_after_a_backoff():
     clusters = FakeClusters(deploy_error=AlreadyExistsError("the job cluster wc already exists"))
     job = FlinkJob(SPEC)
-    assert reconcile(reconciler_of(clusters), job) == Lifecycle.UPGRADING
-    assert job.status["deployedSpec"] == "", "the spec is not recorded as deployed: the next reconciliation tries again"
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.CREATED
+    assert job.status["deployedSpec"] == "", "the spec is not recorded as deployed: a later reconciliation tries again"
+    assert job.status["deployRetry"]["attempts"] == 1 and job.status["deployRetry"]["nextAttemptTime"] == "2026-11-26T12:00:05Z"
+    assert job.events[-1][:2] == ("Warning", "ClusterExists") and "attempt 1 failed" in job.events[-1][2]
     clusters.deploy_error = None
-    assert reconcile(reconciler_of(clusters), job) == Lifecycle.DEPLOYED
+    assert reconcile(reconciler_of(clusters, lambda: NOW + datetime.timedelta(seconds=3)), job) == Lifecycle.CREATED
+    assert [c for c, _ in clusters.calls] == ["deploy"], "not before the attempt is due"
+    assert reconcile(reconciler_of(clusters, lambda: NOW + datetime.timedelta(seconds=5)), job) == Lifecycle.DEPLOYED
     assert [c for c, _ in clusters.calls] == ["deploy", "deploy"]
+    assert job.status["deployRetry"] is None and job.status["error"] == ""
+
+
+def test_transient_failures_are_retried_with_a_doubling_delay_until_the_startup_deadline_then_fail():
+    clusters = FakeClusters(deploy_error=PlatformUnavailableError("the Kubernetes API server at https://k8s is not reachable"))
+    job, clock = FlinkJob({**SPEC, "startupDeadlineSeconds": 30}), Clock()
+    reconciler = Reconciler(clusters, {}, clock=clock)  # type: ignore[arg-type]
+    lifecycles = []
+    for _ in range(12):
+        lifecycles.append(reconcile(reconciler, job))
+        clock.advance(5)
+    deploys = [c for c, _ in clusters.calls].count("deploy")
+    assert deploys == 3, "at 0, 5 and 15 s; the next (at 35 s) would begin past the 30 s deadline"
+    assert lifecycles[-1] == Lifecycle.FAILED and job.status["failureReason"] == "DeploymentFailed"
+    assert "not reachable" in job.status["error"] and "startupDeadlineSeconds" in job.status["error"]
+    assert [reason for _, reason, _ in job.events] == ["DeploymentFailed"] * 3, "an Event for every attempt"
+    assert job.status["terminationTime"] == "2026-11-26T12:00:15Z"
+
+
+def test_a_flinkjob_whose_deployment_failed_is_cleaned_up_after_its_ttl():
+    clusters = FakeClusters(deploy_error=DeploymentError("image pull refused"))
+    job, clock = FlinkJob({**SPEC, "ttlSecondsAfterFinished": 60, "deleteAfterTtl": True}), Clock()
+    assert reconcile(Reconciler(clusters, {}, clock=clock), job) == Lifecycle.FAILED  # type: ignore[arg-type]
+    clock.advance(61)
+    reconcile(Reconciler(clusters, {}, clock=clock), job)  # type: ignore[arg-type]
+    assert job.deleted and job.status["ttlExpired"] is True
+
+
+def test_a_jobmanager_that_stops_answering_makes_its_job_reconciling_until_it_answers_again():
+    clusters, job, clock = FakeClusters(), FlinkJob(SPEC), Clock()
+    reconciler = Reconciler(clusters, {}, clock=clock)  # type: ignore[arg-type]
+    reconcile(reconciler, job)
+    running = {"jid": "f" * 32, "state": "RUNNING", "start-time": 1}
+    clusters.observation = Observation(exists=True, cluster_id="wc", rest_url="http://10.0.0.9:8081", job=running)
+    assert reconcile(reconciler, job) == Lifecycle.STABLE
+    clusters.observation = Observation(exists=True, cluster_id="wc", rest_url=None)
+    for _ in range(4):
+        clock.advance(10)
+        reconcile(reconciler, job)
+    assert job.status["lifecycleState"] == Lifecycle.DEPLOYED and job.status["jobStatus"]["state"] == "RECONCILING"
+    assert "has not answered since 2026-11-26T12:00:10Z" in job.status["error"]
+    assert {c["type"]: c["status"] for c in job.status["conditions"]}["Running"] == "False"
+    assert [reason for _, reason, _ in job.events].count("JobManagerUnreachable") == 1
+    clusters.observation = Observation(exists=True, cluster_id="wc", rest_url="http://10.0.0.9:8081", job=running)
+    assert reconcile(reconciler, job) == Lifecycle.STABLE
+    assert job.status["jobStatus"]["state"] == "RUNNING" and job.status["error"] == ""
+
+
+def test_a_running_job_observed_again_unchanged_writes_nothing_and_reads_nothing():
+    clusters, job = FakeClusters(), FlinkJob(SPEC)
+    reconciler = reconciler_of(clusters)
+    clusters.observation = Observation(exists=True, cluster_id="wc", job={"jid": "f" * 32, "state": "RUNNING", "duration": 5})
+    for _ in range(2):
+        asyncio.run(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete, generation=1))
+    writes, reads = len(job.writes), job.reads
+    clusters.observation.job = {"jid": "f" * 32, "state": "RUNNING", "duration": 9000}
+    for _ in range(3):
+        asyncio.run(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete, generation=1))
+    assert (len(job.writes), job.reads) == (writes, reads), "the status is as written, and a running job's duration is not written"
+    job.generation, job.spec = 2, {**SPEC, "startupDeadlineSeconds": 900}
+    asyncio.run(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete, generation=2))
+    assert job.reads == reads + 1, "a new generation is read from the API server"
+
+
+def test_a_burst_of_deployments_stalls_neither_other_flinkjobs_nor_the_event_loops_threads():
+    release = threading.Event()
+
+    class SlowClusters(FakeClusters):
+        def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
+            release.wait(30)
+            return Deployed("f" * 32, "http://10.0.0.9:8081", ref.name)
+
+    async def scenario() -> float:
+        clusters = SlowClusters()
+        reconciler = reconciler_of(clusters)
+        jobs = [FlinkJob(SPEC, uid=f"u-{n}") for n in range(24)]  # more than the loop's default threads (min(32, cpus + 4))
+        burst = [asyncio.create_task(reconciler.reconcile(j.uid, j.read, j.write, j.post, j.delete)) for j in jobs]
+        await asyncio.sleep(0.2)
+        running = FlinkJob(SPEC, uid="u-running", status={"deployedSpec": deployed_spec_hash(SPEC), "lifecycleState": "STABLE"})
+        clusters.observation = Observation(exists=True, cluster_id="wc", job={"jid": "f" * 32, "state": "RUNNING"})
+        began = time.monotonic()
+        await asyncio.wait_for(reconciler.reconcile("u-running", running.read, running.write, running.post, running.delete), 5)
+        await asyncio.wait_for(asyncio.to_thread(time.sleep, 0), 5)  # the status reads and writes' threads
+        took = time.monotonic() - began
+        release.set()
+        await asyncio.gather(*burst)
+        reconciler.close()
+        return took
+
+    assert asyncio.run(scenario()) < 2.0
+
+
+def test_a_flinkjob_deleted_during_its_deployment_has_what_it_deployed_removed_afterwards():
+    async def scenario() -> tuple[FakeClusters, str | None]:
+        clusters, job = FakeClusters(), FlinkJob(SPEC)
+        clusters.gate, clusters.loop = asyncio.Event(), asyncio.get_running_loop()  # type: ignore[attr-defined]
+        reconciler = reconciler_of(clusters)
+        deploying = asyncio.create_task(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete))
+        await asyncio.sleep(0.1)
+        job.deleting = True  # kubectl delete: the API server marks it, the finalizer keeps it
+        deleting = asyncio.create_task(reconciler.delete(await job.read()))  # type: ignore[arg-type]
+        await asyncio.sleep(0.1)
+        queued = asyncio.create_task(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete, generation=1))
+        await asyncio.sleep(0.1)
+        assert clusters.calls == [("deploy", "wc"), ("remove", "wc")], "what runs is removed at once"
+        assert not deleting.done(), "the deletion waits for the deployment in flight"
+        clusters.gate.set()
+        _, _, after = await asyncio.gather(deploying, deleting, queued)
+        return clusters, after
+
+    clusters, after = asyncio.run(scenario())
+    assert [c for c, _ in clusters.calls] == ["deploy", "remove", "remove"], "what the deployment made is removed too"
+    assert after is None, "a reconciliation queued behind the deletion does nothing"
 
 
 def test_a_changed_spec_removes_the_running_cluster_before_it_deploys_the_new_one():
@@ -199,3 +345,20 @@ def test_an_invalid_spec_edited_again_has_its_generation_observed():
     assert reconcile(reconciler_of(clusters), job) == Lifecycle.FAILED
     assert job.status["observedGeneration"] == 2
     assert [c for c, _ in clusters.calls].count("deploy") == 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "status", "quiet"),
+    [
+        ({"job": {"state": "suspended"}}, {"lifecycleState": "SUSPENDED"}, True),
+        ({"job": {"state": "running"}}, {"lifecycleState": "SUSPENDED"}, False),  # resumed: the update event is on its way
+        ({}, {"lifecycleState": "FINISHED"}, True),
+        ({"ttlSecondsAfterFinished": 60}, {"lifecycleState": "FAILED"}, False),  # its TTL runs out later
+        ({"ttlSecondsAfterFinished": 60}, {"lifecycleState": "FAILED", "ttlExpired": True}, True),
+        ({}, {"lifecycleState": "STABLE"}, False),
+        ({}, {"lifecycleState": "CREATED", "deployRetry": {"attempts": 1}}, False),
+        ({}, {}, False),
+    ],
+)
+def test_only_flinkjobs_that_wait_for_nothing_but_their_spec_go_without_a_timer(spec, status, quiet):
+    assert settled(spec, status) is quiet

@@ -14,6 +14,7 @@ state comes from the cluster's own REST API (:func:`observe_job`).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -119,10 +120,17 @@ class JobClusters:
 
 
 class DescriptorClusters:
-    """The job clusters of one target's FlinkJobs, through the target's ClusterDescriptor alone; a :class:`TargetClusters`."""
+    """The job clusters of one target's FlinkJobs, through the target's ClusterDescriptor alone; a :class:`TargetClusters`.
+
+    A cluster whose job was RUNNING at the last look is asked again through its REST API alone: while the
+    job still runs, a look costs the platform (the API server, the ResourceManager) nothing; any other
+    answer, or none, is followed by the full look.
+    """
 
     def __init__(self, hook: OperatorHook) -> None:
         self.hook = hook
+        self._running: dict[str, ClusterHandle] = {}  # by FlinkJob uid: the cluster whose job was RUNNING at the last look
+        self._lock = threading.Lock()
 
     def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
         """Deploy the job of ``program`` under ``config``; returns once its JobManager serves REST.
@@ -130,6 +138,7 @@ class DescriptorClusters:
         Raises:
             JobClusterError: the JobGraph, configuration or deployment is refused (nothing is left behind).
         """
+        self._forget(ref)
         config = self.hook.prepare(ref, config)
         descriptor = self.hook.descriptor(ref, config)
         earlier = self.hook.cluster_id(ref, descriptor)
@@ -148,6 +157,13 @@ class DescriptorClusters:
         Raises:
             JobClusterError: the platform refuses or cannot be reached.
         """
+        with self._lock:
+            known = self._running.pop(ref.uid, None)
+        if known is not None and ref.cluster_id in ("", known.cluster_id):
+            seen = observe_job(Observation(exists=True, cluster_id=known.cluster_id, rest_url=known.rest_url), known, job_id)
+            if _running(seen):
+                self._remember(ref, known)
+                return seen
         descriptor = self.hook.descriptor(ref)
         cluster_id = self.hook.cluster_id(ref, descriptor)
         if not cluster_id:
@@ -156,7 +172,18 @@ class DescriptorClusters:
         if handle is None:
             return Observation(exists=False, cluster_id=cluster_id, result=descriptor.job_result(cluster_id))
         pending = descriptor.pending_reason(cluster_id)
-        return observe_job(Observation(exists=True, cluster_id=cluster_id, rest_url=handle.rest_url, pending=pending), handle, job_id)
+        seen = observe_job(Observation(exists=True, cluster_id=cluster_id, rest_url=handle.rest_url, pending=pending), handle, job_id)
+        if _running(seen):
+            self._remember(ref, handle)
+        return seen
+
+    def _remember(self, ref: ClusterRef, handle: ClusterHandle) -> None:
+        with self._lock:
+            self._running[ref.uid] = handle
+
+    def _forget(self, ref: ClusterRef) -> None:
+        with self._lock:
+            self._running.pop(ref.uid, None)
 
     def remove(self, ref: ClusterRef) -> bool:
         """Stop every cluster of the FlinkJob that has not ended; False when there was none.
@@ -164,6 +191,7 @@ class DescriptorClusters:
         Raises:
             JobClusterError: the platform refuses or cannot be reached.
         """
+        self._forget(ref)
         try:
             descriptor = self.hook.descriptor(ref)
         except InvalidSpecError as exc:  # never deployed with this spec, or what the target needs went first
@@ -189,6 +217,10 @@ class DescriptorClusters:
         cluster_id = self.hook.cluster_id(ref, descriptor)
         if cluster_id:
             descriptor.remove_job_result(cluster_id)
+
+
+def _running(observation: Observation) -> bool:
+    return observation.job is not None and observation.job.get("state") == "RUNNING"
 
 
 class _NothingDeployed:

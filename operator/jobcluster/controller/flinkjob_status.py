@@ -73,7 +73,7 @@ def job_status_of(details: Mapping[str, Any]) -> dict[str, Any]:
     if end:
         status["endTime"] = end
     duration = details.get("duration")
-    if isinstance(duration, int | float) and duration >= 0:
+    if end and isinstance(duration, int | float) and duration >= 0:  # while it runs it grows: a status write per look
         status["duration"] = duration_text(duration / 1000)
     return status
 

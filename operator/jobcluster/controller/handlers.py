@@ -3,12 +3,14 @@
 ``create``, ``update`` (of the spec), ``resume`` (an operator restart adopts
 every FlinkJob and its running cluster) and a timer (every
 :data:`OBSERVE_INTERVAL` seconds: the job's status from its cluster, the
-deadlines, the TTL) all run :meth:`Reconciler.reconcile`, which serializes the
-work per FlinkJob; different FlinkJobs are reconciled concurrently, and the
-blocking calls run in threads, so one slow deployment holds up no other.
-``delete`` removes the cluster at once within a bounded time (on Kubernetes the
-garbage collector would, too: the FlinkJob owns its Deployment; a YARN
-application is killed through YARN).
+deadlines, a retry that is due, the TTL) all run :meth:`Reconciler.reconcile`,
+which serializes the work per FlinkJob; different FlinkJobs are reconciled
+concurrently, and the blocking calls run in threads, so one slow deployment
+holds up no other.  The timer runs only for FlinkJobs that are not settled
+(:func:`settled`): an ended or suspended FlinkJob costs nothing until its spec
+changes.  ``delete`` removes the cluster at once, and keeps the finalizer
+until it is gone: a deletion the platform refuses, or that waits for a
+deployment in flight, is tried again (an Event says why each time).
 """
 
 from __future__ import annotations
@@ -25,15 +27,16 @@ import kubernetes
 from aiohttp import web
 
 from jobcluster.backends.kubernetes.kube_client import api_call
+from jobcluster.controller.flinkjob_status import Lifecycle
 from jobcluster.controller.metrics import OperatorMetrics
 from jobcluster.controller.reconciler import FlinkJobRef, Reconciler
 from jobcluster.controller.resource import GROUP, PLURAL, VERSION
-from jobcluster.errors import NotFoundError
+from jobcluster.errors import JobClusterError, NotFoundError
 
 log = logging.getLogger(__name__)
 
 OBSERVE_INTERVAL = 3.0  # seconds between two looks at a FlinkJob
-DELETE_TIMEOUT = 30.0  # seconds a deletion may take before it is let through anyway
+DELETE_RETRY_DELAY = 5.0  # seconds between two tries of a deletion that could not finish
 API_TIMEOUT = (5.0, 30.0)  # seconds: connect, read of a status patch
 FINALIZER = "jobcluster.io/finalizer"
 ANNOTATION_PREFIX = "jobcluster.io"
@@ -77,6 +80,7 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
 
     @kopf.on.cleanup(registry=registry)
     async def stop_http(**_: Any) -> None:
+        context.reconciler.close()
         if "http" in runner:
             await runner.pop("http").cleanup()
 
@@ -94,6 +98,7 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
                 lambda status: _patch_status(context.api, namespace, name, status),
                 lambda kind, reason, message: kopf.event(body, type=kind, reason=reason, message=message[:1000]),
                 lambda: _delete_flinkjob(context.api, namespace, name),
+                generation=body.metadata.get("generation"),
             )
         except Exception:
             context.metrics.reconciles.labels("error").inc()
@@ -110,18 +115,31 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
     async def on_change(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
         await reconcile(body, logger)
 
-    @kopf.timer(*resource, interval=OBSERVE_INTERVAL, registry=registry)
+    @kopf.timer(*resource, interval=OBSERVE_INTERVAL, when=lambda spec, status, **_: not settled(spec, status), registry=registry)
     async def observe(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
         await reconcile(body, logger)
 
-    @kopf.on.delete(*resource, timeout=DELETE_TIMEOUT, retries=3, backoff=2, registry=registry)
+    # no timeout nor retry limit: kopf releases the finalizer of a handler that gave up, and the cluster must be gone first
+    @kopf.on.delete(*resource, registry=registry)
     async def on_delete(body: kopf.Body, **_: Any) -> None:
         job = FlinkJobRef.of(body)
+        try:
+            await context.reconciler.delete(job)
+        except JobClusterError as exc:
+            raise kopf.TemporaryError(f"the job cluster is not removed yet: {exc}", delay=DELETE_RETRY_DELAY) from exc
         context.metrics.job_state(job.uid, None)
-        context.reconciler.forget(job.uid)
-        await asyncio.wait_for(asyncio.to_thread(context.reconciler.clusters.remove, job.cluster), DELETE_TIMEOUT)
 
     return registry
+
+
+def settled(spec: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
+    """Whether a FlinkJob waits for nothing but a change of its spec: suspended, or ended with no TTL to run out."""
+    lifecycle = (status or {}).get("lifecycleState")
+    if lifecycle == Lifecycle.SUSPENDED:
+        return (spec.get("job") or {}).get("state") == "suspended"
+    if lifecycle in (Lifecycle.FINISHED, Lifecycle.FAILED):
+        return spec.get("ttlSecondsAfterFinished") is None or bool(status.get("ttlExpired"))
+    return False
 
 
 def connection_info(config: kubernetes.client.Configuration) -> kopf.ConnectionInfo:

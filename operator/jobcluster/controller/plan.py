@@ -19,6 +19,9 @@ from jobcluster.controller.flinkjob_status import Lifecycle, job_status_of, life
 from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 
 ERROR_LIMIT = 2000  # characters of a failure cause kept in the status (its end: where Python puts the error)
+RETRY_FIRST_DELAY = 5.0  # seconds between the first two attempts of a deployment that failed transiently
+RETRY_MAX_DELAY = 60.0  # seconds: the longest wait between attempts (the delay doubles up to it)
+UNRESPONSIVE_AFTER = 30.0  # seconds a JobManager that served REST may be silent before its job is RECONCILING
 
 #: Actions a plan can ask for, in the order they are carried out.
 REMOVE, DEPLOY, REMOVE_RESULT, DELETE_RESOURCE = "remove", "deploy", "remove-result", "delete-resource"
@@ -49,6 +52,7 @@ class Facts:
     status: Mapping[str, Any]
     observation: Observation | None
     now: datetime.datetime
+    silent_for: float | None = None  # seconds the cluster's REST API has not answered (None: it answered last time)
 
 
 def _seconds_since(text: str | None, now: datetime.datetime) -> float | None:
@@ -66,7 +70,7 @@ def needs_observation(facts: Facts) -> bool:
     if facts.desired == "suspended":
         return lifecycle != Lifecycle.SUSPENDED and not _ended_as_deployed(facts)
     if deployed != facts.spec_hash:
-        return bool(deployed) and lifecycle != Lifecycle.SUSPENDED
+        return bool(deployed) and lifecycle != Lifecycle.SUSPENDED and not retry_waiting(facts)
     return lifecycle in (Lifecycle.CREATED, Lifecycle.DEPLOYED, Lifecycle.STABLE, Lifecycle.UPGRADING)
 
 
@@ -85,10 +89,35 @@ def plan(facts: Facts) -> Plan:
         return _plan_suspended(facts)
     lifecycle = facts.status.get("lifecycleState")
     if facts.status.get("deployedSpec") != facts.spec_hash:
-        return _plan_new_spec(facts)
+        return Plan() if retry_waiting(facts) else _plan_new_spec(facts)
     if lifecycle in (Lifecycle.FINISHED, Lifecycle.FAILED):
         return _plan_ended(facts)
     return _plan_observed(facts)
+
+
+def retry_waiting(facts: Facts) -> bool:
+    """Whether a deployment of the current spec failed transiently and its next attempt is not due yet."""
+    retry = facts.status.get("deployRetry") or {}
+    due_in = -(_seconds_since(retry.get("nextAttemptTime"), facts.now) or 0.0)
+    return retry.get("spec") == facts.spec_hash and due_in > 0
+
+
+def deploy_retry(
+    status: Mapping[str, Any], spec_hash: str, started: datetime.datetime, now: datetime.datetime, startup_deadline: float
+) -> dict[str, Any] | None:
+    """``status.deployRetry`` after the attempt begun at ``started`` failed transiently: ``attempts`` so far, the
+    ``firstAttemptTime`` and the ``nextAttemptTime`` (the delay doubles from :data:`RETRY_FIRST_DELAY` up to
+    :data:`RETRY_MAX_DELAY` seconds); None when that next attempt would begin more than ``startup_deadline`` seconds
+    after the first (``spec.startupDeadlineSeconds`` bounds the retries as it bounds the start)."""
+    previous = status.get("deployRetry") or {}
+    if previous.get("spec") != spec_hash:
+        previous = {}
+    attempts = int(previous.get("attempts") or 0) + 1
+    first = str(previous.get("firstAttemptTime") or timestamp(started))
+    next_attempt = now + datetime.timedelta(seconds=min(RETRY_MAX_DELAY, RETRY_FIRST_DELAY * 2 ** (attempts - 1)))
+    if (next_attempt - datetime.datetime.fromisoformat(first)).total_seconds() > startup_deadline:
+        return None
+    return {"spec": spec_hash, "attempts": attempts, "firstAttemptTime": first, "nextAttemptTime": timestamp(next_attempt)}
 
 
 def _ended_as_deployed(facts: Facts) -> bool:
@@ -130,7 +159,7 @@ def _plan_ended(facts: Facts) -> Plan:
     job = facts.status.get("jobStatus") or {}
     if facts.ttl is None or facts.status.get("ttlExpired"):
         return Plan()
-    since_end = _seconds_since(job.get("endTime"), facts.now)
+    since_end = _seconds_since(facts.status.get("terminationTime") or job.get("endTime"), facts.now)
     if since_end is None or since_end < facts.ttl:
         return Plan()
     actions = [REMOVE, REMOVE_RESULT] + ([DELETE_RESOURCE] if facts.delete_after_ttl else [])
@@ -143,13 +172,18 @@ def _plan_observed(facts: Facts) -> Plan:
     old_job = dict(facts.status.get("jobStatus") or {})
     if not obs.exists:
         return _plan_gone(facts, old_job)
+    if obs.job is None and _unresponsive(facts, old_job):
+        return _plan_unresponsive(facts, old_job)
     job = {**old_job, **job_status_of(obs.job)} if obs.job is not None else old_job
+    if obs.job is not None and job != old_job:
+        job["updateTime"] = timestamp(facts.now)  # when this job status was observed from the JobManager
     state = job.get("state")
     update: dict[str, Any] = {"jobStatus": job, "restUrl": obs.rest_url or facts.status.get("restUrl", "")}
     if obs.cluster_id:
         update["clusterId"] = obs.cluster_id
     if obs.job is not None:
         update["taskManagers"] = task_managers_of(obs.task_managers)
+        update["error"] = ""  # the JobManager answers again
     if state in TERMINAL_JOB_STATES and obs.job is not None:
         return _ended(update, state, obs.failure_cause)
     lifecycle = Lifecycle.STABLE if state == "RUNNING" else Lifecycle.DEPLOYED
@@ -174,6 +208,26 @@ def _plan_observed(facts: Facts) -> Plan:
         update.update(lifecycleState=Lifecycle.FAILED, error=message, failureReason=reason)
         return Plan(actions=[REMOVE], status=update, events=[("Warning", reason, message)])
     return Plan(status=update, events=events)
+
+
+def _unresponsive(facts: Facts, job: Mapping[str, Any]) -> bool:
+    """Whether the JobManager of a job that was seen RUNNING has not answered for :data:`UNRESPONSIVE_AFTER` seconds."""
+    silent = facts.silent_for is not None and facts.silent_for >= UNRESPONSIVE_AFTER
+    return silent and bool(facts.status.get("firstRunningTime")) and job.get("state") not in TERMINAL_JOB_STATES
+
+
+def _plan_unresponsive(facts: Facts, job: dict[str, Any]) -> Plan:
+    """The cluster runs but its JobManager does not answer: the job's state is unknown, so it is RECONCILING (as the
+    Flink Kubernetes Operator says of a job it cannot observe), no longer RUNNING; the deadlines wait for an answer."""
+    if job.get("state") == "RECONCILING":
+        return Plan()  # said already; the status changes again when the JobManager answers
+    assert facts.silent_for is not None
+    since = timestamp(facts.now - datetime.timedelta(seconds=facts.silent_for))
+    message = f"the JobManager at {facts.status.get('restUrl') or '?'} has not answered since {since}"
+    return Plan(
+        status={"jobStatus": {**job, "state": "RECONCILING", "updateTime": since}, "lifecycleState": Lifecycle.DEPLOYED, "error": message},
+        events=[("Warning", "JobManagerUnreachable", message)],
+    )
 
 
 def _deadline_passed(facts: Facts, job: Mapping[str, Any], obs: Observation) -> tuple[str, str] | None:

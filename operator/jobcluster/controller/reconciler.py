@@ -13,7 +13,17 @@ Status fields of the operator's own (beyond those the CRD documents):
 ``resource.deployed_spec_hash``), ``deployedTarget`` (the target it runs or ran
 on: a spec that changes its target has the old cluster removed where it is),
 ``deployTime`` (when that deployment began), ``firstRunningTime`` (when its job was
-first seen RUNNING: the startup deadline is met) and ``ttlExpired``.
+first seen RUNNING: the startup deadline is met), ``deployRetry`` (a deployment
+that failed transiently: its attempts and when the next one is due, see
+``plan.deploy_retry``), ``terminationTime`` (when the FlinkJob reached FINISHED or
+FAILED, by whatever path: the TTL counts from it) and ``ttlExpired``.
+
+Threads: deployments (program fetch, packing, the wait for REST) run in a pool
+of their own, and so do looks at and removals of clusters, so that a burst of
+deployments never stalls the status reads and writes, observations or deletions
+of other FlinkJobs.  At rest, a reconciliation costs no API call: the FlinkJob
+is the one this reconciler last wrote (while its generation is the same), and
+the cluster adapter asks the JobManager before the platform.
 """
 
 from __future__ import annotations
@@ -21,23 +31,38 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import functools
 import logging
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
-from jobcluster.controller.clusters import JobClusters
+from jobcluster.controller.clusters import Deployed, JobClusters, Observation
 from jobcluster.controller.flinkjob_status import Lifecycle, conditions, timestamp
 from jobcluster.controller.job_config import job_configuration
-from jobcluster.controller.plan import DELETE_RESOURCE, DEPLOY, REMOVE, REMOVE_RESULT, Facts, needs_observation, plan
+from jobcluster.controller.plan import (
+    DELETE_RESOURCE,
+    DEPLOY,
+    REMOVE,
+    REMOVE_RESULT,
+    Facts,
+    deploy_retry,
+    needs_observation,
+    plan,
+)
 from jobcluster.controller.programs import job_program
-from jobcluster.controller.resource import TARGET_KUBERNETES, deployed_spec_hash, parse_spec
+from jobcluster.controller.resource import TARGET_KUBERNETES, FlinkJobSpec, deployed_spec_hash, parse_spec
 from jobcluster.errors import AlreadyExistsError, DeploymentError, JobClusterError
 
 log = logging.getLogger(__name__)
+
+DEPLOY_PARALLELISM = 16  # deployments at once: each holds a thread until its JobManager serves REST (minutes)
+PLATFORM_PARALLELISM = 16  # looks at and removals of clusters at once (seconds each)
+DELETE_WAIT = 20.0  # seconds a deletion waits for a deployment of the FlinkJob in flight before it is tried again
 
 StatusWriter = Callable[[dict[str, Any]], Awaitable[None]]
 EventPoster = Callable[[str, str, str], None]
@@ -86,8 +111,22 @@ class FlinkJobRef:
         )
 
 
+def _reason_of(error: JobClusterError) -> str:
+    """The CamelCase reason of a deployment's failure that carries none of its own."""
+    if isinstance(error, AlreadyExistsError):
+        return "ClusterExists"
+    return "DeploymentFailed" if isinstance(error, DeploymentError) else "InvalidSpec"
+
+
+class RemovalPending(JobClusterError):
+    """A FlinkJob's deletion waits for a deployment of it still in flight; try the deletion again."""
+
+    transient = True
+
+
 class Reconciler:
-    """Carries out ``plan.plan`` for FlinkJobs through ``clusters``; ``defaults``: the operator's default configuration."""
+    """Carries out ``plan.plan`` for FlinkJobs through ``clusters``; ``defaults``: the operator's default configuration;
+    ``deploy_parallelism``: deployments at once (more wait for a thread; other work never does)."""
 
     def __init__(
         self,
@@ -95,32 +134,95 @@ class Reconciler:
         defaults: Mapping[str, str],
         clock: Callable[[], datetime.datetime] | None = None,
         on_deployed: Callable[[float], None] | None = None,
+        deploy_parallelism: int = DEPLOY_PARALLELISM,
     ) -> None:
         self.clusters = clusters
         self.defaults = dict(defaults)
         self._clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
         self._on_deployed = on_deployed
         self._locks: dict[str, asyncio.Lock] = {}
+        self._known: dict[str, FlinkJobRef] = {}  # each FlinkJob as this reconciler last wrote it
+        self._silent_since: dict[str, datetime.datetime] = {}  # when each cluster's REST API stopped answering
+        self._deleted: set[str] = set()
+        self._deploys = ThreadPoolExecutor(deploy_parallelism, thread_name_prefix="flinkjob-deploy")
+        self._platform = ThreadPoolExecutor(PLATFORM_PARALLELISM, thread_name_prefix="flinkjob-platform")
+
+    def close(self) -> None:
+        """Stop taking work; a deployment in flight is not waited for (the next operator adopts it)."""
+        self._deploys.shutdown(wait=False, cancel_futures=True)
+        self._platform.shutdown(wait=False, cancel_futures=True)
 
     async def reconcile(
-        self, uid: str, read: Reader, write_status: StatusWriter, post_event: EventPoster, delete_resource: ResourceDeleter
+        self,
+        uid: str,
+        read: Reader,
+        write_status: StatusWriter,
+        post_event: EventPoster,
+        delete_resource: ResourceDeleter,
+        generation: int | None = None,
     ) -> str | None:
         """One reconciliation of FlinkJob ``uid``, serialized per FlinkJob; returns the lifecycle state it left.
 
-        ``read()`` gives the FlinkJob as the API server has it now (None once it is gone): read
-        after the lock is taken, because a reconciliation that waited may have changed the status
-        that the event which started this one carried.
+        ``read()`` gives the FlinkJob as the API server has it now (None once it is gone). It is
+        called after the lock is taken (a reconciliation that waited may have changed the status
+        that the event which started this one carried), unless ``generation`` (the spec's, as the
+        event saw it) is the one this reconciler last wrote the status of: this operator is the
+        status' only writer, so what it wrote is what the API server has.
         """
         lock = self._locks.setdefault(uid, asyncio.Lock())
         async with lock:
-            job = await read()
+            if uid in self._deleted:
+                return None
+            job = self._known.get(uid)
+            if job is None or generation is None or job.generation != generation:
+                job = await read()
             if job is None or job.deleting:
                 return None
-            return await self._reconcile(job, write_status, post_event, delete_resource)
+            try:
+                return await self._reconcile(job, write_status, post_event, delete_resource)
+            except BaseException:
+                self._known.pop(uid, None)  # a write may or may not have landed: read the next time
+                raise
+
+    async def delete(self, job: FlinkJobRef) -> None:
+        """Remove the FlinkJob's cluster at once, and again once a deployment of it in flight is over (it may
+        have started one after the first removal); then forget the FlinkJob.
+
+        Raises:
+            RemovalPending: a deployment is still in flight after :data:`DELETE_WAIT` seconds (its cluster was
+                removed; what it starts is removed when the deletion is tried again).
+            JobClusterError: the platform refuses or cannot be reached.
+        """
+        self._deleted.add(job.uid)
+        await self._call(self.clusters.remove, self._latest(job).cluster)
+        lock = self._locks.setdefault(job.uid, asyncio.Lock())
+        in_flight = lock.locked()
+        try:
+            async with asyncio.timeout(DELETE_WAIT):
+                await lock.acquire()
+        except TimeoutError:
+            raise RemovalPending(f"FlinkJob {job.namespace}/{job.name}: a deployment is in flight; removing it when it is over") from None
+        try:
+            if in_flight:  # what it deployed after the first removal, maybe on another target
+                await self._call(self.clusters.remove, self._latest(job).cluster)
+        finally:
+            lock.release()
+        self.forget(job.uid)
+
+    def _latest(self, job: FlinkJobRef) -> FlinkJobRef:
+        """``job``, or the newer state this reconciler wrote of it (a deployment in flight records its target first)."""
+        return self._known.get(job.uid) or job
 
     def forget(self, uid: str) -> None:
         """Drop what is kept for a deleted FlinkJob."""
         self._locks.pop(uid, None)
+        self._known.pop(uid, None)
+        self._silent_since.pop(uid, None)
+        self._deleted.discard(uid)
+
+    async def _call(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(*args)`` on a thread of the platform pool."""
+        return await asyncio.get_running_loop().run_in_executor(self._platform, functools.partial(function, *args))
 
     async def _reconcile(
         self, job: FlinkJobRef, write_status: StatusWriter, post_event: EventPoster, delete_resource: ResourceDeleter
@@ -145,22 +247,29 @@ class Reconciler:
         )
         if needs_observation(facts):
             job_id = (job.status.get("jobStatus") or {}).get("jobId")
-            observation = await asyncio.to_thread(self.clusters.observe, job.cluster, job_id)
-            facts = Facts(**{**facts.__dict__, "observation": observation})
+            observation = await self._call(self.clusters.observe, job.cluster, job_id)
+            facts = dataclasses.replace(facts, observation=observation, silent_for=self._silence(job.uid, observation, now))
         decided = plan(facts)
         status = {**decided.status}
         for action in decided.actions:
             if action == REMOVE:
-                await asyncio.to_thread(self.clusters.remove, job.cluster)
+                await self._call(self.clusters.remove, job.cluster)
             elif action == REMOVE_RESULT:
-                await asyncio.to_thread(self.clusters.remove_result, job.cluster)
+                await self._call(self.clusters.remove_result, job.cluster)
             elif action == DEPLOY:
-                status.update(await self._deploy(job, spec_hash, status, write_status, post_event))
+                status.update(await self._deploy(job, spec, spec_hash, status, write_status, post_event))
             elif action == DELETE_RESOURCE:
                 await delete_resource()
         for kind, reason, message in decided.events:
             post_event(kind, reason, message)
         return await self._write(job, status, write_status)
+
+    def _silence(self, uid: str, observation: Observation, now: datetime.datetime) -> float | None:
+        """Seconds the running cluster's REST API has not answered (None when it answered this time)."""
+        if not observation.exists or observation.job is not None:
+            self._silent_since.pop(uid, None)
+            return None
+        return (now - self._silent_since.setdefault(uid, now)).total_seconds()
 
     async def _refuse(
         self, job: FlinkJobRef, spec_hash: str, error: InvalidSpecError, write_status: StatusWriter, post_event: EventPoster
@@ -168,7 +277,7 @@ class Reconciler:
         """An invalid spec: FAILED with the reason, nothing deployed (a cluster of an older spec is removed)."""
         if job.status.get("deployedSpec") == spec_hash and job.status.get("lifecycleState") == Lifecycle.FAILED:
             return await self._write(job, {}, write_status)  # refused already; an edit still advances observedGeneration
-        await asyncio.to_thread(self.clusters.remove, job.cluster)
+        await self._call(self.clusters.remove, job.cluster)
         post_event("Warning", error.reason, str(error))
         status = {
             "lifecycleState": Lifecycle.FAILED,
@@ -180,11 +289,18 @@ class Reconciler:
         return await self._write(job, status, write_status)
 
     async def _deploy(
-        self, job: FlinkJobRef, spec_hash: str, status: dict[str, Any], write_status: StatusWriter, post_event: EventPoster
+        self,
+        job: FlinkJobRef,
+        spec: FlinkJobSpec,
+        spec_hash: str,
+        status: dict[str, Any],
+        write_status: StatusWriter,
+        post_event: EventPoster,
     ) -> dict[str, Any]:
-        """Deploy the spec's cluster; the status fields of the outcome (DEPLOYED, or FAILED with the reason)."""
+        """Deploy the spec's cluster; the status fields of the outcome: DEPLOYED; FAILED with the reason; or, after a
+        transient failure, the previous spec's fields and when to try again (FAILED once that is past the startup
+        deadline)."""
         started = self._clock()
-        spec = parse_spec(job.spec)
         # the spec is recorded before the long wait: an operator restarted meanwhile adopts this deployment
         # the cluster id is cleared: an adopting operator must not take the previous cluster's result for this one
         starting = {
@@ -196,24 +312,22 @@ class Reconciler:
             "jobStatus": None,
             "clusterId": "",
             "firstRunningTime": "",
+            "terminationTime": "",
         }
         await self._write(job, starting, write_status)
         target = dataclasses.replace(job.cluster, target=spec.target, cluster_id="")
         try:
-            with tempfile.TemporaryDirectory(prefix=f"flinkjob-{job.name}-") as scratch:
-                program = await asyncio.to_thread(job_program, spec.job, job.name, Path(scratch))
-                config = job_configuration(spec, job.name, job.namespace, job.uid, self.defaults, Path(scratch))
-                deployed = await asyncio.to_thread(self.clusters.deploy, target, config, program)
-        except AlreadyExistsError:  # the previous cluster's objects are still being collected: try again
-            log.info("FlinkJob %s/%s: waiting for the previous job cluster to be gone", job.namespace, job.name)
-            previous = {"deployedSpec": job.status.get("deployedSpec") or "", "deployedTarget": job.status.get("deployedTarget") or ""}
-            return {"lifecycleState": Lifecycle.UPGRADING, **previous}
-        except DeploymentError as exc:
-            return self._deploy_failed(job, spec_hash, exc, "DeploymentFailed", post_event)
-        except InvalidSpecError as exc:
-            return self._deploy_failed(job, spec_hash, exc, exc.reason, post_event)
+            deployed = await asyncio.get_running_loop().run_in_executor(
+                self._deploys, functools.partial(self._deploy_blocking, job, spec, target)
+            )
         except JobClusterError as exc:
-            return self._deploy_failed(job, spec_hash, exc, "InvalidSpec", post_event)
+            reason = getattr(exc, "reason", None) or _reason_of(exc)
+            retry = (
+                deploy_retry(job.status, spec_hash, started, self._clock(), float(spec.startup_deadline_seconds)) if exc.transient else None
+            )
+            if retry is None:
+                return {**starting, **self._deploy_failed(job, spec_hash, exc, reason, post_event, retried=exc.transient)}
+            return {**starting, **self._deploy_retried(job, starting, exc, reason, retry, post_event)}
         seconds = (self._clock() - started).total_seconds()
         if self._on_deployed is not None:
             self._on_deployed(seconds)
@@ -223,33 +337,64 @@ class Reconciler:
             f"job cluster {deployed.cluster_id} serves REST at {deployed.rest_url} after {seconds:.1f} s; job {deployed.job_id}",
         )
         return {
+            **starting,
             "lifecycleState": Lifecycle.DEPLOYED,
-            "deployedSpec": spec_hash,
-            "deployTime": timestamp(started),
             "clusterId": deployed.cluster_id,
             "restUrl": deployed.rest_url,
             "jobStatus": {"jobId": deployed.job_id, "jobName": job.name, "state": "CREATED"},
-            "error": "",
             "failureReason": "",
             "deploySeconds": round(seconds, 1),
+            "deployRetry": None,
+        }
+
+    def _deploy_blocking(self, job: FlinkJobRef, spec: FlinkJobSpec, target: ClusterRef) -> Deployed:
+        """Fetch the program, build the configuration and deploy (on a thread of the deployment pool)."""
+        with tempfile.TemporaryDirectory(prefix=f"flinkjob-{job.name}-") as scratch:
+            program = job_program(spec.job, job.name, Path(scratch))
+            config = job_configuration(spec, job.name, job.namespace, job.uid, self.defaults, Path(scratch))
+            return self.clusters.deploy(target, config, program)
+
+    @staticmethod
+    def _deploy_retried(
+        job: FlinkJobRef, starting: Mapping[str, Any], error: JobClusterError, reason: str, retry: dict[str, Any], post_event: EventPoster
+    ) -> dict[str, Any]:
+        """Nothing of the failed attempt runs (a descriptor leaves nothing behind): the status goes back to the previous
+        spec's, so the plan deploys again once ``retry['nextAttemptTime']`` has come."""
+        message = f"attempt {retry['attempts']} failed: {error}; trying again at {retry['nextAttemptTime']}"
+        post_event("Warning", reason, message)
+        log.info("FlinkJob %s/%s: %s", job.namespace, job.name, message)
+        return {
+            "lifecycleState": starting.get("lifecycleState") or Lifecycle.CREATED,
+            "deployedSpec": job.status.get("deployedSpec") or "",
+            "deployedTarget": job.status.get("deployedTarget") or "",
+            "deployTime": job.status.get("deployTime") or "",
+            "error": message,
+            "deployRetry": retry,
         }
 
     @staticmethod
-    def _deploy_failed(job: FlinkJobRef, spec_hash: str, error: Exception, reason: str, post_event: EventPoster) -> dict[str, Any]:
-        post_event("Warning", reason, str(error))
-        log.warning("FlinkJob %s/%s: %s", job.namespace, job.name, error)
+    def _deploy_failed(
+        job: FlinkJobRef, spec_hash: str, error: Exception, reason: str, post_event: EventPoster, retried: bool = False
+    ) -> dict[str, Any]:
+        message = f"{error} (gave up: the next attempt would begin past startupDeadlineSeconds)" if retried else str(error)
+        post_event("Warning", reason, message)
+        log.warning("FlinkJob %s/%s: %s", job.namespace, job.name, message)
         return {
             "lifecycleState": Lifecycle.FAILED,
             "deployedSpec": spec_hash,
-            "error": str(error),
+            "error": message,
             "failureReason": reason,
             "restUrl": "",
+            "deployRetry": None,
         }
 
     async def _write(self, job: FlinkJobRef, update: Mapping[str, Any], write_status: StatusWriter) -> str:
         merged = {**job.status, **update}
         lifecycle = str(merged.get("lifecycleState") or Lifecycle.CREATED)
         job_state = (merged.get("jobStatus") or {}).get("state")
+        ended = lifecycle in (Lifecycle.FINISHED, Lifecycle.FAILED)
+        if ended and not merged.get("terminationTime"):  # the TTL counts from it, whatever ended the FlinkJob
+            update = {**update, "terminationTime": (merged.get("jobStatus") or {}).get("endTime") or timestamp(self._clock())}
         document = {
             **update,
             "lifecycleState": lifecycle,
@@ -266,4 +411,5 @@ class Reconciler:
         }
         if document != {key: job.status.get(key) for key in document}:
             await write_status(document)
+        self._known[job.uid] = dataclasses.replace(job, status={**job.status, **document})
         return lifecycle

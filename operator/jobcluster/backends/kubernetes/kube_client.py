@@ -26,7 +26,7 @@ import urllib3
 
 from jobcluster.backends.kubernetes.config_options import KUBERNETES_CONFIG_FILE, KUBERNETES_CONTEXT
 from jobcluster.config.configuration import Configuration
-from jobcluster.errors import AlreadyExistsError, DeploymentError, IllegalConfigurationError, NotFoundError
+from jobcluster.errors import AlreadyExistsError, DeploymentError, IllegalConfigurationError, NotFoundError, PlatformUnavailableError
 
 #: (connect, read) timeout of every API call, seconds.  Watches set their own read timeout.
 REQUEST_TIMEOUT = (5.0, 30.0)
@@ -102,7 +102,8 @@ def api_call(verb: str, resource: str, namespace: str | None, call: Callable[...
     Raises:
         ObjectNotFoundError: status 404.
         ObjectExistsError: status 409 with reason AlreadyExists.
-        DeploymentError: forbidden, unauthorized, unreachable, or any other API error.
+        PlatformUnavailableError: unreachable, or status 5xx or 429 (a DeploymentError that may pass).
+        DeploymentError: forbidden, unauthorized, or any other API error.
     """
     kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
     where = f" in namespace {namespace}" if namespace else ""
@@ -120,11 +121,14 @@ def api_call(verb: str, resource: str, namespace: str | None, call: Callable[...
             ) from exc
         if exc.status == 401:
             raise DeploymentError(f"the Kubernetes API server refused the credentials ({verb} {resource}{where}): {_reason(exc)}") from exc
-        raise DeploymentError(f"could not {verb} {resource}{where}: {exc.status} {_reason(exc)}") from exc
+        error = PlatformUnavailableError if exc.status in (0, 429) or exc.status >= 500 else DeploymentError
+        raise error(f"could not {verb} {resource}{where}: {exc.status} {_reason(exc)}") from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         host = getattr(getattr(call, "__self__", None), "api_client", None)
         address = host.configuration.host if host is not None else "the configured address"
-        raise DeploymentError(f"the Kubernetes API server at {address} is not reachable ({verb} {resource}{where}): {exc}") from exc
+        raise PlatformUnavailableError(
+            f"the Kubernetes API server at {address} is not reachable ({verb} {resource}{where}): {exc}"
+        ) from exc
 
 
 def _status_reason(exc: kubernetes.client.ApiException) -> str | None:

@@ -8,7 +8,7 @@ package's HdfsError, an OSError) is chained as ``__cause__``.
 
 from __future__ import annotations
 
-from jobcluster.errors import DeploymentError, IllegalConfigurationError
+from jobcluster.errors import DeploymentError, IllegalConfigurationError, PlatformUnavailableError
 
 
 class YarnConfigurationError(IllegalConfigurationError):
@@ -29,3 +29,7 @@ class PythonEnvironmentError(DeploymentError):
 
 class YarnClientError(DeploymentError):
     """A call to the YARN ResourceManager failed or it is unreachable."""
+
+
+class YarnUnavailableError(YarnClientError, PlatformUnavailableError):
+    """The ResourceManager did not answer, or answered 5xx: a later attempt may succeed."""

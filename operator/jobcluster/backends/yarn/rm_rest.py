@@ -7,7 +7,8 @@ Deploying and killing stay with the Java client (``yarn_client.py``), which
 carries Hadoop RPC's security.
 
 Every call has ``timeout`` seconds; errors become :class:`YarnClientError`
-naming the URL.  Reports are the same :class:`ApplicationReport` the Java
+naming the URL (:class:`YarnUnavailableError`, which the operator retries, when
+the ResourceManager does not answer or answers 5xx).  Reports are the same :class:`ApplicationReport` the Java
 client gives (``host``/``rpc_port`` from ``amRPCAddress``, where the
 ApplicationMaster registered its REST endpoint).
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 import requests
 
-from jobcluster.backends.yarn.errors import YarnClientError
+from jobcluster.backends.yarn.errors import YarnClientError, YarnUnavailableError
 from jobcluster.backends.yarn.statuses import finish_time_of
 from jobcluster.backends.yarn.yarn_client import ACTIVE_STATES, ApplicationReport
 
@@ -46,9 +47,11 @@ class ResourceManagerRest:
         try:
             response = self._session.get(url, params=query, timeout=self.timeout, headers={"Accept": "application/json"})
         except requests.RequestException as error:
-            raise YarnClientError(f"the YARN ResourceManager's REST API at {self.url} cannot be reached: {error}") from error
+            raise YarnUnavailableError(f"the YARN ResourceManager's REST API at {self.url} cannot be reached: {error}") from error
         if response.status_code == 404:
             return None
+        if response.status_code >= 500:
+            raise YarnUnavailableError(f"GET {url} answered {response.status_code}: {response.text[:300]}")
         if not response.ok:
             raise YarnClientError(f"GET {url} answered {response.status_code}: {response.text[:300]}")
         document: dict[str, Any] = response.json()
