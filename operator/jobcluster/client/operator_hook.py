@@ -18,11 +18,14 @@ from jobcluster.errors import IllegalConfigurationError
 
 
 class InvalidSpecError(IllegalConfigurationError):
-    """A FlinkJob spec that cannot be deployed; ``reason`` is a CamelCase word for conditions and events."""
+    """A FlinkJob spec that cannot be deployed; ``reason`` is a CamelCase word for conditions and events;
+    ``transient`` when what the spec names may come to exist (a ConfigMap applied after the FlinkJob, a program
+    URL that did not answer), so that the operator tries again."""
 
-    def __init__(self, message: str, reason: str = "InvalidSpec") -> None:
+    def __init__(self, message: str, reason: str = "InvalidSpec", transient: bool = False) -> None:
         super().__init__(message)
         self.reason = reason
+        self.transient = transient
 
 
 @dataclass(frozen=True)

@@ -403,6 +403,14 @@ class KubernetesCluster:
         cluster._server, cluster._started, cluster._attached = info["server"], True, True
         return cluster
 
+    def daemon(self, name: str) -> psutil.Process:
+        """The running daemon ``name`` (e.g. ``kube-apiserver``) of this cluster, found by its working directory
+        (so also for an attached cluster), for tests that pause or kill it."""
+        for process in psutil.process_iter(["name", "cwd"]):
+            if process.info["name"] == name and process.info["cwd"] == str(self.work_dir):
+                return process
+        raise KubernetesClusterError(f"no {name} of the cluster in {self.work_dir} runs")
+
     # -- lifecycle
     def __enter__(self) -> KubernetesCluster:
         self.start()

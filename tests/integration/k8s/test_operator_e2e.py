@@ -17,168 +17,48 @@ test_chart.py runs it as the chart's pod, and there also with FlinkJobs on YARN.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 import uuid
 from collections import Counter
-from pathlib import Path
 
 import kubernetes
 import pytest
 import requests
-import yaml
 
-from tests.infra.k8s.cluster import free_port
-from tests.integration.k8s.pods import TEST_NODE_CPU, host_path_template, image_options
+from tests.integration.k8s.flinkjobs import (
+    POD_TEMPLATE,
+    REPO,
+    TIMEOUT,
+    WAITS,
+    apply,
+    cluster_objects,
+    condition,
+    events_of,
+    flinkjob,
+    get,
+    job_status,
+    kubectl_wait,
+    operator_namespace,
+    running_operator,
+    strip_finalizers,
+)
+from tests.integration.k8s.pods import host_path_template
 from tests.integration.k8s.waiting import wait_for
 
 pytestmark = pytest.mark.k8s
 
-REPO = Path(__file__).resolve().parents[3]
-CRD = REPO / "manifests" / "crd" / "flinkjobs.jobcluster.io.yaml"
-PROGRAMS = REPO / "tests" / "e2e" / "programs"
-WAITS = PROGRAMS / "waits.py"
-POD_TEMPLATE = "kubernetes.pod-template-file.default"
-TIMEOUT = (5, 30)
-GROUP, VERSION, PLURAL = "jobcluster.io", "v1alpha1", "flinkjobs"
-
-
-class Operator:
-    """The operator as a process: started, killed and started again by the tests."""
-
-    def __init__(self, env: dict[str, str], namespace: str, defaults: Path, log: Path) -> None:
-        self.env, self.namespace, self.defaults, self.log = env, namespace, defaults, log
-        self.port = free_port()
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        argv = [sys.executable, "-m", "jobcluster.controller", "--namespace", self.namespace, "--port", str(self.port)]
-        argv += ["--default-configuration", str(self.defaults)]
-        with open(self.log, "a") as log:
-            self.process = subprocess.Popen(argv, env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_for(self.healthy, timeout=60, what="the operator's /healthz")
-
-    def healthy(self) -> bool:
-        assert self.process is not None and self.process.poll() is None, self.log.read_text()[-3000:]
-        try:
-            return requests.get(f"http://127.0.0.1:{self.port}/healthz", timeout=2).status_code == 200
-        except requests.RequestException:
-            return False
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(30)
-
 
 @pytest.fixture(scope="module")
 def namespace(k8s_cluster, k8s_api):
-    core = kubernetes.client.CoreV1Api(k8s_api)
-    name = f"op-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": name}}, _request_timeout=TIMEOUT)
-    k8s_cluster.kubectl("apply", "-f", str(CRD))
-    k8s_cluster.kubectl("apply", "-n", name, "-f", str(REPO / "manifests" / "rbac.yaml"))
-    yield name
-    custom = kubernetes.client.CustomObjectsApi(k8s_api)
-    for item in custom.list_namespaced_custom_object(GROUP, VERSION, name, PLURAL, _request_timeout=TIMEOUT)["items"]:
-        strip_finalizers(custom, name, item["metadata"]["name"])
-    core.delete_namespace(name, _request_timeout=TIMEOUT)
+    with operator_namespace(k8s_cluster, k8s_api) as name:
+        yield name
 
 
 @pytest.fixture(scope="module")
 def operator(k8s_cluster, k8s_image, namespace, tmp_path_factory):
-    work = tmp_path_factory.mktemp("operator")
-    defaults = work / "flink-conf.yaml"
-    defaults.write_text(
-        yaml.safe_dump(
-            {
-                **image_options(k8s_image),
-                **TEST_NODE_CPU,
-                POD_TEMPLATE: str(host_path_template(work / "programs-pod-template.yaml", [PROGRAMS])),
-            }
-        )
-    )
-    process = Operator(k8s_cluster.env(), namespace, defaults, work / "operator.log")
-    process.start()
-    yield process
-    process.kill()
-    print(f"operator log: {process.log}")
-
-
-def strip_finalizers(custom, namespace: str, name: str) -> None:
-    """What docs/operations/troubleshooting.md says to do when the operator is gone: without it nothing would remove its finalizer."""
-    try:
-        custom.patch_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL, name, {"metadata": {"finalizers": None}}, _request_timeout=TIMEOUT
-        )
-    except kubernetes.client.ApiException:
-        pass
-
-
-def flinkjob(name: str, namespace: str, job: dict, **spec) -> dict:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "FlinkJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"job": job, **spec},
-    }
-
-
-def apply(k8s_cluster, document: dict, check: bool = True) -> subprocess.CompletedProcess:
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as manifest:
-        manifest.write(yaml.safe_dump(document))
-        manifest.flush()
-        return k8s_cluster.kubectl("apply", "-f", manifest.name, check=check)
-
-
-def get(k8s_api, namespace: str, name: str) -> dict:
-    return kubernetes.client.CustomObjectsApi(k8s_api).get_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURAL, name, _request_timeout=TIMEOUT
-    )
-
-
-def job_status(k8s_api, namespace: str, name: str) -> dict:
-    return get(k8s_api, namespace, name).get("status", {}).get("jobStatus") or {}
-
-
-def condition(document: dict, kind: str) -> dict:
-    (found,) = [c for c in (document.get("status") or {}).get("conditions", []) if c["type"] == kind]
-    return found
-
-
-def kubectl_wait(k8s_cluster, namespace: str, name: str, kind: str, timeout: int = 240) -> None:
-    result = k8s_cluster.kubectl(
-        "wait", "-n", namespace, f"--for=condition={kind}", f"flinkjob/{name}", f"--timeout={timeout}s", timeout=timeout + 30, check=False
-    )
-    assert result.returncode == 0, f"{result.stderr}\n{k8s_cluster.kubectl('get', 'flinkjob', '-n', namespace, name, '-o', 'yaml').stdout}"
-
-
-def events_of(k8s_api, namespace: str, name: str) -> list[str]:
-    core = kubernetes.client.CoreV1Api(k8s_api)
-    items = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}", _request_timeout=TIMEOUT).items
-    return [f"{e.type} {e.reason}: {e.message}" for e in items]
-
-
-def cluster_objects(k8s_api, namespace: str, name: str) -> list[str]:
-    core, apps = kubernetes.client.CoreV1Api(k8s_api), kubernetes.client.AppsV1Api(k8s_api)
-    selector = f"app={name}"
-    found = [
-        f"deployment/{d.metadata.name}"
-        for d in apps.list_namespaced_deployment(namespace, label_selector=selector, _request_timeout=TIMEOUT).items
-    ]
-    for kind, lister in (
-        ("pod", core.list_namespaced_pod),
-        ("service", core.list_namespaced_service),
-        ("configmap", core.list_namespaced_config_map),
-        ("secret", core.list_namespaced_secret),
-    ):
-        found += [f"{kind}/{o.metadata.name}" for o in lister(namespace, label_selector=selector, _request_timeout=TIMEOUT).items]
-    return sorted(found)
+    with running_operator(k8s_cluster, k8s_image, namespace, tmp_path_factory.mktemp("operator")) as process:
+        yield process
 
 
 def test_inline_wordcount_succeeds_with_exact_counts_and_a_true_status(k8s_cluster, k8s_api, namespace, operator, tmp_path):

@@ -1,0 +1,315 @@
+"""The operator under random faults: a seeded run of FlinkJob changes and faults, then what must hold.
+
+FlinkJobs on Kubernetes (long jobs, and one that finishes) and one on YARN are created,
+changed (``restartNonce``), suspended, resumed and deleted at random, while the operator
+process is killed (also right inside a deployment), JobManager and TaskManager pods are
+deleted and the API server is paused (SIGSTOP: it stops answering, as when partitioned).
+Then, with the operator running, every FlinkJob must settle and agree with what runs:
+
+- a running FlinkJob is STABLE, its job RUNNING on the JobManager its status names, with one
+  cluster (one JobManager Deployment, or one running YARN application);
+- a suspended one has no cluster; one that had FINISHED keeps its result and job id;
+- a deleted one is gone and left nothing: no pod, Deployment, Service, ConfigMap or Secret, no
+  running YARN application, no staging directory;
+- no spec was deployed more often than it was asked for (``Deployed`` events against the
+  changes that deploy, plus the ``Redeploying`` of a deployment the operator lost when killed).
+
+The run is reproducible from its seed, printed first:
+
+    JOBCLUSTER_FAULT_SEED=1234 JOBCLUSTER_FAULT_STEPS=60 .venv/bin/python -m pytest tests/integration/k8s/test_operator_faults.py
+
+``JOBCLUSTER_FAULT_STEPS`` (default 10) sets its length: short in ``make test``, long by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from dataclasses import dataclass, field
+
+import kubernetes
+import pytest
+import requests
+
+from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
+from jobcluster.backends.yarn.staging import HdfsPaths, webhdfs_client
+from tests.integration.k8s.flinkjobs import (
+    TIMEOUT,
+    WAITS,
+    apply,
+    cluster_objects,
+    events_of,
+    flinkjob,
+    get,
+    operator_namespace,
+    running_operator,
+)
+from tests.integration.k8s.waiting import wait_for
+
+pytestmark = [pytest.mark.k8s, pytest.mark.hadoop]
+
+STEPS = int(os.environ.get("JOBCLUSTER_FAULT_STEPS", "10"))
+LONG_JOBS = 2  # FlinkJobs on Kubernetes that run for the whole test, at most at once
+SETTLE_TIMEOUT = 420.0  # seconds for every FlinkJob to settle after the last fault
+SMALL = {"taskmanager.numberOfTaskSlots": "1", "jobmanager.memory.process.size": "1g", "taskmanager.memory.process.size": "1280m"}
+
+
+@dataclass
+class Model:
+    """What the test asked of one FlinkJob: its desired state, and how many deployments that may cause."""
+
+    name: str
+    target: str = "kubernetes-application"
+    state: str = "running"
+    nonce: int = 0
+    exists: bool = True
+    deploys: int = 1  # deployments asked for: its creation, each resume, each new restartNonce while running
+    uid: str = ""
+    finished_job: str = ""  # the job id of a job that FINISHED before the faults
+
+    def spec(self, namespace: str, seconds: int = 900) -> dict:
+        job = {"program": f"local://{WAITS}", "args": [str(seconds)], "state": self.state}
+        extra = {"target": self.target, "hadoopConfigMap": "hadoop-conf"} if self.target == "yarn-per-job" else {}
+        if self.target == "yarn-per-job":
+            job = {"source": WAITS.read_text(), "args": [str(seconds)], "state": self.state}
+        return flinkjob(self.name, namespace, job, restartNonce=self.nonce, flinkConfiguration=SMALL, **extra)
+
+
+@dataclass
+class Run:
+    """One seeded run: the models, the log of what was done, and the means to do it."""
+
+    rng: random.Random
+    k8s_cluster: object
+    k8s_api: object
+    namespace: str
+    operator: object
+    yarn_url: str
+    hdfs: HdfsPaths
+    models: dict[str, Model] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+    created: int = 0
+
+    def do(self, what: str) -> None:
+        self.log.append(what)
+        print(f"[fault test] {what}", flush=True)
+
+    def patch(self, model: Model, spec: dict) -> None:
+        self.k8s_cluster.kubectl("patch", "flinkjob", "-n", self.namespace, model.name, "--type", "merge", "-p", json.dumps({"spec": spec}))
+
+    def alive(self, target: str | None = None, finished: bool | None = None) -> list[Model]:
+        return [
+            m
+            for m in self.models.values()
+            if m.exists and (target is None or m.target == target) and (finished is None or bool(m.finished_job) == finished)
+        ]
+
+    # -- changes
+    def add(self, model: Model, seconds: int = 900) -> Model:
+        self.models[model.name] = model
+        apply(self.k8s_cluster, model.spec(self.namespace, seconds))
+        model.uid = get(self.k8s_api, self.namespace, model.name)["metadata"]["uid"]
+        self.do(f"create {model.name} on {model.target}")
+        return model
+
+    def create(self) -> None:
+        self.created += 1
+        self.add(Model(f"long-{self.created}"))
+
+    def restart(self, model: Model) -> None:
+        model.nonce += 1
+        model.deploys += model.state == "running"
+        self.patch(model, {"restartNonce": model.nonce})
+        self.do(f"restartNonce {model.nonce} of {model.name}")
+
+    def suspend_or_resume(self, model: Model) -> None:
+        resumed = model.state == "suspended"
+        model.state = "running" if resumed else "suspended"
+        model.deploys += resumed and not model.finished_job
+        self.patch(model, {"job": {"state": model.state}})
+        self.do(f"{model.state} {model.name}")
+
+    def delete(self, model: Model) -> None:
+        model.exists = False
+        self.k8s_cluster.kubectl("delete", "flinkjob", "-n", self.namespace, model.name, "--wait=false")
+        self.do(f"delete {model.name}")
+
+    # -- faults
+    def kill_operator(self, inside_deploy: bool) -> None:
+        long = self.alive("kubernetes-application", finished=False)
+        if inside_deploy and long:
+            model = self.rng.choice(long)
+            if model.state == "suspended":
+                self.suspend_or_resume(model)
+            else:
+                self.restart(model)
+            time.sleep(self.rng.uniform(0.5, 4.0))  # the operator is removing or deploying
+        self.operator.kill()
+        self.do("operator killed" + (" inside a deployment" if inside_deploy else ""))
+        time.sleep(self.rng.uniform(0, 3))
+        self.operator.start()
+
+    def delete_pod(self, component: str) -> None:
+        core = kubernetes.client.CoreV1Api(self.k8s_api)
+        pods = core.list_namespaced_pod(self.namespace, label_selector=f"component={component}", _request_timeout=TIMEOUT).items
+        if pods:
+            pod = self.rng.choice(sorted(pods, key=lambda p: p.metadata.name))
+            core.delete_namespaced_pod(pod.metadata.name, self.namespace, _request_timeout=TIMEOUT)
+            self.do(f"deleted pod {pod.metadata.name}")
+
+    def pause_api_server(self) -> None:
+        seconds = self.rng.uniform(2, 6)
+        server = self.k8s_cluster.daemon("kube-apiserver")
+        server.suspend()
+        try:
+            time.sleep(seconds)
+        finally:
+            server.resume()
+        self.do(f"API server paused for {seconds:.1f} s")
+
+    def step(self) -> None:
+        long = self.alive("kubernetes-application", finished=False)
+        choices = ["change", "change", "kill", "kill-in-deploy", "jm-pod", "tm-pod", "api-server"]
+        if len(long) < LONG_JOBS:
+            choices.append("create")
+        if long:
+            choices.append("delete")
+        choice = self.rng.choice(choices)
+        changeable = [m for m in self.alive() if m.target != "yarn-per-job" or self.rng.random() < 0.3]
+        if choice == "create":
+            self.create()
+        elif choice == "change" and changeable:
+            model = self.rng.choice(changeable)
+            if model.finished_job or self.rng.random() < 0.5:
+                self.suspend_or_resume(model)
+            else:
+                self.restart(model)
+        elif choice == "delete":
+            self.delete(self.rng.choice(long))
+        elif choice in ("kill", "kill-in-deploy"):
+            self.kill_operator(inside_deploy=choice == "kill-in-deploy")
+        elif choice in ("jm-pod", "tm-pod"):
+            self.delete_pod("jobmanager" if choice == "jm-pod" else "taskmanager")
+        elif choice == "api-server":
+            self.pause_api_server()
+        time.sleep(self.rng.uniform(0, 5))
+
+    # -- what must hold
+    def yarn_applications(self, uid: str, running: bool = True) -> list[dict]:
+        """The YARN applications tagged with the FlinkJob's uid (only those that have not ended, when ``running``)."""
+        query = {"applicationTags": f"flinkjob-uid:{uid}"}
+        if running:
+            query["states"] = "NEW,NEW_SAVING,SUBMITTED,ACCEPTED,RUNNING"
+        apps = requests.get(f"{self.yarn_url}/ws/v1/cluster/apps", params=query, timeout=10).json().get("apps") or {}
+        return apps.get("app") or []
+
+    def yarn_left(self, model: Model) -> list[str]:
+        """What a deleted FlinkJob on YARN left: applications still running, staging directories on HDFS."""
+        if model.target != "yarn-per-job" or not model.uid:
+            return []
+        left = [f"application {a['id']}" for a in self.yarn_applications(model.uid)]
+        for app in self.yarn_applications(model.uid, running=False):
+            for home in self.hdfs.client.list("/user"):
+                staging = f"/user/{home}/.jobcluster/{app['id']}"
+                if self.hdfs.client.status(staging, strict=False) is not None:
+                    left.append(f"staging {staging}")
+        return left
+
+    def settled(self, model: Model) -> str | None:
+        """None when the FlinkJob agrees with what runs; else what does not (yet)."""
+        try:
+            document = get(self.k8s_api, self.namespace, model.name)
+        except kubernetes.client.ApiException as exc:
+            if exc.status != 404:
+                raise
+            document = None
+        if not model.exists:
+            if document is not None:
+                return "not deleted yet"
+            left = cluster_objects(self.k8s_api, self.namespace, model.name) + self.yarn_left(model)
+            return f"left {left}" if left else None
+        assert document is not None
+        status = document.get("status") or {}
+        if status.get("observedGeneration") != document["metadata"]["generation"]:
+            return f"generation {document['metadata']['generation']} not observed"
+        running = [o for o in cluster_objects(self.k8s_api, self.namespace, model.name) if o.startswith("deployment/")]
+        if model.target == "yarn-per-job":
+            running = [a["id"] for a in self.yarn_applications(document["metadata"]["uid"])]
+        lifecycle, job = status.get("lifecycleState"), status.get("jobStatus") or {}
+        if model.finished_job:
+            ok = lifecycle == "FINISHED" and job.get("jobId") == model.finished_job and not running
+            return None if ok else f"a finished job must keep its result: {lifecycle} {job} {running}"
+        if model.state == "suspended":
+            return None if lifecycle == "SUSPENDED" and not running else f"suspended: {lifecycle} {running}"
+        if lifecycle != "STABLE" or job.get("state") != "RUNNING" or len(running) != 1:
+            return f"running: {lifecycle} {job.get('state')} {running} {status.get('error', '')}"
+        answer = requests.get(f"{status['restUrl']}/jobs/{job['jobId']}", timeout=5)
+        return None if answer.ok and answer.json()["state"] == "RUNNING" else f"the JobManager says {answer.text[:200]}"
+
+    def deploy_counts(self, model: Model) -> tuple[int, int]:
+        events = events_of(self.k8s_api, self.namespace, model.name)
+        return sum(e.startswith("Normal Deployed") for e in events), sum(e.startswith("Normal Redeploying") for e in events)
+
+
+@pytest.fixture(scope="module")
+def namespace(k8s_cluster, k8s_api):
+    with operator_namespace(k8s_cluster, k8s_api, prefix="faults") as name:
+        yield name
+
+
+def test_random_changes_and_faults_leave_every_flinkjob_true_and_nothing_orphaned(
+    k8s_cluster, k8s_api, k8s_image, hadoop_cluster, namespace, tmp_path
+):
+    seed = int(os.environ.get("JOBCLUSTER_FAULT_SEED") or random.SystemRandom().randrange(1 << 32))
+    print(f"\n[fault test] seed {seed}, {STEPS} steps: JOBCLUSTER_FAULT_SEED={seed} JOBCLUSTER_FAULT_STEPS={STEPS} replays it", flush=True)
+    hadoop = HadoopConfiguration.load(hadoop_cluster.hadoop_conf_dir)
+    k8s_cluster.kubectl("create", "configmap", "hadoop-conf", "-n", namespace, f"--from-file={hadoop_cluster.hadoop_conf_dir}")
+    with running_operator(k8s_cluster, k8s_image, namespace, tmp_path) as operator:
+        run = Run(
+            random.Random(seed),
+            k8s_cluster,
+            k8s_api,
+            namespace,
+            operator,
+            hadoop.resourcemanager_webapp_url().rstrip("/"),
+            HdfsPaths(webhdfs_client(hadoop), hadoop.default_fs),
+        )
+        # one job that finishes before the faults begin, so that they can try to take its result
+        finishing = run.add(Model("finishes"), seconds=2)
+        run.add(Model("on-yarn", target="yarn-per-job"))
+        for _ in range(LONG_JOBS):
+            run.create()
+        finished = wait_for(
+            lambda: (s := get(k8s_api, namespace, "finishes").get("status") or {}).get("lifecycleState") == "FINISHED" and s,
+            timeout=300,
+            what="the short job FINISHED",
+        )
+        finishing.finished_job = finished["jobStatus"]["jobId"]
+        for _ in range(STEPS):
+            run.step()
+        if operator.process is None or operator.process.poll() is not None:
+            operator.start()
+        settle(run, seed)
+        for model in run.models.values():
+            if model.exists:
+                deployed, redeployed = run.deploy_counts(model)
+                assert deployed <= model.deploys + redeployed, f"seed {seed}: {model.name} deployed {deployed} times for {model}"
+        for model in run.alive():  # and every one deleted leaves nothing, running or not
+            run.delete(model)
+        settle(run, seed)
+        print(f"[fault test] seed {seed}: every FlinkJob settled after {len(run.log)} steps: {run.log}")
+
+
+def settle(run: Run, seed: int) -> None:
+    """Wait until every FlinkJob agrees with what runs; AssertionError with the seed, what disagrees and the steps."""
+
+    def disagreements() -> dict[str, str]:
+        found = {name: run.settled(model) for name, model in run.models.items()}
+        return {name: why for name, why in found.items() if why}
+
+    try:
+        wait_for(lambda: not disagreements(), timeout=SETTLE_TIMEOUT, interval=3, what="every FlinkJob settled")
+    except AssertionError:
+        raise AssertionError(f"seed {seed}: not settled: {disagreements()}\nsteps: {run.log}") from None
