@@ -1,6 +1,6 @@
 """Benchmark: the FlinkJob operator's throughput, and `kubectl apply` → RUNNING next to `jobcluster run`.
 
-    .venv/bin/python benchmarks/operator_throughput.py [--jobs 100] [--input CORPUS_DIR] [--attach WORK_DIR]
+    .venv/bin/python benchmarks/operator_throughput.py [--jobs 1000] [--rest-window 60] [--input CORPUS_DIR] [--attach WORK_DIR]
 
 Starts the Kubernetes test cluster (tests/infra/k8s; its tools must be built)
 with the project's image built from the working tree (tests/infra/image/build.sh),
@@ -11,10 +11,15 @@ and runs the operator as a process (``python -m jobcluster.controller``) whose
 default configuration runs every job cluster on that image (pull policy Never),
 then:
 
-1. creates ``--jobs`` FlinkJobs at once with ``job.state: suspended`` (no pods)
-   and measures the time until every status is observed and true
+1. creates ``--jobs`` (1,000) FlinkJobs at once with ``job.state: suspended``
+   (no pods) and measures the time until every status is observed and true
    (``lifecycleState: SUSPENDED`` for the current generation): reconciles per
-   minute, and the operator's CPU seconds (user + system) over that time;
+   minute, the operator's CPU seconds (user + system) over that time and its
+   resident memory; then the API requests per minute at rest: the API server's
+   own count (``apiserver_request_total``) over ``--rest-window`` seconds with
+   the operator running, less the same count over a window with the operator
+   paused (SIGSTOP: its watches stay open), which is the cluster's own
+   background (controllers, kubelet, leases);
 2. with ``--input``: WordCount once through a FlinkJob (seconds from `kubectl
    apply` until the status says RUNNING, and until Succeeded) and once through
    `jobcluster run -t kubernetes-application` (until it prints that the job is
@@ -46,6 +51,7 @@ import kubernetes  # noqa: E402
 import psutil  # noqa: E402
 import requests  # noqa: E402
 import yaml  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from tests.infra.k8s.cluster import KubernetesCluster, free_port, with_project_image  # noqa: E402
 from tests.integration.k8s.pods import host_path_template, image_options  # noqa: E402
@@ -81,7 +87,12 @@ def flinkjob(name: str, namespace: str, job: dict, **spec: object) -> dict:
 
 
 def throughput(
-    cluster: KubernetesCluster, custom: kubernetes.client.CustomObjectsApi, namespace: str, operator: psutil.Process, jobs: int
+    cluster: KubernetesCluster,
+    custom: kubernetes.client.CustomObjectsApi,
+    namespace: str,
+    operator: psutil.Process,
+    jobs: int,
+    rest_window: float,
 ) -> None:
     documents = [flinkjob(f"suspended-{n}", namespace, {"source": "print(1)", "state": "suspended"}) for n in range(jobs)]
     cpu_before = sum(operator.cpu_times()[:2])
@@ -103,7 +114,43 @@ def throughput(
     cpu = sum(operator.cpu_times()[:2]) - cpu_before
     print(f"{jobs} suspended FlinkJobs: applied in {applied:.1f} s, every status true after {elapsed:.1f} s")
     print(f"  {jobs / elapsed * 60:.0f} reconciles per minute; operator CPU {cpu:.1f} s ({cpu / elapsed * 100:.0f}% of one core)")
-    cluster.kubectl("delete", "flinkjobs", "-n", namespace, "--all", timeout=300)
+    print(f"  operator resident memory {operator.memory_info().rss / (1 << 20):.0f} MiB")
+    at_rest(cluster, operator, jobs, rest_window)
+    cluster.kubectl("delete", "flinkjobs", "-n", namespace, "--all", timeout=600)
+
+
+def api_requests(cluster: KubernetesCluster) -> float:
+    """The API server's count of the requests it has served (``apiserver_request_total``, every verb and code)."""
+    metrics = cluster.kubectl("get", "--raw", "/metrics", timeout=60).stdout
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(metrics)
+        if family.name == "apiserver_request"
+        for sample in family.samples
+        if sample.name == "apiserver_request_total"
+    )
+
+
+def at_rest(cluster: KubernetesCluster, operator: psutil.Process, jobs: int, window: float) -> None:
+    """API requests per minute with the operator at rest, above the cluster's own background."""
+
+    def per_minute() -> float:
+        before = api_requests(cluster)
+        time.sleep(window)
+        return (api_requests(cluster) - before) / window * 60  # its own reads are in both windows: they cancel out
+
+    cpu_before = sum(operator.cpu_times()[:2])
+    running = per_minute()
+    cpu = sum(operator.cpu_times()[:2]) - cpu_before
+    operator.suspend()
+    try:
+        background = per_minute()
+    finally:
+        operator.resume()
+    print(
+        f"  at rest with {jobs} settled FlinkJobs: {max(0.0, running - background):.0f} API requests per minute from the operator "
+        f"({running:.0f} in all, {background:.0f} with the operator paused); operator CPU {cpu / window * 100:.1f}% of one core"
+    )
 
 
 def wordcount_side_by_side(
@@ -196,7 +243,8 @@ def clean_up(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=100, help="suspended FlinkJobs created at once")
+    parser.add_argument("--jobs", type=int, default=1000, help="suspended FlinkJobs created at once")
+    parser.add_argument("--rest-window", type=float, default=60.0, help="seconds over which the API requests at rest are counted")
     parser.add_argument("--input", type=Path, help="a corpus directory for the WordCount comparison (skipped without)")
     parser.add_argument("--attach", type=Path, metavar="WORK_DIR", help="use the test cluster running in WORK_DIR instead of starting one")
     args = parser.parse_args()
@@ -208,14 +256,16 @@ def main() -> None:
     try:
         api = cluster.api_client()
         try:
-            run(cluster, api, cluster.images[0][0], args.jobs, corpus)
+            run(cluster, api, cluster.images[0][0], args.jobs, args.rest_window, corpus)
         finally:
             api.close()
     finally:
         cluster.stop(remove_work_dir=True)
 
 
-def run(cluster: KubernetesCluster, api: kubernetes.client.ApiClient, image: str, jobs: int, corpus: Path | None) -> None:
+def run(
+    cluster: KubernetesCluster, api: kubernetes.client.ApiClient, image: str, jobs: int, rest_window: float, corpus: Path | None
+) -> None:
     """In a namespace of its own, with the operator as a process: the throughput, then (with a corpus) WordCount both ways."""
     core, custom = kubernetes.client.CoreV1Api(api), kubernetes.client.CustomObjectsApi(api)
     namespace = f"bench-{uuid.uuid4().hex[:6]}"
@@ -236,7 +286,7 @@ def run(cluster: KubernetesCluster, api: kubernetes.client.ApiClient, image: str
                 if time.monotonic() > deadline:
                     raise SystemExit("the operator did not serve /healthz within 120 s")
                 time.sleep(0.5)
-            throughput(cluster, custom, namespace, psutil.Process(operator.pid), jobs)
+            throughput(cluster, custom, namespace, psutil.Process(operator.pid), jobs, rest_window)
             if corpus is not None:
                 wordcount_side_by_side(cluster, custom, namespace, corpus, image)
     finally:
