@@ -214,13 +214,31 @@ async def _lead(run_kopf: Callable[..., Coroutine[Any, Any, None]], metrics: Ope
     keeper = LeaseKeeper(elector, acquired_at, on_lost=_exit_at_once, clock=elector.now)
     keeper.start()
     try:
-        await run_kopf(stop_flag=stopping)
+        await _until_stopped(run_kopf(), stopping)
     finally:
         # reconciliations still running in threads end before another replica may start its own
         await loop.shutdown_default_executor()
         keeper.stop()
         elector.release()  # blocking, briefly: the loop has nothing else to do any more
         metrics.leader.set(0)
+
+
+async def _until_stopped(operator: Coroutine[Any, Any, None], stopping: asyncio.Event) -> None:
+    """Run kopf until it ends, or cancel it when ``stopping`` is set (a signal before kopf's own handlers took over).
+
+    Not kopf's ``stop_flag``: stopped by its own signal handler, kopf would wait for that flag's waiter, a task it
+    cannot tell from a hung handler, for 5 s.
+    """
+    kopf_task = asyncio.create_task(operator, name="kopf")
+    stop_task = asyncio.create_task(stopping.wait(), name="stop")  # made before kopf starts: kopf leaves it alone
+    try:
+        await asyncio.wait({kopf_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (stop_task, kopf_task):
+            task.cancel()  # no-op for the one that ended
+        _, outcome = await asyncio.gather(stop_task, kopf_task, return_exceptions=True)
+    if isinstance(outcome, Exception):  # kopf failed; its cancellation here is a stop like any other
+        raise outcome
 
 
 def _exit_at_once() -> None:
