@@ -129,6 +129,18 @@ def test_a_renewal_that_hangs_is_given_up_on_at_the_deadline():
         keeper.stop()
 
 
+def test_a_renewal_that_raises_what_nobody_expected_still_ends_in_giving_up():
+    def broken() -> bool:
+        raise ValueError("a Lease the client cannot read")
+
+    keeper, lost, started = keep(ScriptedElector(broken))
+    try:
+        assert lost.wait(2)
+        assert 0.6 <= time.monotonic() - started < 0.9
+    finally:
+        keeper.stop()
+
+
 def test_a_leader_that_sees_another_holder_gives_up_at_once():
     elector = ScriptedElector(lambda: False)
     elector.other = "b"

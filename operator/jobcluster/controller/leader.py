@@ -326,6 +326,9 @@ class LeaseKeeper:
             return self._calls.submit(self._elector.try_acquire_or_renew).result(timeout=within)
         except (concurrent.futures.TimeoutError, RuntimeError):  # a hung try, or stop() shut the pool
             return False
+        except Exception:  # whatever failed, this thread must live on to give up at the deadline
+            log.exception("lease %s/%s: renewing failed", self._elector.namespace, self._elector.name)
+            return False
 
 
 async def wait_for_lease(elector: LeaseElector, stopping: asyncio.Event) -> float | None:
