@@ -16,6 +16,10 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{- define "jobcluster-operator.leaseName" -}}
+{{- .Values.leaderElection.leaseName | default (include "jobcluster-operator.fullname" .) -}}
+{{- end -}}
+
 {{- define "jobcluster-operator.image" -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}

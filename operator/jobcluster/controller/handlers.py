@@ -24,7 +24,6 @@ from typing import Any
 
 import kopf
 import kubernetes
-from aiohttp import web
 
 from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.controller.flinkjob_status import Lifecycle
@@ -44,12 +43,11 @@ ANNOTATION_PREFIX = "jobcluster.io"
 
 @dataclass
 class OperatorContext:
-    """What the handlers share: the reconciler, the API client, metrics, and the HTTP port (0: none)."""
+    """What the handlers share: the reconciler, the API client, metrics."""
 
     reconciler: Reconciler
     api: kubernetes.client.ApiClient
     metrics: OperatorMetrics
-    port: int
 
 
 def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
@@ -60,7 +58,6 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
     """
     registry = kopf.OperatorRegistry()
     resource = (GROUP, VERSION, PLURAL)
-    runner: dict[str, web.AppRunner] = {}
 
     @kopf.on.startup(registry=registry)
     async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -72,17 +69,11 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
         settings.networking.connect_timeout = 10.0
         settings.watching.server_timeout = 300
         settings.watching.client_timeout = 330
-        if context.port:
-            runner["http"] = web.AppRunner(context.metrics.app())
-            await runner["http"].setup()
-            await web.TCPSite(runner["http"], "0.0.0.0", context.port).start()  # the pod's probe and Prometheus
-            log.info("serving /healthz and /metrics on port %d", context.port)
 
     @kopf.on.cleanup(registry=registry)
-    async def stop_http(**_: Any) -> None:
-        context.reconciler.close()
-        if "http" in runner:
-            await runner.pop("http").cleanup()
+    async def stop(**_: Any) -> None:
+        # deployments in flight end before the Lease may pass to another replica, which would deploy them again
+        await asyncio.to_thread(context.reconciler.close)
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:

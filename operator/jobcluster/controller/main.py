@@ -1,24 +1,57 @@
 """``python -m jobcluster.controller`` / ``jobcluster operator``: the FlinkJob operator process.
 
-Runs kopf in this process (standalone: one replica, no peering), watching
-FlinkJobs in every namespace, or only in those given with ``--namespace``.
+Runs kopf in this process, watching FlinkJobs in every namespace, or only in
+those given with ``--namespace``. kopf runs standalone (no kopf peering: its
+operators of equal priority freeze each other); with leader election
+(leader.py) several replicas run and only the holder of the Lease runs kopf,
+the others stand by, serving ``/healthz`` and ``/metrics`` all along.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
+import os
+import signal
+import socket
 import tempfile
+import uuid
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.loader import read_config_file
+from jobcluster.config.values import parse_duration
 from jobcluster.errors import JobClusterError
+
+if TYPE_CHECKING:
+    from jobcluster.controller.leader import LeaseElector
+    from jobcluster.controller.metrics import OperatorMetrics
 
 DEFAULT_PORT = 8080
 LOG_LEVELS = ("debug", "info", "warning", "error")
+DEFAULT_LEASE_NAME = "jobcluster-operator"
+LEADERSHIP_LOST_EXIT = 1  # the pod restarts and stands by (the Java operator SDK exits with 1 as well)
+
+log = logging.getLogger(__name__)
+
+
+class Duration(click.ParamType[float]):
+    """A Flink duration (``15s``, ``500ms``, ``1 min``; a bare number is milliseconds, as in Flink), in seconds."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 @click.command("operator")
@@ -47,8 +80,49 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     help="Before deploying a FlinkJob on Kubernetes, create in its namespace, if absent, the JobManager's ServiceAccount "
     "and its RoleBinding to this ClusterRole (the rules of manifests/rbac.yaml). The chart sets it when it watches all namespaces.",
 )
+@click.option(
+    "--leader-election/--no-leader-election",
+    default=None,
+    help="Reconcile only while holding the Lease (--lease-namespace, --lease-name), standing by otherwise, so that several "
+    "replicas run with one active. Default: on when the Lease's namespace is known (in a pod: POD_NAMESPACE), off otherwise.",
+)
+@click.option("--lease-name", default=DEFAULT_LEASE_NAME, show_default=True, metavar="NAME", help="The leader election's Lease.")
+@click.option(
+    "--lease-namespace",
+    envvar="POD_NAMESPACE",
+    default=None,
+    metavar="NS",
+    help="The namespace of the Lease (the operator's own). Default: $POD_NAMESPACE (the chart sets it from the pod).",
+)
+@click.option(
+    "--lease-duration",
+    type=Duration(),
+    default="15s",
+    show_default=True,
+    help="How long a standby waits for an unchanged Lease before it takes over (whole seconds).",
+)
+@click.option(
+    "--renew-deadline",
+    type=Duration(),
+    default="10s",
+    show_default=True,
+    help="How long the leader tries to renew the Lease before it stops leading and exits with status 1.",
+)
+@click.option(
+    "--retry-period", type=Duration(), default="2s", show_default=True, help="The pause between two tries to acquire or renew the Lease."
+)
 def operator(
-    namespaces: tuple[str, ...], port: int, log_level: str, default_configuration: Path | None, job_cluster_role: str | None
+    namespaces: tuple[str, ...],
+    port: int,
+    log_level: str,
+    default_configuration: Path | None,
+    job_cluster_role: str | None,
+    leader_election: bool | None,
+    lease_name: str,
+    lease_namespace: str | None,
+    lease_duration: float,
+    renew_deadline: float,
+    retry_period: float,
 ) -> None:
     """Run the FlinkJob operator: each FlinkJob becomes its own job cluster; its status says how the job goes.
 
@@ -64,6 +138,7 @@ def operator(
     from jobcluster.backends.yarn.operator_hook import YarnOperatorHook
     from jobcluster.controller.clusters import DescriptorClusters, JobClusters
     from jobcluster.controller.handlers import OperatorContext, build_registry
+    from jobcluster.controller.leader import LeaseElector, LeaseTimings
     from jobcluster.controller.metrics import OperatorMetrics
     from jobcluster.controller.reconciler import Reconciler
     from jobcluster.controller.resource import TARGET_KUBERNETES, TARGET_YARN
@@ -71,9 +146,16 @@ def operator(
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if log_level != "debug":  # the memory model explains each FlinkJob's sizes at every check; the status has what matters
         logging.getLogger("jobcluster.memory").setLevel(logging.WARNING)
+    if leader_election is None:
+        leader_election = bool(lease_namespace)
+    if leader_election and not lease_namespace:
+        raise click.UsageError("leader election needs the Lease's namespace: --lease-namespace or POD_NAMESPACE")
     try:
+        timings = LeaseTimings(lease_duration, renew_deadline, retry_period)
         defaults = read_config_file(default_configuration) if default_configuration else {}
         api = load_api_client(Configuration(defaults))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--lease-duration/--renew-deadline/--retry-period") from None
     except JobClusterError as exc:
         raise click.ClickException(str(exc)) from None
     metrics = OperatorMetrics()
@@ -85,5 +167,82 @@ def operator(
         }
     )
     reconciler = Reconciler(clusters, defaults, on_deployed=metrics.deploy_seconds.observe)
-    registry = build_registry(OperatorContext(reconciler, api, metrics, port))
-    kopf.run(registry=registry, standalone=True, clusterwide=not namespaces, namespaces=list(namespaces))
+    registry = build_registry(OperatorContext(reconciler, api, metrics))
+    run_kopf = functools.partial(kopf.operator, registry=registry, standalone=True, clusterwide=not namespaces, namespaces=list(namespaces))
+    elector = LeaseElector(api, lease_namespace, lease_name, candidate_identity(), timings) if leader_election and lease_namespace else None
+    asyncio.run(_serve(run_kopf, metrics, port, elector))
+
+
+def candidate_identity() -> str:
+    """This process's name in the Lease: the pod's (POD_NAME) or the host's, and a random suffix (a restarted
+    container is another candidate, and two processes on one host are two)."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+async def _serve(
+    run_kopf: Callable[..., Coroutine[Any, Any, None]], metrics: OperatorMetrics, port: int, elector: LeaseElector | None
+) -> None:
+    """/healthz and /metrics from the start, and kopf: at once without an elector, else once it holds the Lease."""
+    http = await metrics.serve(port) if port else None
+    if http is not None:
+        log.info("serving /healthz and /metrics on port %d", port)
+    try:
+        if elector is None:
+            metrics.leader.set(1)
+            await run_kopf()
+        else:
+            await _lead(run_kopf, metrics, elector)
+    finally:
+        if http is not None:
+            await http.cleanup()
+
+
+async def _lead(run_kopf: Callable[..., Coroutine[Any, Any, None]], metrics: OperatorMetrics, elector: LeaseElector) -> None:
+    """Stand by until the Lease is ours, run kopf while it is renewed; on a clean stop, release it last."""
+    from jobcluster.controller.leader import LeaseKeeper, wait_for_lease
+
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):  # kopf installs its own once it runs
+        loop.add_signal_handler(signum, stopping.set)
+    metrics.leader.set(0)
+    log.info("leader election: %s is a candidate for lease %s/%s", elector.identity, elector.namespace, elector.name)
+    acquired_at = await wait_for_lease(elector, stopping)
+    if acquired_at is None:
+        return
+    metrics.leader.set(1)
+    keeper = LeaseKeeper(elector, acquired_at, on_lost=_exit_at_once, clock=elector.now)
+    keeper.start()
+    try:
+        await _until_stopped(run_kopf(), stopping)
+    finally:
+        # reconciliations still running in threads end before another replica may start its own
+        await loop.shutdown_default_executor()
+        keeper.stop()
+        elector.release()  # blocking, briefly: the loop has nothing else to do any more
+        metrics.leader.set(0)
+
+
+async def _until_stopped(operator: Coroutine[Any, Any, None], stopping: asyncio.Event) -> None:
+    """Run kopf until it ends, or cancel it when ``stopping`` is set (a signal before kopf's own handlers took over).
+
+    Not kopf's ``stop_flag``: stopped by its own signal handler, kopf would wait for that flag's waiter, a task it
+    cannot tell from a hung handler, for 5 s.
+    """
+    kopf_task = asyncio.create_task(operator, name="kopf")
+    stop_task = asyncio.create_task(stopping.wait(), name="stop")  # made before kopf starts: kopf leaves it alone
+    try:
+        await asyncio.wait({kopf_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (stop_task, kopf_task):
+            task.cancel()  # no-op for the one that ended
+        _, outcome = await asyncio.gather(stop_task, kopf_task, return_exceptions=True)
+    if isinstance(outcome, Exception):  # kopf failed; its cancellation here is a stop like any other
+        raise outcome
+
+
+def _exit_at_once() -> None:
+    """The Lease is lost: another replica may lead within seconds, so this one stops reconciling now, mid-work or not."""
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os._exit(LEADERSHIP_LOST_EXIT)

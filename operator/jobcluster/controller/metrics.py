@@ -1,10 +1,14 @@
 """The operator's Prometheus metrics, and the HTTP endpoint that serves them next to ``/healthz``.
 
 One aiohttp server on ``--port`` (aiohttp is already the REST endpoint's
-library; prometheus-client renders the metrics):
+library; prometheus-client renders the metrics), served from the start of the
+process, a standby's included (leader.py):
 
 - ``GET /healthz``: 200 while the operator's event loop answers (the liveness probe);
 - ``GET /metrics``: the metrics below, in Prometheus' text format.
+
+Every response closes its connection: kopf, stopping, waits for and then
+cancels every task started after it, and a kept-alive scrape connection is one.
 """
 
 from __future__ import annotations
@@ -49,6 +53,11 @@ class OperatorMetrics:
             registry=self.registry,
         )
         self.jobs = Gauge("jobcluster_operator_flinkjobs", "FlinkJobs by lifecycle state.", ["lifecycle_state"], registry=self.registry)
+        self.leader = Gauge(
+            "jobcluster_operator_leader",
+            "1 while this operator process reconciles (it holds the leader Lease, or runs without leader election); 0 while it stands by.",
+            registry=self.registry,
+        )
         self._states: dict[str, str] = {}
 
     def job_state(self, uid: str, lifecycle: str | None) -> None:
@@ -67,12 +76,28 @@ class OperatorMetrics:
         """The aiohttp application serving ``/healthz`` and ``/metrics``."""
 
         async def healthz(_request: web.Request) -> web.Response:
-            return web.Response(text="ok\n")
+            return _closing(web.Response(text="ok\n"))
 
         async def metrics(_request: web.Request) -> web.Response:
-            return web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+            return _closing(web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}))
 
         app = web.Application()
         app.router.add_get("/healthz", healthz)
         app.router.add_get("/metrics", metrics)
         return app
+
+    async def serve(self, port: int) -> web.AppRunner:
+        """Serve :meth:`app` on ``port`` of every address (the pod's probe and Prometheus); clean the runner up to stop.
+
+        Raises:
+            OSError: the port is taken.
+        """
+        runner = web.AppRunner(self.app())
+        await runner.setup()
+        await web.TCPSite(runner, "0.0.0.0", port).start()
+        return runner
+
+
+def _closing(response: web.Response) -> web.Response:
+    response.force_close()
+    return response

@@ -148,9 +148,9 @@ class Reconciler:
         self._platform = ThreadPoolExecutor(PLATFORM_PARALLELISM, thread_name_prefix="flinkjob-platform")
 
     def close(self) -> None:
-        """Stop taking work; a deployment in flight is not waited for (the next operator adopts it)."""
-        self._deploys.shutdown(wait=False, cancel_futures=True)
-        self._platform.shutdown(wait=False, cancel_futures=True)
+        """Stop taking work and wait for what is in flight (a deployment ends within its startup deadline)."""
+        self._deploys.shutdown(wait=True, cancel_futures=True)
+        self._platform.shutdown(wait=True, cancel_futures=True)
 
     async def reconcile(
         self,

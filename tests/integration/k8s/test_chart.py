@@ -59,6 +59,7 @@ def test_the_chart_lints_clean_with_every_kind_of_values():
         ["-f", str(TEST_VALUES)],
         ["--set", "watchNamespaces={a,b}", "--set", "metrics.serviceMonitor.enabled=true"],
         ["--set", "imagePullSecrets[0].name=registry", "--set", "jobServiceAccount.create=false"],
+        ["--set", "leaderElection.enabled=false", "--set", "replicas=1"],
     ):
         result = helm("lint", "--strict", str(CHART), *values, check=False)
         assert result.returncode == 0 and "0 chart(s) failed" in result.stdout, result.stdout + result.stderr
@@ -74,7 +75,8 @@ def test_the_operator_deployment():
     documents = render("--set", "watchNamespaces={analytics}", "--set", "defaultConfiguration.taskmanager\\.numberOfTaskSlots=2")
     (deployment,) = by_kind(documents, "Deployment")
     spec = deployment["spec"]
-    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
+    assert spec["replicas"] == 2
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
     pod = spec["template"]["spec"]
     (container,) = pod["containers"]
     assert container["command"] == ["python", "-m", "jobcluster.controller"]
@@ -83,7 +85,14 @@ def test_the_operator_deployment():
         "--log-level=info",
         "--default-configuration=/etc/jobcluster/flink-conf.yaml",
         "--namespace=analytics",
+        "--leader-election",
+        "--lease-name=jobcluster-operator",
+        "--lease-duration=15s",
+        "--renew-deadline=10s",
+        "--retry-period=2s",
     ]
+    downward = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"] if "valueFrom" in e}
+    assert downward == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
     assert container["securityContext"] == {
         "allowPrivilegeEscalation": False,
@@ -101,9 +110,24 @@ def test_the_operator_deployment():
 
     # watching all namespaces, the operator makes the JobManager's ServiceAccount where a FlinkJob runs
     (everywhere,) = by_kind(render(), "Deployment")
-    assert everywhere["spec"]["template"]["spec"]["containers"][0]["args"][-1] == "--job-cluster-role=jobcluster-operator-jobmanager"
+    assert "--job-cluster-role=jobcluster-operator-jobmanager" in everywhere["spec"]["template"]["spec"]["containers"][0]["args"]
     (nowhere,) = by_kind(render("--set", "jobServiceAccount.create=false"), "Deployment")
     assert not [a for a in nowhere["spec"]["template"]["spec"]["containers"][0]["args"] if a.startswith("--job-cluster-role")]
+
+
+def test_without_leader_election_one_replica_is_replaced_by_recreate_and_more_are_refused():
+    (single,) = by_kind(render("--set", "leaderElection.enabled=false", "--set", "replicas=1"), "Deployment")
+    assert single["spec"]["replicas"] == 1 and single["spec"]["strategy"] == {"type": "Recreate"}
+    args = single["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--no-leader-election" in args and not [a for a in args if a.startswith("--lease")]
+    refused = helm("template", "jobcluster", str(CHART), "--set", "leaderElection.enabled=false", check=False)
+    assert refused.returncode != 0 and "replicas: 2 operator pods without leader election" in refused.stderr, refused.stderr
+    # in the node's network a new pod cannot bind the metrics port beside the old one: Recreate
+    (host,) = by_kind(render("--set", "hostNetwork=true", "--set", "replicas=1"), "Deployment")
+    assert host["spec"]["strategy"] == {"type": "Recreate"}
+    # the Lease's name follows the release, or the value
+    (other,) = by_kind(render("--set", "leaderElection.leaseName=ops-lease"), "Deployment")
+    assert "--lease-name=ops-lease" in other["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
 def test_image_pull_secrets_reach_the_operator_pod_and_the_job_clusters_configuration():
@@ -146,11 +170,30 @@ def test_rbac_is_cluster_wide_only_without_watched_namespaces_and_the_job_role_i
     assert not [r for r in operator_rules if r["resources"] in (["roles"], ["clusterrolebindings"])]
     assert roles["jobcluster-operator-jobmanager"]["rules"] == reference["Role"]["rules"]
     assert [b["metadata"]["name"] for b in by_kind(everywhere, "ClusterRoleBinding")] == ["jobcluster-operator-discovery"]
-    assert by_kind(everywhere, "Role") == [] and by_kind(everywhere, "RoleBinding") == []
+    # in namespaces, only the leader election's (below)
+    assert [r["metadata"]["name"] for r in by_kind(everywhere, "Role")] == ["jobcluster-operator-leader-election"]
+    assert [b["metadata"]["name"] for b in by_kind(everywhere, "RoleBinding")] == ["jobcluster-operator-leader-election"]
     assert [a["metadata"]["name"] for a in by_kind(everywhere, "ServiceAccount")] == ["jobcluster-operator"]
     none = render("--set", "jobServiceAccount.create=false")
     assert [r["metadata"]["name"] for r in by_kind(none, "ClusterRole")] == ["jobcluster-operator-discovery"]
     assert not [r for r in by_kind(none, "ClusterRole")[0]["rules"] if r["resources"] == ["serviceaccounts"]]
+
+    # the leader election's Lease: a Role in the release's namespace, get and update for that one Lease only
+    (lease_role,) = [r for r in by_kind(everywhere, "Role") if r["metadata"]["name"] == "jobcluster-operator-leader-election"]
+    assert lease_role["metadata"]["namespace"] == "jobcluster-system"
+    assert lease_role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["jobcluster-operator"],
+            "verbs": ["get", "update"],
+        },
+    ]
+    (lease_binding,) = [b for b in by_kind(everywhere, "RoleBinding") if b["metadata"]["name"] == "jobcluster-operator-leader-election"]
+    assert lease_binding["subjects"] == [{"kind": "ServiceAccount", "name": "jobcluster-operator", "namespace": "jobcluster-system"}]
+    single = render("--set", "leaderElection.enabled=false", "--set", "replicas=1")
+    assert not [r for r in by_kind(single, "Role") if r["metadata"]["name"].endswith("-leader-election")]
 
     watched = render("--set", "watchNamespaces={team-a,team-b}")
     (discovery,) = by_kind(watched, "ClusterRole")
@@ -236,6 +279,19 @@ def wait_for_the_operator(core, namespace: str) -> None:
     wait_for(running, timeout=180, what="the operator pod running and ready")
 
 
+def the_leader(k8s_api, core, namespace: str) -> str | None:
+    """The operator pod that holds the leader Lease while two run; None otherwise."""
+    running = [p.metadata.name for p in operator_pods(core, namespace) if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
+    try:
+        lease = kubernetes.client.CoordinationV1Api(k8s_api).read_namespaced_lease(
+            "jobcluster-operator", namespace, _request_timeout=TIMEOUT
+        )
+    except kubernetes.client.ApiException:
+        return None
+    holder = (lease.spec.holder_identity or "").rsplit("_", 1)[0]
+    return holder if len(running) == 2 and holder in running else None
+
+
 def watch_job_pods(core, namespace: str, seen: dict[str, dict]) -> None:
     """Record what matters of each pod of a job cluster seen in ``namespace`` (they go when the job ends)."""
     for pod in core.list_namespaced_pod(namespace, label_selector="component", _request_timeout=TIMEOUT).items:
@@ -294,6 +350,8 @@ def test_helm_install_runs_the_operator_which_runs_the_examples_then_uninstall_l
             "hostNetwork=true",
             "--set",
             f"metrics.port={free_port()}",  # a port of this machine, in the node's network
+            "--set",
+            "replicas=1",  # the one node has the metrics port once (test_operator_leader.py tests the hand-overs)
         )
         assert "STATUS: deployed" in installed.stdout, installed.stdout
 
@@ -516,6 +574,8 @@ def test_watching_all_namespaces_an_example_runs_as_it_is_in_a_namespace_of_its_
         assert "STATUS: deployed" in installed.stdout, installed.stdout
         wait_for_the_operator(core, system)
         assert [a.metadata.name for a in core.list_namespaced_service_account(team, _request_timeout=TIMEOUT).items] == ["default"]
+        # the chart's default: two operator pods, one holding the Lease (it reconciles), the other standing by
+        wait_for(lambda: the_leader(k8s_api, core, system), timeout=120, what="two operator pods and one holding the Lease")
 
         # wordcount.yaml runs as it is in the operator quick start (test_docs_quickstarts.py)
         for file in ("wordcount-memory.yaml",):
