@@ -47,8 +47,22 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     help="Before deploying a FlinkJob on Kubernetes, create in its namespace, if absent, the JobManager's ServiceAccount "
     "and its RoleBinding to this ClusterRole (the rules of manifests/rbac.yaml). The chart sets it when it watches all namespaces.",
 )
+@click.option(
+    "--allow-program-url",
+    "program_url_prefixes",
+    multiple=True,
+    metavar="PREFIX",
+    help="Fetch http(s) programs and pyFiles of FlinkJobs only from URLs under this prefix: same scheme, host and port, "
+    "and a path at or below the prefix's (repeatable), e.g. https://artifacts.example.com/jobs/. Redirects must stay "
+    "under an allowed prefix too. Default: none, and a FlinkJob naming an http(s) program fails (ProgramUrlNotAllowed).",
+)
 def operator(
-    namespaces: tuple[str, ...], port: int, log_level: str, default_configuration: Path | None, job_cluster_role: str | None
+    namespaces: tuple[str, ...],
+    port: int,
+    log_level: str,
+    default_configuration: Path | None,
+    job_cluster_role: str | None,
+    program_url_prefixes: tuple[str, ...],
 ) -> None:
     """Run the FlinkJob operator: each FlinkJob becomes its own job cluster; its status says how the job goes.
 
@@ -65,9 +79,14 @@ def operator(
     from jobcluster.controller.clusters import DescriptorClusters, JobClusters
     from jobcluster.controller.handlers import OperatorContext, build_registry
     from jobcluster.controller.metrics import OperatorMetrics
+    from jobcluster.controller.programs import allow_program_urls
     from jobcluster.controller.reconciler import Reconciler
     from jobcluster.controller.resource import TARGET_KUBERNETES, TARGET_YARN
 
+    try:
+        allow_program_urls(program_url_prefixes)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--allow-program-url") from None
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if log_level != "debug":  # the memory model explains each FlinkJob's sizes at every check; the status has what matters
         logging.getLogger("jobcluster.memory").setLevel(logging.WARNING)
