@@ -366,7 +366,8 @@ def validation_rules_section(schema: dict[str, Any]) -> list[str]:
         return []
     lead = (
         "The API server refuses a FlinkJob that breaks one of these rules at `kubectl apply` (`x-kubernetes-validations`, "
-        "CEL), printing the field and the message; for `metadata.name` the message starts with the name. The operator "
+        "CEL), printing the field and the message; for `metadata.name` the message starts with the name, and its rules "
+        "hold on create only (`oldSelf.hasValue() ||`: a name never changes). The operator "
         "checks the same again in the same words, for a FlinkJob stored before its CRD had the rules: that one becomes "
         "FAILED with the message."
     )

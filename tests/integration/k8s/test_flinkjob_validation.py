@@ -3,11 +3,14 @@
 Server-side dry runs: the API server validates as for a real create (schema,
 CEL rules) but stores nothing, so no operator is needed and each case takes a
 fraction of a second.  The messages are the operator's own (resource.py), which
-tests/unit/test_flinkjob_rules.py holds the CRD to.
+tests/unit/test_flinkjob_rules.py holds the CRD to.  The last test shows that
+a FlinkJob stored before the CRD had its rules stays writable and deletable.
 """
 
 from __future__ import annotations
 
+import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -77,3 +80,55 @@ def test_an_invalid_flinkjob_is_refused_with_what_to_fix(apply, name, spec, wher
     error = " ".join(result.stderr.split())
     assert f'The FlinkJob "{name}" is invalid' in error
     assert where in error and message in error, error
+
+
+def without_rules(schema: object) -> object:
+    """``schema`` with every x-kubernetes-validations removed: the CRD as it was before it had rules."""
+    if isinstance(schema, dict):
+        return {key: without_rules(value) for key, value in schema.items() if key != "x-kubernetes-validations"}
+    if isinstance(schema, list):
+        return [without_rules(item) for item in schema]
+    return schema
+
+
+def test_a_flinkjob_stored_before_the_rules_can_still_be_written_and_deleted(k8s_cluster, tmp_path):
+    # a copy of the CRD in a group of its own, so that the FlinkJob CRD the other tests use is never without its rules
+    crd = yaml.safe_load(CRD.read_text())
+    group = f"v{uuid.uuid4().hex[:8]}.jobcluster.test"
+    crd["spec"]["group"], crd["metadata"]["name"] = group, f"flinkjobs.{group}"
+    old, new = tmp_path / "old-crd.yaml", tmp_path / "new-crd.yaml"
+    old.write_text(yaml.safe_dump(without_rules(crd)))
+    new.write_text(yaml.safe_dump(crd))
+    name = "a-name-longer-than-the-45-characters-of-a-cluster-id"
+    stored = tmp_path / "flinkjob.yaml"
+    stored.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": f"{group}/{resource.VERSION}",
+                "kind": resource.KIND,
+                "metadata": {"name": name, "namespace": "default", "finalizers": ["jobcluster.test/hold"]},
+                "spec": {"job": {"program": "/opt/app/job.py"}},
+            }
+        )
+    )
+    resource_name = f"flinkjobs.{group}/{name}"
+    try:
+        k8s_cluster.kubectl("apply", "-f", str(old))
+        k8s_cluster.kubectl("wait", "--for=condition=Established", f"crd/flinkjobs.{group}", "--timeout=30s")
+        k8s_cluster.kubectl("apply", "-f", str(stored))
+        k8s_cluster.kubectl("apply", "-f", str(new))
+        # the operator can still say why it fails, and its finalizer can still be removed
+        status = {"status": {"lifecycleState": "FAILED", "error": "metadata.name ... is too long"}}
+        k8s_cluster.kubectl("patch", "-n", "default", resource_name, "--subresource=status", "--type=merge", "-p", json.dumps(status))
+        k8s_cluster.kubectl("delete", "-n", "default", resource_name, "--wait=false")
+        k8s_cluster.kubectl("patch", "-n", "default", resource_name, "--type=merge", "-p", '{"metadata": {"finalizers": null}}')
+        gone = k8s_cluster.kubectl("get", "-n", "default", resource_name, check=False)
+        assert gone.returncode != 0 and "NotFound" in gone.stderr
+        # a new one with such a name is refused
+        refused = k8s_cluster.kubectl("apply", "-f", str(stored), check=False)
+        assert refused.returncode != 0 and resource.NAME_LENGTH_RULE in " ".join(refused.stderr.split())
+    finally:
+        k8s_cluster.kubectl(
+            "patch", "-n", "default", resource_name, "--type=merge", "-p", '{"metadata": {"finalizers": null}}', check=False
+        )
+        k8s_cluster.kubectl("delete", "crd", f"flinkjobs.{group}", "--ignore-not-found", "--wait=false")
