@@ -38,6 +38,7 @@ PREFIX = "https://good.example.com/jobs/"
         ("https://good.example.com/jobs/../admin/token", False),
         ("https://good.example.com/jobs/%2e%2e/admin/token", False),
         ("https://good.example.com/jobs/..%2fadmin/token", False),
+        ("https://good.example.com/jobs/..%5cadmin/token", False),
         ("https://good.example.com/jobs/etl py", False),
         ("local:///opt/jobs/etl.py", False),
     ],

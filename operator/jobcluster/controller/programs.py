@@ -53,7 +53,7 @@ class _Location(NamedTuple):
 def _location(url: str) -> _Location | None:
     """The location of ``url``; None when it is not a plain http(s) URL with a host, or when clients and
     servers could read it differently (backslashes, control characters or spaces, a bad port, ``.``/``..``
-    or an encoded ``/`` in a path segment), so that no prefix can be said to cover it."""
+    or an encoded ``/`` or ``\\`` in a path segment), so that no prefix can be said to cover it."""
     if "\\" in url or any(ord(char) <= 0x20 or ord(char) == 0x7F for char in url):
         return None
     split = urlsplit(url)
@@ -65,14 +65,19 @@ def _location(url: str) -> _Location | None:
     if scheme not in _DEFAULT_PORTS or not split.hostname:
         return None
     path = split.path or "/"
-    if any(unquote(segment) in (".", "..") or "/" in unquote(segment) for segment in path.split("/")):
+    if any(_unsafe_segment(unquote(segment)) for segment in path.split("/")):
         return None
     return _Location(scheme, split.hostname, port or _DEFAULT_PORTS[scheme], path)
 
 
+def _unsafe_segment(segment: str) -> bool:
+    """Whether a decoded path segment could move a server's reading of the path above where it appears."""
+    return segment in (".", "..") or "/" in segment or "\\" in segment
+
+
 @dataclass(frozen=True)
 class UrlPrefix:
-    """An allowed URL prefix: a URL covers it when its scheme, host and port are the prefix's and its path is the
+    """An allowed URL prefix: it covers a URL whose scheme, host and port are the prefix's and whose path is the
     prefix's path or below it, by whole segments (``https://h/jobs`` covers ``https://h/jobs/a.py``, not
     ``https://h/jobs-old/a.py``; ``https://h/jobs/`` only what is below ``/jobs/``)."""
 
