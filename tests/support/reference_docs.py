@@ -7,7 +7,7 @@ Three pages, each a pure function of what it documents:
   backend are documented without being listed here);
 * ``cli.md``: the ``--help`` of the ``jobcluster`` group and of each subcommand, formatted by
   click at a fixed width;
-* ``flinkjob.md``: the fields and printer columns of the FlinkJob CRD (manifests/crd/).
+* ``flinkjob.md``: the fields, CEL validation rules and printer columns of the FlinkJob CRD (manifests/crd/).
 
 ``python -m tests.support.reference_docs`` (``make docs``) writes the pages; with ``--check`` it
 writes nothing and exits 1 listing the pages that differ from the code.  The unit test
@@ -283,6 +283,7 @@ def cli_page_in_this_process(group: click.Command = cli, name: str = "jobcluster
 
 # Schema keywords shown in their own column or as the shape of the type; every other keyword is a constraint.
 _SHAPE_KEYWORDS = {"type", "description", "properties", "items", "required", "default", "additionalProperties", "format"}
+_RULES = "x-kubernetes-validations"  # CEL rules: a table of their own, referred to from the field's constraints
 
 
 def schema_fields(schema: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any], bool]]:
@@ -320,6 +321,8 @@ def constraint_text(keyword: str, value: Any) -> str:
         return "one of " + ", ".join(code(yaml_text(choice)) for choice in value)
     if keyword == "x-kubernetes-preserve-unknown-fields":
         return "unknown fields kept" if value else ""
+    if keyword == _RULES:
+        return "validation rules (below)"
     return f"{keyword}: {code(yaml_text(value))}"
 
 
@@ -344,8 +347,36 @@ def printer_columns_section(version: dict[str, Any], plural: str) -> list[str]:
     return [f"### Columns of `kubectl get {plural}`", "", *table(("Column", "Type", "JSON path", "Description"), rows), ""]
 
 
+def validation_rules(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, ...]]:
+    """(field, rule, message) of every CEL rule in ``schema`` and below, depth first; the field is the rule's
+    ``fieldPath`` when it names one (``metadata.name``, ``spec.hadoopConfigMap``), else the field that carries it."""
+    for rule in schema.get(_RULES, ()):
+        where = f"{path}{rule.get('fieldPath', '')}".lstrip(".")
+        yield code(where), code(rule["rule"]), rule.get("message", "")
+    for name, child in schema.get("properties", {}).items():
+        yield from validation_rules(child, f"{path}.{name}")
+    if "items" in schema:
+        yield from validation_rules(schema["items"], f"{path}[]")
+
+
+def validation_rules_section(schema: dict[str, Any]) -> list[str]:
+    """Lines of the table of a version's CEL rules: what `kubectl apply` refuses, with the message it prints."""
+    rows = list(validation_rules(schema))
+    if not rows:
+        return []
+    lead = (
+        "The API server refuses a FlinkJob that breaks one of these rules at `kubectl apply` (`x-kubernetes-validations`, "
+        "CEL), printing the field and the message; for `metadata.name` the message starts with the name, and its rules "
+        "hold on create only (`oldSelf.hasValue() ||`: a name never changes). The operator "
+        "checks the same again in the same words, for a FlinkJob stored before its CRD had the rules: that one becomes "
+        "FAILED with the message."
+    )
+    return ["### Validation rules", "", cell(lead), "", *table(("Field", "Rule", "Message"), rows), ""]
+
+
 def flinkjob_page() -> str:
-    """The text of flinkjob.md, from the CRD manifest :data:`CRD`: per version, its spec, status and printer columns."""
+    """The text of flinkjob.md, from the CRD manifest :data:`CRD`: per version, its spec, status, validation rules and
+    printer columns."""
     crd = yaml.safe_load(CRD.read_text(encoding="utf-8"))
     group, names = crd["spec"]["group"], crd["spec"]["names"]
     short_names = ", ".join(code(short) for short in names.get("shortNames", []))
@@ -361,6 +392,7 @@ def flinkjob_page() -> str:
         for name in ("spec", "status"):
             if name in schema.get("properties", {}):
                 lines += field_section(name, schema["properties"][name], name in schema.get("required", ()))
+        lines += validation_rules_section(schema)
         lines += printer_columns_section(version, names["plural"])
     return "\n".join(lines)
 

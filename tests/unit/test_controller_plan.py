@@ -60,7 +60,7 @@ def ago(seconds: float) -> str:
     [
         ({"job": {"parallelism": 1}}, "exactly one of program"),
         ({"job": {"program": "local:///a.py", "source": "x"}}, "exactly one of program"),
-        ({"job": {"program": "/opt/app/a.py"}}, "neither local:///path/in/image nor an http"),
+        ({"job": {"program": "/opt/app/a.py"}}, "must be local:///path/in/image"),
         ({"job": {"program": "local:///a.py", "pyFiles": ["s3://b/lib.zip"]}}, "spec.job.pyFiles 's3://b/lib.zip'"),
         ({"job": {"program": "local:///a.py"}, "target": "yarn-per-job"}, "yarn-per-job needs spec.hadoopConfigMap"),
         ({"job": {"program": "local:///a.py", "parallelism": 0}}, "spec.job.parallelism"),

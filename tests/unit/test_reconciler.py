@@ -362,3 +362,11 @@ def test_an_invalid_spec_edited_again_has_its_generation_observed():
 )
 def test_only_flinkjobs_that_wait_for_nothing_but_their_spec_go_without_a_timer(spec, status, quiet):
     assert settled(spec, status) is quiet
+
+
+def test_a_program_url_the_operator_may_not_fetch_fails_the_flinkjob_with_what_to_do():
+    clusters, job = FakeClusters(), FlinkJob({"job": {"program": "http://169.254.169.254/latest/meta-data/"}})
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FAILED  # the operator's default: no URL is allowed
+    assert job.status["failureReason"] == "ProgramUrlNotAllowed" and "--allow-program-url" in job.status["error"]
+    assert job.events[-1][:2] == ("Warning", "ProgramUrlNotAllowed")
+    assert clusters.calls == []

@@ -139,11 +139,21 @@ def test_package_scan_skips_main_modules_and_finds_the_options_module():
 def test_crd_page_lists_fields_with_type_default_and_constraints(rendered):
     page = rendered["docs/reference/flinkjob.md"]
     assert row_of(page, "`spec.job.parallelism`").startswith("| `spec.job.parallelism` | integer | `1` | minimum: `1` | Slots the job gets")
-    assert "| `spec.job` | object |  | required |" in page
+    assert "| `spec.job` | object |  | required, validation rules (below) |" in page
     assert "| `spec.job.args[]` | array of string |" in page
     assert "| required, one of `True`, `False`, `Unknown` |" in row_of(page, "`status.conditions[].status`")
     assert "| `status.conditions[].lastTransitionTime` | string (date-time) |" in page
     assert "| Parallelism | integer | `.spec.job.parallelism` |" in page
+
+
+def test_crd_page_lists_the_cel_rules_where_they_apply_with_their_messages(rendered):
+    page = rendered["docs/reference/flinkjob.md"]
+    rules = page.split("### Validation rules")[1].split("###")[0]
+    assert rules.count("| `metadata.name` | `oldSelf.hasValue() \\|\\| self.metadata.name.") == 2
+    assert "| `spec.hadoopConfigMap` | `!has(self.target) \\|\\| self.target != 'yarn-per-job'" in rules
+    assert "| `spec.job` | `has(self.program) != has(self.source)` | spec.job needs exactly one of program" in rules
+    assert "| `spec.job.pyFiles[]` | `self.startsWith('local:///')" in rules
+    assert "| `spec.job.program` | string |  | validation rules (below) |" in page
 
 
 def test_cli_page_has_the_help_of_the_group_and_every_subcommand(rendered):

@@ -26,7 +26,6 @@ from pathlib import Path
 
 import yaml
 
-from jobcluster.backends.kubernetes.cluster_id import check_cluster_id
 from jobcluster.backends.kubernetes.config_options import (
     KUBERNETES_CLUSTER_ID,
     KUBERNETES_CONTAINER_IMAGE,
@@ -46,7 +45,7 @@ from jobcluster.client.executor import cluster_specification
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.loader import load_configuration
-from jobcluster.controller.resource import API_VERSION, KIND, TARGET_YARN, FlinkJobSpec
+from jobcluster.controller.resource import API_VERSION, KIND, TARGET_YARN, FlinkJobSpec, check_name
 
 JM_TEMPLATE_FILE = "jobmanager-pod-template.yaml"
 TM_TEMPLATE_FILE = "taskmanager-pod-template.yaml"
@@ -65,11 +64,12 @@ def job_configuration(spec: FlinkJobSpec, name: str, namespace: str, uid: str, d
     """The configuration to deploy ``spec`` with (see the module docstring); pod templates go to ``scratch``.
 
     Raises:
-        IllegalConfigurationError: the name is not a valid cluster id, an option has a bad value,
+        InvalidSpecError: the name cannot be the cluster id (``resource.check_name``).
+        IllegalConfigurationError: an option has a bad value,
             or Flink's memory model rejects the sizes.
         SparkError: a container misses Spark's minimums.
     """
-    check_cluster_id(name)
+    check_name(name)
     typed: dict[str, str] = {options.PARALLELISM_DEFAULT.key: str(spec.job.parallelism)}
     if spec.image:
         typed[KUBERNETES_CONTAINER_IMAGE.key] = spec.image

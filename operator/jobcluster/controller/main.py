@@ -111,6 +111,15 @@ class Duration(click.ParamType[float]):
 @click.option(
     "--retry-period", type=Duration(), default="2s", show_default=True, help="The pause between two tries to acquire or renew the Lease."
 )
+@click.option(
+    "--allow-program-url",
+    "program_url_prefixes",
+    multiple=True,
+    metavar="PREFIX",
+    help="Fetch http(s) programs and pyFiles of FlinkJobs only from URLs under this prefix: same scheme, host and port, "
+    "and a path at or below the prefix's (repeatable), e.g. https://artifacts.example.com/jobs/. Redirects must stay "
+    "under an allowed prefix too. Default: none, and a FlinkJob naming an http(s) program fails (ProgramUrlNotAllowed).",
+)
 def operator(
     namespaces: tuple[str, ...],
     port: int,
@@ -123,6 +132,7 @@ def operator(
     lease_duration: float,
     renew_deadline: float,
     retry_period: float,
+    program_url_prefixes: tuple[str, ...],
 ) -> None:
     """Run the FlinkJob operator: each FlinkJob becomes its own job cluster; its status says how the job goes.
 
@@ -140,9 +150,14 @@ def operator(
     from jobcluster.controller.handlers import OperatorContext, build_registry
     from jobcluster.controller.leader import LeaseElector, LeaseTimings
     from jobcluster.controller.metrics import OperatorMetrics
+    from jobcluster.controller.programs import allow_program_urls
     from jobcluster.controller.reconciler import Reconciler
     from jobcluster.controller.resource import TARGET_KUBERNETES, TARGET_YARN
 
+    try:
+        allow_program_urls(program_url_prefixes)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--allow-program-url") from None
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if log_level != "debug":  # the memory model explains each FlinkJob's sizes at every check; the status has what matters
         logging.getLogger("jobcluster.memory").setLevel(logging.WARNING)

@@ -1,11 +1,14 @@
 """The FlinkJob custom resource: its API coordinates and its spec, parsed and checked.
 
-The CRD (``manifests/crd/flinkjobs.jobcluster.io.yaml``) checks the shapes the
-API server can check (types, enums, minimums, defaults); :func:`parse_spec`
-checks the rest that needs no cluster (exactly one program, program URIs, a
-Hadoop ConfigMap for YARN) and raises :class:`InvalidSpecError` with a reason a
-person understands.  The memory model and cluster-id rules are checked when
-the job's configuration is built (``job_config.py``).
+The CRD (``manifests/crd/flinkjobs.jobcluster.io.yaml``) has the API server
+refuse at ``kubectl apply`` what it can check: types, enums, minimums, and, as
+CEL rules (``x-kubernetes-validations``), the name as a cluster id, exactly one
+program, program URIs and a Hadoop ConfigMap for YARN.  :func:`parse_spec` and
+:func:`check_name` check the same again, in the same words (the ``*_RULE``
+constants below, which the CRD's messages repeat), because a FlinkJob may have
+been stored before the CRD had its rules; they raise :class:`InvalidSpecError`.
+The memory model is checked when the job's configuration is built
+(``job_config.py``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from jobcluster.backends.kubernetes.cluster_id import DNS_1035_LABEL, MAX_CLUSTER_ID_LENGTH
 from jobcluster.client.operator_hook import InvalidSpecError
 from jobcluster.config.targets import DeploymentTarget
 
@@ -72,6 +76,32 @@ class FlinkJobSpec(_Spec):
     delete_after_ttl: bool = Field(default=False, alias="deleteAfterTtl")
 
 
+# The words of the CRD's CEL rules (tests/unit/test_flinkjob_rules.py holds the CRD to them).
+#: metadata.name longer than the cluster id may be (Flink's MAXIMUM_CHARACTERS_OF_CLUSTER_ID).
+NAME_LENGTH_RULE = (
+    f"a FlinkJob's name becomes its job cluster's id (kubernetes.cluster-id), which Flink limits to {MAX_CLUSTER_ID_LENGTH} "
+    "characters so that the names of the cluster's Services and ConfigMaps fit: choose a shorter metadata.name"
+)
+#: metadata.name that is a Kubernetes name but not a DNS-1035 label (a leading digit, a dot).
+NAME_FORMAT_RULE = (
+    "a FlinkJob's name becomes its job cluster's id (kubernetes.cluster-id), a DNS-1035 label: lowercase letters, "
+    "digits and hyphens, starting with a letter and ending with a letter or digit, no dots: choose another metadata.name"
+)
+#: spec.job with neither or both of program and source.
+ONE_PROGRAM_RULE = (
+    "spec.job needs exactly one of program (local:///path/in/image.py or an http(s):// URL) and source (the program's text, inline)"
+)
+#: spec.job.program or an entry of spec.job.pyFiles that is not a URI the operator can use.
+PROGRAM_URI_RULE = (
+    "must be local:///path/in/image (a file in the image) or an http(s):// URL; a program on your machine goes inline, as spec.job.source"
+)
+#: target yarn-per-job without spec.hadoopConfigMap.
+HADOOP_CONFIG_MAP_RULE = (
+    "spec.target yarn-per-job needs spec.hadoopConfigMap: the ConfigMap of this namespace holding the Hadoop "
+    "client configuration (kubectl create configmap hadoop-conf --from-file=$HADOOP_CONF_DIR)"
+)
+_PROGRAM_SCHEMES = ("local:///", "http://", "https://")
+
 #: Fields whose change does not need a new cluster (the lifecycle's own knobs).
 _NOT_DEPLOYED = ("startupDeadlineSeconds", "activeDeadlineSeconds", "ttlSecondsAfterFinished", "deleteAfterTtl")
 
@@ -81,8 +111,10 @@ def parse_spec(spec: Mapping[str, Any]) -> FlinkJobSpec:
 
     Raises:
         InvalidSpecError: a field of the wrong type or range (when the API server did not check it),
-            no program or both program and source, a program URI that is neither ``local://`` nor
-            ``http(s)://``, or the yarn-per-job target without ``hadoopConfigMap``.
+            no program or both program and source (:data:`ONE_PROGRAM_RULE`), a program URI that is
+            neither ``local:///`` nor ``http(s)://`` (:data:`PROGRAM_URI_RULE`), or the yarn-per-job
+            target without ``hadoopConfigMap`` (:data:`HADOOP_CONFIG_MAP_RULE`, reason
+            ``HadoopConfigurationMissing``).
     """
     try:
         parsed = FlinkJobSpec.model_validate(dict(spec))
@@ -92,20 +124,30 @@ def parse_spec(spec: Mapping[str, Any]) -> FlinkJobSpec:
         raise InvalidSpecError(f"spec.{where}: {first['msg']}") from None
     job = parsed.job
     if (job.program is None) == (job.source is None):
-        raise InvalidSpecError("spec.job needs exactly one of program (local:// or http(s):// URI) and source (the program inline)")
+        raise InvalidSpecError(ONE_PROGRAM_RULE)
     for field, uri in [("program", job.program), *(("pyFiles", f) for f in job.py_files)]:
-        if uri is not None and not uri.startswith(("local:///", "http://", "https://")):
-            raise InvalidSpecError(
-                f"spec.job.{field} {uri!r} is neither local:///path/in/image nor an http(s):// URL "
-                "(a program on your machine goes inline, as spec.job.source)"
-            )
+        if uri is not None and not uri.startswith(_PROGRAM_SCHEMES):
+            raise InvalidSpecError(f"spec.job.{field} {uri!r} {PROGRAM_URI_RULE}")
     if parsed.target == TARGET_YARN and not parsed.hadoop_config_map:
-        raise InvalidSpecError(
-            "spec.target yarn-per-job needs spec.hadoopConfigMap: the ConfigMap of this namespace holding the Hadoop "
-            "client configuration (kubectl create configmap hadoop-conf --from-file=$HADOOP_CONF_DIR)",
-            reason="HadoopConfigurationMissing",
-        )
+        raise InvalidSpecError(HADOOP_CONFIG_MAP_RULE, reason="HadoopConfigurationMissing")
     return parsed
+
+
+def check_name(name: str) -> str:
+    """``name`` itself when it can be the FlinkJob's cluster id (``kubernetes.cluster-id``).
+
+    The rule is the cluster id's (``backends/kubernetes/cluster_id.py``: at most
+    45 characters, a DNS-1035 label), said in terms of the FlinkJob; the CRD
+    refuses such names already, this catches those stored before it did.
+
+    Raises:
+        InvalidSpecError: ``name`` is longer than 45 characters, or not a DNS-1035 label.
+    """
+    if len(name) > MAX_CLUSTER_ID_LENGTH:
+        raise InvalidSpecError(f"metadata.name '{name}' is too long; {NAME_LENGTH_RULE}", reason="InvalidName")
+    if not DNS_1035_LABEL.fullmatch(name):
+        raise InvalidSpecError(f"metadata.name '{name}' is not a valid cluster id; {NAME_FORMAT_RULE}", reason="InvalidName")
+    return name
 
 
 def deployed_spec_hash(spec: Mapping[str, Any]) -> str:

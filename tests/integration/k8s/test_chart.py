@@ -130,6 +130,15 @@ def test_without_leader_election_one_replica_is_replaced_by_recreate_and_more_ar
     assert "--lease-name=ops-lease" in other["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
+def test_allowed_program_urls_become_the_operators_options():
+    prefixes = ["https://artifacts.example.com/jobs/", "http://programs.analytics:8000"]
+    (deployment,) = by_kind(render("--set", f"allowedProgramUrls={{{','.join(prefixes)}}}"), "Deployment")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert [a for a in args if a.startswith("--allow-program-url")] == [f"--allow-program-url={p}" for p in prefixes]
+    (default,) = by_kind(render(), "Deployment")
+    assert not [a for a in default["spec"]["template"]["spec"]["containers"][0]["args"] if a.startswith("--allow-program-url")]
+
+
 def test_image_pull_secrets_reach_the_operator_pod_and_the_job_clusters_configuration():
     documents = render("--set", "imagePullSecrets[0].name=registry-a", "--set", "imagePullSecrets[1].name=registry-b")
     (deployment,) = by_kind(documents, "Deployment")

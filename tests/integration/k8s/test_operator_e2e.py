@@ -16,8 +16,10 @@ test_chart.py runs it as the chart's pod, and there also with FlinkJobs on YARN.
 
 from __future__ import annotations
 
+import http.server
 import json
 import re
+import threading
 import time
 import uuid
 from collections import Counter
@@ -152,6 +154,36 @@ CANNOT_START = {
     "toolarge": ({"jobManager": {"resource": {"memory": "64g"}}}, r"to be scheduled: .*Insufficient memory"),  # the node has ~23 GiB
     "noaccount": ({"serviceAccount": "nobody"}, r'FailedCreate: .*serviceaccount "nobody" not found'),
 }
+
+
+def test_a_program_url_not_allowed_fails_clearly_and_is_never_requested(k8s_cluster, k8s_api, namespace, operator):
+    # this operator allows no URL prefix (the default): the server, reachable from it, must see no request
+    requested: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            requested.append(self.path)
+            self.send_error(500)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/jobs/etl.py"
+    try:
+        apply(k8s_cluster, flinkjob("fetched", namespace, {"program": url}))
+        kubectl_wait(k8s_cluster, namespace, "fetched", "Failed", timeout=60)
+        failed = condition(get(k8s_api, namespace, "fetched"), "Failed")
+        assert failed["reason"] == "ProgramUrlNotAllowed", failed
+        assert failed["message"].startswith(f"the URL {url} is not under a URL prefix the operator may fetch programs from")
+        assert "--allow-program-url PREFIX (Helm chart value allowedProgramUrls)" in failed["message"]
+        assert requested == [] and cluster_objects(k8s_api, namespace, "fetched") == []
+    finally:
+        server.shutdown()
+        server.server_close()
+        k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "fetched", "--ignore-not-found", timeout=60)
 
 
 def test_flinkjobs_that_cannot_start_fail_with_kubernetes_reason_and_leave_nothing(k8s_cluster, k8s_api, namespace, operator):

@@ -17,7 +17,7 @@ from jobcluster.errors import IllegalConfigurationError
 
 MAX_CLUSTER_ID_LENGTH = 45
 DEFAULT_CLUSTER_ID_PREFIX = "jobcluster-"
-_DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 
 
 def check_cluster_id(cluster_id: str) -> str:
@@ -36,7 +36,7 @@ def check_cluster_id(cluster_id: str) -> str:
         raise IllegalConfigurationError(
             f"{key} '{cluster_id}' is {len(cluster_id)} characters long; it must be no more than {MAX_CLUSTER_ID_LENGTH} characters."
         )
-    if not _DNS_1035_LABEL.fullmatch(cluster_id):
+    if not DNS_1035_LABEL.fullmatch(cluster_id):
         raise IllegalConfigurationError(
             f"{key} '{cluster_id}' is not a valid cluster id: it must consist of lowercase letters, digits and '-', "
             "start with a letter and end with a letter or digit (a DNS-1035 label, regex '[a-z]([-a-z0-9]*[a-z0-9])?')."
