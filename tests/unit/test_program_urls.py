@@ -108,6 +108,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Location", self.REDIRECTS[self.path])
             self.send_header("Content-Length", "0")
             self.end_headers()
+        elif self.path == "/jobs/overloaded.py":
+            self.send_error(503)
         elif self.path in ("/jobs/etl.py", "/private/token"):
             body = b"print('etl')\n"
             self.send_response(200)
@@ -158,4 +160,14 @@ def test_endless_redirects_and_errors_are_not_fetched(server):
     assert raised.value.reason == "ProgramNotFetched" and len(server.requested) == programs.MAX_REDIRECTS + 1
     with pytest.raises(InvalidSpecError, match="HTTP 404") as raised:
         urls.fetch(f"{server.base}/jobs/missing.py")
-    assert raised.value.reason == "ProgramNotFetched"
+    assert raised.value.reason == "ProgramNotFetched" and not raised.value.transient, "a URL that is not there is a wrong spec"
+
+
+def test_a_server_that_fails_or_does_not_answer_is_asked_again_later(server):
+    urls = ProgramUrls.of([f"{server.base}/jobs/", "http://127.0.0.1:9/jobs/"])
+    with pytest.raises(InvalidSpecError, match="HTTP 503") as raised:
+        urls.fetch(f"{server.base}/jobs/overloaded.py")
+    assert raised.value.transient
+    with pytest.raises(InvalidSpecError, match="cannot fetch") as raised:
+        urls.fetch("http://127.0.0.1:9/jobs/etl.py")  # the discard port: nothing listens
+    assert raised.value.transient

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from jobcluster.client.descriptor import JobResult, PackagedProgram
-from jobcluster.client.operator_hook import ClusterRef
+from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config.configuration import Configuration
 from jobcluster.controller.clusters import Deployed, JobClusters, Observation
 from jobcluster.controller.flinkjob_status import Lifecycle
@@ -370,3 +370,13 @@ def test_a_program_url_the_operator_may_not_fetch_fails_the_flinkjob_with_what_t
     assert job.status["failureReason"] == "ProgramUrlNotAllowed" and "--allow-program-url" in job.status["error"]
     assert job.events[-1][:2] == ("Warning", "ProgramUrlNotAllowed")
     assert clusters.calls == []
+
+
+def test_a_hadoop_configmap_applied_after_the_flinkjob_is_found_at_a_later_attempt():
+    missing = InvalidSpecError("spec.hadoopConfigMap 'hadoop' does not exist", reason="HadoopConfigurationMissing", transient=True)
+    clusters, job, clock = FakeClusters(deploy_error=missing), FlinkJob(SPEC), Clock()
+    assert reconcile(Reconciler(clusters, {}, clock=clock), job) == Lifecycle.CREATED  # type: ignore[arg-type]
+    assert job.events[-1][:2] == ("Warning", "HadoopConfigurationMissing") and job.status["deployRetry"]["attempts"] == 1
+    clusters.deploy_error = None  # kubectl create configmap hadoop ...
+    clock.advance(5)
+    assert reconcile(Reconciler(clusters, {}, clock=clock), job) == Lifecycle.DEPLOYED  # type: ignore[arg-type]

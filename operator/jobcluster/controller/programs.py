@@ -161,11 +161,13 @@ class ProgramUrls:
                         continue
                     if not response.ok or response.status_code >= 300:
                         raise InvalidSpecError(
-                            f"cannot fetch {current}: HTTP {response.status_code} {response.reason}", reason="ProgramNotFetched"
+                            f"cannot fetch {current}: HTTP {response.status_code} {response.reason}",
+                            reason="ProgramNotFetched",
+                            transient=response.status_code >= 500 or response.status_code == 429,  # the server may recover
                         )
                     content = response.raw.read(MAX_FETCH_BYTES + 1, decode_content=True)
             except requests.RequestException as exc:
-                raise InvalidSpecError(f"cannot fetch {current}: {exc}", reason="ProgramNotFetched") from None
+                raise InvalidSpecError(f"cannot fetch {current}: {exc}", reason="ProgramNotFetched", transient=True) from None
             if len(content) > MAX_FETCH_BYTES:
                 raise InvalidSpecError(
                     f"{current} is larger than {MAX_FETCH_BYTES >> 20} MiB; put it in the image and give it as local:///path",

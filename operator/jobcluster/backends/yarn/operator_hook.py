@@ -89,6 +89,7 @@ class YarnOperatorHook:
                 f"spec.hadoopConfigMap {name!r} does not exist in namespace {namespace}: create it from the Hadoop "
                 f"client configuration (kubectl create configmap {name} --from-file=$HADOOP_CONF_DIR)",
                 reason="HadoopConfigurationMissing",
+                transient=True,  # applied after the FlinkJob, it is there at a later attempt
             )
         files = {key: value for key, value in data.items() if key.endswith(".xml")}
         if not files:
