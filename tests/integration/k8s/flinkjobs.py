@@ -43,7 +43,16 @@ class Operator:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
-        argv = [sys.executable, "-m", "jobcluster.controller", "--namespace", self.namespace, "--port", str(self.port)]
+        argv = [
+            sys.executable,
+            "-m",
+            "jobcluster.controller",
+            "--namespace",
+            self.namespace,
+            "--port",
+            str(self.port),
+            "--no-leader-election",
+        ]
         argv += ["--default-configuration", str(self.defaults)]
         with open(self.log, "a") as log:
             self.process = subprocess.Popen(argv, env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
