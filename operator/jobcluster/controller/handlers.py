@@ -6,9 +6,11 @@ every FlinkJob and its running cluster) and a timer (every
 deadlines, the TTL) all run :meth:`Reconciler.reconcile`, which serializes the
 work per FlinkJob; different FlinkJobs are reconciled concurrently, and the
 blocking calls run in threads, so one slow deployment holds up no other.
-``delete`` removes the cluster at once within a bounded time (on Kubernetes the
-garbage collector would, too: the FlinkJob owns its Deployment; a YARN
-application is killed through YARN).
+``delete`` removes the cluster at once (on Kubernetes the garbage collector
+would, too: the FlinkJob owns its Deployment; a YARN application is killed
+through YARN); while that fails (the platform does not answer, or how to reach
+the cluster is lost), the FlinkJob keeps its finalizer and the removal is
+retried, with a Warning event each time, rather than let a running cluster go.
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.controller.metrics import OperatorMetrics
 from jobcluster.controller.reconciler import FlinkJobRef, Reconciler
 from jobcluster.controller.resource import GROUP, PLURAL, VERSION
-from jobcluster.errors import NotFoundError
+from jobcluster.errors import JobClusterError, NotFoundError
 
 log = logging.getLogger(__name__)
 
 OBSERVE_INTERVAL = 3.0  # seconds between two looks at a FlinkJob
-DELETE_TIMEOUT = 30.0  # seconds a deletion may take before it is let through anyway
+DELETE_TIMEOUT = 30.0  # seconds one attempt at removing a deleted FlinkJob's cluster may take
+DELETE_RETRY_DELAY = 15.0  # seconds between two attempts: a cluster that may run is never let go unremoved
 API_TIMEOUT = (5.0, 30.0)  # seconds: connect, read of a status patch
 FINALIZER = "jobcluster.io/finalizer"
 ANNOTATION_PREFIX = "jobcluster.io"
@@ -114,14 +117,26 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
     async def observe(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
         await reconcile(body, logger)
 
-    @kopf.on.delete(*resource, timeout=DELETE_TIMEOUT, retries=3, backoff=2, registry=registry)
+    @kopf.on.delete(*resource, backoff=DELETE_RETRY_DELAY, registry=registry)
     async def on_delete(body: kopf.Body, **_: Any) -> None:
         job = FlinkJobRef.of(body)
         context.metrics.job_state(job.uid, None)
         context.reconciler.forget(job.uid)
-        await asyncio.wait_for(asyncio.to_thread(context.reconciler.clusters.remove, job.cluster), DELETE_TIMEOUT)
+        try:
+            await asyncio.wait_for(asyncio.to_thread(context.reconciler.clusters.remove, job.cluster), DELETE_TIMEOUT)
+        except (JobClusterError, TimeoutError) as exc:
+            raise kopf.TemporaryError(removal_blocked(job, exc), delay=DELETE_RETRY_DELAY) from exc
 
     return registry
+
+
+def removal_blocked(job: FlinkJobRef, error: Exception) -> str:
+    """The event of a deleted FlinkJob whose cluster could not be removed: why, and how to let it go anyway."""
+    return (
+        f"job cluster not removed ({str(error) or 'timed out'}); the finalizer {FINALIZER} stays and removal is retried every "
+        f"{DELETE_RETRY_DELAY:.0f} s. Once nothing of it runs, release it: kubectl patch flinkjob {job.name} -n {job.namespace} "
+        """--type=merge -p '{"metadata":{"finalizers":null}}'"""
+    )
 
 
 def connection_info(config: kubernetes.client.Configuration) -> kopf.ConnectionInfo:

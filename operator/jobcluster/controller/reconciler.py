@@ -13,7 +13,10 @@ Status fields of the operator's own (beyond those the CRD documents):
 ``resource.deployed_spec_hash``), ``deployedTarget`` (the target it runs or ran
 on: a spec that changes its target has the old cluster removed where it is),
 ``deployTime`` (when that deployment began), ``firstRunningTime`` (when its job was
-first seen RUNNING: the startup deadline is met) and ``ttlExpired``.
+first seen RUNNING: the startup deadline is met), ``ttlExpired`` and
+``clusterAccess`` (what the target's hook keeps to reach that cluster once the
+objects the spec names are gone, e.g. YARN's Hadoop site files: file name → text;
+written as the deployment begins, dropped when it fails).
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ class FlinkJobRef:
             uid=self.uid,
             cluster_id=str(self.status.get("clusterId") or ""),
             hadoop_config_map=self.spec.get("hadoopConfigMap"),
+            access={str(k): str(v) for k, v in (self.status.get("clusterAccess") or {}).items() if v is not None},
         )
 
 
@@ -187,6 +191,8 @@ class Reconciler:
         spec = parse_spec(job.spec)
         # the spec is recorded before the long wait: an operator restarted meanwhile adopts this deployment
         # the cluster id is cleared: an adopting operator must not take the previous cluster's result for this one
+        target = dataclasses.replace(job.cluster, target=spec.target, cluster_id="")
+        target = dataclasses.replace(target, access=await asyncio.to_thread(self.clusters.access, target))
         starting = {
             **status,
             "deployedSpec": spec_hash,
@@ -196,9 +202,9 @@ class Reconciler:
             "jobStatus": None,
             "clusterId": "",
             "firstRunningTime": "",
+            "clusterAccess": _replacing(job.status.get("clusterAccess"), target.access),
         }
         await self._write(job, starting, write_status)
-        target = dataclasses.replace(job.cluster, target=spec.target, cluster_id="")
         try:
             with tempfile.TemporaryDirectory(prefix=f"flinkjob-{job.name}-") as scratch:
                 program = await asyncio.to_thread(job_program, spec.job, job.name, Path(scratch))
@@ -244,6 +250,7 @@ class Reconciler:
             "error": str(error),
             "failureReason": reason,
             "restUrl": "",
+            "clusterAccess": None,  # a refused deployment leaves nothing to reach: the FlinkJob is deletable at once
         }
 
     async def _write(self, job: FlinkJobRef, update: Mapping[str, Any], write_status: StatusWriter) -> str:
@@ -267,3 +274,9 @@ class Reconciler:
         if document != {key: job.status.get(key) for key in document}:
             await write_status(document)
         return lifecycle
+
+
+def _replacing(old: Mapping[str, Any] | None, new: Mapping[str, str]) -> dict[str, str | None]:
+    """A JSON merge patch that turns the status map ``old`` into ``new`` (a patch merges maps: a key ``new``
+    lacks is deleted by null)."""
+    return {**dict.fromkeys(old or {}), **new}
