@@ -125,7 +125,9 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
         try:
             await asyncio.wait_for(asyncio.to_thread(context.reconciler.clusters.remove, job.cluster), DELETE_TIMEOUT)
         except (JobClusterError, TimeoutError) as exc:
-            raise kopf.TemporaryError(removal_blocked(job, exc), delay=DELETE_RETRY_DELAY) from exc
+            message = removal_blocked(job, exc)
+            kopf.warn(body, reason="ClusterNotRemoved", message=message[:1000])
+            raise kopf.TemporaryError(message, delay=DELETE_RETRY_DELAY) from exc
 
     return registry
 
