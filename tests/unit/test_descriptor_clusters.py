@@ -7,15 +7,18 @@ between being found and being killed is a race a real platform does not produce 
 
 from __future__ import annotations
 
+import dataclasses
 import http.server
 import json
 import threading
 
+import pytest
+
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, JobResult
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config.configuration import Configuration
-from jobcluster.controller.clusters import DescriptorClusters
-from jobcluster.errors import NotFoundError
+from jobcluster.controller.clusters import ClusterAccessLostError, DescriptorClusters
+from jobcluster.errors import DeploymentError, NotFoundError
 
 REF = ClusterRef("yarn-per-job", "jobs", "wc", "u-1")
 RESULT = JobResult("app-1", "f" * 32, "FAILED", "2026-11-26T12:00:00Z", "boom")
@@ -56,8 +59,13 @@ class Descriptor(ClusterDescriptor):
 
 
 class Target:
-    def __init__(self, descriptor: Descriptor | None, ids: list[str]) -> None:
-        self._descriptor, self.ids = descriptor, ids
+    def __init__(self, descriptor: Descriptor | None, ids: list[str], unreachable: bool = False) -> None:
+        self._descriptor, self.ids, self.unreachable = descriptor, ids, unreachable
+
+    def access(self, ref):
+        if self._descriptor is None:
+            raise InvalidSpecError("spec.hadoopConfigMap 'hadoop' does not exist", reason="HadoopConfigurationMissing")
+        return {"core-site.xml": "<configuration/>"}
 
     def descriptor(self, ref, config=None):
         if self._descriptor is None:
@@ -71,6 +79,8 @@ class Target:
         return next(iter(self.ids), "")
 
     def running(self, ref, descriptor):
+        if self.unreachable:
+            raise DeploymentError("the ResourceManager does not answer")
         return list(self.ids)
 
 
@@ -95,7 +105,22 @@ def test_removal_stops_every_running_cluster_and_one_that_ended_meanwhile_is_fin
     assert clusters.remove(REF) is True
     assert [c for c in descriptor.calls if c[0] == "kill"] == [("kill", "app-1"), ("kill", "app-2"), ("kill", "app-3")]
     assert DescriptorClusters(Target(Descriptor({}), ["app-9"])).remove(REF) is False
-    assert DescriptorClusters(Target(None, [])).remove(REF) is False, "a target that cannot even be looked at has nothing to stop"
+    assert DescriptorClusters(Target(None, [])).remove(REF) is False, "a FlinkJob that deployed nothing is let go"
+
+
+def test_removal_of_a_deployed_cluster_that_cannot_be_reached_raises_rather_than_let_it_run():
+    deployed, kept = dataclasses.replace(REF, cluster_id="app-1"), dataclasses.replace(REF, access={"core-site.xml": "x"})
+    with pytest.raises(ClusterAccessLostError, match=r"app-1.*does not exist"):
+        DescriptorClusters(Target(None, [])).remove(deployed)  # its ConfigMap went, and nothing was kept
+    for ref in (deployed, kept):  # kept: a deployment began, its application may run
+        with pytest.raises(DeploymentError, match="does not answer"):
+            DescriptorClusters(Target(Descriptor({}), [], unreachable=True)).remove(ref)
+    assert DescriptorClusters(Target(Descriptor({}), [], unreachable=True)).remove(REF) is False, "deployed nothing"
+
+
+def test_what_to_keep_comes_from_the_hook_and_a_refused_spec_keeps_nothing():
+    assert DescriptorClusters(Target(Descriptor({}), [])).access(REF) == {"core-site.xml": "<configuration/>"}
+    assert DescriptorClusters(Target(None, [])).access(REF) == {}, "the deployment that follows says why"
 
 
 def test_the_result_record_is_removed_through_the_descriptor():

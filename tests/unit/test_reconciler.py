@@ -43,10 +43,16 @@ class FakeClusters:
     calls: list[tuple[str, str]] = field(default_factory=list)
     deployed_configs: list[Configuration] = field(default_factory=list)
     gate: asyncio.Event | None = None  # a deploy waits for it (on its thread), to hold the FlinkJob's lock
+    kept: dict[str, str] = field(default_factory=dict)  # what ``access`` gives
+    deployed_refs: list[ClusterRef] = field(default_factory=list)
+
+    def access(self, ref: ClusterRef) -> dict[str, str]:
+        return dict(self.kept)
 
     def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
         self.calls.append(("deploy", ref.name))
         self.deployed_configs.append(config)
+        self.deployed_refs.append(ref)
         assert program.script.read_text() == "print(1)", "the inline program was written for the client"
         if self.gate is not None:
             asyncio.run_coroutine_threadsafe(self.gate.wait(), self.loop).result(5)
@@ -380,3 +386,25 @@ def test_a_hadoop_configmap_applied_after_the_flinkjob_is_found_at_a_later_attem
     clusters.deploy_error = None  # kubectl create configmap hadoop ...
     clock.advance(5)
     assert reconcile(Reconciler(clusters, {}, clock=clock), job) == Lifecycle.DEPLOYED  # type: ignore[arg-type]
+
+
+def test_what_reaches_the_cluster_is_kept_in_the_status_before_the_deployment_and_dropped_when_it_fails():
+    site = {"core-site.xml": "<configuration>a</configuration>", "hdfs-site.xml": "<configuration/>"}
+    clusters, job = FakeClusters(kept=site), FlinkJob({**SPEC, "target": "yarn-per-job", "hadoopConfigMap": "hadoop"})
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.DEPLOYED
+    assert job.writes[0]["clusterAccess"] == site, "kept before the long wait: an operator restarted meanwhile has it"
+    assert clusters.deployed_refs[0].access == site
+    assert (job_ref := asyncio.run(job.read())) is not None and job_ref.cluster.access == site
+
+    clusters.kept = {"core-site.xml": "<configuration>b</configuration>"}
+    clusters.deploy_error = DeploymentError("the ResourceManager does not answer")
+    job.spec = {**job.spec, "restartNonce": 1}
+    clusters.observation = Observation(exists=False)
+    before = len(job.writes)
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FAILED
+    starting = job.writes[before]
+    assert starting["clusterAccess"] == {"core-site.xml": "<configuration>b</configuration>", "hdfs-site.xml": None}, (
+        "a merge patch deletes the file the new deployment lacks"
+    )
+    assert job.status["clusterAccess"] is None, "a failed deployment left nothing to reach"
+    assert (job_ref := asyncio.run(job.read())) is not None and job_ref.cluster.access == {}

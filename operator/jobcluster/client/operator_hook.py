@@ -4,12 +4,14 @@ A FlinkJob's cluster is deployed and found through the target's ClusterDescripto
 alone; an :class:`OperatorHook` per target (``backends/<name>/operator_hook.py``)
 adds the little the descriptor cannot know: the descriptor for a FlinkJob (its
 namespace, its Hadoop configuration), what its cluster carries to be found again
-(an owner, a tag), and which cluster ids are the FlinkJob's.
+(an owner, a tag), which cluster ids are the FlinkJob's, and what the operator keeps
+(in the FlinkJob's status) to reach the cluster once the objects its spec names are gone.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from jobcluster.client.descriptor import ClusterDescriptor
@@ -35,7 +37,9 @@ class ClusterRef:
     ``name``/``uid``: the FlinkJob's (on Kubernetes the name is the cluster id);
     ``cluster_id``: the cluster id as last deployed or found (on YARN the application
     id; empty while unknown); ``hadoop_config_map``: the ConfigMap of the FlinkJob's
-    namespace that holds the Hadoop client configuration (YARN).
+    namespace that holds the Hadoop client configuration (YARN); ``access``: what
+    :meth:`OperatorHook.access` gave when the cluster was deployed, as kept in the
+    FlinkJob's status (file name → content; empty when nothing was kept).
     """
 
     target: str
@@ -44,6 +48,7 @@ class ClusterRef:
     uid: str
     cluster_id: str = ""
     hadoop_config_map: str | None = None
+    access: Mapping[str, str] = field(default_factory=dict)
 
 
 class OperatorHook(Protocol):
@@ -71,3 +76,13 @@ class OperatorHook(Protocol):
 
     def running(self, ref: ClusterRef, descriptor: ClusterDescriptor) -> list[str]:
         """The ids of every cluster of the FlinkJob that has not ended (the ones a removal stops)."""
+
+    def access(self, ref: ClusterRef) -> dict[str, str]:
+        """What to keep to reach the cluster about to be deployed for ``ref`` later without the objects its spec
+        names (which may be deleted first, e.g. by ``kubectl delete namespace``): file name → text, ``{}`` when the
+        target needs nothing of them (Kubernetes). Read when a deployment begins; handed back as ``ref.access``.
+
+        Raises:
+            InvalidSpecError: what the spec names is missing (the deployment would be refused the same way).
+            JobClusterError: the platform refuses or cannot be reached.
+        """

@@ -6,9 +6,15 @@ this process, with no CLI subprocess per job: :class:`DescriptorClusters` does i
 the same way for each. What an operator must know of a target is small and lives
 in an ``OperatorHook`` per target, in the target's folder
 (``backends/<name>/operator_hook.py``): how to build the descriptor for a FlinkJob,
-what its cluster must carry, and which cluster ids are the FlinkJob's. :class:`JobClusters` picks
+what its cluster must carry, which cluster ids are the FlinkJob's, and what to keep in
+the FlinkJob's status to reach its cluster later (``access``). :class:`JobClusters` picks
 the target of each FlinkJob, so the reconciler never branches on it. The job's
 state comes from the cluster's own REST API (:func:`observe_job`).
+
+Removal never lets a cluster that may run go silently: when the target cannot be
+reached, or how to reach it is lost, it raises, and the FlinkJob keeps its
+finalizer until a later attempt succeeds. Only a FlinkJob that deployed nothing
+(no cluster id, nothing kept) is let go when its cluster cannot be looked for.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError, OperatorHook
 from jobcluster.client.program import build_job_graph
 from jobcluster.config.configuration import Configuration
-from jobcluster.errors import ClusterClientError, IllegalConfigurationError, NotFoundError
+from jobcluster.errors import ClusterClientError, DeploymentError, IllegalConfigurationError, JobClusterError, NotFoundError
 from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 
@@ -68,6 +74,14 @@ class Observation:
 class TargetClusters(Protocol):
     """The job clusters of one target (an adapter over its ClusterDescriptor); blocking calls."""
 
+    def access(self, ref: ClusterRef) -> dict[str, str]:
+        """What to keep in the FlinkJob's status to reach the cluster about to be deployed once the objects its
+        spec names are gone (``ref.access`` later); ``{}`` when nothing is needed or the spec is refused.
+
+        Raises:
+            JobClusterError: the platform refuses or cannot be reached.
+        """
+
     def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
         """Deploy the job of ``program`` under ``config``; returns once its JobManager serves REST.
 
@@ -106,6 +120,9 @@ class JobClusters:
     def _of(self, ref: ClusterRef) -> TargetClusters:
         return self.by_target.get(ref.target) or _NOTHING_DEPLOYED
 
+    def access(self, ref: ClusterRef) -> dict[str, str]:
+        return self._of(ref).access(ref)
+
     def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
         return self._of(ref).deploy(ref, config, program)
 
@@ -131,6 +148,18 @@ class DescriptorClusters:
         self.hook = hook
         self._running: dict[str, ClusterHandle] = {}  # by FlinkJob uid: the cluster whose job was RUNNING at the last look
         self._lock = threading.Lock()
+
+    def access(self, ref: ClusterRef) -> dict[str, str]:
+        """The hook's :meth:`~jobcluster.client.operator_hook.OperatorHook.access`; ``{}`` for a spec the hook
+        refuses (the deployment that follows is refused the same way, and says why).
+
+        Raises:
+            JobClusterError: the platform refuses or cannot be reached.
+        """
+        try:
+            return dict(self.hook.access(ref))
+        except InvalidSpecError:
+            return {}
 
     def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
         """Deploy the job of ``program`` under ``config``; returns once its JobManager serves REST.
@@ -186,17 +215,31 @@ class DescriptorClusters:
             self._running.pop(ref.uid, None)
 
     def remove(self, ref: ClusterRef) -> bool:
-        """Stop every cluster of the FlinkJob that has not ended; False when there was none.
+        """Stop every cluster of the FlinkJob that has not ended; False when there was none, or when the FlinkJob
+        deployed nothing (``ref`` has no cluster id and nothing kept) and its target cannot be looked at.
 
         Raises:
-            JobClusterError: the platform refuses or cannot be reached.
+            ClusterAccessLostError: the FlinkJob deployed a cluster and what the target needs to reach it is gone
+                (the ConfigMap the spec names, and nothing was kept).
+            JobClusterError: the platform refuses or cannot be reached, and a cluster may run.
         """
         self._forget(ref)
         try:
-            descriptor = self.hook.descriptor(ref)
-        except InvalidSpecError as exc:  # never deployed with this spec, or what the target needs went first
-            log.warning("FlinkJob %s/%s: cannot look for its clusters: %s", ref.namespace, ref.name, exc)
+            return self._remove(ref)
+        except JobClusterError as exc:
+            if ref.cluster_id or ref.access:
+                raise
+            # a failed deployment leaves nothing behind and keeps nothing: no cluster can be left running
+            log.warning("FlinkJob %s/%s deployed nothing; its clusters were not looked for: %s", ref.namespace, ref.name, exc)
             return False
+
+    def _remove(self, ref: ClusterRef) -> bool:
+        try:
+            descriptor = self.hook.descriptor(ref)
+        except InvalidSpecError as exc:
+            raise ClusterAccessLostError(
+                f"cannot reach the job cluster {ref.cluster_id or '(being deployed)'} of FlinkJob {ref.namespace}/{ref.name}: {exc}"
+            ) from exc
         removed = False
         for cluster_id in self.hook.running(ref, descriptor):
             log.info("removing job cluster %s of FlinkJob %s/%s", cluster_id, ref.namespace, ref.name)
@@ -223,8 +266,15 @@ def _running(observation: Observation) -> bool:
     return observation.job is not None and observation.job.get("state") == "RUNNING"
 
 
+class ClusterAccessLostError(DeploymentError):
+    """A FlinkJob's cluster may run, but what its target needs to reach it is gone (and nothing of it was kept)."""
+
+
 class _NothingDeployed:
     """The clusters of a target no adapter serves (a spec the reconciler refused: nothing was deployed there)."""
+
+    def access(self, ref: ClusterRef) -> dict[str, str]:
+        return {}
 
     def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
         raise IllegalConfigurationError(f"unknown target {ref.target!r}")

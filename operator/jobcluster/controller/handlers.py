@@ -9,8 +9,10 @@ concurrently, and the blocking calls run in threads, so one slow deployment
 holds up no other.  The timer runs only for FlinkJobs that are not settled
 (:func:`settled`): an ended or suspended FlinkJob costs nothing until its spec
 changes.  ``delete`` removes the cluster at once, and keeps the finalizer
-until it is gone: a deletion the platform refuses, or that waits for a
-deployment in flight, is tried again (an Event says why each time).
+until it is gone: a deletion that waits for a deployment in flight is tried
+again shortly; while removal fails (the platform does not answer, or how to
+reach the cluster is lost) it is retried with a Warning event each time,
+rather than let a running cluster go.
 """
 
 from __future__ import annotations
@@ -28,14 +30,15 @@ import kubernetes
 from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.controller.flinkjob_status import Lifecycle
 from jobcluster.controller.metrics import OperatorMetrics
-from jobcluster.controller.reconciler import FlinkJobRef, Reconciler
+from jobcluster.controller.reconciler import FlinkJobRef, Reconciler, RemovalPending
 from jobcluster.controller.resource import GROUP, PLURAL, VERSION
 from jobcluster.errors import JobClusterError, NotFoundError
 
 log = logging.getLogger(__name__)
 
 OBSERVE_INTERVAL = 3.0  # seconds between two looks at a FlinkJob
-DELETE_RETRY_DELAY = 5.0  # seconds between two tries of a deletion that could not finish
+DELETE_PENDING_DELAY = 5.0  # seconds between two tries of a deletion that waits for a deployment in flight
+DELETE_RETRY_DELAY = 15.0  # seconds between two attempts at a removal that failed: a cluster that may run is never let go
 API_TIMEOUT = (5.0, 30.0)  # seconds: connect, read of a status patch
 FINALIZER = "jobcluster.io/finalizer"
 ANNOTATION_PREFIX = "jobcluster.io"
@@ -116,11 +119,24 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
         job = FlinkJobRef.of(body)
         try:
             await context.reconciler.delete(job)
+        except RemovalPending as exc:
+            raise kopf.TemporaryError(str(exc), delay=DELETE_PENDING_DELAY) from exc
         except JobClusterError as exc:
-            raise kopf.TemporaryError(f"the job cluster is not removed yet: {exc}", delay=DELETE_RETRY_DELAY) from exc
+            message = removal_blocked(job, exc)
+            kopf.warn(body, reason="ClusterNotRemoved", message=message[:1000])
+            raise kopf.TemporaryError(message, delay=DELETE_RETRY_DELAY) from exc
         context.metrics.job_state(job.uid, None)
 
     return registry
+
+
+def removal_blocked(job: FlinkJobRef, error: Exception) -> str:
+    """The event of a deleted FlinkJob whose cluster could not be removed: why, and how to let it go anyway."""
+    return (
+        f"job cluster not removed ({str(error) or 'timed out'}); the finalizer {FINALIZER} stays and removal is retried every "
+        f"{DELETE_RETRY_DELAY:.0f} s. Once nothing of it runs, release it: kubectl patch flinkjob {job.name} -n {job.namespace} "
+        """--type=merge -p '{"metadata":{"finalizers":null}}'"""
+    )
 
 
 def settled(spec: Mapping[str, Any], status: Mapping[str, Any]) -> bool:

@@ -16,7 +16,10 @@ on: a spec that changes its target has the old cluster removed where it is),
 first seen RUNNING: the startup deadline is met), ``deployRetry`` (a deployment
 that failed transiently: its attempts and when the next one is due, see
 ``plan.deploy_retry``), ``terminationTime`` (when the FlinkJob reached FINISHED or
-FAILED, by whatever path: the TTL counts from it) and ``ttlExpired``.
+FAILED, by whatever path: the TTL counts from it), ``ttlExpired`` and
+``clusterAccess`` (what the target's hook keeps to reach that cluster once the
+objects the spec names are gone, e.g. YARN's Hadoop site files: file name → text;
+written as the deployment begins, dropped when it fails).
 
 Threads: deployments (program fetch, packing, the wait for REST) run in a pool
 of their own, and so do looks at and removals of clusters, so that a burst of
@@ -108,6 +111,7 @@ class FlinkJobRef:
             uid=self.uid,
             cluster_id=str(self.status.get("clusterId") or ""),
             hadoop_config_map=self.spec.get("hadoopConfigMap"),
+            access={str(k): str(v) for k, v in (self.status.get("clusterAccess") or {}).items() if v is not None},
         )
 
 
@@ -314,9 +318,11 @@ class Reconciler:
             "firstRunningTime": "",
             "terminationTime": "",
         }
-        await self._write(job, starting, write_status)
         target = dataclasses.replace(job.cluster, target=spec.target, cluster_id="")
         try:
+            target = dataclasses.replace(target, access=await self._call(self.clusters.access, target))
+            starting["clusterAccess"] = _replacing(job.status.get("clusterAccess"), target.access)
+            await self._write(job, starting, write_status)
             deployed = await asyncio.get_running_loop().run_in_executor(
                 self._deploys, functools.partial(self._deploy_blocking, job, spec, target)
             )
@@ -370,6 +376,7 @@ class Reconciler:
             "deployTime": job.status.get("deployTime") or "",
             "error": message,
             "deployRetry": retry,
+            "clusterAccess": None,  # nothing of the attempt runs
         }
 
     @staticmethod
@@ -386,6 +393,7 @@ class Reconciler:
             "failureReason": reason,
             "restUrl": "",
             "deployRetry": None,
+            "clusterAccess": None,  # a refused deployment leaves nothing to reach: the FlinkJob is deletable at once
         }
 
     async def _write(self, job: FlinkJobRef, update: Mapping[str, Any], write_status: StatusWriter) -> str:
@@ -413,3 +421,9 @@ class Reconciler:
             await write_status(document)
         self._known[job.uid] = dataclasses.replace(job, status={**job.status, **document})
         return lifecycle
+
+
+def _replacing(old: Mapping[str, Any] | None, new: Mapping[str, str]) -> dict[str, str | None]:
+    """A JSON merge patch that turns the status map ``old`` into ``new`` (a patch merges maps: a key ``new``
+    lacks is deleted by null)."""
+    return {**dict.fromkeys(old or {}), **new}

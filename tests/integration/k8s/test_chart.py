@@ -16,6 +16,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import kubernetes
@@ -301,6 +302,18 @@ def the_leader(k8s_api, core, namespace: str) -> str | None:
     return holder if len(running) == 2 and holder in running else None
 
 
+def restart_the_operator(k8s_api, core, namespace: str) -> None:
+    """Delete the leading operator pod and wait until another one leads: an operator that keeps nothing in memory."""
+    old = wait_for(lambda: the_leader(k8s_api, core, namespace), timeout=120, what="two operator pods and one holding the Lease")
+    core.delete_namespaced_pod(old, namespace, _request_timeout=TIMEOUT)
+
+    def replaced() -> str | None:
+        leader = the_leader(k8s_api, core, namespace)
+        return leader if leader and leader != old else None
+
+    wait_for(replaced, timeout=120, interval=0.5, what="another operator pod holding the Lease")
+
+
 def watch_job_pods(core, namespace: str, seen: dict[str, dict]) -> None:
     """Record what matters of each pod of a job cluster seen in ``namespace`` (they go when the job ends)."""
     for pod in core.list_namespaced_pod(namespace, label_selector="component", _request_timeout=TIMEOUT).items:
@@ -323,7 +336,8 @@ def test_helm_install_runs_the_operator_which_runs_the_examples_then_uninstall_l
     """The operator as a pod of the image, watching one namespace, in the node's network (hostNetwork: the Hadoop
     test cluster listens on 127.0.0.1 only); at once, the Kubernetes example's job cluster in pods of the same
     image, which pull it with the chart's imagePullSecrets, and the YARN example, which ships the image's
-    virtualenv to YARN; the operator pod deleted mid-job; a FlinkJob on YARN deleted mid-run; uninstall."""
+    virtualenv to YARN; the operator pod deleted mid-job; a FlinkJob on YARN deleted mid-run after its Hadoop
+    ConfigMap, with the operator restarted in between; uninstall."""
     jobs = f"jobs-{uuid.uuid4().hex[:6]}"
     system = f"jobcluster-system-{uuid.uuid4().hex[:4]}"
     core = kubernetes.client.CoreV1Api(k8s_api)
@@ -447,7 +461,7 @@ def test_helm_install_runs_the_operator_which_runs_the_examples_then_uninstall_l
 
         (replacement,) = operator_pods(core, system)
         assert replacement.metadata.name != pod.metadata.name
-        on_yarn.deleted_mid_run(k8s_cluster, custom, jobs)
+        on_yarn.deleted_mid_run(k8s_cluster, custom, jobs, lambda: restart_the_operator(k8s_api, core, system))
         k8s_cluster.kubectl("delete", "flinkjob", "-n", jobs, "wordcount", on_yarn.name, timeout=60)
     finally:
         k8s_cluster.helm("uninstall", *release, "--wait", check=False)
@@ -473,6 +487,7 @@ class YarnExample:
         hadoop = HadoopConfiguration.load(hadoop_cluster.hadoop_conf_dir)
         self.paths = HdfsPaths(webhdfs_client(hadoop), hadoop.default_fs)
         self.yarn = ResourceManagerRest(hadoop.resourcemanager_webapp_url())
+        self.site_files = {p.name: p.read_text() for p in Path(hadoop_cluster.hadoop_conf_dir).glob("*.xml")}
         self.root = f"/user/{IMAGE_USER}/wordcount-{uuid.uuid4().hex[:6]}"
         self.expected: Counter = Counter()
         self.flinkjob = yaml.safe_load((REPO / "manifests" / "examples" / "wordcount-yarn.yaml").read_text())
@@ -519,9 +534,11 @@ class YarnExample:
         assert f"flinkjob-uid:{document['metadata']['uid']}" in report.tags
         assert f"jobcluster-job-id:{status['jobStatus']['jobId']}" in report.tags
 
-    def deleted_mid_run(self, k8s_cluster, custom, namespace: str) -> None:
-        """A long job on YARN whose FlinkJob is deleted while it runs: its application is KILLED and its staging
-        directory removed, within 30 s."""
+    def deleted_mid_run(self, k8s_cluster, custom, namespace: str, restart_operator: Callable[[], None]) -> None:
+        """A long job on YARN whose FlinkJob is deleted while it runs, after its Hadoop ConfigMap (as ``kubectl delete
+        namespace`` does) and with an operator restarted in between (nothing in its memory): the site files kept in
+        the status reach YARN; the application is KILLED and its staging directory removed within 30 s, and the
+        FlinkJob is gone."""
         name = "waits-yarn"
         waits = {
             "apiVersion": "jobcluster.io/v1alpha1",
@@ -540,16 +557,22 @@ class YarnExample:
             k8s_cluster.kubectl("apply", "-f", manifest.name)
         wait = ["wait", "-n", namespace, "--for=condition=Running", f"flinkjob/{name}", "--timeout=300s"]
         assert k8s_cluster.kubectl(*wait, timeout=330, check=False).returncode == 0
-        running = custom.get_namespaced_custom_object("jobcluster.io", "v1alpha1", namespace, "flinkjobs", name)["status"]["clusterId"]
+        status = custom.get_namespaced_custom_object("jobcluster.io", "v1alpha1", namespace, "flinkjobs", name)["status"]
+        running = status["clusterId"]
         assert self.yarn.application(running).state == "RUNNING"
+        assert status["clusterAccess"] == self.site_files, sorted(status.get("clusterAccess") or {})
         staging = StagingDirectory(self.paths, f"/user/{IMAGE_USER}", running)
         assert self.paths.client.status(staging.path, strict=False) is not None
+        k8s_cluster.kubectl("delete", "configmap", "-n", namespace, "hadoop-conf")
+        restart_operator()
         k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, name, "--wait=false")
 
         def killed() -> bool:
             return self.yarn.application(running).state == "KILLED" and self.paths.client.status(staging.path, strict=False) is None
 
         wait_for(killed, timeout=30, interval=0.5, what="the YARN application KILLED and its staging directory removed")
+        gone = ["wait", "-n", namespace, "--for=delete", f"flinkjob/{name}", "--timeout=30s"]
+        assert k8s_cluster.kubectl(*gone, timeout=40, check=False).returncode == 0, "the finalizer was released"
 
     def close(self) -> None:
         self.paths.client.delete(self.root, recursive=True)

@@ -60,3 +60,7 @@ class KubernetesOperatorHook:
 
     def running(self, ref: ClusterRef, descriptor: ClusterDescriptor) -> list[str]:
         return [ref.name] if descriptor.retrieve(ref.name) is not None else []
+
+    def access(self, ref: ClusterRef) -> dict[str, str]:
+        """Nothing: the cluster is reached through the operator's own API client."""
+        return {}

@@ -6,6 +6,10 @@ The Hadoop client configuration comes from the ConfigMap the FlinkJob names
 directory of the operator's (``<work dir>/<namespace>/<ConfigMap>/``) that
 becomes the job's ``env.hadoop.conf.dir``.  Deployment goes through the same
 YarnClusterDescriptor as ``jobcluster run -t yarn-per-job``, in this process.
+The same files are kept in the FlinkJob's status (``status.clusterAccess``, see
+:meth:`YarnOperatorHook.access`): once the ConfigMap is gone (``kubectl delete
+namespace`` deletes it before the FlinkJob), an operator, even a restarted one,
+still observes and kills the application with them.
 
 Every application carries the tag ``flinkjob-uid:<uid>``: the operator finds a
 FlinkJob's application by it even when the status does not name it yet (the
@@ -20,10 +24,12 @@ Removal kills through YARN's Java client (and removes the staging directory).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_TAGS
@@ -33,6 +39,7 @@ from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config.configuration import Configuration
 
 TAG_PREFIX = "flinkjob-uid:"
+KEPT_DIR = ".kept"  # under the work dir: the files FlinkJobs kept in their status, by digest
 
 
 def flinkjob_tag(uid: str) -> str:
@@ -55,22 +62,59 @@ class YarnOperatorHook:
         self._written: dict[tuple[str, str], Path] = {}
         self._lock = threading.Lock()
 
-    def hadoop_conf_dir(self, ref: ClusterRef, refresh: bool = False) -> Path:
-        """The directory with the files of the FlinkJob's Hadoop ConfigMap, written now when ``refresh`` or
-        not written yet by this operator.
+    def access(self, ref: ClusterRef) -> dict[str, str]:
+        """The site files of the FlinkJob's Hadoop ConfigMap (file name → XML text): kept in its status, they reach
+        its application once the ConfigMap is gone.
 
         Raises:
             InvalidSpecError: the spec names no ConfigMap, or the ConfigMap does not exist or holds no file.
             DeploymentError: the API server refuses or cannot be reached.
         """
-        if not ref.hadoop_config_map:
-            raise InvalidSpecError("spec.hadoopConfigMap is required for the yarn-per-job target", reason="HadoopConfigurationMissing")
-        key = (ref.namespace, ref.hadoop_config_map)
+        return self._read_config_map(ref.namespace, self._config_map_name(ref))
+
+    def hadoop_conf_dir(self, ref: ClusterRef, refresh: bool = False) -> Path:
+        """The directory with the FlinkJob's Hadoop client files: its ConfigMap's, written now when ``refresh``
+        (a deployment) or not written yet by this operator; else, when the ConfigMap is gone and not ``refresh``,
+        the files kept from its deployment (``ref.access``).
+
+        Raises:
+            InvalidSpecError: the spec names no usable ConfigMap (one that exists and holds a site file), and no
+                files were kept or this is a deployment.
+            DeploymentError: the API server refuses or cannot be reached.
+        """
+        if ref.access and not refresh and not ref.hadoop_config_map:
+            return self._kept_dir(ref.access)
+        name = self._config_map_name(ref)
+        key = (ref.namespace, name)
         with self._lock:
             if key in self._written and not refresh:
                 return self._written[key]
-        files = self._read_config_map(ref.namespace, ref.hadoop_config_map)
-        directory = self.work_dir / ref.namespace / ref.hadoop_config_map
+        try:
+            files = self._read_config_map(ref.namespace, name)
+        except InvalidSpecError:
+            if refresh or not ref.access:
+                raise
+            return self._kept_dir(ref.access)
+        directory = self._write(self.work_dir / ref.namespace / name, files)
+        with self._lock:
+            self._written[key] = directory
+        return directory
+
+    def _kept_dir(self, files: Mapping[str, str]) -> Path:
+        """A directory of ``files`` named by their digest: FlinkJobs that kept the same files share it, and a
+        directory once written is never stale."""
+        digest = hashlib.sha256(json.dumps(dict(files), sort_keys=True).encode()).hexdigest()[:16]
+        key = ("", digest)  # no namespace is empty: no ConfigMap's key
+        with self._lock:
+            if key in self._written:
+                return self._written[key]
+        directory = self._write(self.work_dir / KEPT_DIR / digest, files)
+        with self._lock:
+            self._written[key] = directory
+        return directory
+
+    @staticmethod
+    def _write(directory: Path, files: Mapping[str, str]) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
             # replaced whole, never seen half-written by a deployment of another FlinkJob reading it
@@ -78,8 +122,6 @@ class YarnOperatorHook:
             with os.fdopen(fd, "w") as out:
                 out.write(text)
             os.replace(partial, directory / name)
-        with self._lock:
-            self._written[key] = directory
         return directory
 
     def _read_config_map(self, namespace: str, name: str) -> dict[str, str]:
@@ -99,11 +141,18 @@ class YarnOperatorHook:
             )
         return files
 
+    @staticmethod
+    def _config_map_name(ref: ClusterRef) -> str:
+        if not ref.hadoop_config_map:
+            raise InvalidSpecError("spec.hadoopConfigMap is required for the yarn-per-job target", reason="HadoopConfigurationMissing")
+        return ref.hadoop_config_map
+
     def descriptor(self, ref: ClusterRef, config: Configuration | None = None) -> ClusterDescriptor:
-        """The YarnClusterDescriptor with the FlinkJob's Hadoop configuration, read anew for a deployment (``config``).
+        """The YarnClusterDescriptor with the FlinkJob's Hadoop configuration, read anew for a deployment (``config``);
+        to look (observe, remove), the files kept from the deployment serve when the ConfigMap is gone.
 
         Raises:
-            InvalidSpecError: the spec names no ConfigMap, or the ConfigMap does not exist or holds no file.
+            InvalidSpecError: neither a usable ConfigMap nor (to look) kept files (see :meth:`hadoop_conf_dir`).
             DeploymentError: the API server refuses or cannot be reached.
         """
         deploying = config is not None

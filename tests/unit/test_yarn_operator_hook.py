@@ -1,0 +1,56 @@
+"""Where the operator's YARN hook takes a FlinkJob's Hadoop client files from: its ConfigMap, else the files kept in its status.
+
+The ConfigMaps are a dict read through the hook's reader (the real API server and
+ResourceManager run in tests/integration/k8s/test_chart.py, which deletes the
+ConfigMap of a running FlinkJob); a fresh hook is an operator restarted with
+nothing in memory.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from jobcluster.backends.yarn.operator_hook import YarnOperatorHook
+from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
+
+DEPLOYED = {"core-site.xml": "<configuration>deployed</configuration>", "yarn-site.xml": "<configuration/>"}
+EDITED = {"core-site.xml": "<configuration>edited</configuration>", "README": "not a site file"}
+
+
+def hook_of(tmp_path, config_maps: dict[tuple[str, str], dict[str, str]]) -> YarnOperatorHook:
+    return YarnOperatorHook(lambda namespace, name: config_maps.get((namespace, name)), tmp_path)
+
+
+def files_in(directory) -> dict[str, str]:
+    return {path.name: path.read_text() for path in directory.iterdir() if not path.name.startswith(".")}
+
+
+def ref(access: dict[str, str] | None = None, config_map: str | None = "hadoop") -> ClusterRef:
+    return ClusterRef("yarn-per-job", "jobs", "wc", "u-1", "application_1_0001", config_map, access or {})
+
+
+def test_a_deployment_keeps_the_site_files_of_the_config_map_and_refuses_without_it(tmp_path):
+    hook = hook_of(tmp_path, {("jobs", "hadoop"): {**DEPLOYED, "README": "x"}})
+    assert hook.access(ref()) == DEPLOYED, "only the site files are kept"
+    assert files_in(hook.hadoop_conf_dir(ref(), refresh=True)) == DEPLOYED
+    gone = hook_of(tmp_path, {})
+    with pytest.raises(InvalidSpecError, match="does not exist") as refused:
+        gone.hadoop_conf_dir(ref(DEPLOYED), refresh=True)
+    assert refused.value.reason == "HadoopConfigurationMissing", "files kept from an earlier deployment do not deploy"
+    with pytest.raises(InvalidSpecError, match="required"):
+        gone.access(ref(config_map=None))
+
+
+def test_a_restarted_operator_reaches_the_cluster_with_the_kept_files_once_the_config_map_is_gone(tmp_path):
+    restarted = hook_of(tmp_path, {})
+    assert files_in(restarted.hadoop_conf_dir(ref(DEPLOYED))) == DEPLOYED
+    assert files_in(restarted.hadoop_conf_dir(ref(DEPLOYED, config_map=None))) == DEPLOYED, "a spec edited to name none"
+    with pytest.raises(InvalidSpecError, match="does not exist"):
+        restarted.hadoop_conf_dir(ref())  # neither the ConfigMap nor kept files: nothing says where YARN is
+
+
+def test_an_existing_config_map_comes_before_the_kept_files(tmp_path):
+    hook = hook_of(tmp_path, {("jobs", "hadoop"): EDITED})
+    assert files_in(hook.hadoop_conf_dir(ref(DEPLOYED))) == {"core-site.xml": EDITED["core-site.xml"]}
+    empty = hook_of(tmp_path / "other", {("jobs", "hadoop"): {"README": "x"}})
+    assert files_in(empty.hadoop_conf_dir(ref(DEPLOYED))) == DEPLOYED, "a ConfigMap without a site file is no configuration"
