@@ -168,3 +168,16 @@ def test_a_running_job_is_looked_at_through_its_rest_api_alone_until_it_is_no_lo
         JobManagerStandIn.state = "RUNNING"
         server.shutdown()
         server.server_close()
+
+
+def test_an_adopted_cluster_whose_job_id_the_status_lacks_is_asked_for_its_own_job():
+    """An operator killed inside a deployment wrote no job id; the cluster knows it (YARN's tag, the Deployment's label)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), JobManagerStandIn)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        rest = ClusterHandle("app-1", "yarn-per-job", f"http://127.0.0.1:{server.server_port}", "f" * 32, "wc", "logs")
+        seen = DescriptorClusters(Target(Descriptor({"app-1": rest}), ["app-1"])).observe(REF, None)
+        assert seen.job is not None and seen.job["jid"] == "f" * 32 and seen.job["state"] == "RUNNING"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -201,7 +201,10 @@ class DescriptorClusters:
         if handle is None:
             return Observation(exists=False, cluster_id=cluster_id, result=descriptor.job_result(cluster_id))
         pending = descriptor.pending_reason(cluster_id)
-        seen = observe_job(Observation(exists=True, cluster_id=cluster_id, rest_url=handle.rest_url, pending=pending), handle, job_id)
+        # the cluster's own job id when the status has none yet: a deployment adopted after the operator restarted
+        seen = observe_job(
+            Observation(exists=True, cluster_id=cluster_id, rest_url=handle.rest_url, pending=pending), handle, job_id or handle.job_id
+        )
         if _running(seen):
             self._remember(ref, handle)
         return seen

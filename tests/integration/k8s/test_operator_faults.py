@@ -53,7 +53,7 @@ pytestmark = [pytest.mark.k8s, pytest.mark.hadoop]
 STEPS = int(os.environ.get("JOBCLUSTER_FAULT_STEPS", "10"))
 LONG_JOBS = 2  # FlinkJobs on Kubernetes that run for the whole test, at most at once
 SETTLE_TIMEOUT = 420.0  # seconds for every FlinkJob to settle after the last fault
-SMALL = {"taskmanager.numberOfTaskSlots": "1", "jobmanager.memory.process.size": "1g", "taskmanager.memory.process.size": "1280m"}
+SMALL = {"taskmanager.numberOfTaskSlots": "1"}
 
 
 @dataclass
@@ -281,11 +281,12 @@ def test_random_changes_and_faults_leave_every_flinkjob_true_and_nothing_orphane
         run.add(Model("on-yarn", target="yarn-per-job"))
         for _ in range(LONG_JOBS):
             run.create()
-        finished = wait_for(
-            lambda: (s := get(k8s_api, namespace, "finishes").get("status") or {}).get("lifecycleState") == "FINISHED" and s,
-            timeout=300,
-            what="the short job FINISHED",
-        )
+        def ended() -> dict:
+            status = get(k8s_api, namespace, "finishes").get("status") or {}
+            assert status.get("lifecycleState") != "FAILED", status
+            return status if status.get("lifecycleState") == "FINISHED" else {}
+
+        finished = wait_for(ended, timeout=300, what="the short job FINISHED")
         finishing.finished_job = finished["jobStatus"]["jobId"]
         for _ in range(STEPS):
             run.step()
