@@ -281,6 +281,7 @@ def test_random_changes_and_faults_leave_every_flinkjob_true_and_nothing_orphane
         run.add(Model("on-yarn", target="yarn-per-job"))
         for _ in range(LONG_JOBS):
             run.create()
+
         def ended() -> dict:
             status = get(k8s_api, namespace, "finishes").get("status") or {}
             assert status.get("lifecycleState") != "FAILED", status
