@@ -208,6 +208,8 @@ def test_a_gone_cluster_is_judged_by_the_result_it_left_or_reported_lost():
     record = JobResult("wc", "j1", "FINISHED", ago(5), "")
     finished = plan(facts(stable, Observation(exists=False, result=record)))
     assert finished.status["lifecycleState"] == Lifecycle.FINISHED and finished.status["jobStatus"]["endTime"] == ago(5)
+    started = {**stable, "jobStatus": {**stable["jobStatus"], "startTime": ago(65)}}
+    assert plan(facts(started, Observation(exists=False, result=record))).status["jobStatus"]["duration"] == "1m0s"
     lost = plan(facts(stable, Observation(exists=False)))
     assert lost.status["lifecycleState"] == Lifecycle.FAILED and lost.status["failureReason"] == "ClusterLost"
     assert lost.status["jobStatus"]["state"] == "FAILED"

@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobcluster.controller.clusters import Observation
-from jobcluster.controller.flinkjob_status import Lifecycle, job_status_of, lifecycle_of_terminal_job, task_managers_of, timestamp
+from jobcluster.controller.flinkjob_status import (
+    Lifecycle,
+    duration_text,
+    job_status_of,
+    lifecycle_of_terminal_job,
+    task_managers_of,
+    timestamp,
+)
 from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 
 ERROR_LIMIT = 2000  # characters of a failure cause kept in the status (its end: where Python puts the error)
@@ -255,6 +262,8 @@ def _plan_gone(facts: Facts, job: dict[str, Any]) -> Plan:
         job.update(jobId=record.job_id, state=record.state)
         if record.end_time:
             job["endTime"] = record.end_time
+            if job.get("startTime"):  # a running job's duration is not written while it grows: it is now, once
+                job["duration"] = duration_text(_seconds_between(job["startTime"], record.end_time))
         return _ended({"jobStatus": job, "restUrl": ""}, record.state, record.diagnostics or None)
     if _deploy_interrupted(facts):
         lifecycle = facts.status["lifecycleState"]
@@ -272,6 +281,10 @@ def _plan_gone(facts: Facts, job: dict[str, Any]) -> Plan:
         },
         events=[("Warning", "ClusterLost", message)],
     )
+
+
+def _seconds_between(start: str, end: str) -> float:
+    return (datetime.datetime.fromisoformat(end) - datetime.datetime.fromisoformat(start)).total_seconds()
 
 
 def _before(end_time: str | None, deploy_time: str | None) -> bool:

@@ -302,16 +302,17 @@ def the_leader(k8s_api, core, namespace: str) -> str | None:
     return holder if len(running) == 2 and holder in running else None
 
 
-def restart_the_operator(k8s_api, core, namespace: str) -> None:
-    """Delete the leading operator pod and wait until another one leads: an operator that keeps nothing in memory."""
-    old = wait_for(lambda: the_leader(k8s_api, core, namespace), timeout=120, what="two operator pods and one holding the Lease")
-    core.delete_namespaced_pod(old, namespace, _request_timeout=TIMEOUT)
+def restart_the_operator(core, namespace: str) -> None:
+    """Delete the operator's pod and wait until its replacement alone runs: an operator that keeps nothing in memory."""
+    (old,) = operator_pods(core, namespace)
+    core.delete_namespaced_pod(old.metadata.name, namespace, _request_timeout=TIMEOUT)
 
-    def replaced() -> str | None:
-        leader = the_leader(k8s_api, core, namespace)
-        return leader if leader and leader != old else None
+    def replaced() -> bool:
+        pods = operator_pods(core, namespace)
+        statuses = pods[0].status.container_statuses if len(pods) == 1 else None
+        return bool(statuses) and pods[0].metadata.name != old.metadata.name and bool(statuses[0].ready)
 
-    wait_for(replaced, timeout=120, interval=0.5, what="another operator pod holding the Lease")
+    wait_for(replaced, timeout=120, interval=0.5, what="the operator pod replaced, running and ready")
 
 
 def watch_job_pods(core, namespace: str, seen: dict[str, dict]) -> None:
@@ -461,7 +462,7 @@ def test_helm_install_runs_the_operator_which_runs_the_examples_then_uninstall_l
 
         (replacement,) = operator_pods(core, system)
         assert replacement.metadata.name != pod.metadata.name
-        on_yarn.deleted_mid_run(k8s_cluster, custom, jobs, lambda: restart_the_operator(k8s_api, core, system))
+        on_yarn.deleted_mid_run(k8s_cluster, custom, jobs, lambda: restart_the_operator(core, system))
         k8s_cluster.kubectl("delete", "flinkjob", "-n", jobs, "wordcount", on_yarn.name, timeout=60)
     finally:
         k8s_cluster.helm("uninstall", *release, "--wait", check=False)
