@@ -53,7 +53,14 @@ pytestmark = [pytest.mark.k8s, pytest.mark.hadoop]
 STEPS = int(os.environ.get("JOBCLUSTER_FAULT_STEPS", "10"))
 LONG_JOBS = 2  # FlinkJobs on Kubernetes that run for the whole test, at most at once
 SETTLE_TIMEOUT = 420.0  # seconds for every FlinkJob to settle after the last fault
-SMALL = {"taskmanager.numberOfTaskSlots": "1"}
+# three job clusters at once on the test node's 2 cores: small CPU requests, limits high enough to start in time
+SMALL = {
+    "taskmanager.numberOfTaskSlots": "1",
+    "kubernetes.jobmanager.cpu.amount": "0.1",
+    "kubernetes.jobmanager.cpu.limit-factor": "10",
+    "kubernetes.taskmanager.cpu.amount": "0.2",
+    "kubernetes.taskmanager.cpu.limit-factor": "5",
+}
 
 
 @dataclass
