@@ -125,9 +125,9 @@ def events_of(k8s_api, namespace: str, name: str) -> list[str]:
     return [f"{e.type} {e.reason}: {e.message}" for e in items]
 
 
-def cluster_objects(k8s_api, namespace: str, name: str) -> list[str]:
+def labelled_objects(k8s_api, namespace: str, selector: str) -> list[str]:
+    """Every Deployment, pod, Service, ConfigMap and Secret of ``namespace`` that ``selector`` matches, as kind/name, sorted."""
     core, apps = kubernetes.client.CoreV1Api(k8s_api), kubernetes.client.AppsV1Api(k8s_api)
-    selector = f"app={name}"
     found = [
         f"deployment/{d.metadata.name}"
         for d in apps.list_namespaced_deployment(namespace, label_selector=selector, _request_timeout=TIMEOUT).items
@@ -140,6 +140,11 @@ def cluster_objects(k8s_api, namespace: str, name: str) -> list[str]:
     ):
         found += [f"{kind}/{o.metadata.name}" for o in lister(namespace, label_selector=selector, _request_timeout=TIMEOUT).items]
     return sorted(found)
+
+
+def cluster_objects(k8s_api, namespace: str, name: str) -> list[str]:
+    """Every object of the job cluster of FlinkJob ``name``."""
+    return labelled_objects(k8s_api, namespace, f"app={name}")
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from jobcluster.backends.kubernetes.pod_template import load_pod_template
 from jobcluster.backends.kubernetes.staging import CONFIG_MAP_MAX_BYTES
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import DeploymentError
+from tests.integration.k8s.flinkjobs import labelled_objects
 from tests.integration.k8s.pods import host_path_template, image_options
 from tests.integration.k8s.waiting import wait_for
 
@@ -95,20 +96,7 @@ def params(namespace: str, entrypoint_dir: Path, image: str, pod_template: Path,
 
 def objects_of(k8s_api, namespace: str) -> list[str]:
     """Every object of a jobcluster cluster in ``namespace`` (by its labels), as kind/name."""
-    core, apps = kubernetes.client.CoreV1Api(k8s_api), kubernetes.client.AppsV1Api(k8s_api)
-    selector = "type=jobcluster-native-kubernetes"
-    found = [
-        f"deployment/{d.metadata.name}"
-        for d in apps.list_namespaced_deployment(namespace, label_selector=selector, _request_timeout=TIMEOUT).items
-    ]
-    for kind, lister in (
-        ("configmap", core.list_namespaced_config_map),
-        ("secret", core.list_namespaced_secret),
-        ("service", core.list_namespaced_service),
-        ("pod", core.list_namespaced_pod),
-    ):
-        found += [f"{kind}/{o.metadata.name}" for o in lister(namespace, label_selector=selector, _request_timeout=TIMEOUT).items]
-    return sorted(found)
+    return labelled_objects(k8s_api, namespace, "type=jobcluster-native-kubernetes")
 
 
 def running_pods(k8s_api, namespace: str) -> list[str]:
