@@ -9,7 +9,7 @@ sets (the dispatcher's own behaviour is tested in test_mini_dispatcher).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from decimal import Decimal
 from typing import Any
 
@@ -17,9 +17,11 @@ from jobcluster.errors import JobNotFoundError
 from jobcluster.jobgraph.job_status import JobStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.runtime.jobmaster.job_result import JobResult
+from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
 from jobcluster.runtime.messages import TaskExecutorRegistration
 from jobcluster.runtime.resourcemanager.resource_manager import task_manager_info
 from jobcluster.runtime.rest.endpoint import RestEndpoint
+from jobcluster.spark.checkpoints import SavepointError
 
 JOB_ID = "0123456789abcdef0123456789abcdef"
 VERTEX_ID = "fedcba9876543210fedcba9876543210"
@@ -45,12 +47,19 @@ class StandInDispatcher:
     """Knows one job ``JOB_ID`` ("wordcount", RUNNING with Spark's progress ``SPARK``); records cancels.
 
     ``finish(status, cause, exit_code)`` ends the job as the JobMaster would.
+    A batch job unless ``queries`` (the driver agent's views) are set: then
+    savepoints complete in ``savepoint_directory`` (or the one asked for),
+    and a stop-with-savepoint ends the job FINISHED.
     """
 
     def __init__(self) -> None:
         self.cancelled: list[str] = []
         self.state = "RUNNING"
         self.result: JobResult | None = None
+        self.queries: list[dict[str, Any]] = []
+        self.savepoint_directory: str | None = None
+        self.savepoints = SavepointOperations()
+        self.triggered: list[tuple[str | None, bool, bool]] = []  # (directory, stop, drain) of each savepoint asked for
 
     def job_ids(self) -> list[str]:
         return [JOB_ID]
@@ -90,7 +99,37 @@ class StandInDispatcher:
             ],
             "spark": SPARK,
             "program-exit-code": self.result.program_exit_code if self.result else None,
+            "job-type": "STREAMING" if self.queries else "BATCH",
+            "streaming": {"queries": self.queries} if self.queries else None,
+            "savepoints": self.savepoints.completed(),
         }
+
+    def trigger_savepoint(self, job_id: str, trigger_id: str, target_directory: str | None, stop: bool, drain: bool) -> None:
+        self._job(job_id)
+        if not self.savepoints.known(trigger_id):
+            self.triggered.append((target_directory, stop, drain))
+        self.savepoints.start(trigger_id, self._savepoint(target_directory, stop), _spawn)
+
+    async def _savepoint(self, target_directory: str | None, stop: bool) -> str:
+        if not self.queries:
+            raise SavepointError(f"Job {JOB_ID} is not a streaming job: its program runs no streaming query.")
+        directory = target_directory or self.savepoint_directory
+        if directory is None:
+            raise SavepointError("No savepoint directory configured.")
+        if stop:
+            self.finish(JobStatus.FINISHED, exit_code=0)
+        return f"{directory}/savepoint-{JOB_ID[:6]}-000000000000"
+
+    def savepoint_operations(self, job_id: str) -> SavepointOperations:
+        self._job(job_id)
+        return self.savepoints
+
+    def checkpoint_statistics(self, job_id: str) -> dict[str, Any]:
+        return {"details": self.job_details(job_id), "restored_from": None}
+
+    def checkpoint_config(self, job_id: str) -> dict[str, Any]:
+        self._job(job_id)
+        return {"checkpoint_root": f"file:/cp/{JOB_ID}", "savepoint_directory": self.savepoint_directory, "timeout": 600.0}
 
     def job_result(self, job_id: str) -> JobResult | None:
         self._job(job_id)
@@ -101,6 +140,10 @@ class StandInDispatcher:
         self.cancelled.append(job_id)
         if self.result is None:
             self.finish(JobStatus.CANCELED)
+
+
+def _spawn(coro: Awaitable[None], name: str) -> asyncio.Task[None]:
+    return asyncio.ensure_future(coro)
 
 
 def registration() -> TaskExecutorRegistration:

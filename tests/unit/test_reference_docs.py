@@ -161,7 +161,7 @@ def test_cli_page_has_the_help_of_the_group_and_every_subcommand(rendered):
     headings = [line for line in page.splitlines() if line.startswith("## ")]
     assert headings[0] == "## `jobcluster`"
     assert {heading.strip("#` ") for heading in headings[1:]} == {
-        f"jobcluster {name}" for name in ("run", "list", "info", "cancel", "memory", "prune", "operator")
+        f"jobcluster {name}" for name in ("run", "list", "info", "cancel", "stop", "savepoint", "memory", "prune", "operator")
     }
     assert "Usage: jobcluster run [OPTIONS] PROGRAM [PROGRAM_ARGS]..." in page
     assert max(len(line) for line in page.split("```text")[1].split("```")[0].splitlines()) <= docs.HELP_WIDTH

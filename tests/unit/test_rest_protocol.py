@@ -335,6 +335,16 @@ def test_overview_and_config_carry_flinks_fields():
     _with_endpoint(scenario)
 
 
+def _operation(url: str, path: str) -> dict:
+    """Poll an asynchronous operation's status until it is COMPLETED; its ``operation``."""
+    for _ in range(100):
+        body = requests.get(url + path, timeout=5).json()
+        if body["status"]["id"] == "COMPLETED":
+            return body["operation"]
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never completed")
+
+
 def test_stop_with_savepoint_fails_as_flink_fails_it_for_a_batch_job():
     def scenario(url, dispatcher):
         stop = f"{url}/jobs/{JOB_ID}/stop"
@@ -343,22 +353,72 @@ def test_stop_with_savepoint_fails_as_flink_fails_it_for_a_batch_job():
         assert triggered.status_code == 202
         trigger_id = triggered.json()["request-id"]
         assert re.fullmatch(r"[0-9a-f]{32}", trigger_id)
-        status = requests.get(f"{url}/jobs/{JOB_ID}/savepoints/{trigger_id}", timeout=5).json()
-        assert status["status"] == {"id": "COMPLETED"}
-        failure = status["operation"]["failure-cause"]
-        assert failure["class"] == "java.lang.IllegalStateException" and f"Job {JOB_ID} is not a streaming job." in failure["stack-trace"]
+        failure = _operation(url, f"/jobs/{JOB_ID}/savepoints/{trigger_id}")["failure-cause"]
+        assert failure["class"] == "org.apache.flink.runtime.checkpoint.CheckpointException"
+        assert f"Job {JOB_ID} is not a streaming job" in failure["stack-trace"]
         assert base64.b64decode(failure["serialized-throwable"])[:2] == b"\xac\xed"
         # Flink's idempotent retry: the client's triggerId names the operation; a savepoint fails alike.
         mine = "ab" * 16
         again = requests.post(f"{url}/v1/jobs/{JOB_ID}/savepoints", json={"triggerId": mine}, headers=TOKEN, timeout=5)
         assert again.status_code == 202 and again.json() == {"request-id": mine}
-        assert "failure-cause" in requests.get(f"{url}/jobs/{JOB_ID}/savepoints/{mine}", timeout=5).json()["operation"]
+        assert "failure-cause" in _operation(url, f"/jobs/{JOB_ID}/savepoints/{mine}")
         assert requests.get(f"{url}/jobs/{JOB_ID}/savepoints/{'c' * 32}", timeout=5).status_code == 404
         assert requests.post(f"{url}/jobs/{'f' * 32}/stop", json={}, headers=TOKEN, timeout=5).status_code == 404
         assert requests.post(stop, data="{", headers=TOKEN, timeout=5).status_code == 400
+        assert requests.post(stop, json=[], headers=TOKEN, timeout=5).status_code == 400
+        assert requests.post(stop, json={"targetDirectory": 3}, headers=TOKEN, timeout=5).status_code == 400
         assert dispatcher.cancelled == [] and requests.get(f"{url}/jobs/{JOB_ID}/status", timeout=5).json()["status"] == "RUNNING"
+        assert requests.get(f"{url}/jobs/{JOB_ID}", timeout=5).json()["job-type"] == "BATCH"
 
     _with_endpoint(scenario)
+
+
+def test_a_streaming_jobs_savepoints_and_stop_in_flinks_shapes():
+    dispatcher = StandInDispatcher()
+    dispatcher.queries = [
+        {
+            "name": "wordcount",
+            "id": "q-1",
+            "committedBatchId": 7,
+            "checkpoint": f"file:/cp/{JOB_ID}/wordcount",
+            "history": [
+                {"batchId": 6, "triggerTime": 10_000, "durationMs": 300, "numInputRows": 5, "stateBytes": 2048},
+                {"batchId": 7, "triggerTime": 11_000, "durationMs": 500, "numInputRows": 9, "stateBytes": 4096},
+            ],
+        }
+    ]
+
+    def scenario(url, dispatcher):
+        job = requests.get(f"{url}/jobs/{JOB_ID}", timeout=5).json()
+        assert (job["job-type"], job["isStoppable"], job["plan"]["type"]) == ("STREAMING", True, "STREAMING")
+        assert requests.get(f"{url}/jobs/overview", timeout=5).json()["jobs"][0]["jobType"] == "STREAMING"
+        stats = requests.get(f"{url}/jobs/{JOB_ID}/checkpoints", timeout=5).json()
+        assert stats["counts"] == {"restored": 0, "total": 8, "in_progress": 0, "completed": 8, "failed": 0}
+        assert [c["id"] for c in stats["history"]] == [7, 6]  # newest first
+        latest = stats["latest"]["completed"]
+        assert (latest["id"], latest["end_to_end_duration"], latest["state_size"]) == (7, 500, 4096)
+        assert latest["external_path"] == f"file:/cp/{JOB_ID}/wordcount/commits/7"
+        assert stats["summary"]["state_size"] == {"min": 2048, "max": 4096, "avg": 3072}
+        config = requests.get(f"{url}/jobs/{JOB_ID}/checkpoints/config", timeout=5).json()
+        assert (config["mode"], config["timeout"], config["externalization"]["enabled"]) == ("exactly_once", 600_000, True)
+        # No directory given and none configured: the operation fails with Flink's advice.
+        trigger = requests.post(f"{url}/jobs/{JOB_ID}/savepoints", json={}, headers=TOKEN, timeout=5).json()["request-id"]
+        assert "No savepoint directory" in _operation(url, f"/jobs/{JOB_ID}/savepoints/{trigger}")["failure-cause"]["stack-trace"]
+        # A savepoint while running, then a stop with one: each completes with its location.
+        body = {"target-directory": "file:/sp", "cancel-job": False}
+        trigger = requests.post(f"{url}/jobs/{JOB_ID}/savepoints", json=body, headers=TOKEN, timeout=5).json()["request-id"]
+        assert _operation(url, f"/jobs/{JOB_ID}/savepoints/{trigger}") == {"location": f"file:/sp/savepoint-{JOB_ID[:6]}-000000000000"}
+        assert requests.get(f"{url}/jobs/{JOB_ID}/status", timeout=5).json()["status"] == "RUNNING"
+        trigger = requests.post(
+            f"{url}/jobs/{JOB_ID}/stop", json={"targetDirectory": "hdfs://nn/sp", "drain": True}, headers=TOKEN, timeout=5
+        ).json()["request-id"]
+        assert _operation(url, f"/jobs/{JOB_ID}/savepoints/{trigger}")["location"].startswith("hdfs://nn/sp/savepoint-")
+        assert dispatcher.triggered == [(None, False, False), ("file:/sp", False, False), ("hdfs://nn/sp", True, True)]
+        assert requests.get(f"{url}/jobs/{JOB_ID}/status", timeout=5).json()["status"] == "FINISHED"
+        stats = requests.get(f"{url}/jobs/{JOB_ID}/checkpoints", timeout=5).json()
+        assert stats["latest"]["savepoint"]["external_path"].startswith("hdfs://nn/sp/savepoint-")
+
+    _with_endpoint(scenario, dispatcher)
 
 
 def test_cancel_takes_an_upper_case_job_id():

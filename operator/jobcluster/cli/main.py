@@ -8,7 +8,7 @@ import click
 
 import jobcluster
 from jobcluster.cli.info import info
-from jobcluster.cli.jobs import cancel, list_jobs
+from jobcluster.cli.jobs import cancel, list_jobs, savepoint, stop
 from jobcluster.cli.memory import memory
 from jobcluster.cli.prune import prune
 from jobcluster.cli.run import run
@@ -33,6 +33,8 @@ cli.add_command(run)
 cli.add_command(list_jobs)
 cli.add_command(info)
 cli.add_command(cancel)
+cli.add_command(stop)
+cli.add_command(savepoint)
 cli.add_command(memory)
 cli.add_command(prune)
 cli.add_command(operator)

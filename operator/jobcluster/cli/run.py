@@ -13,6 +13,7 @@ from jobcluster.cli.progress import ProgressPrinter
 from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.job_client import JobExecutionResult
 from jobcluster.client.program import build_job_graph, packaged_program
+from jobcluster.client.savepoints import read_local_savepoint
 from jobcluster.config import options
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 
@@ -45,6 +46,23 @@ SHUTDOWN_TIMEOUT = 60.0  # seconds an attached run waits for its cluster to be g
     metavar="FILE",
     help="Extra .py/.zip files for the program (repeatable); local:///path for one already in the image.",
 )
+@click.option(
+    "-s",
+    "--fromSavepoint",
+    "from_savepoint",
+    default=None,
+    metavar="PATH",
+    help="execution.state-recovery.path: start from this savepoint (`jobcluster stop`/`savepoint` printed its path); "
+    "each of its queries is restored into the program's query of the same name. Needs execution.checkpointing.dir.",
+)
+@click.option(
+    "-n",
+    "--allowNonRestoredState",
+    "allow_non_restored_state",
+    is_flag=True,
+    default=None,
+    help="Start even if the savepoint holds a query the program does not run (its state is dropped).",
+)
 @click.argument("program")
 @click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
 @reports_errors
@@ -55,6 +73,8 @@ def run(
     dynamic_properties: tuple[str, ...],
     detached: bool,
     py_files: tuple[str, ...],
+    from_savepoint: str | None,
+    allow_non_restored_state: bool | None,
     program: str,
     program_args: tuple[str, ...],
 ) -> None:
@@ -83,12 +103,16 @@ def run(
             options.EXECUTION_TARGET.key: target,
             options.PARALLELISM_DEFAULT.key: parallelism,
             options.EXECUTION_ATTACHED.key: "false" if detached else "true",
+            options.SAVEPOINT_PATH.key: from_savepoint,
+            options.SAVEPOINT_IGNORE_UNCLAIMED_STATE.key: "true" if allow_non_restored_state else None,
         },
     )
     target = config.get(options.EXECUTION_TARGET)
     descriptor = registry.cluster_descriptor(target, config)
     packaged = packaged_program(program, program_args, py_files)
     graph = build_job_graph(packaged, config, task_executor_process_spec_from_config(config))
+    if graph.savepoint_restore is not None:
+        read_local_savepoint(graph.savepoint_restore.path)  # missing or not a savepoint: refused before anything is deployed
     printer = ProgressPrinter()
     descriptor.progress = printer.step
     printer.deploying(graph, target, config)

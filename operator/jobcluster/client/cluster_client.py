@@ -18,6 +18,7 @@ from typing import Any, cast
 import requests
 
 from jobcluster.errors import ClusterClientError, ClusterUnreachableError, JobNotFoundError
+from jobcluster.spark.checkpoints import SavepointError
 
 REQUEST_TIMEOUT = 10.0  # seconds for one REST call
 
@@ -80,10 +81,10 @@ class RestClusterClient:
         """How the platform saw the cluster end, waiting up to ``timeout`` seconds; None when unknown."""
         return None if self._end_report is None else self._end_report(timeout)
 
-    def _request(self, method: str, path: str, **params: Any) -> Any:
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None, **params: Any) -> Any:
         url = f"{self.rest_url}{path}"
         try:
-            resp = self._session.request(method, url, params=params or None, timeout=self.timeout)
+            resp = self._session.request(method, url, params=params or None, json=body, timeout=self.timeout)
         except requests.RequestException as exc:
             raise ClusterUnreachableError(f"cluster {self.cluster_id} is not reachable at {self.rest_url}: {exc}") from exc
         if resp.status_code == 404:
@@ -128,6 +129,28 @@ class RestClusterClient:
     def cancel(self, job_id: str) -> None:
         self._request("PATCH", f"/jobs/{job_id}", mode="cancel")
 
+    def trigger_savepoint(self, job_id: str, target_directory: str | None, stop: bool, drain: bool = False) -> str:
+        """Start a savepoint of the job (``stop``: Flink's stop-with-savepoint, ``drain`` first); returns its trigger id.
+
+        ``target_directory`` None: the cluster's ``execution.checkpointing.savepoint-dir``.
+        """
+        if stop:
+            body: dict[str, Any] = {"drain": drain} | ({"targetDirectory": target_directory} if target_directory else {})
+            return str(self._request("POST", f"/jobs/{job_id}/stop", body)["request-id"])
+        body = {"cancel-job": False} | ({"target-directory": target_directory} if target_directory else {})
+        return str(self._request("POST", f"/jobs/{job_id}/savepoints", body)["request-id"])
+
+    def wait_for_savepoint(self, job_id: str, trigger_id: str, timeout: float, poll_interval: float = 0.5) -> str:
+        """The location of savepoint ``trigger_id`` once complete. SavepointError when it failed, or after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            body = self._request("GET", f"/jobs/{job_id}/savepoints/{trigger_id}")
+            if body.get("status", {}).get("id") == "COMPLETED":
+                return _operation_outcome(body["operation"], f"savepoint of job {job_id}")
+            if time.monotonic() > deadline:
+                raise SavepointError(f"the savepoint of job {job_id} did not complete within {timeout:.0f} s; it may still complete")
+            time.sleep(poll_interval)
+
     def task_managers(self) -> list[dict[str, Any]]:
         return cast(list[dict[str, Any]], self._request("GET", "/taskmanagers")["taskmanagers"])
 
@@ -157,3 +180,12 @@ def _errors(resp: requests.Response) -> str:
         return "; ".join(resp.json().get("errors", []))
     except ValueError:
         return ""
+
+
+def _operation_outcome(operation: dict[str, Any], what: str) -> str:
+    """An asynchronous operation's location, or SavepointError with the message of its ``failure-cause`` (Flink's shape)."""
+    cause = operation.get("failure-cause")
+    if cause is None:
+        return str(operation["location"])
+    message = str(cause.get("stack-trace", "")).splitlines()[0] if cause.get("stack-trace") else str(cause.get("class"))
+    raise SavepointError(f"the {what} failed: {message.split(': ', 1)[-1]}")

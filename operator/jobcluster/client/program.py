@@ -11,11 +11,13 @@ from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JobGraphError
 from jobcluster.jobgraph.model import (
+    CheckpointingSettings,
     ExecutionConfig,
     JobGraph,
     JobVertex,
     ResourceProfileSpec,
     RestartStrategy,
+    SavepointRestoreSettings,
     UserArtifact,
     new_job_id,
 )
@@ -125,7 +127,27 @@ def build_job_graph(program: PackagedProgram, config: Configuration, tm_spec: Ta
                 delay_seconds=config.get(options.RESTART_DELAY),
             )
         ),
+        checkpointing=_checkpointing(config),
+        savepoint_restore=_savepoint_restore(config),
     )
+
+
+def _checkpointing(config: Configuration) -> CheckpointingSettings | None:
+    directory = config.get(options.CHECKPOINTS_DIRECTORY)
+    return CheckpointingSettings(directory=directory) if directory else None
+
+
+def _savepoint_restore(config: Configuration) -> SavepointRestoreSettings | None:
+    """From ``execution.state-recovery.path`` (``-s``); JobGraphError when there is no checkpoint directory to restore into."""
+    path = config.get(options.SAVEPOINT_PATH)
+    if not path:
+        return None
+    if not config.get(options.CHECKPOINTS_DIRECTORY):
+        raise JobGraphError(
+            f"cannot start from savepoint {path}: restoring needs a checkpoint directory for the new job's queries; "
+            "set execution.checkpointing.dir (-D execution.checkpointing.dir=URI)"
+        )
+    return SavepointRestoreSettings(path=path, allow_non_restored_state=config.get(options.SAVEPOINT_IGNORE_UNCLAIMED_STATE))
 
 
 def _graph_path(program: PackagedProgram, path: Path) -> str:

@@ -368,6 +368,52 @@ RESTART_DELAY = ConfigOption(
 )
 
 # --------------------------------------------------------------------------
+# Checkpoints and savepoints (streaming queries)
+# --------------------------------------------------------------------------
+
+CHECKPOINTS_DIRECTORY = ConfigOption(
+    "execution.checkpointing.dir",
+    "str",
+    None,
+    deprecated_keys=("state.checkpoints.dir",),
+    description="Directory (a path or URI: file:, hdfs://, a volume's path) under which each job checkpoints, in "
+    "<dir>/<job-id>/; every streaming query of the program checkpoints in <dir>/<job-id>/<query name> "
+    "(Spark's spark.sql.streaming.checkpointLocation). The driver and every executor must reach it: on YARN and "
+    "Kubernetes a shared file system. Unset: queries without their own checkpointLocation cannot resume.",
+)
+SAVEPOINT_DIRECTORY = ConfigOption(
+    "execution.checkpointing.savepoint-dir",
+    "str",
+    None,
+    deprecated_keys=("state.savepoints.dir",),
+    description="Default directory of the savepoints that `jobcluster stop` and `jobcluster savepoint` take when "
+    "given none (a path or URI the driver reaches).",
+)
+SAVEPOINT_PATH = ConfigOption(
+    "execution.state-recovery.path",
+    "str",
+    None,
+    deprecated_keys=("execution.savepoint.path",),
+    description="Savepoint the job starts from (`jobcluster run -s`): each of its queries is restored into the "
+    "query of the same name. Needs execution.checkpointing.dir.",
+)
+SAVEPOINT_IGNORE_UNCLAIMED_STATE = ConfigOption(
+    "execution.state-recovery.ignore-unclaimed-state",
+    "bool",
+    False,
+    deprecated_keys=("execution.savepoint.ignore-unclaimed-state",),
+    description="Start from a savepoint that holds a query the program does not run, dropping that query's "
+    "state (`--allowNonRestoredState`); when false such a job fails before waiting for its queries.",
+)
+CHECKPOINTING_TIMEOUT = ConfigOption(
+    "execution.checkpointing.timeout",
+    "duration",
+    600.0,
+    description="Longest a savepoint may take, stopping the queries included (seconds); it fails after that.",
+    positive=True,
+)
+
+# --------------------------------------------------------------------------
 # jobcluster's own
 # --------------------------------------------------------------------------
 

@@ -4,8 +4,9 @@ A PySpark program is one JobVertex (Spark plans its own stages inside it);
 the graph carries what the cluster needs to run it: the program and its
 arguments, parallelism, the slot sharing group and per-slot resource profile
 the JobMaster asks the ResourceManager for, the user artifacts, the
-execution config (restart strategy), and, for clusters on the client's own
-machine, where the client started the program. It is JSON on the wire and on disk,
+execution config (restart strategy), where the job checkpoints and the
+savepoint it starts from, and, for clusters on the client's own machine,
+where the client started the program. It is JSON on the wire and on disk,
 versioned, and validated when read back.
 """
 
@@ -53,6 +54,20 @@ class RestartStrategy(_Model):
 
 class ExecutionConfig(_Model):
     restart_strategy: RestartStrategy = RestartStrategy()
+
+
+class CheckpointingSettings(_Model):
+    """Where the job checkpoints (Flink's JobCheckpointingSettings): ``directory`` from ``execution.checkpointing.dir``,
+    a path or URI; the job's own root is ``<directory>/<job id>``."""
+
+    directory: str = Field(min_length=1)
+
+
+class SavepointRestoreSettings(_Model):
+    """The savepoint the job starts from (Flink's SavepointRestoreSettings: ``-s``, ``--allowNonRestoredState``)."""
+
+    path: str = Field(min_length=1)
+    allow_non_restored_state: bool = False
 
 
 class UserArtifact(_Model):
@@ -117,6 +132,8 @@ class JobGraph(_Model):
     slot_profile: ResourceProfileSpec | None = None
     user_artifacts: list[UserArtifact] = []
     execution_config: ExecutionConfig = ExecutionConfig()
+    checkpointing: CheckpointingSettings | None = None
+    savepoint_restore: SavepointRestoreSettings | None = None
     client_paths: ClientPaths | None = None
 
     @field_validator("job_id")
@@ -132,6 +149,12 @@ class JobGraph(_Model):
         for vertex in self.vertices:
             by_group[vertex.slot_sharing_group] = max(by_group.get(vertex.slot_sharing_group, 0), vertex.parallelism)
         return sum(by_group.values())
+
+    @model_validator(mode="after")
+    def _restore_needs_checkpoints(self) -> JobGraph:
+        if self.savepoint_restore is not None and self.checkpointing is None:
+            raise ValueError("restoring a savepoint needs a checkpoint directory (execution.checkpointing.dir) to restore into")
+        return self
 
     @property
     def parallelism(self) -> int:

@@ -25,5 +25,9 @@ class RpcGateway:
         """Invoke ``method`` remotely; raises RpcError / FencingTokenError after at most the ask timeout."""
         return await self.service.invoke(self.address, self.endpoint_id, method, args, self.fencing_token)
 
+    async def call_with_timeout(self, method: str, ask_timeout: float, **args: Any) -> Any:
+        """As :meth:`call`, for a method that may take longer than the service's ask timeout: at most ``ask_timeout`` seconds."""
+        return await self.service.invoke(self.address, self.endpoint_id, method, args, self.fencing_token, ask_timeout)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.address}/{self.endpoint_id})"

@@ -48,14 +48,16 @@ class RpcService:
         """Base URL other processes use to reach this service, e.g. ``http://127.0.0.1:41234``."""
         return f"http://{self.bind_host}:{self._port}"
 
-    async def start(self) -> None:
-        app = web.Application()
-        app.router.add_post("/rpc/{endpoint}/{method}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.bind_host, self._port)
-        await site.start()
-        self._port = self._runner.addresses[0][1]  # the bound port when 0 was asked for
+    async def start(self, serve: bool = True) -> None:
+        """Open the server its endpoints are reached at (unless not ``serve``: a client only) and the client session."""
+        if serve:
+            app = web.Application()
+            app.router.add_post("/rpc/{endpoint}/{method}", self._handle)
+            self._runner = web.AppRunner(app, access_log=None)
+            await self._runner.setup()
+            site = web.TCPSite(self._runner, self.bind_host, self._port)
+            await site.start()
+            self._port = self._runner.addresses[0][1]  # the bound port when 0 was asked for
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.ask_timeout))
 
     async def stop(self) -> None:
@@ -79,15 +81,21 @@ class RpcService:
     def is_local(self, address: str) -> bool:
         return address == self.address
 
-    async def invoke(self, address: str, endpoint_id: str, method: str, args: dict[str, Any], fencing_token: str | None) -> Any:
-        """Call ``method`` of ``endpoint_id`` at ``address``; raises RpcError or FencingTokenError."""
+    async def invoke(
+        self, address: str, endpoint_id: str, method: str, args: dict[str, Any], fencing_token: str | None, ask_timeout: float | None = None
+    ) -> Any:
+        """Call ``method`` of ``endpoint_id`` at ``address`` within ``ask_timeout`` seconds (default: the service's, as
+        Flink's ``@RpcTimeout`` overrides ``pekko.ask.timeout`` for one call); raises RpcError or FencingTokenError."""
+        timeout = self.ask_timeout if ask_timeout is None else ask_timeout
         if self.is_local(address):
-            return await asyncio.wait_for(self._dispatch(endpoint_id, method, args, fencing_token), self.ask_timeout)
+            return await asyncio.wait_for(self._dispatch(endpoint_id, method, args, fencing_token), timeout)
         assert self._session is not None, "RpcService not started"
         url = f"{address}/rpc/{endpoint_id}/{method}"
         payload = {"args": args, "fencing_token": fencing_token}
         try:
-            async with self._session.post(url, json=payload, headers={SECRET_HEADER: self._secret}) as resp:
+            async with self._session.post(
+                url, json=payload, headers={SECRET_HEADER: self._secret}, timeout=aiohttp.ClientTimeout(total=timeout)
+            ) as resp:
                 body = await resp.json(content_type=None)
         except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
             raise RpcError(f"call {endpoint_id}.{method} at {address} failed: {exc!r}") from exc

@@ -20,6 +20,8 @@ from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.rpc.endpoint import RpcEndpoint
 from jobcluster.runtime.jobmaster.job_master import JobMaster
 from jobcluster.runtime.jobmaster.job_result import JobResult
+from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
+from jobcluster.spark.checkpoints import job_checkpoint_root
 
 log = logging.getLogger(__name__)
 
@@ -106,3 +108,50 @@ class MiniDispatcher(RpcEndpoint):
         job_master = self._job(job_id)
         self._result_fetched.set()
         await job_master.cancel()
+
+    # ---- savepoints and checkpoints (the JobMaster's; see JobMaster.trigger_savepoint) ----
+
+    def trigger_savepoint(self, job_id: str, trigger_id: str, target_directory: str | None, stop: bool, drain: bool) -> None:
+        """Start a savepoint of the job (with ``stop``: stop-with-savepoint, which counts as its result being fetched, as a cancel does)."""
+        job_master = self._job(job_id)
+        if stop:
+            self._result_fetched.set()
+        job_master.trigger_savepoint(trigger_id, target_directory, stop, drain)
+
+    def savepoint_operations(self, job_id: str) -> SavepointOperations:
+        return self._job(job_id).savepoints
+
+    def trigger_disposal(self, trigger_id: str, path: str) -> SavepointOperations:
+        """Start disposing of the savepoint at ``path`` as operation ``trigger_id`` of the job's operations, which it returns."""
+        job_master = self._only_job()
+        job_master.savepoints.start(trigger_id, _disposed(job_master, path), job_master.spawn)
+        return job_master.savepoints
+
+    def disposal_operations(self) -> SavepointOperations:
+        return self._only_job().savepoints
+
+    def checkpoint_statistics(self, job_id: str) -> dict[str, Any]:
+        """The job's details and the savepoint it was restored from, for Flink's checkpoint statistics."""
+        job_master = self._job(job_id)
+        restore = job_master.graph.savepoint_restore
+        return {"details": job_master.job_details(), "restored_from": restore.path if restore else None}
+
+    def checkpoint_config(self, job_id: str) -> dict[str, Any]:
+        """The job's checkpoint root (None without execution.checkpointing.dir), savepoint directory and timeout (seconds)."""
+        job_master = self._job(job_id)
+        checkpointing = job_master.graph.checkpointing
+        return {
+            "checkpoint_root": job_checkpoint_root(checkpointing.directory, job_id) if checkpointing else None,
+            "savepoint_directory": job_master.settings.savepoint_directory,
+            "timeout": job_master.settings.checkpointing_timeout,
+        }
+
+    def _only_job(self) -> JobMaster:
+        if self.job_master is None:
+            raise JobNotFoundError("the cluster's job has not started yet")
+        return self.job_master
+
+
+async def _disposed(job_master: JobMaster, path: str) -> str:
+    await job_master.dispose_savepoint(path)
+    return path

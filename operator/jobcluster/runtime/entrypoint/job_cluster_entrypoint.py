@@ -340,6 +340,8 @@ def job_master_settings(config: Configuration) -> JobMasterSettings:
         heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
         slot_request_timeout=config.get(options.SLOT_REQUEST_TIMEOUT),
         executor_registration_timeout=config.get(options.EXECUTOR_REGISTRATION_TIMEOUT),
+        savepoint_directory=config.get(options.SAVEPOINT_DIRECTORY),
+        checkpointing_timeout=config.get(options.CHECKPOINTING_TIMEOUT),
     )
 
 

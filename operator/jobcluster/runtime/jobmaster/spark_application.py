@@ -2,7 +2,7 @@
 
 How the driver is started, and why. The JobMaster runs the program the way
 the ``pyspark`` shell and ``python program.py`` with a pip-installed PySpark
-do: ``python PROGRAM ARGS`` with ``PYSPARK_SUBMIT_ARGS="--conf ... pyspark-shell"``.
+do: ``python PROGRAM ARGS`` (through the driver agent, which runs it just so) with ``PYSPARK_SUBMIT_ARGS="--conf ... pyspark-shell"``.
 The Python process is the parent; when the program creates its SparkContext,
 PySpark launches the driver JVM (Spark's py4j gateway, through
 ``bin/spark-submit`` in client mode, so ``spark.driver.*`` sizes apply) with
@@ -55,12 +55,16 @@ from jobcluster.runtime.jobmaster.driver_output import (
     program_error,
     stderr_tail,
 )
+from jobcluster.spark.checkpoints import job_checkpoint_root
+from jobcluster.spark.driver_agent.settings import AgentSettings
 from jobcluster.spark.home import python_command, spark_env
 from jobcluster.spark.processes import SparkMasterAddress, fetch_json
 
 log = logging.getLogger(__name__)
 
 DRIVER_LOG4J_CONFIG_FILE = "driver-log4j2.properties"
+#: Runs the program as ``python PROGRAM ARGS`` does, with jobcluster's agent for its streaming queries in the process.
+DRIVER_AGENT_MODULE = "jobcluster.spark.driver_agent"
 GATEWAY_EXIT_TIMEOUT = 15.0  # seconds the driver JVM gets to shut down after the program exited
 # Inherited from a PySpark session that started jobcluster, these would attach the program to that session's JVM.
 _GATEWAY_VARIABLES = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "PYSPARK_SUBMIT_ARGS")
@@ -92,6 +96,8 @@ def submit_conf(
 ) -> dict[str, str]:
     """Spark settings for the job: parallelism from the JobGraph, sizes from the memory model.
 
+    With a checkpoint directory, the job's checkpoint root is Spark's
+    ``spark.sql.streaming.checkpointLocation`` (see ``spark/checkpoints.py``).
     ``spark.cores.max`` = the job's parallelism (one core per slot; executors
     take the cores Spark grants them, see ``spark/parallelism.py``), and Spark's
     default partition counts follow it, so ``-p`` means the same thing to Spark
@@ -119,6 +125,8 @@ def submit_conf(
         "spark.scheduler.minRegisteredResourcesRatio": "1.0",
         "spark.scheduler.maxRegisteredResourcesWaitingTime": f"{max(1, round(resources_wait))}s",
     }
+    if graph.checkpointing is not None:
+        conf["spark.sql.streaming.checkpointLocation"] = job_checkpoint_root(graph.checkpointing.directory, graph.job_id)
     conf.update(sizing_conf)
     return conf
 
@@ -210,7 +218,8 @@ class SparkApplication:
 
     Output goes to the files of :mod:`driver_output` in ``log_dir``; the driver
     JVM's Spark log to ``driver.log``, its log4j configuration written next to it.
-    ``env``: added to the driver's environment (the cluster's Spark security: SPARK_CONF_DIR, SPARK_LOCAL_IP);
+    The program runs under the driver agent (``spark/driver_agent``), configured by ``agent`` and reached with
+    ``agent_secret``; ``env``: added to the driver's environment (the cluster's Spark security: SPARK_CONF_DIR, SPARK_LOCAL_IP);
     ``resources_wait``: seconds the SparkContext waits for the job's executors (see :func:`submit_conf`).
     """
 
@@ -223,6 +232,8 @@ class SparkApplication:
         log_dir: Path,
         sizing_conf: dict[str, str],
         attempt: int,
+        agent: AgentSettings,
+        agent_secret: str,
         env: Mapping[str, str] | None = None,
         resources_wait: float = 300.0,
     ) -> None:
@@ -239,8 +250,8 @@ class SparkApplication:
         self._stderr_start = file_size(self.stderr_file)  # where this attempt's stderr begins
         self.process = ChildProcess(
             f"spark-driver-{attempt}",
-            [sys.executable, str(program), *vertex.program_args],
-            driver_env(conf, py_files, self._log4j_config, env),
+            [sys.executable, "-m", DRIVER_AGENT_MODULE, str(program), *vertex.program_args],
+            driver_env(conf, py_files, self._log4j_config, {**(env or {}), **agent.environment(agent_secret)}),
             self.stderr_file,
             cwd=cwd,
             stdout_file=self.stdout_file,

@@ -2,7 +2,7 @@
 
 It serves Flink's paths for a per-job cluster (overview, config, job list,
 job details and status, execution result, cancel, stop-with-savepoint,
-TaskManagers) in the shapes Flink's REST API uses (bodies: flink_bodies.py),
+savepoints and their disposal, checkpoint statistics, TaskManagers) in the shapes Flink's REST API uses (bodies: flink_bodies.py),
 so Flink's own CLI and RestClusterClient work against it, and the program's stdout and
 stderr from a byte offset (``/jobs/{id}/stdout``, ``/jobs/{id}/stderr``),
 which an attached client follows. It is the public face of the
@@ -29,6 +29,7 @@ from aiohttp import web
 
 from jobcluster.errors import DeploymentError, JobNotFoundError
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
+from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
 from jobcluster.runtime.rest import flink_bodies
 from jobcluster.runtime.rest.serialized_throwable import failure_cause
 from jobcluster.security import token_matches
@@ -67,7 +68,6 @@ class RestEndpoint:
         self._version = version
         self._token = token
         self._runner: web.AppRunner | None = None
-        self._savepoint_triggers: set[tuple[str, str]] = set()  # (JobID, TriggerId) of every savepoint asked for
 
     @property
     def url(self) -> str:
@@ -92,6 +92,10 @@ class RestEndpoint:
             ("POST", "/jobs/{job_id}/stop", self._trigger_savepoint),
             ("POST", "/jobs/{job_id}/savepoints", self._trigger_savepoint),
             ("GET", "/jobs/{job_id}/savepoints/{trigger_id}", self._savepoint_status),
+            ("GET", "/jobs/{job_id}/checkpoints", self._checkpoints),
+            ("GET", "/jobs/{job_id}/checkpoints/config", self._checkpoint_config),
+            ("POST", "/savepoint-disposal", self._trigger_disposal),
+            ("GET", "/savepoint-disposal/{trigger_id}", self._disposal_status),
         ]
         for method, path, handler in routes:
             app.router.add_route(method, path, handler)
@@ -258,38 +262,63 @@ class RestEndpoint:
     async def _trigger_savepoint(self, request: web.Request) -> web.Response:
         """Flink's ``POST /jobs/{id}/stop`` (stop-with-savepoint) and ``POST /jobs/{id}/savepoints``: 202 with a ``request-id``.
 
-        The operation then fails as it does in Flink for a job without
-        checkpointing (a batch job): its status (``GET
-        /jobs/{id}/savepoints/{triggerid}``) is COMPLETED with the failure
-        ``java.lang.IllegalStateException: Job <id> is not a streaming job.``, and
-        the job carries on. A Spark program has no state Flink could snapshot;
-        ``cancel`` ends it. The request body's ``triggerId``, if given, is used
-        as the operation's id (Flink's idempotent retry).
+        Bodies as Flink's: ``{"targetDirectory", "drain", "triggerId"}`` for a
+        stop, ``{"target-directory", "cancel-job", "triggerId"}`` for a savepoint
+        (``cancel-job`` stops the job as a stop does). Without a directory the
+        cluster's ``execution.checkpointing.savepoint-dir`` is used. The
+        operation runs on; its status is ``GET /jobs/{id}/savepoints/{triggerid}``.
+        A given ``triggerId`` is the operation's id (Flink's idempotent retry).
         """
         assert self._dispatcher is not None
         job_id = _job_id(request)
         self._dispatcher.job_details(job_id)  # JobNotFoundError (404) for another job
-        try:
-            body = await request.json() if request.can_read_body else {}
-        except ValueError as exc:
-            return web.json_response({"errors": [f"Bad request: the body is not JSON: {exc}"]}, status=400)
-        trigger_id = body.get("triggerId") if isinstance(body, dict) else None
-        if trigger_id is None:
-            trigger_id = uuid.uuid4().hex
-        elif not isinstance(trigger_id, str) or not _JOB_ID.fullmatch(trigger_id):
-            return web.json_response({"errors": [f"Bad request: triggerId {trigger_id!r} is not 32 hexadecimal characters"]}, status=400)
-        self._savepoint_triggers.add((job_id, trigger_id.lower()))
-        return web.json_response({"request-id": trigger_id.lower()}, status=202)
+        body, trigger_id, error = await _trigger_body(request)
+        if error is not None:
+            return error
+        if request.path.endswith("/stop"):
+            directory, stop, drain = body.get("targetDirectory"), True, bool(body.get("drain", False))
+        else:
+            directory, stop, drain = body.get("target-directory"), bool(body.get("cancel-job", False)), False
+        if directory is not None and not isinstance(directory, str):
+            return _bad_request(f"the target directory must be a string, got {directory!r}")
+        self._dispatcher.trigger_savepoint(job_id, trigger_id, directory, stop, drain)
+        return web.json_response({"request-id": trigger_id}, status=202)
 
     async def _savepoint_status(self, request: web.Request) -> web.Response:
-        job_id, trigger_id = _job_id(request), request.match_info["trigger_id"].lower()
-        if (job_id, trigger_id) not in self._savepoint_triggers:
-            return web.json_response(
-                {"errors": [f"There is no savepoint operation with triggerId={trigger_id} for job {job_id}."]}, status=404
-            )
-        message = f"Job {job_id} is not a streaming job."
-        cause = failure_cause("java.lang.IllegalStateException", message, f"java.lang.IllegalStateException: {message}")
-        return web.json_response({"status": {"id": "COMPLETED"}, "operation": {"failure-cause": cause}})
+        """Flink's AsynchronousOperationResult of a savepoint: IN_PROGRESS, or COMPLETED with ``location`` or ``failure-cause``."""
+        assert self._dispatcher is not None
+        operations = self._dispatcher.savepoint_operations(_job_id(request))
+        return _operation_status(operations, request.match_info["trigger_id"].lower(), f"savepoint operation for job {_job_id(request)}")
+
+    async def _trigger_disposal(self, request: web.Request) -> web.Response:
+        """Flink's ``POST /savepoint-disposal`` ``{"savepoint-path"}``: 200 with a ``request-id``.
+
+        The running program's driver deletes the savepoint (it reaches its file system)."""
+        assert self._dispatcher is not None
+        body, trigger_id, error = await _trigger_body(request)
+        if error is not None:
+            return error
+        path = body.get("savepoint-path")
+        if not isinstance(path, str) or not path:
+            return _bad_request("the body needs the savepoint's path as 'savepoint-path'")
+        self._dispatcher.trigger_disposal(trigger_id, path)
+        return web.json_response({"request-id": trigger_id})
+
+    async def _disposal_status(self, request: web.Request) -> web.Response:
+        assert self._dispatcher is not None
+        return _operation_status(self._dispatcher.disposal_operations(), request.match_info["trigger_id"].lower(), "savepoint disposal")
+
+    async def _checkpoints(self, request: web.Request) -> web.Response:
+        """Flink's CheckpointingStatistics: the streaming queries' committed micro-batches (see flink_bodies)."""
+        assert self._dispatcher is not None
+        view = self._dispatcher.checkpoint_statistics(_job_id(request))
+        return web.json_response(flink_bodies.checkpointing_statistics(view["details"], view["restored_from"]))
+
+    async def _checkpoint_config(self, request: web.Request) -> web.Response:
+        assert self._dispatcher is not None
+        config = self._dispatcher.checkpoint_config(_job_id(request))
+        body = flink_bodies.checkpoint_config(config["checkpoint_root"], config["savepoint_directory"], int(config["timeout"] * 1000))
+        return web.json_response(body)
 
     async def _taskmanagers(self, request: web.Request) -> web.Response:
         assert self._task_managers is not None
@@ -305,3 +334,40 @@ def _job_id(request: web.Request) -> str:
 def _allow_header(exc: web.HTTPException) -> dict[str, str]:
     allow = exc.headers.get("Allow")
     return {"Allow": allow} if allow else {}
+
+
+def _bad_request(message: str) -> web.Response:
+    return web.json_response({"errors": [f"Bad request: {message}"]}, status=400)
+
+
+async def _trigger_body(request: web.Request) -> tuple[dict[str, Any], str, web.Response | None]:
+    """``(body, trigger id, None)`` of an operation's trigger, or an error response: a body that is not a JSON object, a bad ``triggerId``.
+
+    The trigger id is the body's ``triggerId`` (lower case), else a new one.
+    """
+    try:
+        body = await request.json() if request.can_read_body else {}
+    except ValueError as exc:
+        return {}, "", _bad_request(f"the body is not JSON: {exc}")
+    if not isinstance(body, dict):
+        return {}, "", _bad_request("the body must be a JSON object")
+    trigger_id = body.get("triggerId")
+    if trigger_id is None:
+        return body, uuid.uuid4().hex, None
+    if not isinstance(trigger_id, str) or not _JOB_ID.fullmatch(trigger_id):
+        return {}, "", _bad_request(f"triggerId {trigger_id!r} is not 32 hexadecimal characters")
+    return body, trigger_id.lower(), None
+
+
+def _operation_status(operations: SavepointOperations, trigger_id: str, what: str) -> web.Response:
+    """Flink's AsynchronousOperationResult of ``trigger_id``: 404 when unknown, IN_PROGRESS, or COMPLETED with its outcome."""
+    if not operations.known(trigger_id):
+        return web.json_response({"errors": [f"There is no {what} with triggerId={trigger_id}."]}, status=404)
+    outcome = operations.result(trigger_id)
+    if outcome is None:
+        return web.json_response({"status": {"id": "IN_PROGRESS"}})
+    if outcome.failure is not None:
+        error = "org.apache.flink.runtime.checkpoint.CheckpointException"
+        cause = failure_cause(error, outcome.failure, f"{error}: {outcome.failure}")
+        return web.json_response({"status": {"id": "COMPLETED"}, "operation": {"failure-cause": cause}})
+    return web.json_response({"status": {"id": "COMPLETED"}, "operation": {"location": outcome.location}})

@@ -80,18 +80,23 @@ def job_overview(details: dict[str, Any]) -> dict[str, Any]:
     ``tasks`` counts Spark's tasks (Flink counts subtasks) per task state in
     lower case, plus ``total`` (the tasks of the Spark jobs submitted so far);
     all 0 before Spark reports. ``pending-operators`` is 0: the whole program
-    is known when the job is submitted. ``jobType`` is BATCH and
-    ``schedulerType`` Default: a Spark program runs as one batch job under
-    jobcluster's one scheduler.
+    is known when the job is submitted. ``jobType`` is STREAMING once the
+    program has started a streaming query, else BATCH; ``schedulerType``
+    Default: jobcluster has one scheduler.
     """
     counts = spark_task_counts(details.get("spark"))
     return {k: details[k] for k in ("jid", "name", "state", "start-time", "end-time", "duration")} | {
         "last-modification": max(details["timestamps"].values(), default=details["start-time"]),
         "tasks": {"total": (details.get("spark") or {}).get("tasks_total", 0)} | {s.lower(): n for s, n in counts.items()},
         "pending-operators": 0,
-        "jobType": "BATCH",
+        "jobType": job_type(details),
         "schedulerType": "Default",
     }
+
+
+def job_type(details: dict[str, Any]) -> str:
+    """STREAMING once the program has started a streaming query, else BATCH (Flink's JobType)."""
+    return str(details.get("job-type", "BATCH"))
 
 
 def job_details_info(details: dict[str, Any]) -> dict[str, Any]:
@@ -100,8 +105,10 @@ def job_details_info(details: dict[str, Any]) -> dict[str, Any]:
     The job has one vertex, the program: its state follows the job's, its
     tasks and metrics are Spark's (see :func:`spark_task_counts`, :func:`io_metrics`).
     ``timestamps`` has every Flink job state (0 for those not reached), the
-    ``plan`` is the one-vertex graph, ``isStoppable`` is false (no source
-    can be stopped gracefully), ``job-type`` BATCH.
+    ``plan`` is the one-vertex graph; ``isStoppable`` and ``job-type``
+    STREAMING hold once the program runs a streaming query (which stops with a
+    savepoint), else false and BATCH. jobcluster's own fields are kept,
+    ``streaming`` among them (the queries' progress).
     """
     state = details["state"]
     vertex_state = _VERTEX_STATE.get(state, "CREATED")
@@ -109,13 +116,13 @@ def job_details_info(details: dict[str, Any]) -> dict[str, Any]:
     status_counts = dict.fromkeys(EXECUTION_STATES, 0)
     for vertex in vertices:
         status_counts[vertex["status"]] += 1
-    extras = {k: details[k] for k in ("restarts", "slots", "spark", "program-exit-code", "lost-taskmanagers") if k in details}
+    extras = {k: details[k] for k in ("restarts", "slots", "spark", "program-exit-code", "lost-taskmanagers", "streaming") if k in details}
     return {
         "jid": details["jid"],
         "name": details["name"],
-        "isStoppable": False,
+        "isStoppable": job_type(details) == "STREAMING",
         "state": state,
-        "job-type": "BATCH",
+        "job-type": job_type(details),
         "start-time": details["start-time"],
         "end-time": details["end-time"],
         "duration": details["duration"],
@@ -183,7 +190,7 @@ def _plan(details: dict[str, Any]) -> dict[str, Any]:
     return {
         "jid": details["jid"],
         "name": details["name"],
-        "type": "BATCH",
+        "type": job_type(details),
         "nodes": [
             {
                 "id": v["id"],
@@ -303,4 +310,116 @@ def _resource_profile(memory: dict[str, int], cpu_cores: int, share: float) -> d
         "managedMemory": int(memory["managedMemory"] * share) // mib,
         "networkMemory": int(memory["networkMemory"] * share) // mib,
         "extendedResources": {},
+    }
+
+
+def checkpointing_statistics(details: dict[str, Any], restored_from: str | None) -> dict[str, Any]:
+    """Flink's ``/jobs/{id}/checkpoints`` (CheckpointingStatistics) from the streaming queries' micro-batches.
+
+    A checkpoint is a committed micro-batch (its id the batch id): ``history``
+    holds each query's last ones, newest first (``external_path`` its commit
+    file; state and checkpointed size the query's state store bytes);
+    ``latest.completed`` the newest; ``latest.savepoint`` the last savepoint
+    taken; ``latest.restored`` the savepoint the job started from. Counts are
+    of micro-batches committed since the queries started; none fail or
+    stay in progress as Flink counts them (a micro-batch that fails ends the query).
+    """
+    queries = (details.get("streaming") or {}).get("queries", [])
+    history = sorted(
+        (_completed_checkpoint(q, entry) for q in queries for entry in q.get("history", [])),
+        key=lambda c: (c["latest_ack_timestamp"], c["id"]),
+        reverse=True,
+    )
+    completed = sum((q["committedBatchId"] + 1) for q in queries if q.get("committedBatchId") is not None)
+    savepoints = details.get("savepoints") or []
+    latest_savepoint = (
+        {
+            "className": "completed",
+            "id": -1,
+            "status": "COMPLETED",
+            "is_savepoint": True,
+            "external_path": savepoints[-1]["location"],
+            "latest_ack_timestamp": savepoints[-1]["time"],
+            "trigger_timestamp": savepoints[-1]["time"],
+            "checkpoint_type": "SAVEPOINT",
+        }
+        if savepoints
+        else None
+    )
+    restored = (
+        {"id": -1, "restore_timestamp": details["start-time"], "is_savepoint": True, "external_path": restored_from}
+        if restored_from
+        else None
+    )
+    return {
+        "counts": {"restored": 1 if restored_from else 0, "total": completed, "in_progress": 0, "completed": completed, "failed": 0},
+        "summary": _checkpoint_summary(history),
+        "latest": {"completed": history[0] if history else None, "savepoint": latest_savepoint, "failed": None, "restored": restored},
+        "history": history,
+    }
+
+
+def _completed_checkpoint(query: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    trigger = entry.get("triggerTime") or 0
+    checkpoint = query.get("checkpoint")
+    return {
+        "className": "completed",
+        "id": entry["batchId"],
+        "status": "COMPLETED",
+        "is_savepoint": False,
+        "savepointFormat": None,
+        "trigger_timestamp": trigger,
+        "latest_ack_timestamp": trigger + entry["durationMs"],
+        "end_to_end_duration": entry["durationMs"],
+        "state_size": entry["stateBytes"],
+        "checkpointed_size": entry["stateBytes"],
+        "processed_data": entry["numInputRows"],
+        "persisted_data": 0,
+        "alignment_buffered": 0,
+        "num_subtasks": 1,
+        "num_acknowledged_subtasks": 1,
+        "checkpoint_type": "CHECKPOINT",
+        "tasks": {},
+        "external_path": f"{checkpoint}/commits/{entry['batchId']}" if checkpoint else None,
+        "discarded": False,
+        "query": query.get("name") or query["id"],
+    }
+
+
+def _checkpoint_summary(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """Min, max and average of each size and duration over ``history`` (0 when it is empty)."""
+
+    def stats(key: str) -> dict[str, int]:
+        values = [int(c[key]) for c in history] or [0]
+        return {"min": min(values), "max": max(values), "avg": sum(values) // len(values)}
+
+    return {key: stats(key) for key in ("state_size", "checkpointed_size", "end_to_end_duration", "processed_data", "persisted_data")}
+
+
+def checkpoint_config(checkpoint_root: str | None, savepoint_directory: str | None, timeout_ms: int) -> dict[str, Any]:
+    """Flink's ``/jobs/{id}/checkpoints/config`` (CheckpointConfigInfo) of a job's Structured Streaming checkpoints.
+
+    Exactly-once, one micro-batch at a time (``max_concurrent`` 1), no
+    interval of its own (each query's trigger decides), the savepoints'
+    ``timeout`` (execution.checkpointing.timeout, ms), retained on
+    cancellation (the checkpoint root stays: a new job restores a savepoint
+    taken of it), ``checkpoint_storage`` where the root is.
+    """
+    return {
+        "mode": "exactly_once",
+        "interval": 0,
+        "timeout": timeout_ms,
+        "min_pause": 0,
+        "max_concurrent": 1,
+        "externalization": {"enabled": checkpoint_root is not None, "delete_on_cancellation": False},
+        "state_backend": "SparkStateStore",
+        "checkpoint_storage": f"FileSystemCheckpointStorage ({checkpoint_root})" if checkpoint_root else "none",
+        "unaligned_checkpoints": False,
+        "tolerable_failed_checkpoints": 0,
+        "aligned_checkpoint_timeout": 0,
+        "checkpoints_after_tasks_finish": False,
+        "state_changelog_enabled": False,
+        "changelog_periodic_materialization_interval": 0,
+        "changelog_storage": "",
+        "savepoint_directory": savepoint_directory,
     }

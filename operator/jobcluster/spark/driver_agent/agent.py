@@ -1,0 +1,340 @@
+"""The driver agent: what jobcluster does inside the PySpark program's process for its streaming queries.
+
+The program stays unmodified. Before it runs, the agent wraps the few PySpark
+methods through which a streaming query comes to be and is waited for:
+
+- ``DataStreamWriter.queryName/option/options`` record the query's name and an
+  explicit ``checkpointLocation``, which PySpark keeps only in the JVM;
+- ``DataStreamWriter.start/toTable`` restore a named query from the savepoint
+  the job starts from (``-s``) into its checkpoint, register the started query,
+  and warn about a query that cannot be restored (no name, no location);
+- ``StreamingQuery.awaitTermination`` and ``StreamingQueryManager.awaitAnyTermination``
+  first refuse a restore that would drop a savepoint's query (unless
+  ``--allowNonRestoredState``), and, once the queries were stopped for a
+  stop-with-savepoint, hold the program until the savepoint is complete and
+  the JobMaster has its path, so that the program's end never cuts it short.
+
+The JobMaster reaches the agent through its RPC endpoint (:mod:`endpoint`)
+to read the queries' progress and to take, stop with, or dispose of savepoints.
+Program threads and the endpoint's worker threads share the query registry
+under one lock; every JVM call is blocking and runs off the endpoint's loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from jobcluster.spark.checkpoints import (
+    SAVEPOINT_METADATA_FILE,
+    QuerySavepoint,
+    SavepointError,
+    SavepointMetadata,
+    committed_batch,
+    keep_in_savepoint,
+    new_savepoint_name,
+    non_restored_state_error,
+    parse_savepoint_metadata,
+    unrestored_queries,
+)
+from jobcluster.spark.driver_agent.hadoop_files import HadoopFiles, is_file_gone
+from jobcluster.spark.driver_agent.settings import AgentSettings
+
+log = logging.getLogger(__name__)
+
+#: Seconds a program stays held after its savepoint is complete when the JobMaster never says it has the path.
+RESUME_TIMEOUT = 30.0
+#: Completed micro-batches kept per query for the checkpoint history (Flink's ``web.checkpoints.history`` default).
+HISTORY_SIZE = 10
+
+
+@dataclass
+class _Query:
+    """A query the program started: its PySpark handle, name and checkpoint directory."""
+
+    handle: Any
+    name: str | None
+    checkpoint: str | None
+
+
+@dataclass
+class _Restore:
+    """The savepoint the job starts from, read when the first query starts."""
+
+    path: str
+    metadata: SavepointMetadata
+    restored: set[str] = field(default_factory=set)
+    checked: bool = False
+
+
+class DriverAgent:
+    """The agent of one attempt of the program, configured by the JobMaster (:class:`AgentSettings`)."""
+
+    def __init__(self, settings: AgentSettings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._queries: list[_Query] = []
+        self._files: HadoopFiles | None = None
+        self._restore: _Restore | None = None
+        self._savepoint_lock = threading.Lock()  # one savepoint at a time
+        self._program_may_go_on = threading.Event()
+        self._program_may_go_on.set()
+
+    # ---- the program's side (called from the program's threads through the wrapped PySpark methods) ----
+
+    def starting(self, spark: Any, name: str | None, explicit_checkpoint: str | None) -> None:
+        """Before a query starts: restore it from the job's savepoint if it has one there. SavepointError on a bad savepoint."""
+        with self._lock:
+            if self._files is None:
+                self._files = HadoopFiles(spark)
+        location = explicit_checkpoint or (f"{self.settings.checkpoint_root}/{name}" if name and self.settings.checkpoint_root else None)
+        restore = self._restore_point()
+        if restore is None or name is None or name not in restore.metadata.queries:
+            return
+        if location is None:
+            raise SavepointError(
+                f"cannot restore query {name!r} from savepoint {restore.path}: it has no checkpoint location "
+                "(set execution.checkpointing.dir, or give the query a checkpointLocation)"
+            )
+        if self._has_progress(location):
+            log.info("query %s resumes from its checkpoint %s (restored from the savepoint before)", name, location)
+        else:
+            self._files_().copy(f"{restore.path}/{name}", location)
+            log.info("query %s restored from savepoint %s into %s", name, restore.path, location)
+        restore.restored.add(name)
+
+    def started(self, handle: Any, name: str | None, explicit_checkpoint: str | None) -> None:
+        """A query started: register it; warn when it cannot be found again after a failover or in a savepoint."""
+        checkpoint = _checkpoint_of(handle) or explicit_checkpoint
+        with self._lock:
+            self._queries.append(_Query(handle, name, checkpoint))
+        if name is None:
+            _warn(
+                f"streaming query {handle.id} has no name, so its checkpoint ({checkpoint or 'a temporary directory'}) is not found "
+                "again: after a failover it starts over, and savepoints leave it out. Name it with .queryName(...): "
+                "the name is its id in checkpoints and savepoints (Flink's operator uid)."
+            )
+        elif checkpoint is None or (explicit_checkpoint is None and self.settings.checkpoint_root is None):
+            _warn(
+                f"streaming query {name!r} checkpoints in a temporary directory: execution.checkpointing.dir is not set, so it "
+                "starts over after a failover and savepoints leave it out. Set it (-D execution.checkpointing.dir=URI)."
+            )
+
+    def before_await(self) -> None:
+        """The program waits for its queries: it has started all it will. Refuse a restore that drops a savepoint's query."""
+        restore = self._restore
+        if restore is None or restore.checked:
+            return
+        restore.checked = True
+        missing = unrestored_queries(restore.metadata, [q.name for q in self._snapshot() if q.name])
+        if not missing:
+            return
+        if self.settings.allow_non_restored_state:
+            _warn(f"state of {', '.join(map(repr, missing))} in savepoint {restore.path} is not restored (--allowNonRestoredState)")
+            return
+        for query in self._snapshot():
+            query.handle.stop()
+        raise SavepointError(non_restored_state_error(restore.path, missing))
+
+    def after_await(self) -> None:
+        """A wait of the program ended: while a stop-with-savepoint is under way, hold the program until it is done."""
+        self._program_may_go_on.wait()
+
+    # ---- the JobMaster's side (called from the endpoint's worker threads) ----
+
+    def query_views(self) -> list[dict[str, Any]]:
+        """Every query the program started, with its progress (see :func:`query_view`)."""
+        return [query_view(q.handle, q.name, q.checkpoint) for q in self._snapshot()]
+
+    def savepoint(self, target_directory: str, stop: bool, drain: bool) -> dict[str, Any]:
+        """Take a savepoint into ``target_directory``; with ``stop``, stop the queries first (after ``drain``: all available input).
+
+        Returns ``{"location": URI, "queries": {name: committed batch id}, "skipped": [unnamed query ids]}``.
+        With ``stop`` the program is held at its next wait until :meth:`resume_program`
+        (at most RESUME_TIMEOUT seconds after this returns). SavepointError when the
+        program runs no streaming query.
+        """
+        queries = self._snapshot()
+        if not queries:
+            raise SavepointError(f"Job {self.settings.job_id} is not a streaming job: its program has started no streaming query.")
+        with self._savepoint_lock:
+            if stop:
+                self._program_may_go_on.clear()
+            try:
+                if stop:
+                    _stop_all(queries, drain)
+                result = self._write_savepoint(target_directory, queries)
+            except BaseException:
+                self._program_may_go_on.set()
+                raise
+        if stop:  # should the JobMaster never say it has the path, the program still ends
+            timer = threading.Timer(RESUME_TIMEOUT, self._program_may_go_on.set)
+            timer.daemon = True
+            timer.start()
+        return result
+
+    def resume_program(self) -> None:
+        """Let the program go on after a stop-with-savepoint (the JobMaster has the savepoint's path)."""
+        self._program_may_go_on.set()
+
+    def dispose_savepoint(self, path: str) -> None:
+        """Delete the savepoint at ``path``; SavepointError when it is not a savepoint (nothing is deleted then)."""
+        files = self._files_()
+        _read_metadata(files, path)
+        files.delete(path)
+
+    # ---- internals ----
+
+    def _snapshot(self) -> list[_Query]:
+        with self._lock:
+            return list(self._queries)
+
+    def _files_(self) -> HadoopFiles:
+        if self._files is None:
+            raise SavepointError("the program has not started a streaming query yet")
+        return self._files
+
+    def _restore_point(self) -> _Restore | None:
+        path = self.settings.restore_path
+        if path is None:
+            return None
+        with self._lock:
+            if self._restore is None:
+                self._restore = _Restore(path, _read_metadata(self._files_(), path))
+            return self._restore
+
+    def _has_progress(self, checkpoint: str) -> bool:
+        return bool(self._files_().names(f"{checkpoint}/offsets"))
+
+    def _write_savepoint(self, target_directory: str, queries: list[_Query]) -> dict[str, Any]:
+        files = self._files_()
+        location = files.qualified(f"{target_directory.rstrip('/')}/{new_savepoint_name(self.settings.job_id)}")
+        started = time.monotonic()
+        saved: dict[str, QuerySavepoint] = {}
+        skipped = []
+        for query in queries:
+            if query.name is None or query.checkpoint is None:
+                skipped.append(str(query.handle.id))
+                continue
+            committed = _copy_cut(files, query.checkpoint, f"{location}/{query.name}")
+            saved[query.name] = QuerySavepoint(committed_batch_id=committed, source=query.checkpoint)
+        metadata = SavepointMetadata(
+            job_id=self.settings.job_id, job_name=self.settings.job_name, created=int(time.time() * 1000), queries=saved
+        )
+        files.write_text(f"{location}/{SAVEPOINT_METADATA_FILE}", metadata.to_json())
+        log.info("savepoint %s complete in %.1f s: %s", location, time.monotonic() - started, metadata.queries)
+        return {"location": location, "queries": {n: q.committed_batch_id for n, q in saved.items()}, "skipped": skipped}
+
+
+def _copy_cut(files: HadoopFiles, checkpoint: str, target: str) -> int | None:
+    """Copy a query's checkpoint to ``target`` cut at its last committed batch (read first); returns that batch id.
+
+    A running query only adds files after the commit that was read, or removes
+    old ones (maintenance): a file gone by the time it is copied was not needed.
+    """
+    committed = committed_batch(files.names(f"{checkpoint}/commits"))
+    for relative in files.files(checkpoint):
+        if not keep_in_savepoint(relative, committed):
+            continue
+        try:
+            files.copy(f"{checkpoint}/{relative}", f"{target}/{relative}")
+        except Exception as exc:
+            if not is_file_gone(exc):
+                raise
+    return committed
+
+
+def _read_metadata(files: HadoopFiles, path: str) -> SavepointMetadata:
+    metadata = f"{path.rstrip('/')}/{SAVEPOINT_METADATA_FILE}"
+    if not files.exists(path):
+        raise SavepointError(f"savepoint {path} does not exist")
+    if not files.exists(metadata):
+        raise SavepointError(f"{path} is not a savepoint: it has no {SAVEPOINT_METADATA_FILE} file")
+    return parse_savepoint_metadata(files.read_text(metadata), path)
+
+
+def _stop_all(queries: list[_Query], drain: bool) -> None:
+    for query in queries:
+        if not query.handle.isActive:
+            continue
+        if drain:
+            query.handle.processAllAvailable()
+        query.handle.stop()
+
+
+def _checkpoint_of(handle: Any) -> str | None:
+    """The checkpoint directory Spark resolved for a started query (the JVM's StreamExecution knows it, PySpark does not say)."""
+    try:
+        return str(handle._jsq.streamingQuery().resolvedCheckpointRoot())
+    except Exception:  # noqa: BLE001 - a PySpark without this internal: the location the program gave is used instead
+        return None
+
+
+def _warn(message: str) -> None:
+    """A warning the user reads with the program's own output (its stderr), and in the driver's log."""
+    print(f"jobcluster: WARNING: {message}", file=sys.stderr, flush=True)
+    log.warning("%s", message)
+
+
+def _epoch_ms(timestamp: str | None) -> int | None:
+    if not timestamp:
+        return None
+    return int(datetime.fromisoformat(timestamp).timestamp() * 1000)
+
+
+def _state(progress: dict[str, Any], key: str) -> int:
+    return sum(int(op.get(key, 0)) for op in progress.get("stateOperators", []))
+
+
+def query_view(handle: Any, name: str | None, checkpoint: str | None) -> dict[str, Any]:
+    """A query as the JobMaster shows it: ids, state, last and last committed micro-batch, rates, state size, history.
+
+    Rates in rows per second, sizes in bytes, times in ms since the epoch. A
+    micro-batch that ran (its progress has ``durationMs.addBatch``) is committed
+    when its progress is reported; ``history`` holds the last HISTORY_SIZE of those.
+    """
+    progress: list[dict[str, Any]] = handle.recentProgress
+    ran = [p for p in progress if "addBatch" in p.get("durationMs", {})]
+    last = progress[-1] if progress else {}
+    committed = ran[-1] if ran else None
+    exception = handle.exception() if not handle.isActive else None
+    return {
+        "name": name,
+        "id": str(handle.id),
+        "runId": str(handle.runId),
+        "active": bool(handle.isActive),
+        "batchId": last.get("batchId"),
+        "committedBatchId": committed["batchId"] if committed else None,
+        "inputRowsPerSecond": float(last.get("inputRowsPerSecond", 0.0)),
+        "processedRowsPerSecond": float(last.get("processedRowsPerSecond", 0.0)),
+        "numInputRows": int(last.get("numInputRows", 0)),
+        "stateRows": _state(last, "numRowsTotal"),
+        "stateBytes": _state(last, "memoryUsedBytes"),
+        "lastProgressTime": _epoch_ms(last.get("timestamp")),
+        "lastCommitTime": _commit_time(committed),
+        "checkpoint": checkpoint,
+        "exception": str(exception) if exception is not None else None,
+        "history": [_history_entry(p) for p in ran[-HISTORY_SIZE:]],
+    }
+
+
+def _commit_time(progress: dict[str, Any] | None) -> int | None:
+    if progress is None:
+        return None
+    start = _epoch_ms(progress.get("timestamp"))
+    return None if start is None else start + int(progress["durationMs"].get("triggerExecution", 0))
+
+
+def _history_entry(progress: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "batchId": progress["batchId"],
+        "triggerTime": _epoch_ms(progress.get("timestamp")),
+        "durationMs": int(progress["durationMs"].get("triggerExecution", 0)),
+        "numInputRows": int(progress.get("numInputRows", 0)),
+        "stateBytes": _state(progress, "memoryUsedBytes"),
+    }

@@ -1,0 +1,92 @@
+"""Files of checkpoints and savepoints, through Hadoop's FileSystem in the driver's JVM.
+
+Why the driver's JVM: it is what Spark itself checkpoints with, so a
+checkpoint root on a local path, a Kubernetes volume or ``hdfs://`` (with the
+driver's Hadoop configuration) is read and written exactly as Spark reads and
+writes it, with no second client to configure. Every method is a blocking
+py4j call: the agent runs them off its event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# A file that goes away while it is listed or copied: Spark's maintenance removes old batches of a running query.
+_GONE = ("java.io.FileNotFoundException", "FileNotFoundException")
+
+
+def is_file_gone(exc: BaseException) -> bool:
+    """Whether a py4j error is Java's FileNotFoundException (the file was removed meanwhile)."""
+    return any(name in str(exc) for name in _GONE)
+
+
+class HadoopFiles:
+    """Paths and URIs (``/tmp/x``, ``file:/x``, ``hdfs://nn:9000/x``) of the driver's JVM; ``spark``: the program's SparkSession."""
+
+    def __init__(self, spark: Any) -> None:
+        context = spark.sparkContext
+        self._jvm = context._jvm
+        self._conf = context._jsc.hadoopConfiguration()
+
+    def _path(self, uri: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(uri)
+
+    def _fs(self, path: Any) -> Any:
+        return path.getFileSystem(self._conf)
+
+    def qualified(self, uri: str) -> str:
+        """``uri`` with its file system's scheme and authority (``/tmp/x`` → ``file:/tmp/x``)."""
+        path = self._path(uri)
+        return str(self._fs(path).makeQualified(path).toString())
+
+    def exists(self, uri: str) -> bool:
+        path = self._path(uri)
+        return bool(self._fs(path).exists(path))
+
+    def names(self, uri: str) -> list[str]:
+        """Names of the entries of directory ``uri``; empty when it does not exist."""
+        path = self._path(uri)
+        fs = self._fs(path)
+        if not fs.exists(path):
+            return []
+        return [str(status.getPath().getName()) for status in fs.listStatus(path)]
+
+    def files(self, uri: str) -> list[str]:
+        """Every file below directory ``uri``, as paths relative to it (``/``-separated); empty when it does not exist."""
+        root = self._path(uri)
+        fs = self._fs(root)
+        if not fs.exists(root):
+            return []
+        prefix = str(fs.makeQualified(root).toUri().getPath()).rstrip("/") + "/"
+        found = fs.listFiles(root, True)
+        relative = []
+        while found.hasNext():
+            relative.append(str(found.next().getPath().toUri().getPath()).removeprefix(prefix))
+        return relative
+
+    def copy(self, source: str, target: str) -> None:
+        """Copy file or directory ``source`` to ``target`` (created, with its parents). Raises py4j's error on failure."""
+        src, dst = self._path(source), self._path(target)
+        self._jvm.org.apache.hadoop.fs.FileUtil.copy(self._fs(src), src, self._fs(dst), dst, False, self._conf)
+
+    def read_text(self, uri: str) -> str:
+        path = self._path(uri)
+        stream = self._fs(path).open(path)
+        try:
+            return str(self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+        finally:
+            stream.close()
+
+    def write_text(self, uri: str, text: str) -> None:
+        """Write ``text`` (UTF-8) to ``uri``, replacing it."""
+        path = self._path(uri)
+        stream = self._fs(path).create(path, True)
+        try:
+            stream.write(bytearray(text.encode()))
+        finally:
+            stream.close()
+
+    def delete(self, uri: str) -> bool:
+        """Delete ``uri`` and everything below it; False when it did not exist."""
+        path = self._path(uri)
+        return bool(self._fs(path).delete(path, True))

@@ -1,0 +1,100 @@
+"""The PySpark methods the driver agent wraps, so that an unmodified program's streaming queries are seen.
+
+Why wrapping: a query's name and explicit ``checkpointLocation`` live only in
+the JVM's DataStreamWriter until it starts, and nothing in PySpark runs
+between "the program asked for the query" and "Spark opened its checkpoint",
+which is when a savepoint's copy must be put in place. Each wrapper records or
+asks the agent and then calls PySpark's own method with the same arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jobcluster.spark.driver_agent.agent import DriverAgent
+
+_CHECKPOINT_OPTION = "checkpointlocation"  # Spark reads option keys case-insensitively
+_NAME = "_jobcluster_query_name"
+_CHECKPOINT = "_jobcluster_checkpoint"
+
+
+def _explicit_checkpoint(writer: Any, options: Mapping[str, Any]) -> str | None:
+    for key, value in options.items():
+        if key.lower() == _CHECKPOINT_OPTION and value is not None:
+            return str(value)
+    return getattr(writer, _CHECKPOINT, None)
+
+
+def install(agent: DriverAgent) -> None:
+    """Wrap DataStreamWriter's builders and starts and the queries' waits to report to ``agent``."""
+    from pyspark.sql.streaming.query import StreamingQuery, StreamingQueryManager
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    def wrap(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        original = getattr(cls, name)
+        setattr(cls, name, functools.wraps(original)(make(original)))
+
+    def query_name(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any, queryName: str) -> Any:
+            setattr(self, _NAME, queryName)
+            return original(self, queryName)
+
+        return wrapper
+
+    def option(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any, key: str, value: Any) -> Any:
+            if key.lower() == _CHECKPOINT_OPTION and value is not None:
+                setattr(self, _CHECKPOINT, str(value))
+            return original(self, key, value)
+
+        return wrapper
+
+    def options(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any, **given: Any) -> Any:
+            checkpoint = _explicit_checkpoint(self, given)
+            if checkpoint is not None:
+                setattr(self, _CHECKPOINT, checkpoint)
+            return original(self, **given)
+
+        return wrapper
+
+    def start(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any, *args: Any, queryName: str | None = None, **given: Any) -> Any:
+            name = queryName or getattr(self, _NAME, None)
+            checkpoint = _explicit_checkpoint(self, given)
+            agent.starting(self._df.sparkSession, name, checkpoint)
+            handle = original(self, *args, queryName=queryName, **given)
+            agent.started(handle, name, checkpoint)
+            return handle
+
+        return wrapper
+
+    def await_termination(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any, timeout: int | None = None) -> Any:
+            agent.before_await()
+            result = original(self, timeout)
+            if not self.isActive:
+                agent.after_await()
+            return result
+
+        return wrapper
+
+    def await_any_termination(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any, timeout: int | None = None) -> Any:
+            agent.before_await()
+            result = original(self, timeout)
+            if result is not False:  # False: the timeout passed with every query still running
+                agent.after_await()
+            return result
+
+        return wrapper
+
+    wrap(DataStreamWriter, "queryName", query_name)
+    wrap(DataStreamWriter, "option", option)
+    wrap(DataStreamWriter, "options", options)
+    wrap(DataStreamWriter, "start", start)
+    wrap(DataStreamWriter, "toTable", start)
+    wrap(StreamingQuery, "awaitTermination", await_termination)
+    wrap(StreamingQueryManager, "awaitAnyTermination", await_any_termination)
