@@ -357,18 +357,16 @@ class JobMaster(FencedRpcEndpoint):
         self.savepoints.start(trigger_id, self._savepoint(target_directory, stop, drain), self.spawn)
 
     async def _savepoint(self, target_directory: str | None, stop: bool, drain: bool) -> str:
+        if self.status is not JobStatus.RUNNING or self._agent is None:
+            raise SavepointError(f"Job {self.graph.job_id} is not running (it is {self.status.value}): a savepoint is taken of a running job.")
+        if not self.streaming_queries:
+            raise SavepointError(f"Job {self.graph.job_id} is not a streaming job: its program runs no streaming query.")
         directory = target_directory or self.settings.savepoint_directory
         if not directory:
             raise SavepointError(
                 "No savepoint directory configured. Give one (jobcluster stop --savepointPath DIR, jobcluster savepoint JOB DIR) "
                 "or configure a cluster-wide default with execution.checkpointing.savepoint-dir."
             )
-        if self.status is not JobStatus.RUNNING or self._agent is None:
-            raise SavepointError(
-                f"Job {self.graph.job_id} is not running (it is {self.status.value}): a savepoint is taken of a running job."
-            )
-        if not self.streaming_queries:
-            raise SavepointError(f"Job {self.graph.job_id} is not a streaming job: its program runs no streaming query.")
         agent = self._agent
         result = await agent.savepoint(directory, stop, drain, self.settings.checkpointing_timeout)
         if stop:
