@@ -6,6 +6,8 @@
 # spends ~10 minutes compiling the Kubernetes tools and building the image, which only they need.
 # So one stream builds those and runs the tests marked `k8s`; the other resolves the Hadoop jars
 # and Flink's client and runs everything else (unit, local end to end, YARN/HDFS, Flink's CLI).
+# Both resolve the Kafka test broker and Spark's Kafka connector (tests/infra/kafka, flock'd and
+# cached: one stream waits for the other's build, a warm cache costs nothing).
 # Each stream starts its own test clusters (the Kubernetes node in one, a Hadoop cluster in each
 # that needs one); nothing of one stream is visible to the other's checks.
 #
@@ -21,12 +23,12 @@ kubernetes() {
     # the image does not need the node's tools: it builds (mostly downloads) while Go compiles them
     bash tests/infra/image/build.sh &
     local image=$!
-    bash tests/infra/hadoop/build.sh && bash tests/infra/k8s/build.sh || { wait "$image"; return 1; }
+    bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/k8s/build.sh || { wait "$image"; return 1; }
     wait "$image" && "${pytest[@]}" -m k8s
 }
 
 others() {
-    bash tests/infra/hadoop/build.sh && bash tests/infra/flink/build.sh && "${pytest[@]}" -m "not k8s"
+    bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/flink/build.sh && "${pytest[@]}" -m "not k8s"
 }
 
 # run <name> <function>: the function's output, each line prefixed with [name]; its exit code in <name>.rc

@@ -32,6 +32,13 @@ def test_missing_program(home):
     assert staging_dirs(home) == []
 
 
+def test_missing_jars_are_refused_before_anything_is_deployed(home):
+    result = jobcluster("run", "--jars", f"{WORDCOUNT},no/such/connector.jar", str(WORDCOUNT))
+    assert_refused(result, "Error: jar no/such/connector.jar (--jars) does not exist")
+    assert result.returncode == 1
+    assert not (home / "clusters").exists() or staging_dirs(home) == []
+
+
 def test_program_that_raises_fails_the_job_after_its_restarts(home):
     result = jobcluster(
         "run",

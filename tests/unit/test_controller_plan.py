@@ -141,6 +141,19 @@ def test_programs_inline_fetched_and_in_the_image(tmp_path):
     assert program.provided == frozenset({Path("/opt/lib.zip")})
 
 
+def test_a_flinkjobs_jars_are_fetched_or_kept_like_its_py_files(tmp_path):
+    def fetch(url: str) -> bytes:
+        return b"PK jar bytes"
+
+    job = parse_spec(
+        {"job": {"source": "print(1)\n", "jars": ["https://example.com/jars/connector.jar", "local:///opt/jars/kafka-clients.jar"]}}
+    ).job
+    program = job_program(job, "reads-kafka", tmp_path, fetch)
+    assert program.jars == (tmp_path / "jars" / "connector.jar", Path("/opt/jars/kafka-clients.jar"))
+    assert (tmp_path / "jars" / "connector.jar").read_bytes() == b"PK jar bytes"
+    assert program.provided == frozenset({Path("/opt/jars/kafka-clients.jar")})
+
+
 # -- plans
 
 

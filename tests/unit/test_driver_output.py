@@ -192,3 +192,27 @@ def test_the_follower_copies_each_stream_once_and_whole():
     assert b"".join(d for s, d in received if s == "stdout") == b"first line\nsecond line\n"
     assert b"".join(d for s, d in received if s == "stderr") == b"oops"
     assert follower.offsets == {"stdout": 23, "stderr": 4}
+
+
+def test_jars_go_to_spark_submit_after_the_py_files_so_the_driver_jvm_has_them_on_its_classpath():
+    args = shlex.split(driver_submit_args({}, [Path("/s/a.py")], [Path("/s/x.jar"), Path("/opt/y.jar")]))
+    assert args == ["--py-files", "/s/a.py", "--jars", "/s/x.jar,/opt/y.jar", "pyspark-shell"]
+    assert "--jars" not in shlex.split(driver_submit_args({}, [], []))
+
+
+def test_artifact_paths_tell_jars_from_py_files_by_kind_and_keep_provided_ones_absolute(tmp_path):
+    from jobcluster.jobgraph.model import JobGraph, JobVertex, UserArtifact
+    from jobcluster.runtime.jobmaster.spark_application import artifact_paths
+
+    graph = JobGraph(
+        job_id="0" * 32,
+        job_name="j",
+        vertices=[JobVertex(id="v", name="v", program="job.py", parallelism=1, max_parallelism=1)],
+        user_artifacts=[
+            UserArtifact(name="lib.zip", path="lib.zip"),
+            UserArtifact(name="data.txt", path="data.txt"),
+            UserArtifact(name="c.jar", path="c.jar", kind="jar"),
+            UserArtifact(name="d.jar", path="/opt/d.jar", kind="jar"),
+        ],
+    )
+    assert artifact_paths(graph, tmp_path) == ([tmp_path / "lib.zip"], [tmp_path / "c.jar", Path("/opt/d.jar")])

@@ -43,6 +43,7 @@ def test_every_rule_of_the_crd_uses_the_operators_words():
         "spec.job": [resource.ONE_PROGRAM_RULE],
         "spec.job.program": [resource.PROGRAM_URI_RULE],
         "spec.job.pyFiles[]": [resource.PROGRAM_URI_RULE],
+        "spec.job.jars[]": [resource.PROGRAM_URI_RULE],
     }
     for rule in rules[""]:  # the name's rules also say which name; their static message is the fallback
         assert rule["message"] in rule["messageExpression"]
@@ -58,6 +59,10 @@ def test_every_rule_of_the_crd_uses_the_operators_words():
         (
             {"job": {"program": "local:///a.py", "pyFiles": ["s3://b/l.zip"]}},
             f"spec.job.pyFiles 's3://b/l.zip' {resource.PROGRAM_URI_RULE}",
+        ),
+        (
+            {"job": {"program": "local:///a.py", "jars": ["local:///opt/k.jar", "/opt/kafka-clients.jar"]}},
+            f"spec.job.jars '/opt/kafka-clients.jar' {resource.PROGRAM_URI_RULE}",
         ),
         ({"job": {"source": "x"}, "target": "yarn-per-job"}, resource.HADOOP_CONFIG_MAP_RULE),
         ({"job": {"source": "x"}, "target": "yarn-per-job", "hadoopConfigMap": ""}, resource.HADOOP_CONFIG_MAP_RULE),

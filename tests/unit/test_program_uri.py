@@ -69,3 +69,60 @@ def test_local_target_needs_provided_files_on_this_machine(tmp_path):
     _check_provided(packaged_program(f"local://{present}"))
     with pytest.raises(DeploymentError, match=r"/nowhere/job.py \(given as local:///nowhere/job.py\) is not a file on this machine"):
         _check_provided(packaged_program("local:///nowhere/job.py"))
+
+
+def test_split_list_arguments_reads_commas_as_spark_submit_does_and_repeats_as_well():
+    from jobcluster.client.program import split_list_arguments
+
+    assert split_list_arguments(["a.jar,local:///opt/b.jar", "c.jar", ",d.jar,"]) == ["a.jar", "local:///opt/b.jar", "c.jar", "d.jar"]
+    assert split_list_arguments([]) == []
+
+
+def test_jars_are_staged_after_the_py_files_and_marked_as_jars_in_the_graph(tmp_path):
+    script, helper, connector = tmp_path / "job.py", tmp_path / "helper.py", tmp_path / "connector.jar"
+    for path in (script, helper, connector):
+        path.write_text("x")
+    program = packaged_program(str(script), [], [str(helper)], [str(connector), "local:///opt/jars/clients.jar"])
+    config = Configuration({"taskmanager.memory.process.size": "2560m"})
+    graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
+    assert [(a.name, a.path, a.kind) for a in graph.user_artifacts] == [
+        ("helper.py", "helper.py", "py-file"),
+        ("connector.jar", "connector.jar", "jar"),
+        ("clients.jar", "/opt/jars/clients.jar", "jar"),
+    ]
+    assert staged_files(program) == [script, helper, connector]
+
+
+def test_a_missing_jar_is_refused_by_name_before_any_deployment(tmp_path):
+    (tmp_path / "job.py").write_text("x")
+    program = packaged_program(str(tmp_path / "job.py"), jars=[str(tmp_path / "nope.jar")])
+    with pytest.raises(JobGraphError, match=r"jar .*nope\.jar \(--jars\) does not exist"):
+        check_program(program)
+    program = packaged_program(str(tmp_path / "job.py"), jars=[str(tmp_path)])
+    with pytest.raises(JobGraphError, match=r"\(--jars\) is not a regular file"):
+        check_program(program)
+
+
+def test_two_files_that_would_be_staged_under_one_name_are_refused(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for path in (tmp_path / "job.py", tmp_path / "a" / "lib.jar", tmp_path / "b" / "lib.jar"):
+        path.write_text("x")
+    program = packaged_program(str(tmp_path / "job.py"), jars=[str(tmp_path / "a" / "lib.jar"), str(tmp_path / "b" / "lib.jar")])
+    with pytest.raises(JobGraphError, match=r"would both be staged as lib\.jar"):
+        check_program(program)
+
+
+def test_run_refuses_a_missing_jar_with_exit_code_1_and_deploys_nothing(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from jobcluster.cli import run as run_module
+
+    (tmp_path / "job.py").write_text("print(1)\n")
+    deployed = []
+    monkeypatch.setattr(run_module.PipelineExecutor, "execute", lambda *args: deployed.append(args))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(run_module.run, ["-t", "local", "--jars", "ok.jar,missing.jar", "job.py"])
+    assert result.exit_code == 1
+    assert "Error: jar ok.jar (--jars) does not exist" in result.stderr
+    assert deployed == []

@@ -12,7 +12,7 @@ from jobcluster.cli.common import conf_dir_option, dynamic_properties_option, lo
 from jobcluster.cli.progress import ProgressPrinter
 from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.job_client import JobExecutionResult
-from jobcluster.client.program import build_job_graph, packaged_program
+from jobcluster.client.program import build_job_graph, packaged_program, split_list_arguments
 from jobcluster.client.savepoints import read_local_savepoint
 from jobcluster.config import options
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
@@ -63,6 +63,14 @@ SHUTDOWN_TIMEOUT = 60.0  # seconds an attached run waits for its cluster to be g
     default=None,
     help="Start even if the savepoint holds a query the program does not run (its state is dropped).",
 )
+@click.option(
+    "--jars",
+    "jars",
+    multiple=True,
+    metavar="JAR[,JAR...]",
+    help="Extra jars for the driver's and executors' classpath (repeatable, comma-separated like spark-submit's); "
+    "local:///path for one already in the image.",
+)
 @click.argument("program")
 @click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
 @reports_errors
@@ -75,6 +83,7 @@ def run(
     py_files: tuple[str, ...],
     from_savepoint: str | None,
     allow_non_restored_state: bool | None,
+    jars: tuple[str, ...],
     program: str,
     program_args: tuple[str, ...],
 ) -> None:
@@ -109,7 +118,7 @@ def run(
     )
     target = config.get(options.EXECUTION_TARGET)
     descriptor = registry.cluster_descriptor(target, config)
-    packaged = packaged_program(program, program_args, py_files)
+    packaged = packaged_program(program, program_args, py_files, split_list_arguments(jars))
     graph = build_job_graph(packaged, config, task_executor_process_spec_from_config(config))
     if graph.savepoint_restore is not None:
         read_local_savepoint(graph.savepoint_restore.path)  # missing or not a savepoint: refused before anything is deployed

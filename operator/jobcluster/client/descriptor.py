@@ -21,17 +21,20 @@ from jobcluster.jobgraph.model import JobGraph
 
 @dataclass(frozen=True)
 class PackagedProgram:
-    """The user's program: the PySpark script, its arguments, and extra files (``--py-files``).
+    """The user's program: the PySpark script, its arguments, extra Python files (``--py-files``) and JVM jars (``--jars``).
 
-    ``provided``: the paths among ``script`` and ``artifacts`` that are already on
-    the cluster's file system (given as ``local:///...``, Flink's scheme for a file
-    in the image): absolute, never staged, read where they are by the JobManager.
+    ``artifacts``: the ``--py-files``; ``jars``: the ``--jars``, put on the
+    driver's and the executors' classpath. ``provided``: the paths among
+    ``script``, ``artifacts`` and ``jars`` that are already on the cluster's
+    file system (given as ``local:///...``, Flink's scheme for a file in the
+    image): absolute, never staged, read where they are by the JobManager.
     """
 
     script: Path
     args: tuple[str, ...] = ()
     artifacts: tuple[Path, ...] = ()
     provided: frozenset[Path] = frozenset()
+    jars: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)

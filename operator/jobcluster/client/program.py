@@ -28,7 +28,7 @@ PROVIDED_SCHEME = "local"
 
 
 def parse_program_uri(text: str) -> tuple[Path, bool]:
-    """``(path, provided)`` of a program or ``--py-files`` argument.
+    """``(path, provided)`` of a program, ``--py-files`` or ``--jars`` argument.
 
     A plain path or ``file://`` URI names a file on this machine, which is
     staged; ``local:///abs/path`` a file already on the cluster's file system
@@ -52,21 +52,35 @@ def parse_program_uri(text: str) -> tuple[Path, bool]:
     )
 
 
-def packaged_program(script: str, args: Iterable[str] = (), py_files: Iterable[str] = ()) -> PackagedProgram:
-    """The PackagedProgram of a script and its ``--py-files``, each a path or URI (``parse_program_uri``).
+def split_list_arguments(values: Iterable[str]) -> list[str]:
+    """Each value split at commas, empty parts dropped: ``["a.jar,b.jar", "c.jar"]`` -> ``["a.jar", "b.jar", "c.jar"]``.
+
+    How spark-submit reads ``--jars``; jobcluster also takes the option more than once.
+    """
+    return [part for value in values for part in value.split(",") if part]
+
+
+def packaged_program(script: str, args: Iterable[str] = (), py_files: Iterable[str] = (), jars: Iterable[str] = ()) -> PackagedProgram:
+    """The PackagedProgram of a script, its ``--py-files`` and its ``--jars``, each a path or URI (``parse_program_uri``).
 
     Raises JobGraphError for a URI it refuses.
     """
     script_path, script_provided = parse_program_uri(script)
     artifacts = [parse_program_uri(text) for text in py_files]
-    provided = {path for path, is_provided in [(script_path, script_provided), *artifacts] if is_provided}
+    jar_files = [parse_program_uri(text) for text in jars]
+    provided = {path for path, is_provided in [(script_path, script_provided), *artifacts, *jar_files] if is_provided}
     return PackagedProgram(
-        script=script_path, args=tuple(args), artifacts=tuple(path for path, _ in artifacts), provided=frozenset(provided)
+        script=script_path,
+        args=tuple(args),
+        artifacts=tuple(path for path, _ in artifacts),
+        provided=frozenset(provided),
+        jars=tuple(path for path, _ in jar_files),
     )
 
 
 def check_program(program: PackagedProgram) -> None:
-    """JobGraphError when the script or an artifact is missing or not a file (provided files are checked where they are, by the cluster)."""
+    """JobGraphError when the script, an artifact or a jar is missing or not a file (provided files are checked where
+    they are, by the cluster), or when two files to stage have the same name (they would land on one another)."""
     for path in (program.script, *program.artifacts):
         if path in program.provided:
             continue
@@ -74,8 +88,20 @@ def check_program(program: PackagedProgram) -> None:
             raise JobGraphError(f"program file {path} does not exist")
         if not path.is_file():
             raise JobGraphError(f"program file {path} is not a regular file")
+    for path in program.jars:
+        if path in program.provided:
+            continue
+        if not path.exists():
+            raise JobGraphError(f"jar {path} (--jars) does not exist")
+        if not path.is_file():
+            raise JobGraphError(f"jar {path} (--jars) is not a regular file")
     if program.script.suffix != ".py":
         raise JobGraphError(f"program {program.script} is not a Python file (.py); jobcluster runs PySpark programs")
+    by_name: dict[str, Path] = {}
+    for path in staged_files(program):
+        other = by_name.setdefault(path.name, path)
+        if other != path:
+            raise JobGraphError(f"{other} and {path} would both be staged as {path.name}; rename one of them")
 
 
 def build_job_graph(program: PackagedProgram, config: Configuration, tm_spec: TaskExecutorProcessSpec) -> JobGraph:
@@ -119,7 +145,10 @@ def build_job_graph(program: PackagedProgram, config: Configuration, tm_spec: Ta
             managed=profile.managed,
             network=profile.network,
         ),
-        user_artifacts=[UserArtifact(name=p.name, path=_graph_path(program, p)) for p in program.artifacts],
+        user_artifacts=[
+            *(UserArtifact(name=p.name, path=_graph_path(program, p)) for p in program.artifacts),
+            *(UserArtifact(name=p.name, path=_graph_path(program, p), kind="jar") for p in program.jars),
+        ],
         execution_config=ExecutionConfig(
             restart_strategy=RestartStrategy(
                 type="fixed-delay" if strategy == "fixed-delay" else "none",
@@ -156,5 +185,5 @@ def _graph_path(program: PackagedProgram, path: Path) -> str:
 
 
 def staged_files(program: PackagedProgram) -> list[Path]:
-    """Every file to stage next to the JobGraph: the script, then the artifacts, except provided ones."""
-    return [path for path in (program.script, *program.artifacts) if path not in program.provided]
+    """Every file to stage next to the JobGraph: the script, then the artifacts, then the jars, except provided ones."""
+    return [path for path in (program.script, *program.artifacts, *program.jars) if path not in program.provided]

@@ -111,7 +111,7 @@ class UrlPrefix:
 
 @dataclass(frozen=True)
 class ProgramUrls:
-    """The URL prefixes the operator fetches programs (and ``pyFiles``) from; none: it fetches nothing."""
+    """The URL prefixes the operator fetches programs (and ``pyFiles``, ``jars``) from; none: it fetches nothing."""
 
     prefixes: tuple[UrlPrefix, ...] = ()
 
@@ -215,8 +215,9 @@ def job_program(job: JobSpec, name: str, scratch: Path, fetch: Fetch = fetch_url
         assert job.program is not None
         program = _local_copy(job.program, scratch, fetch)
     py_files = [_local_copy(uri, scratch / "py-files", fetch) for uri in job.py_files]
+    jars = [_local_copy(uri, scratch / "jars", fetch) for uri in job.jars]
     try:
-        return packaged_program(program, job.args, py_files)
+        return packaged_program(program, job.args, py_files, jars)
     except JobGraphError as exc:  # the client's words are the user's fix
         raise InvalidSpecError(str(exc)) from None
 

@@ -43,6 +43,7 @@ class JobSpec(_Spec):
     source: str | None = None
     args: tuple[str, ...] = ()
     py_files: tuple[str, ...] = Field(default=(), alias="pyFiles")
+    jars: tuple[str, ...] = ()
     parallelism: int = Field(default=1, ge=1)
     state: Literal["running", "suspended"] = "running"
 
@@ -91,7 +92,7 @@ NAME_FORMAT_RULE = (
 ONE_PROGRAM_RULE = (
     "spec.job needs exactly one of program (local:///path/in/image.py or an http(s):// URL) and source (the program's text, inline)"
 )
-#: spec.job.program or an entry of spec.job.pyFiles that is not a URI the operator can use.
+#: spec.job.program or an entry of spec.job.pyFiles or spec.job.jars that is not a URI the operator can use.
 PROGRAM_URI_RULE = (
     "must be local:///path/in/image (a file in the image) or an http(s):// URL; a program on your machine goes inline, as spec.job.source"
 )
@@ -125,7 +126,7 @@ def parse_spec(spec: Mapping[str, Any]) -> FlinkJobSpec:
     job = parsed.job
     if (job.program is None) == (job.source is None):
         raise InvalidSpecError(ONE_PROGRAM_RULE)
-    for field, uri in [("program", job.program), *(("pyFiles", f) for f in job.py_files)]:
+    for field, uri in [("program", job.program), *(("pyFiles", f) for f in job.py_files), *(("jars", j) for j in job.jars)]:
         if uri is not None and not uri.startswith(_PROGRAM_SCHEMES):
             raise InvalidSpecError(f"spec.job.{field} {uri!r} {PROGRAM_URI_RULE}")
     if parsed.target == TARGET_YARN and not parsed.hadoop_config_map:

@@ -72,10 +72,15 @@ class SavepointRestoreSettings(_Model):
 
 class UserArtifact(_Model):
     """A file the program needs; ``path`` is relative to the staging directory, or absolute for a file
-    already on the cluster's file system (``local://``, not staged)."""
+    already on the cluster's file system (``local://``, not staged).
+
+    ``kind``: ``py-file`` (``--py-files``: on the program's ``sys.path`` and shipped to the executors'
+    Python workers) or ``jar`` (``--jars``: on the driver JVM's classpath and fetched by the executors).
+    """
 
     name: str
     path: str
+    kind: Literal["py-file", "jar"] = "py-file"
 
 
 class ClientPaths(_Model):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,9 @@ if str(_ROOT) not in sys.path:  # `tests.infra` is imported as a namespace packa
 
 from jobcluster.backends.kubernetes.config_options import KUBERNETES_CONTAINER_IMAGE  # noqa: E402
 from tests.infra.k8s.cluster import KubernetesCluster, KubernetesClusterError, build_project_image, build_tools  # noqa: E402
+from tests.infra.k8s.node import NODE_IP  # noqa: E402
+from tests.infra.kafka.cluster import KafkaCluster  # noqa: E402
+from tests.support.kafka_session import kafka_session  # noqa: E402
 
 # The image the product's defaults name (kubernetes.container.image.ref, the chart's image): the working
 # tree's image goes by that name on the node too, so the documented commands run as written.
@@ -98,6 +102,17 @@ def k8s_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         yield cluster
     finally:
         cluster.stop(remove_work_dir=not request.config.stash.get(_FAILED, False))
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(request: pytest.FixtureRequest, k8s_cluster: KubernetesCluster) -> Iterator[KafkaCluster]:
+    """The Kafka test broker (tests/conftest.py's), with a second listener on the node's address for pods.
+
+    Pods reach this machine through their bridge's gateway at NODE_IP (on ``lo``
+    while the node runs, hence ``k8s_cluster`` first), never its 127.0.0.1; a
+    program in a pod uses ``pod_bootstrap_servers``, the host's clients ``bootstrap_servers``.
+    """
+    yield from kafka_session(request, pod_address=NODE_IP)
 
 
 @pytest.fixture(scope="session")

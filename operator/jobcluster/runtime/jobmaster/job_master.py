@@ -358,7 +358,7 @@ class JobMaster(FencedRpcEndpoint):
 
     async def _savepoint(self, target_directory: str | None, stop: bool, drain: bool) -> str:
         if self.status is not JobStatus.RUNNING or self._agent is None:
-            raise SavepointError(f"Job {self.graph.job_id} is not running (it is {self.status.value}): a savepoint is taken of a running job.")
+            raise SavepointError(f"Job {self.graph.job_id} is {self.status.value}: a savepoint is taken of a running job.")
         if not self.streaming_queries:
             raise SavepointError(f"Job {self.graph.job_id} is not a streaming job: its program runs no streaming query.")
         directory = target_directory or self.settings.savepoint_directory

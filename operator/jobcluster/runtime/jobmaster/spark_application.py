@@ -16,6 +16,10 @@ stdin pipe that is never closed. Started directly, the program has
 - its own exit code as the process's exit code;
 - ``/dev/null`` as stdin, so a program that reads stdin sees its end.
 
+The ``--jars`` go to ``PYSPARK_SUBMIT_ARGS`` as they would go to spark-submit:
+on the driver JVM's classpath, and as ``spark.jars`` to the executors, which
+fetch them from the driver.
+
 What spark-submit's PythonRunner does for a Python program is repeated here:
 ``PYTHONUNBUFFERED`` (output is seen as it is written), and the ``--py-files``
 on ``PYTHONPATH`` before the program starts (a ``.py`` through its directory,
@@ -38,7 +42,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,13 +142,30 @@ def program_location(graph: JobGraph, staging_dir: Path) -> tuple[Path, Path]:
     return staging_dir / graph.vertices[0].program, Path.cwd()
 
 
-def driver_submit_args(conf: dict[str, str], py_files: list[Path]) -> str:
-    """``PYSPARK_SUBMIT_ARGS``: ``--conf`` per setting, ``--py-files``, then ``pyspark-shell`` (PySpark splits it with shlex)."""
+def artifact_paths(graph: JobGraph, staging_dir: Path) -> tuple[list[Path], list[Path]]:
+    """(py-files, jars) of the JobGraph as paths on this machine: staged ones under ``staging_dir``, provided ones as they are.
+
+    Only ``.py``, ``.zip`` and ``.egg`` py-files go to ``--py-files``, as spark-submit puts nothing else on ``sys.path``.
+    """
+    py_files = [staging_dir / a.path for a in graph.user_artifacts if a.kind == "py-file" and a.path.endswith((".py", ".zip", ".egg"))]
+    jars = [staging_dir / a.path for a in graph.user_artifacts if a.kind == "jar"]
+    return py_files, jars
+
+
+def driver_submit_args(conf: dict[str, str], py_files: list[Path], jars: Sequence[Path] = ()) -> str:
+    """``PYSPARK_SUBMIT_ARGS``: ``--conf`` per setting, ``--py-files``, ``--jars``, then ``pyspark-shell`` (PySpark splits it with shlex).
+
+    ``--jars`` rather than ``--conf spark.jars``: spark-submit in client mode puts
+    the jars of ``--jars`` on the driver JVM's own classpath as well, while the
+    executors fetch them from the driver's file server through ``spark.jars``.
+    """
     args: list[str] = []
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]
     if py_files:
         args += ["--py-files", ",".join(str(p) for p in py_files)]
+    if jars:
+        args += ["--jars", ",".join(str(p) for p in jars)]
     return shlex.join([*args, "pyspark-shell"])
 
 
@@ -160,12 +181,18 @@ def driver_python_path(py_files: list[Path], inherited: str | None) -> str:
     return os.pathsep.join(entries)
 
 
-def driver_env(conf: dict[str, str], py_files: list[Path], log4j_config: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def driver_env(
+    conf: dict[str, str],
+    py_files: list[Path],
+    log4j_config: Path,
+    extra: Mapping[str, str] | None = None,
+    jars: Sequence[Path] = (),
+) -> dict[str, str]:
     """Environment of the program's process: Spark's with ``extra``, plus how PySpark starts the driver JVM."""
     env = spark_env(dict(extra or {}))
     for name in _GATEWAY_VARIABLES:
         env.pop(name, None)
-    env["PYSPARK_SUBMIT_ARGS"] = driver_submit_args(conf, py_files)
+    env["PYSPARK_SUBMIT_ARGS"] = driver_submit_args(conf, py_files, jars)
     env["PYTHONPATH"] = driver_python_path(py_files, env.get("PYTHONPATH"))
     env["PYTHONUNBUFFERED"] = "1"
     log4j = f"-Dlog4j2.configurationFile={log4j_config.resolve().as_uri()}"
@@ -241,7 +268,7 @@ class SparkApplication:
         self.ui_port = find_free_port(host)
         self.ui_url = f"http://{host}:{self.ui_port}"
         conf = submit_conf(graph, master, host, self.ui_port, sizing_conf, resources_wait)
-        py_files = [staging_dir / a.path for a in graph.user_artifacts if a.path.endswith((".py", ".zip", ".egg"))]
+        py_files, jars = artifact_paths(graph, staging_dir)
         program, cwd = program_location(graph, staging_dir)
         self.stdout_file = log_dir / DRIVER_STDOUT_FILE
         self.stderr_file = log_dir / DRIVER_STDERR_FILE
@@ -251,7 +278,7 @@ class SparkApplication:
         self.process = ChildProcess(
             f"spark-driver-{attempt}",
             [sys.executable, "-m", DRIVER_AGENT_MODULE, str(program), *vertex.program_args],
-            driver_env(conf, py_files, self._log4j_config, {**(env or {}), **agent.environment(agent_secret)}),
+            driver_env(conf, py_files, self._log4j_config, {**(env or {}), **agent.environment(agent_secret)}, jars),
             self.stderr_file,
             cwd=cwd,
             stdout_file=self.stdout_file,
