@@ -1,0 +1,156 @@
+"""Streaming with Flink's guarantees on the local target, counted against a real Kafka topic.
+
+One chain of job clusters reading one topic, each step checked exactly (no
+record lost, none counted twice) by tests/support/streaming.py: a TaskExecutor
+and then the program's driver are killed mid-stream (the restart strategy
+resumes on the same checkpoint root); a savepoint is taken while the job
+runs; the job is stopped with a savepoint and restored with another
+parallelism after more records arrived; the running savepoint is restored
+too. Bad savepoints are refused before anything is deployed.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import pytest
+import requests
+from support import jobcluster, processes_of, staging_dirs
+
+from tests.infra.kafka.cluster import KafkaCluster
+from tests.support.streaming import PROGRAM, lines, local_batches, wait_for_committed_batch, wait_for_counts, word_counts
+
+pytestmark = [pytest.mark.e2e, pytest.mark.kafka]
+
+COUNT_TIMEOUT = 240  # seconds for a job to count what was produced
+
+
+def _run_detached(*args: str) -> tuple[str, str]:
+    result = jobcluster("run", "-d", *args, check=True)
+    job_id = re.search(r"JobID ([0-9a-f]{32})", result.stdout).group(1)
+    rest = re.search(r"REST API at (http://\S+)", result.stderr).group(1)
+    return job_id, rest
+
+
+def _savepoint_path(result) -> str:
+    assert result.returncode == 0, result.stderr
+    return re.search(r"Savepoint completed\. Path: (\S+)", result.stdout).group(1)
+
+
+def _wait_until_gone(home: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while (processes_of(home) or staging_dirs(home)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not staging_dirs(home), "the stopped cluster left its staging directory"
+
+
+def _driver(home: Path) -> psutil.Process:
+    return next(p for p in processes_of(home) if "jobcluster.spark.driver_agent" in " ".join(p.cmdline()))
+
+
+def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_restores(
+    home, tmp_path, kafka_cluster: KafkaCluster, spark_kafka_jars: list[Path]
+):
+    topic = f"words-{uuid.uuid4().hex[:8]}"
+    kafka_cluster.create_topic(topic, partitions=2)
+    parts = [lines(seed, 60) for seed in range(4)]
+    produced: list[str] = []
+
+    def produce(part: list[str]) -> Counter[str]:
+        kafka_cluster.produce(topic, [(None, line) for line in part])
+        produced.extend(part)
+        return word_counts(produced)
+
+    checkpoints, savepoints, out = tmp_path / "checkpoints", tmp_path / "savepoints", tmp_path / "out"
+    common = [
+        "-D",
+        f"execution.checkpointing.dir={checkpoints}",
+        "-D",
+        f"execution.checkpointing.savepoint-dir={savepoints}",
+        "--jars",
+        ",".join(str(j) for j in spark_kafka_jars),
+    ]
+
+    def program(output: Path) -> list[str]:
+        return [str(PROGRAM), "--kafka", kafka_cluster.bootstrap_servers, "--topic", topic, "--output", str(output), "--per-batch", "20"]
+
+    expected = produce(parts[0])
+    job, rest = _run_detached(
+        "-p", "2", "-D", "taskmanager.numberOfTaskSlots=1", "-D", "restart-strategy.type=fixed-delay", *common, *program(out)
+    )
+    # A TaskExecutor killed mid-stream: Spark carries on with the other, the ResourceManager replaces it.
+    wait_for_committed_batch(rest, job, 0, COUNT_TIMEOUT)
+    victim = requests.get(f"{rest}/taskmanagers", timeout=5).json()["taskmanagers"][0]
+    psutil.Process(victim["pid"]).send_signal(signal.SIGKILL)
+    # The program's driver killed: the restart strategy runs it again, on the same checkpoint root.
+    wait_for_committed_batch(rest, job, 1, COUNT_TIMEOUT)
+    _driver(home).send_signal(signal.SIGKILL)
+    wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "after a TaskExecutor and the driver were killed")
+    details = requests.get(f"{rest}/jobs/{job}", timeout=5).json()
+    assert (details["state"], details["restarts"], details["job-type"]) == ("RUNNING", 1, "STREAMING")
+    assert details["streaming"]["queries"][0]["checkpoint"] == f"file:{checkpoints}/{job}/wordcount"
+
+    # A savepoint while the job runs; more records; then stop-with-savepoint into the default directory.
+    expected = produce(parts[1])
+    running_savepoint = _savepoint_path(jobcluster("savepoint", job, str(tmp_path / "running-savepoints")))
+    assert re.fullmatch(rf"file:{tmp_path}/running-savepoints/savepoint-{job[:6]}-[0-9a-f]{{12}}", running_savepoint)
+    expected = produce(parts[2])
+    wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "after a savepoint was taken")
+    stopped = _savepoint_path(jobcluster("stop", job))
+    assert stopped.startswith(f"file:{savepoints}/savepoint-{job[:6]}-")
+    _wait_until_gone(home)
+
+    # Restored with another parallelism after more records arrived: it goes on where the stop left it.
+    expected = produce(parts[3])
+    restored, rest = _run_detached("-p", "1", "-s", stopped, *common, *program(out))
+    wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "restored from the stop's savepoint with parallelism 1")
+    stats = requests.get(f"{rest}/jobs/{restored}/checkpoints", timeout=5).json()
+    assert stats["counts"]["restored"] == 1 and stats["latest"]["restored"]["external_path"] == stopped
+    assert (checkpoints / restored / "wordcount" / "commits").is_dir(), "the new job checkpoints under its own JobID"
+    jobcluster("cancel", restored, check=True)
+    _wait_until_gone(home)
+
+    # The savepoint taken while running, restored into a fresh output: its state plus what came after it.
+    again, rest = _run_detached("-p", "2", "-D", "taskmanager.numberOfTaskSlots=2", "-s", running_savepoint, *common, *program(tmp_path / "out3"))
+    wait_for_counts(local_batches(tmp_path / "out3"), expected, COUNT_TIMEOUT, "restored from the running savepoint")
+    _savepoint_path(jobcluster("stop", again, "--savepointPath", str(tmp_path / "last")))
+    _wait_until_gone(home)
+
+    disposed = jobcluster("savepoint", "--dispose", running_savepoint, check=True)
+    assert "disposed" in disposed.stdout and not Path(running_savepoint.removeprefix("file:")).exists()
+
+
+def test_a_savepoint_that_cannot_be_restored_is_refused(home, tmp_path, kafka_cluster: KafkaCluster, spark_kafka_jars: list[Path]):
+    checkpoints = ["-D", f"execution.checkpointing.dir={tmp_path / 'checkpoints'}"]
+    args = [str(PROGRAM), "--kafka", kafka_cluster.bootstrap_servers, "--topic", "none", "--output", str(tmp_path / "out")]
+    for savepoint, message in [
+        (tmp_path / "missing", f"savepoint {tmp_path / 'missing'} does not exist"),
+        (tmp_path, f"{tmp_path} is not a savepoint: it has no _metadata file"),
+    ]:
+        refused = jobcluster("run", "-s", str(savepoint), *checkpoints, *args)
+        assert refused.returncode == 1 and message in refused.stderr, refused.stderr
+    refused = jobcluster("run", "-s", str(tmp_path), *args)
+    assert refused.returncode == 1 and "set execution.checkpointing.dir" in refused.stderr, refused.stderr
+    assert staging_dirs(home) == [] and processes_of(home) == []
+
+    # A savepoint of a query named "wordcount", restored into a program whose query has another name.
+    topic = f"words-{uuid.uuid4().hex[:8]}"
+    kafka_cluster.create_topic(topic)
+    kafka_cluster.produce(topic, [(None, line) for line in lines(7, 10)])
+    jars = ["--jars", ",".join(str(j) for j in spark_kafka_jars)]
+    program = [str(PROGRAM), "--kafka", kafka_cluster.bootstrap_servers, "--topic", topic, "--output", str(tmp_path / "out")]
+    job, rest = _run_detached(*checkpoints, *jars, *program)
+    wait_for_committed_batch(rest, job, 0, COUNT_TIMEOUT)
+    savepoint = _savepoint_path(jobcluster("stop", job, "-p", str(tmp_path / "savepoints")))
+    _wait_until_gone(home)
+    renamed = jobcluster("run", "-s", savepoint, *checkpoints, *jars, *program, "--query-name", "renamed")
+    assert renamed.returncode == 1, renamed.stderr
+    assert "holds state of the streaming query 'wordcount', which the program did not start" in renamed.stderr
+    assert "--allowNonRestoredState" in renamed.stderr
+    _wait_until_gone(home)
