@@ -11,10 +11,9 @@ from jobcluster.cli.run import exit_code
 from jobcluster.client.job_client import DriverOutputFollower, JobExecutionResult
 from jobcluster.jobgraph.model import ClientPaths, JobGraph, JobVertex, new_job_id
 from jobcluster.runtime.jobmaster.driver_output import (
-    driver_output_file,
+    DriverOutputFiles,
     exit_description,
     program_error,
-    read_from,
     stderr_tail,
 )
 from jobcluster.runtime.jobmaster.spark_application import driver_python_path, driver_submit_args, program_location
@@ -92,23 +91,35 @@ def test_exit_description(code, text):
 
 
 def test_output_is_read_from_an_offset(tmp_path):
-    path = driver_output_file(tmp_path, "stdout")
-    assert read_from(path, 0) == b""  # not written yet
-    path.write_bytes(b"first\nsecond\n")
-    assert read_from(path, 6) == b"second\n"
-    assert read_from(path, 100) == b""
-    assert read_from(path, 0, limit=3) == b"fir"
+    output = DriverOutputFiles(tmp_path, max_file_size=1024, max_files=2)
+    assert output.stream("stdout").read(0, 100).data == b""  # not written yet
+    output.stdout.write(b"first\nsecond\n")
+    assert (tmp_path / "driver.out").read_bytes() == b"first\nsecond\n"
+    assert output.stream("stdout").read(6, 100).data == b"second\n"
+    assert output.stream("stdout").read(100, 100).data == b""
+    assert output.stream("stdout").read(0, 3).data == b"fir"
+    assert output.stream("stderr").read(0, 100).data == b"", "the streams are apart"
     with pytest.raises(ValueError, match="unknown output stream"):
-        driver_output_file(tmp_path, "log")
+        output.stream("log")
 
 
 def test_the_error_of_one_attempt_is_read_from_where_it_began(tmp_path):
-    path = driver_output_file(tmp_path, "stderr")
-    path.write_text("Traceback (most recent call last):\nValueError: attempt 1\n")
-    start = path.stat().st_size
-    with open(path, "a") as f:
-        f.write("only a warning\n")
-    assert program_error(stderr_tail(path, start)) == "only a warning"
+    stderr = DriverOutputFiles(tmp_path, max_file_size=1024, max_files=2).stderr
+    stderr.write(b"Traceback (most recent call last):\nValueError: attempt 1\n")
+    start = stderr.end()
+    stderr.write(b"only a warning\n")
+    assert program_error(stderr_tail(stderr, start)) == "only a warning"
+
+
+def test_the_error_of_an_attempt_is_found_when_its_stderr_spans_rotated_files(tmp_path):
+    stderr = DriverOutputFiles(tmp_path, max_file_size=1024, max_files=3).stderr
+    stderr.write(b"x" * 5000)  # the first attempt: all but the last 2 KiB are rotated away
+    start = stderr.end()
+    traceback = b"Traceback (most recent call last):\n" + b'  File "job.py", line 1, in <module>\n' * 30 + b"ValueError: attempt 2\n"
+    stderr.write(b"noise\n" * 100 + traceback)
+    assert (tmp_path / "driver.err.1").exists(), "the attempt's stderr is in more than one file"
+    error = program_error(stderr_tail(stderr, start))
+    assert error.startswith("Traceback (most recent call last):") and error.endswith("ValueError: attempt 2")
 
 
 def test_submit_args_survive_pysparks_shlex_split():

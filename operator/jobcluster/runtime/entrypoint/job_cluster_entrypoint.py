@@ -334,12 +334,14 @@ def resource_manager_settings(config: Configuration, slots_per_worker: int) -> R
 
 
 def job_master_settings(config: Configuration) -> JobMasterSettings:
-    """The JobMaster's timeouts from ``config`` (each field names its Flink or jobcluster key)."""
+    """The JobMaster's timeouts and output bounds from ``config`` (each field names its Flink or jobcluster key)."""
     return JobMasterSettings(
         heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
         heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
         slot_request_timeout=config.get(options.SLOT_REQUEST_TIMEOUT),
         executor_registration_timeout=config.get(options.EXECUTOR_REGISTRATION_TIMEOUT),
+        output_max_file_size=config.get(options.DRIVER_OUTPUT_MAX_FILE_SIZE),
+        output_max_files=config.get(options.DRIVER_OUTPUT_MAX_FILES),
     )
 
 

@@ -29,9 +29,10 @@ from jobcluster.jobgraph.job_status import JobStatus
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.rpc.endpoint import FencedRpcEndpoint, rpc
 from jobcluster.rpc.service import RpcService
-from jobcluster.runtime.jobmaster.driver_output import driver_output_file, last_executor_output, read_from
+from jobcluster.runtime.jobmaster.driver_output import MAX_OUTPUT_CHUNK, DriverOutputFiles, last_executor_output
 from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
 from jobcluster.runtime.jobmaster.job_result import JobResult
+from jobcluster.runtime.jobmaster.rolling_output import OutputChunk
 from jobcluster.runtime.jobmaster.slot_pool import PooledSlot, SlotPool
 from jobcluster.runtime.jobmaster.spark_application import SparkApplication, SparkProgress
 from jobcluster.runtime.messages import SlotOffer
@@ -47,12 +48,16 @@ PROGRESS_INTERVAL = 1.0  # seconds between polls of Spark's monitoring API
 @dataclass(frozen=True)
 class JobMasterSettings:
     """Seconds: heartbeats [heartbeat.interval / heartbeat.timeout]; slot_request_timeout [slot.request.timeout];
-    executor_registration_timeout [jobcluster.executor.registration.timeout]."""
+    executor_registration_timeout [jobcluster.executor.registration.timeout]. The program's output, per stream:
+    output_max_file_size in bytes [jobcluster.driver.output.max-file-size], output_max_files, the live file
+    included [jobcluster.driver.output.max-files]."""
 
     heartbeat_interval: float
     heartbeat_timeout: float
     slot_request_timeout: float
     executor_registration_timeout: float = 120.0
+    output_max_file_size: int = 10 << 20
+    output_max_files: int = 10
 
 
 def _now_ms() -> int:
@@ -102,6 +107,7 @@ class JobMaster(FencedRpcEndpoint):
         self.restarts = 0
         self.progress: SparkProgress | None = None
         self._application: SparkApplication | None = None
+        self._output = DriverOutputFiles(log_dir, settings.output_max_file_size, settings.output_max_files)
         self._application_task: asyncio.Task[None] | None = None
         self._task_executors: dict[str, TaskExecutorGateway] = {}
         self._heartbeats = HeartbeatManager(
@@ -129,6 +135,7 @@ class JobMaster(FencedRpcEndpoint):
         await self._heartbeats.stop()
         if self._application is not None:
             await self._application.stop()
+        self._output.close()
 
     def _set_status(self, status: JobStatus) -> None:
         if self.status is not status:
@@ -213,6 +220,7 @@ class JobMaster(FencedRpcEndpoint):
                 self.spark_master,
                 self._host,
                 self._log_dir,
+                self._output,
                 self._sizing_conf,
                 self.restarts + 1,
                 env=self._spark_env,
@@ -354,15 +362,15 @@ class JobMaster(FencedRpcEndpoint):
 
     # ---- views -------------------------------------------------------------------------
 
-    async def driver_output(self, stream: str, offset: int) -> bytes:
-        """What the program wrote to ``stream`` (``stdout`` or ``stderr``) from byte ``offset``, over all attempts.
+    async def driver_output(self, stream: str, offset: int) -> OutputChunk:
+        """What the program wrote to ``stream`` (``stdout`` or ``stderr``) from logical byte ``offset``, over all attempts.
 
         At most MAX_OUTPUT_CHUNK bytes; empty when there is nothing more yet.
+        When ``offset`` was rotated away, the chunk starts at the oldest byte
+        kept: ``chunk.offset`` is where its data begins (see rolling_output).
         ValueError for an unknown stream or a negative offset.
         """
-        if offset < 0:
-            raise ValueError(f"offset must be 0 or more, got {offset}")
-        return await asyncio.to_thread(read_from, driver_output_file(self._log_dir, stream), offset)
+        return await asyncio.to_thread(self._output.stream(stream).read, offset, MAX_OUTPUT_CHUNK)
 
     def job_details(self) -> dict[str, Any]:
         """The job as jobcluster sees it: state, times, the one vertex, Spark's progress, the program's exit code.
