@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from jobcluster.cli.run import exit_code
+from jobcluster.client.cluster_client import ProgramOutput
 from jobcluster.client.job_client import DriverOutputFollower, JobExecutionResult
 from jobcluster.jobgraph.model import ClientPaths, JobGraph, JobVertex, new_job_id
 from jobcluster.runtime.jobmaster.driver_output import (
@@ -178,28 +179,64 @@ def test_exit_code_of_jobcluster_run(status, program_code, cli_code):
 
 
 class _Cluster:
-    """What the REST API serves of two growing output files, at most ``chunk`` bytes per call."""
+    """What the REST API serves of the job's two output streams (real rolling files), at most ``chunk`` bytes per call."""
 
-    def __init__(self, chunk: int) -> None:
-        self.files = {"stdout": b"", "stderr": b""}
+    def __init__(self, tmp_path: Path, chunk: int, max_file_size: int = 1 << 20, max_files: int = 10) -> None:
+        self.output = DriverOutputFiles(tmp_path, max_file_size, max_files)
         self.chunk = chunk
 
-    def job_output(self, job_id: str, stream: str, offset: int) -> bytes:
-        return self.files[stream][offset : offset + self.chunk]
+    def write(self, stream: str, data: bytes) -> None:
+        self.output.stream(stream).write(data)
+
+    def job_output(self, job_id: str, stream: str, offset: int) -> ProgramOutput:
+        chunk = self.output.stream(stream).read(offset, self.chunk)
+        return ProgramOutput(chunk.offset, chunk.data)
 
 
-def test_the_follower_copies_each_stream_once_and_whole():
-    cluster = _Cluster(chunk=4)
+def test_the_follower_copies_each_stream_once_and_whole(tmp_path):
+    cluster = _Cluster(tmp_path, chunk=4)
     received: list[tuple[str, bytes]] = []
     follower = DriverOutputFollower(cluster, "job", lambda stream, data: received.append((stream, data)))
     follower.poll()
     assert received == []
-    cluster.files["stdout"] = b"first line\n"
-    cluster.files["stderr"] = b"oops"
+    cluster.write("stdout", b"first line\n")
+    cluster.write("stderr", b"oops")
     follower.poll()
-    cluster.files["stdout"] += b"second line\n"
+    cluster.write("stdout", b"second line\n")
     follower.poll()
     follower.poll()
     assert b"".join(d for s, d in received if s == "stdout") == b"first line\nsecond line\n"
     assert b"".join(d for s, d in received if s == "stderr") == b"oops"
     assert follower.offsets == {"stdout": 23, "stderr": 4}
+
+
+def test_the_follower_goes_on_across_rotated_files_with_nothing_lost_or_doubled(tmp_path):
+    cluster = _Cluster(tmp_path, chunk=7, max_file_size=16, max_files=4)
+    received = bytearray()
+    gaps: list[tuple[str, int, int]] = []
+    follower = DriverOutputFollower(cluster, "job", lambda stream, data: received.extend(data), lambda *gap: gaps.append(gap))
+    lines = [f"line {i}\n".encode() for i in range(200)]
+    for line in lines:  # polled after every line: each file is read before it could be deleted
+        cluster.write("stdout", line)
+        follower.poll()
+    assert (tmp_path / "driver.out.3").exists(), "the output was rotated"
+    assert bytes(received) == b"".join(lines) and gaps == []
+
+
+def test_output_rotated_away_unread_is_skipped_and_said(tmp_path):
+    cluster = _Cluster(tmp_path, chunk=1000, max_file_size=16, max_files=2)
+    received = bytearray()
+    gaps: list[tuple[str, int, int]] = []
+    follower = DriverOutputFollower(cluster, "job", lambda stream, data: received.extend(data), lambda *gap: gaps.append(gap))
+    cluster.write("stdout", b"early\n")
+    follower.poll()
+    text = b"".join(f"{i:03d}\n".encode() for i in range(100))  # 400 bytes: only the last 32 at most are kept
+    cluster.write("stdout", text)
+    follower.poll()
+    kept = cluster.output.stdout.first_kept()
+    assert gaps == [("stdout", 6, kept)]
+    assert bytes(received) == b"early\n" + (b"early\n" + text)[kept:]
+    assert follower.offsets["stdout"] == 406
+    cluster.write("stdout", b"late\n")
+    follower.poll()
+    assert bytes(received).endswith(text[-16:] + b"late\n") and len(gaps) == 1

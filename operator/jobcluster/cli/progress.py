@@ -104,6 +104,14 @@ class ProgressPrinter:
             sys.stderr.buffer.write(lines + newline)
             sys.stderr.buffer.flush()
 
+    def output_rotated(self, stream: str, first_lost: int, resumed_at: int) -> None:
+        """Bytes ``first_lost`` to ``resumed_at`` of the program's ``stream`` were rotated away in the cluster unread."""
+        self._flush_program_stderr()
+        _say(
+            f"[jobcluster] {resumed_at - first_lost:,} bytes of the program's {stream} were rotated away before they could be "
+            f"read (see jobcluster.driver.output.max-files); resuming at byte {resumed_at:,}"
+        )
+
     def _flush_program_stderr(self) -> None:
         if self._stderr_partial:
             sys.stderr.buffer.write(self._stderr_partial + b"\n")

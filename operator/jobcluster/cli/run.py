@@ -100,7 +100,12 @@ def run(
             printer.detached(job_client, target)
             return
         try:
-            result = job_client.wait_for_result(on_update=printer.update, on_output=printer.program_output, on_relocate=printer.relocated)
+            result = job_client.wait_for_result(
+                on_update=printer.update,
+                on_output=printer.program_output,
+                on_relocate=printer.relocated,
+                on_output_gap=printer.output_rotated,
+            )
         except KeyboardInterrupt:
             click.echo(f"\nInterrupted. The job keeps running; cancel it with: jobcluster cancel {graph.job_id} -t {target}", err=True)
             sys.exit(130)
