@@ -89,7 +89,7 @@ def run(
     descriptor = registry.cluster_descriptor(target, config)
     packaged = packaged_program(program, program_args, py_files)
     graph = build_job_graph(packaged, config, task_executor_process_spec_from_config(config))
-    printer = ProgressPrinter()
+    printer = ProgressPrinter(streaming_interval=config.get(options.CLIENT_STREAMING_PROGRESS_INTERVAL))
     descriptor.progress = printer.step
     printer.deploying(graph, target, config)
     job_client = PipelineExecutor(descriptor).execute(graph, packaged, config)
