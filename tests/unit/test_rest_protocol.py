@@ -400,3 +400,13 @@ def test_program_output_is_served_by_logical_offset_and_says_where_it_resumed(tm
         assert resp.status_code == 400
 
     _with_endpoint(scenario, WithOutput())
+
+
+def test_a_streaming_jobs_type_and_queries_reach_the_client():
+    from jobcluster.runtime.rest import flink_bodies
+
+    details = StandInDispatcher().job_details(JOB_ID)
+    streaming = {"queries": [{"name": "q", "id": "i", "runId": "r", "active": True, "batchId": 3}]}
+    body = flink_bodies.job_details_info({**details, "job-type": "STREAMING", "streaming": streaming})
+    assert body["job-type"] == "STREAMING" and body["streaming"] == streaming
+    assert flink_bodies.job_details_info(details)["job-type"] == "BATCH"

@@ -101,7 +101,8 @@ def job_details_info(details: dict[str, Any]) -> dict[str, Any]:
     tasks and metrics are Spark's (see :func:`spark_task_counts`, :func:`io_metrics`).
     ``timestamps`` has every Flink job state (0 for those not reached), the
     ``plan`` is the one-vertex graph, ``isStoppable`` is false (no source
-    can be stopped gracefully), ``job-type`` BATCH.
+    can be stopped gracefully), ``job-type`` the details' own (BATCH when they
+    say none), and a streaming job's ``streaming`` queries are passed on as they are.
     """
     state = details["state"]
     vertex_state = _VERTEX_STATE.get(state, "CREATED")
@@ -109,13 +110,14 @@ def job_details_info(details: dict[str, Any]) -> dict[str, Any]:
     status_counts = dict.fromkeys(EXECUTION_STATES, 0)
     for vertex in vertices:
         status_counts[vertex["status"]] += 1
-    extras = {k: details[k] for k in ("restarts", "slots", "spark", "program-exit-code", "lost-taskmanagers") if k in details}
+    kept = ("restarts", "slots", "spark", "program-exit-code", "lost-taskmanagers", "streaming")
+    extras = {k: details[k] for k in kept if k in details}
     return {
         "jid": details["jid"],
         "name": details["name"],
         "isStoppable": False,
         "state": state,
-        "job-type": "BATCH",
+        "job-type": details.get("job-type", "BATCH"),
         "start-time": details["start-time"],
         "end-time": details["end-time"],
         "duration": details["duration"],
