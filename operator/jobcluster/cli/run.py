@@ -67,6 +67,12 @@ def run(
     with its own directory on sys.path; its stdout and stderr are streamed here
     as they are written (progress lines go to stderr). Spark settings: -D spark.KEY=VALUE.
 
+    A streaming job's progress is one line per query every 10 s
+    (-D jobcluster.client.streaming-progress-interval=30s), e.g. "Query
+    wordcount: batch 42, 1,234 rows/s in, 1,200 rows/s processed, 5,000 state
+    rows, last committed batch 41, 2 s ago", and a line as soon as a query
+    starts or stops.
+
     \b
     Exit codes: 0 FINISHED; the program's own code when it exits with one above 1;
     1 FAILED, CANCELED or refused input; 2 usage error; 130 interrupted (the job keeps running).
