@@ -14,9 +14,9 @@ Why not ``logging.handlers.RotatingFileHandler``: it rolls over between log
 alone is larger than the limit, so a file's size is not bounded and a byte
 offset cannot be mapped to a file. Here the stream is bytes as the program
 wrote them (any encoding, partial lines), split at exactly ``max_file_size``
-bytes, which keeps both the bound and the offset arithmetic exact: the live
-file and every rotated file but the newest of a split write hold exactly
-``max_file_size`` bytes.
+bytes, which keeps both the bound and the offset arithmetic exact: a file is
+rotated only once it is full, so every rotated file holds exactly
+``max_file_size`` bytes and the live file at most that.
 
 Offsets are *logical*: byte N is the N-th byte the stream received since this
 object was created (over every attempt of the job, which all write to the
