@@ -12,12 +12,15 @@ killed JobManager or TaskExecutor does not leave Spark daemons behind.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import logging
 import os
+import select
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -150,8 +153,94 @@ def _terminate_with_parent(parent_pid: int) -> Callable[[], None]:
     return preexec
 
 
+#: Bytes one read of a :class:`PipeCopier` takes from its pipe at most.
+PIPE_CHUNK = 64 * 1024
+#: Milliseconds a :class:`PipeCopier` waits for data before it looks at drain requests again.
+_PIPE_POLL_MS = 100
+#: Seconds :meth:`ChildProcess.wait` waits for what the process wrote before it exited to reach its sinks.
+DRAIN_TIMEOUT = 10.0
+
+OutputSink = Callable[[bytes], None]
+
+
+class PipeCopier:
+    """A pipe a child process writes to, copied to ``sink(data)`` by a thread of its own.
+
+    Why a thread: the sink writes files, which must not happen on an event
+    loop, and the child must never wait for us: the thread reads as soon as
+    data arrives (at most PIPE_CHUNK bytes a read). ``write_fd`` is the end to
+    give the child; :meth:`started` closes our copy of it once the child has
+    it, so that the pipe ends (and the thread with it) when the child and every
+    process that inherited it are gone. A sink that raises OSError (a full
+    disk) loses that data, which is logged, and copying goes on.
+    """
+
+    def __init__(self, name: str, sink: OutputSink) -> None:
+        self.name = name
+        self._sink = sink
+        self._read_fd, self.write_fd = os.pipe()
+        self._changed = threading.Condition()
+        self._drains_requested = 0
+        self._drains_done = 0  # the last request before which the pipe was seen empty
+        self._ended = False
+        self._sink_failed = False
+        self._thread = threading.Thread(target=self._copy, name=f"copy-{name}", daemon=True)
+
+    def started(self) -> None:
+        """The child holds ``write_fd`` now: close ours and start copying."""
+        os.close(self.write_fd)
+        self._thread.start()
+
+    def abandon(self) -> None:
+        """The child could not be started: close both ends."""
+        os.close(self.write_fd)
+        os.close(self._read_fd)
+
+    def drain(self, timeout: float) -> bool:
+        """Block until everything written to the pipe before this call has gone to the sink (True), or the
+        pipe has ended; False after ``timeout`` seconds. Meaningful once the writer of interest has exited:
+        others that share the pipe (its children) may still write, and are not waited for."""
+        with self._changed:
+            self._drains_requested += 1
+            wanted = self._drains_requested
+            return self._changed.wait_for(lambda: self._ended or self._drains_done >= wanted, timeout)
+
+    def _copy(self) -> None:
+        poller = select.poll()
+        poller.register(self._read_fd, select.POLLIN)
+        try:
+            while True:
+                with self._changed:
+                    requested = self._drains_requested
+                # while a drain waits, look without waiting: an empty pipe now means all written before it is copied
+                if not poller.poll(0 if requested > self._drains_done else _PIPE_POLL_MS):
+                    with self._changed:
+                        self._drains_done = requested
+                        self._changed.notify_all()
+                    continue
+                data = os.read(self._read_fd, PIPE_CHUNK)
+                if not data:  # every process holding the write end has closed it
+                    return
+                self._deliver(data)
+        finally:
+            os.close(self._read_fd)
+            with self._changed:
+                self._ended = True
+                self._changed.notify_all()
+
+    def _deliver(self, data: bytes) -> None:
+        try:
+            self._sink(data)
+        except OSError as exc:
+            if not self._sink_failed:  # said once: a full disk would say it for every chunk
+                log.error("output of %s is lost: %s", self.name, exc)
+            self._sink_failed = True
+        else:
+            self._sink_failed = False
+
+
 class ChildProcess:
-    """An asyncio subprocess in its own session, with output to a log file.
+    """An asyncio subprocess in its own session, with output to a log file or to sinks.
 
     ``stop()`` ends the whole session, including grandchildren that were
     re-parented after their parent died (for example a Spark executor whose
@@ -167,9 +256,12 @@ class ChildProcess:
         cwd: Path | None = None,
         stdout_file: Path | None = None,
         umask: int = PRIVATE_UMASK,
+        stdout_sink: OutputSink | None = None,
+        stderr_sink: OutputSink | None = None,
     ) -> None:
         """``log_file`` receives stderr, and stdout too unless ``stdout_file`` is given; both are opened by
-        this process, so they keep its (private) modes whatever ``umask`` the child gets."""
+        this process, so they keep its (private) modes whatever ``umask`` the child gets. A sink given for
+        a stream takes its place instead: the stream is a pipe that a :class:`PipeCopier` copies to it."""
         self.name = name
         self.argv = list(argv)
         self.env = dict(env)
@@ -177,6 +269,8 @@ class ChildProcess:
         self.stdout_file = stdout_file
         self.cwd = cwd
         self.umask = umask
+        self._sinks = {"stdout": stdout_sink, "stderr": stderr_sink}
+        self._copiers: list[PipeCopier] = []
         self.process: asyncio.subprocess.Process | None = None
         #: set once ``process`` exists: what watchers await before ``wait()``
         self.started = asyncio.Event()
@@ -187,38 +281,62 @@ class ChildProcess:
 
     async def start(self) -> None:
         # file-system calls run off the caller's loop (an endpoint's loop must never block)
-        err, out = await asyncio.to_thread(self._open_logs)
-        with err, out:
-            self.process = await asyncio.create_subprocess_exec(
-                *self.argv,
-                env=self.env,
-                cwd=self.cwd,
-                stdout=out,
-                stderr=err,
-                stdin=asyncio.subprocess.DEVNULL,
-                start_new_session=True,
-                umask=self.umask,
-                preexec_fn=_terminate_with_parent(os.getpid()),
-            )
+        files = await asyncio.to_thread(self._open_logs)
+        copiers = {stream: PipeCopier(f"{self.name} {stream}", sink) for stream, sink in self._sinks.items() if sink is not None}
+        targets: dict[str, int | BinaryIO] = {**files, **{stream: copier.write_fd for stream, copier in copiers.items()}}
+        try:
+            with contextlib.ExitStack() as opened:
+                for file in files.values():
+                    opened.enter_context(file)
+                self.process = await asyncio.create_subprocess_exec(
+                    *self.argv,
+                    env=self.env,
+                    cwd=self.cwd,
+                    stdout=targets["stdout"],
+                    stderr=targets["stderr"],
+                    stdin=asyncio.subprocess.DEVNULL,
+                    start_new_session=True,
+                    umask=self.umask,
+                    preexec_fn=_terminate_with_parent(os.getpid()),
+                )
+        except BaseException:
+            for copier in copiers.values():
+                copier.abandon()
+            raise
+        for copier in copiers.values():
+            copier.started()
+        self._copiers = list(copiers.values())
         self.started.set()
         log.debug("started %s (pid %s): %s", self.name, self.process.pid, " ".join(self.argv))
 
-    def _open_logs(self) -> tuple[BinaryIO, BinaryIO]:
-        """``(stderr, stdout)`` opened for appending, creating the log directory; both are ``log_file`` unless ``stdout_file`` is set."""
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        err = open(self.log_file, "ab")  # noqa: SIM115 - returned to start(), which closes both
+    def _open_logs(self) -> dict[str, BinaryIO]:
+        """The files of the streams without a sink, by stream, opened for appending (the log directory created):
+        stderr to ``log_file``, stdout to ``stdout_file`` if set, else into the same file as stderr."""
+        wanted = {"stderr": self.log_file, "stdout": self.stdout_file or self.log_file}
+        opened: dict[str, BinaryIO] = {}
         try:
-            return err, open(self.stdout_file or self.log_file, "ab")
+            for stream, path in wanted.items():
+                if self._sinks[stream] is None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    opened[stream] = open(path, "ab")  # noqa: SIM115 - returned to start(), which closes them
         except BaseException:
-            err.close()
+            for file in opened.values():
+                file.close()
             raise
+        return opened
 
     def running(self) -> bool:
         return self.process is not None and self.process.returncode is None
 
     async def wait(self) -> int:
+        """The exit code, once the process has exited and what it wrote before has reached the sinks
+        (at most DRAIN_TIMEOUT seconds more; processes it left behind may still write to them)."""
         assert self.process is not None
-        return await self.process.wait()
+        code = await self.process.wait()
+        for copier in self._copiers:
+            if not await asyncio.to_thread(copier.drain, DRAIN_TIMEOUT):
+                log.warning("the output of %s was not all copied within %.0f s of its exit", copier.name, DRAIN_TIMEOUT)
+        return code
 
     async def stop(self, grace_seconds: float = 5.0) -> None:
         if self.process is None:

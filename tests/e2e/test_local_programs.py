@@ -152,3 +152,58 @@ def test_sparks_example_programs_give_what_spark_submit_gives(home):
         assert all(result_line.match(line) for line in got), f"{program}: stdout holds more than the result:\n{ours.stdout}"
         assert sorted(got) == sorted(expected), program
     assert "WARN: This is a naive implementation of PageRank" in ours.stderr, "pagerank.py's stderr is on stderr"
+
+
+_ROTATED = re.compile(r"^\[jobcluster\] ([\d,]+) bytes of the program's stdout were rotated away .*; resuming at byte ([\d,]+)$", re.M)
+
+
+def test_a_long_output_is_followed_across_rotated_files_and_bounded_on_disk(home, tmp_path):
+    sys.path.insert(0, str(PROGRAMS))
+    try:
+        from chatty import chatty_lines
+    finally:
+        sys.path.remove(str(PROGRAMS))
+    before, after = chatty_lines("before", 40), chatty_lines("after", 8000)
+    go = tmp_path / "go"
+    max_size, max_files = 1024, 3
+    args = [*ONE_SLOT, "-D", f"jobcluster.driver.output.max-file-size={max_size}b", "-D", f"jobcluster.driver.output.max-files={max_files}"]
+    args += [str(PROGRAMS / "chatty.py"), "--before", "40", "--after", "8000", "--go", str(go)]
+    stderr_file = tmp_path / "stderr.txt"
+    with open(stderr_file, "w") as stderr:
+        proc = subprocess.Popen([str(JOBCLUSTER), "run", *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=_lines_of, args=(proc.stdout, lines), daemon=True).start()
+    stdout: list[str] = []
+    try:
+        # all that came before `go` fits in the kept files: the client has it all before the flood starts
+        while len(stdout) < len(before):
+            line = lines.get(timeout=CLI_TIMEOUT)
+            assert line is not None, f"the run ended early:\n{''.join(stdout)}\n{stderr_file.read_text()}"
+            stdout.append(line)
+        go.touch()
+        assert proc.wait(timeout=CLI_TIMEOUT) == 0, stderr_file.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    while (line := lines.get(timeout=10)) is not None:
+        stdout.append(line)
+    err = stderr_file.read_text()
+
+    stream = "".join(before + after)
+    # (bytes lost, offset resumed at), as the client told them
+    gaps = [(int(lost.replace(",", "")), int(resumed.replace(",", ""))) for lost, resumed in _ROTATED.findall(err)]
+    assert gaps, f"8000 lines at once cannot all be read while only {max_files} KiB are kept:\n{err}"
+    expected, position = [], 0
+    for lost, resumed in gaps:  # what the client was told it missed, and nothing else, is missing
+        expected.append(stream[position : resumed - lost])
+        position = resumed
+    expected.append(stream[position:])
+    assert "".join(stdout) == "".join(expected)
+    assert stdout[: len(before)] == before and stdout[-1] == after[-1]
+
+    log_dir = next((home / "log").iterdir())
+    kept = sorted(log_dir.glob("driver.out*"), key=lambda p: -int(p.name.rpartition(".")[2]) if p.name != "driver.out" else 0)
+    assert [p.name for p in kept] == ["driver.out.2", "driver.out.1", "driver.out"], "at most max-files files"
+    assert all(p.stat().st_size <= max_size for p in kept)
+    tail = "".join(p.read_text() for p in kept)
+    assert stream.endswith(tail) and "".join(stdout).endswith(tail), "the kept files are the stream's tail, and the client has it"

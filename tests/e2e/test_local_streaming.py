@@ -117,7 +117,9 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
     _wait_until_gone(home)
 
     # The savepoint taken while running, restored into a fresh output: its state plus what came after it.
-    again, rest = _run_detached("-p", "2", "-D", "taskmanager.numberOfTaskSlots=2", "-s", running_savepoint, *common, *program(tmp_path / "out3"))
+    again, rest = _run_detached(
+        "-p", "2", "-D", "taskmanager.numberOfTaskSlots=2", "-s", running_savepoint, *common, *program(tmp_path / "out3")
+    )
     wait_for_counts(local_batches(tmp_path / "out3"), expected, COUNT_TIMEOUT, "restored from the running savepoint")
     _savepoint_path(jobcluster("stop", again, "--savepointPath", str(tmp_path / "last")))
     _wait_until_gone(home)

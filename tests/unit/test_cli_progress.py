@@ -43,3 +43,116 @@ def test_a_lost_task_executor_is_said_once_with_the_platforms_reason(capsys):
     said = capsys.readouterr().err.splitlines()
     assert said.count(f"TaskExecutor tm-1-1 lost: {oom}") == 1
     assert "Slots offered to the job: 2/4" in said
+
+
+class Clock:
+    """A monotonic clock the test moves by hand (seconds)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def query(run_id: str = "run-1", active: bool = True, **fields) -> dict:
+    base = {
+        "name": "wordcount",
+        "id": "q-1",
+        "runId": run_id,
+        "active": active,
+        "batchId": 42,
+        "committedBatchId": 41,
+        "inputRowsPerSecond": 1234.4,
+        "processedRowsPerSecond": 1200.0,
+        "numInputRows": 5000,
+        "stateRows": 5000,
+        "stateBytes": 1 << 20,
+        "lastProgressTime": 1_700_000_000_000,
+        "lastCommitTime": 1_700_000_000_000,
+        "checkpoint": "/tmp/ckpt",
+    }
+    return {**base, **fields}
+
+
+def streaming_job(*queries: dict, now: int = 1_700_000_002_000) -> dict:
+    spark = {"app_id": "app-1", "jobs_completed": 7, "jobs_total": 8, "tasks_completed": 30, "tasks_total": 32, "executors": 2}
+    return {**job("RUNNING", 4), "job-type": "STREAMING", "streaming": {"queries": list(queries)}, "spark": spark, "now": now}
+
+
+def test_a_streaming_job_prints_each_query_at_a_steady_pace_instead_of_spark_counts(capsys):
+    clock = Clock()
+    printer = ProgressPrinter(streaming_interval=10.0, clock=clock)
+    printer.update(streaming_job(), [])
+    capsys.readouterr()
+    printer.update(streaming_job(query()), [])
+    assert capsys.readouterr().err.splitlines() == ["Query wordcount started (id q-1, run run-1)"]
+    for step in range(19):  # polls every 0.5 s, each with a new micro-batch: 9.5 s, nothing more is said
+        clock.now += 0.5
+        printer.update(streaming_job(query(batchId=43 + step)), [])
+    assert capsys.readouterr().err == ""
+    clock.now += 0.5
+    printer.update(streaming_job(query(batchId=70, committedBatchId=69, lastCommitTime=1_700_000_000_000)), [])
+    assert capsys.readouterr().err.splitlines() == [
+        "Query wordcount: batch 70, 1,234 rows/s in, 1,200 rows/s processed, 5,000 state rows, last committed batch 69, 2 s ago"
+    ]
+    clock.now += 9.9
+    printer.update(streaming_job(query()), [])
+    assert capsys.readouterr().err == ""
+    clock.now += 0.1
+    printer.update(streaming_job(query(), now=1_700_000_000_000 + 3 * 3600_000 + 5 * 60_000), [])
+    assert capsys.readouterr().err.endswith("last committed batch 41, 3 h 5 min ago\n")
+
+
+def test_a_query_starting_or_stopping_is_said_at_once(capsys):
+    clock = Clock()
+    printer = ProgressPrinter(streaming_interval=10.0, clock=clock)
+    printer.update(streaming_job(), [])
+    capsys.readouterr()  # the job's state and slots
+    printer.update(streaming_job(query()), [])
+    clock.now += 3
+    other = query("run-2", name=None, id="q-2", batchId=None, committedBatchId=None, lastCommitTime=None)
+    printer.update(streaming_job(query(), other), [])
+    clock.now += 1
+    printer.update(streaming_job(query(active=False), other), [])
+    printer.update(streaming_job(query(active=False), other), [])
+    clock.now += 1
+    printer.update(streaming_job(), [])  # the other one is no longer listed
+    assert capsys.readouterr().err.splitlines() == [
+        "Query wordcount started (id q-1, run run-1)",
+        "Query q-2 started (id q-2, run run-2)",
+        "Query wordcount stopped: batch 42, last committed batch 41, 2 s ago",
+        "Query q-2 stopped: no batch yet, no batch committed yet",
+    ]
+    clock.now += 60
+    printer.update(streaming_job(query(active=False)), [])
+    assert capsys.readouterr().err == "", "no query runs: no lines, and a stop is said once"
+
+
+def test_a_query_that_ran_between_two_polls_is_said_stopped_and_its_restart_started(capsys):
+    printer = ProgressPrinter(streaming_interval=10.0, clock=Clock())
+    printer.update(streaming_job(), [])
+    capsys.readouterr()
+    printer.update(streaming_job(query(active=False)), [])
+    printer.update(streaming_job(query(active=False), query("run-2")), [])
+    assert capsys.readouterr().err.splitlines() == [
+        "Query wordcount stopped: batch 42, last committed batch 41, 2 s ago",
+        "Query wordcount started (id q-1, run run-2)",
+    ]
+
+
+def test_a_batch_job_still_prints_spark_counts(capsys):
+    printer = ProgressPrinter(streaming_interval=10.0, clock=Clock())
+    batch = {**streaming_job(query()), "job-type": "BATCH", "streaming": None}
+    printer.update(batch, [])
+    printer.update({k: v for k, v in batch.items() if k not in ("job-type", "streaming")}, [])  # a cluster that says neither
+    said = capsys.readouterr().err.splitlines()
+    assert said[-1] == "Spark app-1: 7/8 Spark jobs, 30/32 tasks done, 2 executors" and not any("Query" in line for line in said)
+
+
+def test_output_rotated_away_is_said_in_one_line(capsys):
+    ProgressPrinter().output_rotated("stdout", 100, 12_445)
+    assert capsys.readouterr().err == (
+        "[jobcluster] 12,345 bytes of the program's stdout were rotated away before they could be read "
+        "(see jobcluster.driver.output.max-files); resuming at byte 12,445\n"
+    )

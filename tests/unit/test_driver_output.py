@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from jobcluster.cli.run import exit_code
+from jobcluster.client.cluster_client import ProgramOutput
 from jobcluster.client.job_client import DriverOutputFollower, JobExecutionResult
 from jobcluster.jobgraph.model import ClientPaths, JobGraph, JobVertex, new_job_id
 from jobcluster.runtime.jobmaster.driver_output import (
-    driver_output_file,
+    DriverOutputFiles,
     exit_description,
     program_error,
-    read_from,
     stderr_tail,
 )
 from jobcluster.runtime.jobmaster.spark_application import driver_python_path, driver_submit_args, program_location
@@ -92,23 +92,35 @@ def test_exit_description(code, text):
 
 
 def test_output_is_read_from_an_offset(tmp_path):
-    path = driver_output_file(tmp_path, "stdout")
-    assert read_from(path, 0) == b""  # not written yet
-    path.write_bytes(b"first\nsecond\n")
-    assert read_from(path, 6) == b"second\n"
-    assert read_from(path, 100) == b""
-    assert read_from(path, 0, limit=3) == b"fir"
+    output = DriverOutputFiles(tmp_path, max_file_size=1024, max_files=2)
+    assert output.stream("stdout").read(0, 100).data == b""  # not written yet
+    output.stdout.write(b"first\nsecond\n")
+    assert (tmp_path / "driver.out").read_bytes() == b"first\nsecond\n"
+    assert output.stream("stdout").read(6, 100).data == b"second\n"
+    assert output.stream("stdout").read(100, 100).data == b""
+    assert output.stream("stdout").read(0, 3).data == b"fir"
+    assert output.stream("stderr").read(0, 100).data == b"", "the streams are apart"
     with pytest.raises(ValueError, match="unknown output stream"):
-        driver_output_file(tmp_path, "log")
+        output.stream("log")
 
 
 def test_the_error_of_one_attempt_is_read_from_where_it_began(tmp_path):
-    path = driver_output_file(tmp_path, "stderr")
-    path.write_text("Traceback (most recent call last):\nValueError: attempt 1\n")
-    start = path.stat().st_size
-    with open(path, "a") as f:
-        f.write("only a warning\n")
-    assert program_error(stderr_tail(path, start)) == "only a warning"
+    stderr = DriverOutputFiles(tmp_path, max_file_size=1024, max_files=2).stderr
+    stderr.write(b"Traceback (most recent call last):\nValueError: attempt 1\n")
+    start = stderr.end()
+    stderr.write(b"only a warning\n")
+    assert program_error(stderr_tail(stderr, start)) == "only a warning"
+
+
+def test_the_error_of_an_attempt_is_found_when_its_stderr_spans_rotated_files(tmp_path):
+    stderr = DriverOutputFiles(tmp_path, max_file_size=1024, max_files=3).stderr
+    stderr.write(b"x" * 5000)  # the first attempt: all but the last 2 KiB are rotated away
+    start = stderr.end()
+    traceback = b"Traceback (most recent call last):\n" + b'  File "job.py", line 1, in <module>\n' * 30 + b"ValueError: attempt 2\n"
+    stderr.write(b"noise\n" * 100 + traceback)
+    assert (tmp_path / "driver.err.1").exists(), "the attempt's stderr is in more than one file"
+    error = program_error(stderr_tail(stderr, start))
+    assert error.startswith("Traceback (most recent call last):") and error.endswith("ValueError: attempt 2")
 
 
 def test_submit_args_survive_pysparks_shlex_split():
@@ -167,26 +179,30 @@ def test_exit_code_of_jobcluster_run(status, program_code, cli_code):
 
 
 class _Cluster:
-    """What the REST API serves of two growing output files, at most ``chunk`` bytes per call."""
+    """What the REST API serves of the job's two output streams (real rolling files), at most ``chunk`` bytes per call."""
 
-    def __init__(self, chunk: int) -> None:
-        self.files = {"stdout": b"", "stderr": b""}
+    def __init__(self, tmp_path: Path, chunk: int, max_file_size: int = 1 << 20, max_files: int = 10) -> None:
+        self.output = DriverOutputFiles(tmp_path, max_file_size, max_files)
         self.chunk = chunk
 
-    def job_output(self, job_id: str, stream: str, offset: int) -> bytes:
-        return self.files[stream][offset : offset + self.chunk]
+    def write(self, stream: str, data: bytes) -> None:
+        self.output.stream(stream).write(data)
+
+    def job_output(self, job_id: str, stream: str, offset: int) -> ProgramOutput:
+        chunk = self.output.stream(stream).read(offset, self.chunk)
+        return ProgramOutput(chunk.offset, chunk.data)
 
 
-def test_the_follower_copies_each_stream_once_and_whole():
-    cluster = _Cluster(chunk=4)
+def test_the_follower_copies_each_stream_once_and_whole(tmp_path):
+    cluster = _Cluster(tmp_path, chunk=4)
     received: list[tuple[str, bytes]] = []
     follower = DriverOutputFollower(cluster, "job", lambda stream, data: received.append((stream, data)))
     follower.poll()
     assert received == []
-    cluster.files["stdout"] = b"first line\n"
-    cluster.files["stderr"] = b"oops"
+    cluster.write("stdout", b"first line\n")
+    cluster.write("stderr", b"oops")
     follower.poll()
-    cluster.files["stdout"] += b"second line\n"
+    cluster.write("stdout", b"second line\n")
     follower.poll()
     follower.poll()
     assert b"".join(d for s, d in received if s == "stdout") == b"first line\nsecond line\n"
@@ -216,3 +232,35 @@ def test_artifact_paths_tell_jars_from_py_files_by_kind_and_keep_provided_ones_a
         ],
     )
     assert artifact_paths(graph, tmp_path) == ([tmp_path / "lib.zip"], [tmp_path / "c.jar", Path("/opt/d.jar")])
+
+
+def test_the_follower_goes_on_across_rotated_files_with_nothing_lost_or_doubled(tmp_path):
+    cluster = _Cluster(tmp_path, chunk=7, max_file_size=16, max_files=4)
+    received = bytearray()
+    gaps: list[tuple[str, int, int]] = []
+    follower = DriverOutputFollower(cluster, "job", lambda stream, data: received.extend(data), lambda *gap: gaps.append(gap))
+    lines = [f"line {i}\n".encode() for i in range(200)]
+    for line in lines:  # polled after every line: each file is read before it could be deleted
+        cluster.write("stdout", line)
+        follower.poll()
+    assert (tmp_path / "driver.out.3").exists(), "the output was rotated"
+    assert bytes(received) == b"".join(lines) and gaps == []
+
+
+def test_output_rotated_away_unread_is_skipped_and_said(tmp_path):
+    cluster = _Cluster(tmp_path, chunk=1000, max_file_size=16, max_files=2)
+    received = bytearray()
+    gaps: list[tuple[str, int, int]] = []
+    follower = DriverOutputFollower(cluster, "job", lambda stream, data: received.extend(data), lambda *gap: gaps.append(gap))
+    cluster.write("stdout", b"early\n")
+    follower.poll()
+    text = b"".join(f"{i:03d}\n".encode() for i in range(100))  # 400 bytes: only the last 32 at most are kept
+    cluster.write("stdout", text)
+    follower.poll()
+    kept = cluster.output.stdout.first_kept()
+    assert gaps == [("stdout", 6, kept)]
+    assert bytes(received) == b"early\n" + (b"early\n" + text)[kept:]
+    assert follower.offsets["stdout"] == 406
+    cluster.write("stdout", b"late\n")
+    follower.poll()
+    assert bytes(received).endswith(text[-16:] + b"late\n") and len(gaps) == 1

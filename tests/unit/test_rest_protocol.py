@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from jobcluster.cli.progress import ProgressPrinter
-from jobcluster.client.cluster_client import RestClusterClient
+from jobcluster.client.cluster_client import ProgramOutput, RestClusterClient
 from jobcluster.client.job_client import JobClient
 from jobcluster.errors import ClusterClientError, JobNotFoundError
 from jobcluster.heartbeat.manager import HeartbeatManager
@@ -435,3 +435,38 @@ def test_serialized_throwable_strings_are_javas_modified_utf8():
     data = serialized_throwable("x.Y", "nul\x00 and \U0001f600", "t" * 70_000)
     assert b"nul\xc0\x80 and \xed\xa0\xbd\xed\xb8\x80" in data  # NUL as two bytes, a non-BMP character as a surrogate pair
     assert b"\x7c" + (70_000).to_bytes(8, "big") + b"ttt" in data  # beyond 65535 bytes: TC_LONGSTRING
+
+
+def test_program_output_is_served_by_logical_offset_and_says_where_it_resumed(tmp_path):
+    from jobcluster.runtime.jobmaster.rolling_output import RollingOutputFile
+
+    stdout = RollingOutputFile(tmp_path / "driver.out", max_file_size=10, max_files=2)
+    stdout.write(b"".join(f"{i:04d}\n".encode() for i in range(10)))  # 50 bytes: 30..49 kept
+
+    class WithOutput(StandInDispatcher):
+        async def job_output(self, job_id: str, stream: str, offset: int):
+            self._job(job_id)
+            if offset < 0:
+                raise ValueError("offset must be 0 or more")
+            return stdout.read(offset, 1 << 20)
+
+    def scenario(url, dispatcher):
+        client = RestClusterClient(url, "c", token=STANDIN_TOKEN)
+        resp = requests.get(f"{url}/jobs/{JOB_ID}/stdout?offset=35", headers=TOKEN, timeout=5)
+        assert resp.content == b"0007\n0008\n0009\n" and resp.headers["X-Output-Offset"] == "35"
+        assert client.job_output(JOB_ID, "stdout", 0) == ProgramOutput(30, b"0006\n0007\n0008\n0009\n")
+        assert client.job_output(JOB_ID, "stdout", 50) == ProgramOutput(50, b"")
+        resp = requests.get(f"{url}/jobs/{JOB_ID}/stdout?offset=-1", headers=TOKEN, timeout=5)
+        assert resp.status_code == 400
+
+    _with_endpoint(scenario, WithOutput())
+
+
+def test_a_streaming_jobs_type_and_queries_reach_the_client():
+    from jobcluster.runtime.rest import flink_bodies
+
+    details = StandInDispatcher().job_details(JOB_ID)
+    streaming = {"queries": [{"name": "q", "id": "i", "runId": "r", "active": True, "batchId": 3}]}
+    body = flink_bodies.job_details_info({**details, "job-type": "STREAMING", "streaming": streaming})
+    assert body["job-type"] == "STREAMING" and body["streaming"] == streaming
+    assert flink_bodies.job_details_info(details)["job-type"] == "BATCH"

@@ -1,7 +1,11 @@
 """What an attached ``jobcluster run`` prints while the job runs.
 
 Progress goes to stderr, one line per change (cluster, TaskExecutors registered
-or lost, with the platform's reason, slots, job state, Spark progress). The
+or lost, with the platform's reason, slots, job state, Spark progress). A
+streaming job's Spark counts change with every micro-batch, so for it one line
+per query is printed at a steady pace instead (every
+``jobcluster.client.streaming-progress-interval``), and at once when a query
+starts or stops. The
 program's own stdout and stderr are copied to ours as they arrive, so
 ``jobcluster run ... > out.txt`` keeps just what the program printed. Its
 stderr is copied up to the last line end, so that a progress line never lands
@@ -11,11 +15,14 @@ in the middle of one of its lines.
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from jobcluster.client.job_client import JobClient, JobExecutionResult
+from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
 from jobcluster.jobgraph.model import JobGraph
@@ -26,7 +33,26 @@ def _say(message: str) -> None:
 
 
 class ProgressPrinter:
-    def __init__(self) -> None:
+    """Says what changed in the job, as :meth:`update` sees its details after each poll.
+
+    ``streaming_interval``: seconds between the lines of a streaming job's
+    queries; ``clock``: monotonic seconds that pace them (``time.monotonic``),
+    ``wall_clock_ms``: milliseconds since the epoch, for the age of a query's last
+    commit when the details carry no ``now`` of the cluster's own.
+    """
+
+    def __init__(
+        self,
+        streaming_interval: float = options.CLIENT_STREAMING_PROGRESS_INTERVAL.default,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self._streaming_interval = streaming_interval
+        self._clock = clock
+        self._wall_clock_ms = wall_clock_ms
+        self._running_queries: dict[str, dict[str, Any]] = {}  # by runId: the query as last seen active
+        self._stopped_queries: set[str] = set()  # runIds whose stop was said
+        self._next_query_lines: float | None = None  # clock() at which the queries' lines are due; None: no query runs
         self._task_managers: set[str] = set()
         self._lost: set[str] = set()  # TaskExecutors reported lost
         self._state: str | None = None
@@ -79,6 +105,9 @@ class ProgressPrinter:
         if job["state"] != self._state:
             self._state = job["state"]
             _say(f"Job {job['jid']} is {job['state']}")
+        if job.get("job-type") == "STREAMING":
+            self._queries(job)
+            return
         spark = job.get("spark")
         if spark:
             key = (spark["jobs_completed"], spark["jobs_total"], spark["tasks_completed"], spark["tasks_total"], spark["executors"])
@@ -86,10 +115,42 @@ class ProgressPrinter:
                 self._spark = key
                 _say(f"Spark {spark['app_id']}: {key[0]}/{key[1]} Spark jobs, {key[2]}/{key[3]} tasks done, {key[4]} executors")
 
+    def _queries(self, job: dict[str, Any]) -> None:
+        """A streaming job's queries: each start and stop at once; every ``streaming_interval`` a line per running query."""
+        queries = (job.get("streaming") or {}).get("queries") or []
+        now_ms = job.get("now") or self._wall_clock_ms()  # the cluster's clock, as the queries' times are
+        active = {q["runId"]: q for q in queries if q.get("active")}
+        for query in queries:
+            run_id = query["runId"]
+            if run_id in active:
+                if run_id not in self._running_queries:
+                    _say(f"Query {_query_name(query)} started (id {query['id']}, run {run_id})")
+            elif run_id not in self._stopped_queries:  # also one that ran and stopped between two polls
+                self._stopped_queries.add(run_id)
+                _say(f"Query {_query_name(query)} stopped: {_batches(query, now_ms)}")
+        for run_id, last_seen in self._running_queries.items():
+            if run_id not in active and run_id not in self._stopped_queries:  # no longer listed: what was last seen of it
+                self._stopped_queries.add(run_id)
+                _say(f"Query {_query_name(last_seen)} stopped: {_batches(last_seen, now_ms)}")
+        self._running_queries = active
+        if not active:
+            self._next_query_lines = None
+            return
+        now = self._clock()
+        if self._next_query_lines is None:  # a query has just started, and said so
+            self._next_query_lines = now + self._streaming_interval
+        elif now >= self._next_query_lines:
+            self._next_query_lines = now + self._streaming_interval
+            for query in active.values():
+                _say(f"Query {_query_name(query)}: {_batches(query, now_ms, rates=True)}")
+
     def relocated(self, rest_url: str) -> None:
         """A new JobManager attempt took over: the job runs again from its start, followed at ``rest_url``."""
         self._flush_program_stderr()
         self._state = self._slots = self._spark = None
+        self._running_queries.clear()
+        self._stopped_queries.clear()  # the new attempt runs the queries again, with new runIds
+        self._next_query_lines = None
         self._task_managers.clear()  # the new attempt's TaskExecutors register with it anew
         _say(f"The JobManager was restarted; following its new attempt at {rest_url} (the job runs again from its start)")
 
@@ -103,6 +164,14 @@ class ProgressPrinter:
         if newline:
             sys.stderr.buffer.write(lines + newline)
             sys.stderr.buffer.flush()
+
+    def output_rotated(self, stream: str, first_lost: int, resumed_at: int) -> None:
+        """Bytes ``first_lost`` to ``resumed_at`` of the program's ``stream`` were rotated away in the cluster unread."""
+        self._flush_program_stderr()
+        _say(
+            f"[jobcluster] {resumed_at - first_lost:,} bytes of the program's {stream} were rotated away before they could be "
+            f"read (see jobcluster.driver.output.max-files); resuming at byte {resumed_at:,}"
+        )
 
     def _flush_program_stderr(self) -> None:
         if self._stderr_partial:
@@ -126,6 +195,41 @@ class ProgressPrinter:
             _say(f"Job cluster {cluster_id} is still shutting down; see its logs if it does not go away.")
         if platform_report:
             _say(platform_report)
+
+
+def _query_name(query: dict[str, Any]) -> str:
+    return str(query.get("name") or query["id"])
+
+
+def _batches(query: dict[str, Any], now_ms: int, rates: bool = False) -> str:
+    """``batch 42, 1,234 rows/s in, 1,200 rows/s processed, 5,000 state rows, last committed batch 41, 2 s ago``
+    (without the rates and state unless ``rates``)."""
+    batch = query.get("batchId")
+    parts = ["no batch yet" if batch is None else f"batch {batch}"]
+    if rates:
+        parts += [
+            f"{query.get('inputRowsPerSecond') or 0:,.0f} rows/s in",
+            f"{query.get('processedRowsPerSecond') or 0:,.0f} rows/s processed",
+            f"{query.get('stateRows') or 0:,} state rows",
+        ]
+    committed, commit_time = query.get("committedBatchId"), query.get("lastCommitTime")
+    if committed is None:
+        parts.append("no batch committed yet")
+    elif commit_time is None:
+        parts.append(f"last committed batch {committed}")
+    else:
+        parts.append(f"last committed batch {committed}, {_age(now_ms - commit_time)} ago")
+    return ", ".join(parts)
+
+
+def _age(ms: int) -> str:
+    """``45 s``, ``12 min``, ``26 h 5 min``: how long ago, to the unit that matters."""
+    seconds = max(0, ms) // 1000
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
 def _mib(value: int | None) -> str:

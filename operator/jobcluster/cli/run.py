@@ -96,6 +96,12 @@ def run(
     with its own directory on sys.path; its stdout and stderr are streamed here
     as they are written (progress lines go to stderr). Spark settings: -D spark.KEY=VALUE.
 
+    A streaming job's progress is one line per query every 10 s
+    (-D jobcluster.client.streaming-progress-interval=30s), e.g. "Query
+    wordcount: batch 42, 1,234 rows/s in, 1,200 rows/s processed, 5,000 state
+    rows, last committed batch 41, 2 s ago", and a line as soon as a query
+    starts or stops.
+
     \b
     Exit codes: 0 FINISHED; the program's own code when it exits with one above 1;
     1 FAILED, CANCELED or refused input; 2 usage error; 130 interrupted (the job keeps running).
@@ -122,7 +128,7 @@ def run(
     graph = build_job_graph(packaged, config, task_executor_process_spec_from_config(config))
     if graph.savepoint_restore is not None:
         read_local_savepoint(graph.savepoint_restore.path)  # missing or not a savepoint: refused before anything is deployed
-    printer = ProgressPrinter()
+    printer = ProgressPrinter(streaming_interval=config.get(options.CLIENT_STREAMING_PROGRESS_INTERVAL))
     descriptor.progress = printer.step
     printer.deploying(graph, target, config)
     job_client = PipelineExecutor(descriptor).execute(graph, packaged, config)
@@ -133,7 +139,12 @@ def run(
             printer.detached(job_client, target)
             return
         try:
-            result = job_client.wait_for_result(on_update=printer.update, on_output=printer.program_output, on_relocate=printer.relocated)
+            result = job_client.wait_for_result(
+                on_update=printer.update,
+                on_output=printer.program_output,
+                on_relocate=printer.relocated,
+                on_output_gap=printer.output_rotated,
+            )
         except KeyboardInterrupt:
             click.echo(f"\nInterrupted. The job keeps running; cancel it with: jobcluster cancel {graph.job_id} -t {target}", err=True)
             sys.exit(130)

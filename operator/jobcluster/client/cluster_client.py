@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
 import requests
@@ -21,6 +22,16 @@ from jobcluster.errors import ClusterClientError, ClusterUnreachableError, JobNo
 from jobcluster.spark.checkpoints import SavepointError
 
 REQUEST_TIMEOUT = 10.0  # seconds for one REST call
+#: The header in which the cluster says at which logical offset the output it returns begins.
+OUTPUT_OFFSET_HEADER = "X-Output-Offset"
+
+
+@dataclass(frozen=True)
+class ProgramOutput:
+    """Bytes of the program's stdout or stderr: ``data`` begins at logical byte ``offset`` of the stream."""
+
+    offset: int
+    data: bytes
 
 
 class RestClusterClient:
@@ -113,8 +124,10 @@ class RestClusterClient:
         body = self._request("GET", f"/jobs/{job_id}/execution-result")
         return body.get("job-execution-result") if body.get("status", {}).get("id") == "COMPLETED" else None
 
-    def job_output(self, job_id: str, stream: str, offset: int) -> bytes:
-        """The program's ``stream`` (``stdout`` or ``stderr``) from byte ``offset``: what has been written since, maybe empty."""
+    def job_output(self, job_id: str, stream: str, offset: int) -> ProgramOutput:
+        """The program's ``stream`` (``stdout`` or ``stderr``) from logical byte ``offset``: what has been written since,
+        maybe empty. Its ``offset`` is later than the one asked for when those bytes were rotated away in the cluster
+        (the ``X-Output-Offset`` header; a cluster that does not send it rotates nothing)."""
         url = f"{self.rest_url}/jobs/{job_id}/{stream}"
         try:
             resp = self._session.get(url, params={"offset": offset}, timeout=self.timeout)
@@ -124,7 +137,11 @@ class RestClusterClient:
             raise JobNotFoundError(_errors(resp) or f"job {job_id} not found on cluster {self.cluster_id}")
         if resp.status_code >= 400:
             raise ClusterClientError(f"GET {url} failed with {resp.status_code}: {_errors(resp) or resp.text[:200]}")
-        return resp.content
+        try:
+            start = int(resp.headers.get(OUTPUT_OFFSET_HEADER, offset))
+        except ValueError as exc:
+            raise ClusterClientError(f"GET {url}: {OUTPUT_OFFSET_HEADER} is not a number: {resp.headers[OUTPUT_OFFSET_HEADER]!r}") from exc
+        return ProgramOutput(start, resp.content)
 
     def cancel(self, job_id: str) -> None:
         self._request("PATCH", f"/jobs/{job_id}", mode="cancel")

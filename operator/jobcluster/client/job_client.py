@@ -16,6 +16,9 @@ OUTPUT_STREAMS = ("stdout", "stderr")
 ENDED_REPORT_TIMEOUT = 10.0  # seconds to wait for the platform's account of a cluster that died
 
 OutputSink = Callable[[str, bytes], None]
+#: ``(stream, first_lost, resumed_at)``: bytes ``first_lost`` up to ``resumed_at`` (logical offsets) of ``stream``
+#: were rotated away in the cluster before they could be read.
+OutputGap = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class JobClient:
         max_unreachable: float = 60.0,
         on_output: OutputSink | None = None,
         on_relocate: Callable[[str], None] | None = None,
+        on_output_gap: OutputGap | None = None,
     ) -> JobExecutionResult:
         """Poll until the job is terminal; ``on_update(job_details, task_managers)`` after each poll.
 
@@ -62,7 +66,9 @@ class JobClient:
         before this returns: the output is read to its end once the job is
         terminal, and only then is the result fetched, which lets an attached
         cluster shut down. ``on_relocate(rest_url)`` when a new JobManager
-        attempt serves elsewhere and the job is followed there.
+        attempt serves elsewhere and the job is followed there. ``on_output_gap(stream,
+        first_lost, resumed_at)`` when output was rotated away in the cluster
+        before it was read (the program printed faster than it was followed).
 
         Raises:
             ClusterClientError: the cluster's liveness check reports its
@@ -70,7 +76,7 @@ class JobClient:
                 stays unreachable for ``max_unreachable`` seconds; either way it
                 died before reporting a result.
         """
-        output = DriverOutputFollower(self.cluster_client, self.job_id, on_output) if on_output else None
+        output = DriverOutputFollower(self.cluster_client, self.job_id, on_output, on_output_gap) if on_output else None
         last_contact = time.monotonic()
         while True:
             try:
@@ -111,12 +117,19 @@ class JobClient:
 
 
 class DriverOutputFollower:
-    """Copies the program's stdout and stderr to ``sink(stream, data)``, each from where the last poll stopped."""
+    """Copies the program's stdout and stderr to ``sink(stream, data)``, each from where the last poll stopped.
 
-    def __init__(self, cluster_client: RestClusterClient, job_id: str, sink: OutputSink) -> None:
+    ``offsets`` are logical (see the REST endpoint's ``/jobs/{id}/stdout``): they
+    run on over the cluster's rotated files, so every byte still kept is copied
+    once, in order. Bytes rotated away before they were read are skipped, and
+    ``on_gap(stream, first_lost, resumed_at)`` says which.
+    """
+
+    def __init__(self, cluster_client: RestClusterClient, job_id: str, sink: OutputSink, on_gap: OutputGap | None = None) -> None:
         self._cluster_client = cluster_client
         self._job_id = job_id
         self._sink = sink
+        self._on_gap = on_gap
         self.offsets = dict.fromkeys(OUTPUT_STREAMS, 0)
 
     def restart(self) -> None:
@@ -126,7 +139,17 @@ class DriverOutputFollower:
     def poll(self) -> None:
         """Read each stream to its current end; ClusterClientError when the cluster cannot be reached."""
         for stream in OUTPUT_STREAMS:
-            while data := self._cluster_client.job_output(self._job_id, stream, self.offsets[stream]):
+            while True:
+                offset = self.offsets[stream]
+                chunk = self._cluster_client.job_output(self._job_id, stream, offset)
+                if chunk.offset > offset:
+                    self.offsets[stream] = chunk.offset
+                    if self._on_gap is not None:
+                        self._on_gap(stream, offset, chunk.offset)
+                # a cluster never starts before the offset asked for; if one did, what we have is not copied again
+                data = chunk.data[max(0, offset - chunk.offset) :]
+                if not data:
+                    break
                 self.offsets[stream] += len(data)
                 self._sink(stream, data)
 

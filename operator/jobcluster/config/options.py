@@ -443,6 +443,33 @@ EXECUTOR_REGISTRATION_TIMEOUT = ConfigOption(
     "for a lost TaskExecutor to be replaced (heartbeat.timeout plus a start).",
 )
 
+DRIVER_OUTPUT_MAX_FILE_SIZE = ConfigOption(
+    "jobcluster.driver.output.max-file-size",
+    "memory",
+    10 * _MiB,
+    description="Largest size of one file of the program's stdout (driver.out) and of its stderr (driver.err) in the "
+    "cluster's log directory (bytes; Flink size syntax, e.g. 10m). When the next byte would not fit, the file is "
+    "rotated: driver.out becomes driver.out.1, driver.out.1 becomes driver.out.2, and so on, split at exactly this size.",
+    minimum=1024,
+)
+DRIVER_OUTPUT_MAX_FILES = ConfigOption(
+    "jobcluster.driver.output.max-files",
+    "int",
+    10,
+    description="Files kept of the program's stdout and, apart, of its stderr, the live file included; the oldest is "
+    "deleted when a rotation would keep more. Each stream takes at most max-files x max-file-size on disk.",
+    minimum=1,
+)
+CLIENT_STREAMING_PROGRESS_INTERVAL = ConfigOption(
+    "jobcluster.client.streaming-progress-interval",
+    "duration",
+    10.0,
+    description="Time between the progress lines an attached client prints for each query of a streaming job "
+    "(batch, input and processing rates, state rows, age of the last commit), instead of Spark's job and task "
+    "counts (seconds; Flink duration syntax, e.g. 30s). A query starting or stopping is printed at once.",
+    positive=True,
+)
+
 SECURITY_ENCRYPT_DATA_PLANE = ConfigOption(
     "jobcluster.security.encrypt-data-plane",
     "bool",

@@ -20,6 +20,7 @@ from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.rpc.endpoint import RpcEndpoint
 from jobcluster.runtime.jobmaster.job_master import JobMaster
 from jobcluster.runtime.jobmaster.job_result import JobResult
+from jobcluster.runtime.jobmaster.rolling_output import OutputChunk
 from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
 from jobcluster.spark.checkpoints import job_checkpoint_root
 
@@ -95,8 +96,8 @@ class MiniDispatcher(RpcEndpoint):
             self._result_fetched.set()
         return result
 
-    async def job_output(self, job_id: str, stream: str, offset: int) -> bytes:
-        """The program's ``stream`` (``stdout``/``stderr``) from byte ``offset``; see JobMaster.driver_output."""
+    async def job_output(self, job_id: str, stream: str, offset: int) -> OutputChunk:
+        """The program's ``stream`` (``stdout``/``stderr``) from logical byte ``offset``; see JobMaster.driver_output."""
         return await self._job(job_id).driver_output(stream, offset)
 
     async def cancel_job(self, job_id: str) -> None:

@@ -334,7 +334,7 @@ def resource_manager_settings(config: Configuration, slots_per_worker: int) -> R
 
 
 def job_master_settings(config: Configuration) -> JobMasterSettings:
-    """The JobMaster's timeouts from ``config`` (each field names its Flink or jobcluster key)."""
+    """The JobMaster's timeouts and output bounds from ``config`` (each field names its Flink or jobcluster key)."""
     return JobMasterSettings(
         heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
         heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
@@ -342,6 +342,8 @@ def job_master_settings(config: Configuration) -> JobMasterSettings:
         executor_registration_timeout=config.get(options.EXECUTOR_REGISTRATION_TIMEOUT),
         savepoint_directory=config.get(options.SAVEPOINT_DIRECTORY),
         checkpointing_timeout=config.get(options.CHECKPOINTING_TIMEOUT),
+        output_max_file_size=config.get(options.DRIVER_OUTPUT_MAX_FILE_SIZE),
+        output_max_files=config.get(options.DRIVER_OUTPUT_MAX_FILES),
     )
 
 

@@ -1,11 +1,14 @@
 """What the program's driver wrote, and why it failed, read from the cluster's log directory.
 
-The driver process (see :mod:`spark_application`) writes three files there,
-appended to by every attempt of the job: ``driver.out`` (the program's stdout),
-``driver.err`` (the program's stderr) and ``driver.log`` (Spark's log4j log of
-the driver JVM). The REST endpoint serves the first two from a byte offset, so
-an attached client streams them as they are written, on any target; the files
-stay in the log directory after the cluster is gone.
+The program's stdout and stderr (see :mod:`spark_application`) are pipes that
+the JobMaster copies into ``driver.out`` and ``driver.err``, each kept to a
+bounded size by rotation (``driver.out.1``, ... see :mod:`rolling_output`,
+``jobcluster.driver.output.max-file-size`` and ``jobcluster.driver.output.max-files``),
+and written to by every attempt of the job; the driver JVM writes Spark's log4j
+log to ``driver.log``. The REST endpoint serves stdout and stderr from a
+logical byte offset (the position in everything the stream received since the
+job began), so an attached client streams them as they are written, on any
+target; the files stay in the log directory after the cluster is gone.
 
 A failed program's cause is taken from its own stderr: its last Python
 traceback with the exception's whole message (for a ``Py4JJavaError`` the
@@ -21,6 +24,8 @@ from __future__ import annotations
 import re
 import signal
 from pathlib import Path
+
+from jobcluster.runtime.jobmaster.rolling_output import RollingOutputFile
 
 DRIVER_STDOUT_FILE = "driver.out"
 DRIVER_STDERR_FILE = "driver.err"
@@ -38,36 +43,42 @@ _TRACEBACK_START = "Traceback (most recent call last)"
 _JAVA_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
 
 
-def driver_output_file(log_dir: Path, stream: str) -> Path:
-    """The file of ``stream`` (``stdout`` or ``stderr``) in ``log_dir``; ValueError for another name."""
-    try:
-        return log_dir / OUTPUT_STREAMS[stream]
-    except KeyError:
-        raise ValueError(f"unknown output stream {stream!r}; use one of {', '.join(OUTPUT_STREAMS)}") from None
+class DriverOutputFiles:
+    """The program's stdout and stderr of one job, each kept as rolling files in ``log_dir``.
+
+    ``max_file_size`` (bytes) and ``max_files`` (the live file included) bound
+    each stream to at most their product on disk; ValueError when either is below 1.
+    One object serves every attempt of the job, so offsets run on over attempts.
+    """
+
+    def __init__(self, log_dir: Path, max_file_size: int, max_files: int) -> None:
+        self._streams = {stream: RollingOutputFile(log_dir / name, max_file_size, max_files) for stream, name in OUTPUT_STREAMS.items()}
+
+    @property
+    def stdout(self) -> RollingOutputFile:
+        return self._streams["stdout"]
+
+    @property
+    def stderr(self) -> RollingOutputFile:
+        return self._streams["stderr"]
+
+    def stream(self, name: str) -> RollingOutputFile:
+        """The stream called ``name`` (``stdout`` or ``stderr``); ValueError for another name."""
+        try:
+            return self._streams[name]
+        except KeyError:
+            raise ValueError(f"unknown output stream {name!r}; use one of {', '.join(OUTPUT_STREAMS)}") from None
+
+    def close(self) -> None:
+        for stream in self._streams.values():
+            stream.close()
 
 
-def read_from(path: Path, offset: int, limit: int = MAX_OUTPUT_CHUNK) -> bytes:
-    """Up to ``limit`` bytes of ``path`` from byte ``offset``; empty past the end or when there is no file yet."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            return f.read(limit)
-    except FileNotFoundError:
-        return b""
-
-
-def file_size(path: Path) -> int:
-    """Size of ``path`` in bytes, 0 when it does not exist."""
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0
-
-
-def stderr_tail(path: Path, start: int) -> str:
-    """The last ERROR_TAIL_BYTES of ``path`` written at or after byte ``start`` (one attempt's stderr)."""
-    begin = max(start, file_size(path) - ERROR_TAIL_BYTES)
-    return read_from(path, begin, ERROR_TAIL_BYTES).decode(errors="replace")
+def stderr_tail(stderr: RollingOutputFile, start: int) -> str:
+    """The last ERROR_TAIL_BYTES of ``stderr`` written at or after logical byte ``start`` (one attempt's stderr),
+    across its files; what was rotated away is not there."""
+    begin = max(start, stderr.end() - ERROR_TAIL_BYTES)
+    return stderr.read(begin, ERROR_TAIL_BYTES).data.decode(errors="replace")
 
 
 def exit_description(exit_code: int) -> str:

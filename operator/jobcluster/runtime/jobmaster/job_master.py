@@ -31,9 +31,10 @@ from jobcluster.jobgraph.model import JobGraph
 from jobcluster.processes import find_free_port
 from jobcluster.rpc.endpoint import FencedRpcEndpoint, rpc
 from jobcluster.rpc.service import RpcService
-from jobcluster.runtime.jobmaster.driver_output import driver_output_file, last_executor_output, read_from
+from jobcluster.runtime.jobmaster.driver_output import MAX_OUTPUT_CHUNK, DriverOutputFiles, last_executor_output
 from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
 from jobcluster.runtime.jobmaster.job_result import JobResult
+from jobcluster.runtime.jobmaster.rolling_output import OutputChunk
 from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
 from jobcluster.runtime.jobmaster.slot_pool import PooledSlot, SlotPool
 from jobcluster.runtime.jobmaster.spark_application import SparkApplication, SparkProgress
@@ -54,7 +55,9 @@ AGENT_ASK_TIMEOUT = 10.0  # seconds a call of the driver agent may take, but for
 @dataclass(frozen=True)
 class JobMasterSettings:
     """Seconds: heartbeats [heartbeat.interval / heartbeat.timeout]; slot_request_timeout [slot.request.timeout];
-    executor_registration_timeout [jobcluster.executor.registration.timeout]; savepoints' default directory and timeout."""
+    executor_registration_timeout [jobcluster.executor.registration.timeout]. The program's output, per stream:
+    output_max_file_size in bytes [jobcluster.driver.output.max-file-size], output_max_files, the live file
+    included [jobcluster.driver.output.max-files]; savepoints' default directory and timeout."""
 
     heartbeat_interval: float
     heartbeat_timeout: float
@@ -62,6 +65,8 @@ class JobMasterSettings:
     executor_registration_timeout: float = 120.0
     savepoint_directory: str | None = None  # [execution.checkpointing.savepoint-dir]
     checkpointing_timeout: float = 600.0  # [execution.checkpointing.timeout], the longest a savepoint may take
+    output_max_file_size: int = 10 << 20
+    output_max_files: int = 10
 
 
 def _now_ms() -> int:
@@ -111,6 +116,7 @@ class JobMaster(FencedRpcEndpoint):
         self.restarts = 0
         self.progress: SparkProgress | None = None
         self._application: SparkApplication | None = None
+        self._output = DriverOutputFiles(log_dir, settings.output_max_file_size, settings.output_max_files)
         self._application_task: asyncio.Task[None] | None = None
         self._task_executors: dict[str, TaskExecutorGateway] = {}
         self._heartbeats = HeartbeatManager(
@@ -147,6 +153,7 @@ class JobMaster(FencedRpcEndpoint):
         if self._application is not None:
             await self._application.stop()
         await self._agent_rpc.stop()
+        self._output.close()
 
     def _set_status(self, status: JobStatus) -> None:
         if self.status is not status:
@@ -233,6 +240,7 @@ class JobMaster(FencedRpcEndpoint):
                 self.spark_master,
                 self._host,
                 self._log_dir,
+                self._output,
                 self._sizing_conf,
                 self.restarts + 1,
                 agent_settings,
@@ -447,15 +455,15 @@ class JobMaster(FencedRpcEndpoint):
 
     # ---- views -------------------------------------------------------------------------
 
-    async def driver_output(self, stream: str, offset: int) -> bytes:
-        """What the program wrote to ``stream`` (``stdout`` or ``stderr``) from byte ``offset``, over all attempts.
+    async def driver_output(self, stream: str, offset: int) -> OutputChunk:
+        """What the program wrote to ``stream`` (``stdout`` or ``stderr``) from logical byte ``offset``, over all attempts.
 
         At most MAX_OUTPUT_CHUNK bytes; empty when there is nothing more yet.
+        When ``offset`` was rotated away, the chunk starts at the oldest byte
+        kept: ``chunk.offset`` is where its data begins (see rolling_output).
         ValueError for an unknown stream or a negative offset.
         """
-        if offset < 0:
-            raise ValueError(f"offset must be 0 or more, got {offset}")
-        return await asyncio.to_thread(read_from, driver_output_file(self._log_dir, stream), offset)
+        return await asyncio.to_thread(self._output.stream(stream).read, offset, MAX_OUTPUT_CHUNK)
 
     def job_details(self) -> dict[str, Any]:
         """The job as jobcluster sees it: state, times, the one vertex, Spark's progress, the program's exit code.

@@ -10,8 +10,9 @@ these settings. ``spark-submit PROGRAM`` would make the JVM the parent, and
 its PythonRunner merges the program's stderr into its stdout and gives it a
 stdin pipe that is never closed. Started directly, the program has
 
-- its own stdout and stderr, kept apart (``driver.out``, ``driver.err``, see
-  :mod:`driver_output`), while the JVM's log4j output goes to ``driver.log``
+- its own stdout and stderr, kept apart: pipes copied into rolling files
+  (``driver.out``, ``driver.err``, see :mod:`driver_output`) by threads of
+  the JobMaster, while the JVM's log4j output goes to ``driver.log``
   (configured through ``SPARK_SUBMIT_OPTS``, as the shell has no other hook);
 - its own exit code as the process's exit code;
 - ``/dev/null`` as stdin, so a program that reads stdin sees its end.
@@ -53,9 +54,8 @@ from jobcluster.processes import ChildProcess, find_free_port, program_umask, se
 from jobcluster.runtime.jobmaster.driver_output import (
     DRIVER_LOG_FILE,
     DRIVER_STDERR_FILE,
-    DRIVER_STDOUT_FILE,
+    DriverOutputFiles,
     exit_description,
-    file_size,
     program_error,
     stderr_tail,
 )
@@ -243,8 +243,9 @@ def _wait_for_session_exit(session_id: int, timeout: float) -> None:
 class SparkApplication:
     """One attempt of the JobGraph's program: ``python PROGRAM ARGS`` as a PySpark driver in client mode.
 
-    Output goes to the files of :mod:`driver_output` in ``log_dir``; the driver
-    JVM's Spark log to ``driver.log``, its log4j configuration written next to it.
+    The program's stdout and stderr go to ``output`` (the job's rolling files in
+    ``log_dir``, shared by its attempts); the driver JVM's Spark log to
+    ``driver.log``, its log4j configuration written next to it.
     The program runs under the driver agent (``spark/driver_agent``), configured by ``agent`` and reached with
     ``agent_secret``; ``env``: added to the driver's environment (the cluster's Spark security: SPARK_CONF_DIR, SPARK_LOCAL_IP);
     ``resources_wait``: seconds the SparkContext waits for the job's executors (see :func:`submit_conf`).
@@ -257,6 +258,7 @@ class SparkApplication:
         master: SparkMasterAddress,
         host: str,
         log_dir: Path,
+        output: DriverOutputFiles,
         sizing_conf: dict[str, str],
         attempt: int,
         agent: AgentSettings,
@@ -270,19 +272,19 @@ class SparkApplication:
         conf = submit_conf(graph, master, host, self.ui_port, sizing_conf, resources_wait)
         py_files, jars = artifact_paths(graph, staging_dir)
         program, cwd = program_location(graph, staging_dir)
-        self.stdout_file = log_dir / DRIVER_STDOUT_FILE
-        self.stderr_file = log_dir / DRIVER_STDERR_FILE
+        self.output = output
         self.spark_log_file = log_dir / DRIVER_LOG_FILE
         self._log4j_config = log_dir / DRIVER_LOG4J_CONFIG_FILE
-        self._stderr_start = file_size(self.stderr_file)  # where this attempt's stderr begins
+        self._stderr_start = output.stderr.end()  # the logical offset where this attempt's stderr begins
         self.process = ChildProcess(
             f"spark-driver-{attempt}",
             [sys.executable, "-m", DRIVER_AGENT_MODULE, str(program), *vertex.program_args],
             driver_env(conf, py_files, self._log4j_config, {**(env or {}), **agent.environment(agent_secret)}, jars),
-            self.stderr_file,
+            log_dir / DRIVER_STDERR_FILE,  # not opened: both streams go to their sinks
             cwd=cwd,
-            stdout_file=self.stdout_file,
             umask=program_umask(),  # the program's files get the modes they would get under spark-submit
+            stdout_sink=output.stdout.write,
+            stderr_sink=output.stderr.write,
         )
         self.app_id: str | None = None
 
@@ -295,7 +297,8 @@ class SparkApplication:
         log.info("PySpark driver started (pid %s) in %s, driver UI %s", self.process.pid, self.process.cwd, self.ui_url)
 
     async def wait(self) -> int:
-        """The program's exit code (negative: killed by that signal), as soon as the program has exited.
+        """The program's exit code (negative: killed by that signal), as soon as the program has exited
+        and what it wrote has been copied to ``output`` (see :meth:`ChildProcess.wait`).
 
         Its driver JVM may still be running its shutdown hooks then (see
         :meth:`wait_for_driver_jvm`); :meth:`stop` ends it in any case.
@@ -318,7 +321,7 @@ class SparkApplication:
 
     def failure_cause(self, exit_code: int) -> str:
         """How the program ended, with its error from this attempt's stderr (see :func:`program_error`)."""
-        error = program_error(stderr_tail(self.stderr_file, self._stderr_start))
+        error = program_error(stderr_tail(self.output.stderr, self._stderr_start))
         how = exit_description(exit_code)
         if error:
             return f"{how}:\n{error}"

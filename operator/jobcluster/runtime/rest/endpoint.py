@@ -44,6 +44,8 @@ READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 PRIVATE_READ_SUFFIXES = ("/stdout", "/stderr")
 #: Flink serves each path also under its REST API version prefix.
 API_VERSION_PREFIX = "/v1"
+#: Response header of ``/jobs/{id}/stdout`` and ``/stderr``: the logical offset of the body's first byte.
+OUTPUT_OFFSET_HEADER = "X-Output-Offset"
 #: A Flink JobID in a path: 32 hex digits (Flink's ``JobID.fromHexString``; either case).
 _JOB_ID = re.compile(r"[0-9a-fA-F]{32}")
 
@@ -214,18 +216,24 @@ class RestEndpoint:
     async def _program_output(self, request: web.Request) -> web.Response:
         """The program's stdout or stderr (by the path's last part) from byte ``?offset=N`` (default 0), raw bytes.
 
-        At most 1 MiB per call; an empty body means nothing more has been
-        written yet. A client follows the output by asking again from
-        ``offset + len(body)``.
+        Offsets are logical: byte N is the N-th byte the stream received since
+        the job began, over all its attempts, whichever rotated file
+        (``driver.out``, ``driver.out.1``, ...) holds it now. At most 1 MiB per
+        call; an empty body means nothing more has been written yet. The header
+        ``X-Output-Offset`` is the offset of the body's first byte: N itself,
+        or, when byte N was rotated away, the oldest byte still kept (the bytes
+        between were lost to rotation). A client follows the output by asking
+        again from ``X-Output-Offset + len(body)``. 400 for a negative or
+        non-numeric offset.
         """
         assert self._dispatcher is not None
         stream = request.path.rsplit("/", 1)[1]
         try:
             offset = int(request.query.get("offset", "0"))
-            data = await self._dispatcher.job_output(_job_id(request), stream, offset)
+            chunk = await self._dispatcher.job_output(_job_id(request), stream, offset)
         except ValueError as exc:
             return web.json_response({"errors": [f"bad output request: {exc}"]}, status=400)
-        return web.Response(body=data, content_type="application/octet-stream")
+        return web.Response(body=chunk.data, content_type="application/octet-stream", headers={OUTPUT_OFFSET_HEADER: str(chunk.offset)})
 
     async def _cancel(self, request: web.Request) -> web.Response:
         """Flink's ``PATCH /jobs/{id}?mode=``: ``cancel`` (the default; any case) cancels, 202.
