@@ -26,6 +26,7 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -73,10 +74,15 @@ class _Restore:
 
 
 class DriverAgent:
-    """The agent of one attempt of the program, configured by the JobMaster (:class:`AgentSettings`)."""
+    """The agent of one attempt of the program, configured by the JobMaster (:class:`AgentSettings`).
 
-    def __init__(self, settings: AgentSettings) -> None:
+    ``files``: how it reaches checkpoints and savepoints, given the program's SparkSession (Hadoop's
+    FileSystem in the driver's JVM; the unit tests give one over local paths).
+    """
+
+    def __init__(self, settings: AgentSettings, files: Callable[[Any], HadoopFiles] = HadoopFiles) -> None:
         self.settings = settings
+        self._make_files = files
         self._lock = threading.Lock()
         self._queries: list[_Query] = []
         self._files: HadoopFiles | None = None
@@ -91,8 +97,8 @@ class DriverAgent:
         """Before a query starts: restore it from the job's savepoint if it has one there. SavepointError on a bad savepoint."""
         with self._lock:
             if self._files is None:
-                self._files = HadoopFiles(spark)
-        location = explicit_checkpoint or (f"{self.settings.checkpoint_root}/{name}" if name and self.settings.checkpoint_root else None)
+                self._files = self._make_files(spark)
+        location = self._location(name, explicit_checkpoint)
         restore = self._restore_point()
         if restore is None or name is None or name not in restore.metadata.queries:
             return
@@ -109,17 +115,22 @@ class DriverAgent:
         restore.restored.add(name)
 
     def started(self, handle: Any, name: str | None, explicit_checkpoint: str | None) -> None:
-        """A query started: register it; warn when it cannot be found again after a failover or in a savepoint."""
-        checkpoint = _checkpoint_of(handle) or explicit_checkpoint
+        """A query started: register it; warn when it cannot be found again after a failover or in a savepoint.
+
+        Its checkpoint is recorded only when it can be found again (a name under the
+        root, or its own location): savepoints leave the others out.
+        """
+        location = self._location(name, explicit_checkpoint)
+        checkpoint = (_checkpoint_of(handle) or location) if location else None
         with self._lock:
             self._queries.append(_Query(handle, name, checkpoint))
-        if name is None:
+        if name is None and explicit_checkpoint is None:
             _warn(
-                f"streaming query {handle.id} has no name, so its checkpoint ({checkpoint or 'a temporary directory'}) is not found "
-                "again: after a failover it starts over, and savepoints leave it out. Name it with .queryName(...): "
+                f"streaming query {handle.id} has no name, so its checkpoint ({_checkpoint_of(handle) or 'a temporary directory'}) is "
+                "not found again: after a failover it starts over, and savepoints leave it out. Name it with .queryName(...): "
                 "the name is its id in checkpoints and savepoints (Flink's operator uid)."
             )
-        elif checkpoint is None or (explicit_checkpoint is None and self.settings.checkpoint_root is None):
+        elif location is None:
             _warn(
                 f"streaming query {name!r} checkpoints in a temporary directory: execution.checkpointing.dir is not set, so it "
                 "starts over after a failover and savepoints leave it out. Set it (-D execution.checkpointing.dir=URI)."
@@ -190,6 +201,13 @@ class DriverAgent:
 
     # ---- internals ----
 
+    def _location(self, name: str | None, explicit_checkpoint: str | None) -> str | None:
+        """Where a query checkpoints: its own location, else ``<root>/<name>``; None when neither is known."""
+        if explicit_checkpoint:
+            return explicit_checkpoint
+        root = self.settings.checkpoint_root
+        return f"{root}/{name}" if name and root else None
+
     def _snapshot(self) -> list[_Query]:
         with self._lock:
             return list(self._queries)
@@ -218,7 +236,7 @@ class DriverAgent:
         saved: dict[str, QuerySavepoint] = {}
         skipped = []
         for query in queries:
-            if query.name is None or query.checkpoint is None:
+            if query.name is None or query.checkpoint is None:  # an unnamed query cannot be restored by name
                 skipped.append(str(query.handle.id))
                 continue
             committed = _copy_cut(files, query.checkpoint, f"{location}/{query.name}")
