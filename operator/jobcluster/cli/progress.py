@@ -145,14 +145,17 @@ class ProgressPrinter:
                 _say(f"Query {_query_name(query)}: {_batches(query, now_ms, rates=True)}")
 
     def relocated(self, rest_url: str) -> None:
-        """A new JobManager attempt took over: the job runs again from its start, followed at ``rest_url``."""
+        """A new JobManager attempt took over: the job runs again (a streaming job from its checkpoints), followed at ``rest_url``."""
         self._flush_program_stderr()
         self._state = self._slots = self._spark = None
         self._running_queries.clear()
         self._stopped_queries.clear()  # the new attempt runs the queries again, with new runIds
         self._next_query_lines = None
         self._task_managers.clear()  # the new attempt's TaskExecutors register with it anew
-        _say(f"The JobManager was restarted; following its new attempt at {rest_url} (the job runs again from its start)")
+        _say(
+            f"The JobManager was restarted; following its new attempt at {rest_url} "
+            "(the job runs again: a batch job from its start, a streaming job from its checkpoints)"
+        )
 
     def program_output(self, stream: str, data: bytes) -> None:
         """Copy what the program wrote to ``stream`` (``stdout`` or ``stderr``) to ours, bytes as they are."""
