@@ -12,7 +12,6 @@ from jobcluster.backends import registry
 from jobcluster.cli.common import conf_dir_option, dynamic_properties_option, load_cli_configuration, reports_errors
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle
-from jobcluster.client.savepoints import dispose_local_savepoint
 from jobcluster.config import options
 from jobcluster.errors import ClusterClientError, ClusterUnreachableError, JobNotFoundError
 
@@ -132,7 +131,9 @@ def stop(
 @click.command()
 @click.argument("job_id", required=False)
 @click.argument("target_directory", required=False)
-@click.option("-d", "--dispose", "dispose", default=None, metavar="PATH", help="Delete the savepoint at PATH instead (on this machine).")
+@click.option(
+    "-d", "--dispose", "dispose", default=None, metavar="PATH", help="Delete the savepoint at PATH instead, on the target's file system."
+)
 @click.option("-t", "--target", default=None, help="execution.target of the job's cluster (default: from the configuration).")
 @conf_dir_option
 @dynamic_properties_option
@@ -151,17 +152,18 @@ def savepoint(
     micro-batch; the job runs on. TARGET_DIRECTORY defaults to
     execution.checkpointing.savepoint-dir.
     """
-    if dispose is not None:
-        if job_id is not None:
-            raise click.UsageError("give either JOB_ID (take a savepoint) or --dispose PATH, not both")
-        click.echo(f"Disposing savepoint '{dispose}'.", err=True)
-        dispose_local_savepoint(dispose)
-        click.echo(f"Savepoint '{dispose}' disposed.")
-        return
-    if job_id is None:
+    if dispose is not None and job_id is not None:
+        raise click.UsageError("give either JOB_ID (take a savepoint) or --dispose PATH, not both")
+    if dispose is None and job_id is None:
         raise click.UsageError("missing JOB_ID: the job to take a savepoint of (or --dispose PATH)")
     config = load_cli_configuration(conf_dir, dynamic_properties, **{options.EXECUTION_TARGET.key: target})
     descriptor = registry.cluster_descriptor(config.get(options.EXECUTION_TARGET), config)
+    if dispose is not None:
+        click.echo(f"Disposing savepoint '{dispose}'.", err=True)
+        descriptor.dispose_savepoint(dispose)
+        click.echo(f"Savepoint '{dispose}' disposed.")
+        return
+    assert job_id is not None
     handle, client = _savepoint_client(descriptor, job_id)
     try:
         click.echo(f"Triggering savepoint for job {handle.job_id}.", err=True)

@@ -13,7 +13,6 @@ from jobcluster.cli.progress import ProgressPrinter
 from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.job_client import JobExecutionResult
 from jobcluster.client.program import build_job_graph, packaged_program, split_list_arguments
-from jobcluster.client.savepoints import read_local_savepoint
 from jobcluster.config import options
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 
@@ -127,7 +126,7 @@ def run(
     packaged = packaged_program(program, program_args, py_files, split_list_arguments(jars))
     graph = build_job_graph(packaged, config, task_executor_process_spec_from_config(config))
     if graph.savepoint_restore is not None:
-        read_local_savepoint(graph.savepoint_restore.path)  # missing or not a savepoint: refused before anything is deployed
+        descriptor.read_savepoint(graph.savepoint_restore.path)  # missing or not a savepoint: refused before anything is deployed
     printer = ProgressPrinter(streaming_interval=config.get(options.CLIENT_STREAMING_PROGRESS_INTERVAL))
     descriptor.progress = printer.step
     printer.deploying(graph, target, config)

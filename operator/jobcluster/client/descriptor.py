@@ -17,6 +17,7 @@ from pathlib import Path
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.config.configuration import Configuration
 from jobcluster.jobgraph.model import JobGraph
+from jobcluster.spark.checkpoints import SavepointError, SavepointMetadata
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,28 @@ class ClusterDescriptor(abc.ABC):
     @abc.abstractmethod
     def kill_cluster(self, cluster_id: str) -> None:
         """Stop a cluster without asking its job (last resort; ``cancel`` is the polite way)."""
+
+    def read_savepoint(self, path: str) -> SavepointMetadata | None:
+        """The metadata of the savepoint ``path`` as the cluster will see it, read before anything is deployed;
+        None where the client does not reach the cluster's file system (the job's driver then reads it when its
+        first query starts, and fails the job with the same words).
+
+        Raises:
+            SavepointError: ``path`` does not exist or is not a savepoint.
+        """
+        return None
+
+    def dispose_savepoint(self, path: str) -> None:
+        """Delete the savepoint ``path`` (Flink's ``flink savepoint --dispose``) on the target's file system.
+
+        Raises:
+            SavepointError: ``path`` is not a savepoint (nothing is deleted), or the client does not reach
+                the file system it is on (then a running cluster can: ``POST /savepoint-disposal``).
+        """
+        raise SavepointError(
+            f"the {self.target} target cannot reach {path} from this machine: dispose of it through a running job cluster "
+            "(POST /savepoint-disposal) or with the tools of its file system"
+        )
 
     def prune_logs(self, max_age: float) -> list[str]:
         """Remove the logs of ended clusters older than ``max_age`` seconds; returns what was removed.

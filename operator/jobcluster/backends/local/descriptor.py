@@ -39,6 +39,7 @@ from jobcluster.backends.local.machine_fit import MachineResources, check_fits, 
 from jobcluster.backends.local.retention import prune_log_dirs
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram
+from jobcluster.client.savepoints import dispose_local_savepoint, read_local_savepoint
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
@@ -47,6 +48,7 @@ from jobcluster.jobgraph.model import ClientPaths, JobGraph
 from jobcluster.processes import ENV_PROGRAM_UMASK, PRIVATE_UMASK, current_umask, kill_process_tree, session_members
 from jobcluster.runtime.entrypoint import layout
 from jobcluster.security import new_cluster_secret, private_directory, rest_token, write_private_file
+from jobcluster.spark.checkpoints import SavepointMetadata
 from jobcluster.spark.home import check_java
 
 log = logging.getLogger(__name__)
@@ -195,6 +197,13 @@ class LocalClusterDescriptor(ClusterDescriptor):
         """None: a local cluster hands its result to its attached client and keeps no record after it ends
         (its log directory stays for ``jobcluster.logs.max-age``)."""
         return None
+
+    def read_savepoint(self, path: str) -> SavepointMetadata | None:
+        """A local cluster shares this machine's file system: the savepoint is read here (None for another scheme, e.g. hdfs://)."""
+        return read_local_savepoint(path)
+
+    def dispose_savepoint(self, path: str) -> None:
+        dispose_local_savepoint(path)
 
     def prune_logs(self, max_age: float) -> list[str]:
         """Remove the log directories of ended clusters older than ``max_age`` seconds (see retention.py).
