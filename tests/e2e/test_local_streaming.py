@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections import Counter
@@ -21,7 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 import requests
-from support import jobcluster, processes_of, staging_dirs
+from support import REPO, jobcluster, processes_of, staging_dirs
 
 from tests.infra.kafka.cluster import KafkaCluster
 from tests.support.streaming import PROGRAM, lines, local_batches, wait_for_committed_batch, wait_for_counts, word_counts
@@ -117,11 +119,28 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
     _wait_until_gone(home)
 
     # The savepoint taken while running, restored into a fresh output: its state plus what came after it.
-    again, rest = _run_detached(
-        "-p", "2", "-D", "taskmanager.numberOfTaskSlots=2", "-s", running_savepoint, *common, *program(tmp_path / "out3")
+    # Attached, as a user runs it: the queries' progress at a steady pace, then FINISHED once stopped.
+    settings = ["-D", "taskmanager.numberOfTaskSlots=2", "-D", "jobcluster.client.streaming-progress-interval=2s"]
+    attached = subprocess.Popen(
+        [sys.executable, "-m", "jobcluster", "run", "-p", "2", *settings, "-s", running_savepoint, *common, *program(tmp_path / "out3")],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    wait_for_counts(local_batches(tmp_path / "out3"), expected, COUNT_TIMEOUT, "restored from the running savepoint")
-    _savepoint_path(jobcluster("stop", again, "--savepointPath", str(tmp_path / "last")))
+    try:
+        wait_for_counts(local_batches(tmp_path / "out3"), expected, COUNT_TIMEOUT, "restored from the running savepoint")
+        again = re.search(r"^\S+ \S+\s+([0-9a-f]{32})\s", jobcluster("list", check=True).stdout, re.M).group(1)
+        _savepoint_path(jobcluster("stop", again, "--savepointPath", str(tmp_path / "last")))
+        stdout, stderr = attached.communicate(timeout=COUNT_TIMEOUT)
+    finally:
+        if attached.poll() is None:
+            attached.kill()
+    assert attached.returncode == 0, stderr
+    assert re.search(r"Query wordcount started \(id ", stderr), stderr
+    assert re.search(r"Query wordcount: batch \d+, .* rows/s in, .* rows/s processed, [\d,]+ state rows", stderr), stderr
+    assert "Query wordcount stopped" in stderr and f"Job {again} (streaming_wordcount) FINISHED" in stderr, stderr
+    assert "query wordcount stopped after batch" in stdout, "the program went on after its query stopped, and ended"
     _wait_until_gone(home)
 
     disposed = jobcluster("savepoint", "--dispose", running_savepoint, check=True)
