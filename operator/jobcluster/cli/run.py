@@ -126,7 +126,7 @@ def run(
     descriptor = registry.cluster_descriptor(target, config)
     packaged = packaged_program(program, program_args, py_files, split_list_arguments(jars))
     graph = build_job_graph(packaged, config, task_executor_process_spec_from_config(config))
-    if graph.savepoint_restore is not None:
+    if graph.savepoint_restore is not None and descriptor.client_paths_reach_driver:
         read_local_savepoint(graph.savepoint_restore.path)  # missing or not a savepoint: refused before anything is deployed
     printer = ProgressPrinter(streaming_interval=config.get(options.CLIENT_STREAMING_PROGRESS_INTERVAL))
     descriptor.progress = printer.step

@@ -95,10 +95,15 @@ class ClusterDescriptor(abc.ABC):
 
     ``progress``: where a descriptor tells the user how a deployment goes, one
     line per step (the CLI prints them to stderr); silent unless set.
+    ``client_paths_reach_driver``: whether a path on the client's machine names
+    the same file for the job's driver, so that the client can check a savepoint
+    (``run -s``) before it deploys anything. Not on Kubernetes: the driver runs
+    in a pod, which sees its image and the volumes its pod template mounts.
     """
 
     target: str
     progress: Callable[[str], None] = staticmethod(_silent)
+    client_paths_reach_driver: bool = True
 
     @abc.abstractmethod
     def deploy_job_cluster(

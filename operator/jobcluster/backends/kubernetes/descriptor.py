@@ -97,6 +97,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
     """
 
     target = DeploymentTarget.KUBERNETES_APPLICATION
+    client_paths_reach_driver = False  # a savepoint path is the pods' (a volume's): their driver checks it
 
     def __init__(self, config: Configuration, api: kubernetes.client.ApiClient | None = None, progress: Progress | None = None) -> None:
         self._config = config
