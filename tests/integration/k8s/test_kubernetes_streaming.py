@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -195,17 +196,27 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
             lambda: not list_json(k8s_api, namespace, "pods", f"app={cluster_id}"), timeout=180, what=f"the pods of {cluster_id} gone"
         )
 
+    started = last_step = time.monotonic()
+    steps: list[str] = []
+
+    def step(what: str) -> None:
+        nonlocal last_step
+        steps.append(f"{what} {time.monotonic() - last_step:.0f} s")
+        last_step = time.monotonic()
+
     out = host_dir / "out"
     expected = produce(parts[0])
     job, cluster_a = run("a", "-p", "2", "-D", "taskmanager.numberOfTaskSlots=1", "-D", "restart-strategy.type=fixed-delay",
                          output=f"{MOUNT}/out")  # fmt: skip
     first_jm = job_manager_pod(k8s_api, namespace, cluster_a)
+    step("run a")
     rest = rest_of(first_jm)
 
     # A TaskManager pod killed mid-stream: Spark carries on with the other executor, the ResourceManager replaces the pod.
     wait_for_committed_batch(rest, job, 0, COUNT_TIMEOUT)
     core.delete_namespaced_pod(f"{cluster_a}-taskmanager-1-1", namespace, grace_period_seconds=0, _request_timeout=TIMEOUT)
     committed = wait_for_committed_batch(rest, job, 1, COUNT_TIMEOUT)["committedBatchId"]
+    step("batch 0, TaskManager killed, batch 1")
 
     # The JobManager pod deleted: the Deployment starts a new one, which runs the program again on the same checkpoint root.
     core.delete_namespaced_pod(first_jm["metadata"]["name"], namespace, grace_period_seconds=0, _request_timeout=TIMEOUT)
@@ -216,14 +227,16 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
         what="a new JobManager pod",
     )
     rest = rest_of(second_jm)
+    step("new JobManager pod")
     wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "after a TaskManager pod and the JobManager pod were deleted")
     expected = produce(parts[1])
     wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "on the new JobManager pod")
+    step("counted on the new JobManager")
     (query,) = requests.get(f"{rest}/jobs/{job}", timeout=10).json()["streaming"]["queries"]
     assert query["checkpoint"] == f"file:{MOUNT}/checkpoints/{job}/wordcount"
     resumed_at = min(entry["batchId"] for entry in query["history"])
     assert resumed_at > committed, f"the new JobManager's program started at micro-batch {resumed_at}, not after {committed}"
-    assert (host_dir / "checkpoints" / job / "wordcount" / "commits").is_dir()
+    assert {"commits", "offsets", "state"} <= {p.name for p in (host_dir / "checkpoints" / job / "wordcount").iterdir()}
 
     # A savepoint while the job runs; more records; then stop-with-savepoint into the default directory, on the volume.
     running_savepoint = savepoint_path(jobcluster(cli_env, "savepoint", *on_k8s, job, f"{MOUNT}/running-savepoints"))
@@ -235,11 +248,13 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
     assert stopped.startswith(f"file:{MOUNT}/savepoints/savepoint-{job[:6]}-")
     assert (on_volume(host_dir, stopped) / "wordcount" / "commits").is_dir()
     gone(cluster_a)
+    step("savepoint, stop, gone")
 
     # Restored with another parallelism after more records arrived: it goes on where the stop left it.
     expected = produce(parts[3])
     restored, cluster_b = run("b", "-p", "1", "-s", stopped, output=f"{MOUNT}/out")
     rest = rest_of(job_manager_pod(k8s_api, namespace, cluster_b))
+    step("run b")
     wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "restored from the stop's savepoint with parallelism 1")
     stats = requests.get(f"{rest}/jobs/{restored}/checkpoints", timeout=10).json()
     assert stats["counts"]["restored"] == 1 and stats["latest"]["restored"]["external_path"] == stopped
@@ -247,6 +262,7 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
     cancelled = jobcluster(cli_env, "cancel", *on_k8s, restored)
     assert cancelled.returncode == 0, cancelled.stderr
     gone(cluster_b)
+    step("b counted, cancelled, gone")
 
     # The savepoint taken while running, restored into a fresh output: its state plus what came after it.
     again, cluster_c = run("c", "-p", "2", "-D", "taskmanager.numberOfTaskSlots=2", "-s", running_savepoint, output=f"{MOUNT}/out3")
@@ -254,7 +270,9 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
     last = savepoint_path(jobcluster(cli_env, "stop", *on_k8s, again, "--savepointPath", f"{MOUNT}/last"))
     assert (on_volume(host_dir, last) / "_metadata").is_file()
     gone(cluster_c)
+    step("c run, counted, stopped, gone")
 
+    print(f"streaming on Kubernetes took {time.monotonic() - started:.0f} s: " + ", ".join(steps))
     assert_namespace_empty(k8s_api, namespace)
     left = k8s_cluster.kubectl("get", "all,configmaps,secrets", "-n", namespace, "-l", "type=jobcluster-native-kubernetes")
     assert left.stdout == "" and "No resources found" in left.stderr, left
