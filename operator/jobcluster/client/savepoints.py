@@ -4,7 +4,9 @@ Why on the client: a job started from a savepoint that is missing, or from a
 directory that is not one, must be refused before a cluster is deployed for
 it. The client reads savepoints on its own file system (a path or a
 ``file:`` URI) and disposes of them there. A savepoint on another file system
-(``hdfs://``, a volume only the cluster mounts) is read by the job's driver
+(``hdfs://``), or any path when the driver does not see the client's files (on
+Kubernetes a path is the pods', e.g. on a volume their pod template mounts:
+``ClusterDescriptor.client_paths_reach_driver``), is read by the job's driver
 when its first query starts, which fails the job with the same words.
 """
 
