@@ -192,9 +192,7 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
         return re.search(r"JobID ([0-9a-f]{32})", result.stdout).group(1), cluster_id
 
     def gone(cluster_id: str) -> None:
-        wait_for(
-            lambda: not list_json(k8s_api, namespace, "pods", f"app={cluster_id}"), timeout=180, what=f"the pods of {cluster_id} gone"
-        )
+        wait_for(lambda: not list_json(k8s_api, namespace, "pods", f"app={cluster_id}"), timeout=180, what=f"the pods of {cluster_id} gone")
 
     started = last_step = time.monotonic()
     steps: list[str] = []
