@@ -163,3 +163,32 @@ def test_kubernetes_application_is_a_target_and_its_descriptor_needs_no_api_serv
 def test_rest_endpoint_option_is_checked():
     with pytest.raises(IllegalConfigurationError, match=r"jobcluster\.kubernetes\.rest\.endpoint"):
         validate_configuration(Configuration({"jobcluster.kubernetes.rest.endpoint": "proxy"}))
+
+
+class _Deployed(Exception):
+    """Raised by the stand-in deployment: the client got that far."""
+
+
+@pytest.mark.parametrize(("target", "checked_here"), [("local", True), ("kubernetes-application", False)])
+def test_run_s_checks_a_savepoint_path_on_this_machine_only_where_the_driver_sees_this_machines_files(
+    tmp_path, monkeypatch, target, checked_here
+):
+    """A savepoint path on Kubernetes is the pods' (a volume they mount), not this machine's: the client does not refuse it."""
+    from click.testing import CliRunner
+
+    from jobcluster.cli import run as run_module
+
+    (tmp_path / "job.py").write_text("print(1)\n")
+
+    def deploy(*args):
+        raise _Deployed()
+
+    monkeypatch.setattr(run_module.PipelineExecutor, "execute", deploy)
+    monkeypatch.chdir(tmp_path)
+    args = ["-t", target, "-D", "kubernetes.config.file=/does/not/exist", "-D", "execution.checkpointing.dir=/streaming/checkpoints"]
+    result = CliRunner().invoke(run_module.run, [*args, "-s", "/streaming/savepoints/savepoint-abcdef-0123456789ab", "job.py"])
+    if checked_here:
+        assert result.exit_code == 1
+        assert "savepoint /streaming/savepoints/savepoint-abcdef-0123456789ab does not exist" in result.stderr
+    else:
+        assert isinstance(result.exception, _Deployed), result.output

@@ -2,10 +2,12 @@
 
 Why on the client: a job started from a savepoint that is missing, or from a
 directory that is not one, must be refused before a cluster is deployed for
-it. The client reads savepoints on its own file system (a path or a
-``file:`` URI) and disposes of them there. A savepoint on another file system
-(``hdfs://``, a volume only the cluster mounts) is read by the job's driver
-when its first query starts, which fails the job with the same words.
+it. Where the cluster shares the client's file system (the ``local`` target,
+``ClusterDescriptor.read_savepoint``), savepoints are read and disposed of
+here, by path or ``file:`` URI. Elsewhere (``hdfs://``; on Kubernetes any path
+is the pods', e.g. on a volume their pod template mounts) the job's driver
+reads the savepoint when its first query starts, which fails the job with the
+same words.
 """
 
 from __future__ import annotations

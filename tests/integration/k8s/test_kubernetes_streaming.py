@@ -1,0 +1,276 @@
+"""Streaming with Flink's guarantees on ``kubernetes-application``, counted against a real Kafka topic.
+
+The chain of tests/e2e/test_local_streaming.py on the real test node: the
+checkpoint root, the savepoints, Spark's Kafka connector and the word count's
+output live on one volume, a PersistentVolumeClaim (bound to a hostPath
+PersistentVolume of this machine's directory) that the pod template mounts at
+``/streaming`` in the JobManager and every TaskManager pod, as a user would
+mount an NFS or CephFS share; the test reads what the pods wrote in that
+directory. The program reads the broker on the node's address
+(``pod_bootstrap_servers``). Each step is counted exactly (no record lost,
+none counted twice, tests/support/streaming.py): a TaskManager pod killed
+mid-stream; the JobManager pod deleted, so that the Deployment's new pod runs
+the program again with the same JobID and it resumes after its last committed
+micro-batch; a savepoint while running; ``stop`` with a savepoint onto the
+volume; ``run -s`` with another parallelism after more records arrived; the
+running savepoint restored. Three job clusters in all; none is left at the end.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import kubernetes
+import pytest
+import requests
+import yaml
+
+from tests.infra.kafka.cluster import KafkaCluster
+from tests.integration.k8s.pods import MAIN_CONTAINER, open_to_containers
+from tests.integration.k8s.test_kubernetes_e2e import TIMEOUT, assert_namespace_empty, cluster_options, jobcluster, list_json
+from tests.integration.k8s.waiting import wait_for
+from tests.support.streaming import PROGRAM, lines, local_batches, wait_for_committed_batch, wait_for_counts, word_counts
+
+pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
+
+REPO = Path(__file__).resolve().parents[3]
+MOUNT = "/streaming"  # where every pod of the job clusters sees the volume
+COUNT_TIMEOUT = 300  # seconds for a job to count what was produced (pods and JVMs start on a busy 2-core node)
+POD_TIMEOUT = 240  # seconds for a new JobManager pod to serve
+
+
+@pytest.fixture
+def namespace(k8s_cluster, k8s_api):
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    name = f"stream-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": name}}, _request_timeout=TIMEOUT)
+    k8s_cluster.kubectl("apply", "-n", name, "-f", str(REPO / "manifests" / "rbac.yaml"))
+    yield name
+    try:
+        core.delete_namespace(name, _request_timeout=TIMEOUT)
+    except kubernetes.client.ApiException:
+        pass
+
+
+@pytest.fixture
+def cli_env(k8s_cluster) -> dict[str, str]:
+    return k8s_cluster.env()
+
+
+@pytest.fixture
+def volume(k8s_api, namespace, tmp_path) -> tuple[Path, str]:
+    """A directory of this machine as a PersistentVolume, claimed in ``namespace``: (the directory, the claim's name)."""
+    directory = open_to_containers(_mkdir(tmp_path / "volume"), writable=True)
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    pv_name, claim = f"{namespace}-state", "streaming-state"
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": pv_name},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],  # hostPath's only mode; every pod runs on the one node
+                "storageClassName": "",
+                "persistentVolumeReclaimPolicy": "Retain",
+                "hostPath": {"path": str(directory), "type": "Directory"},
+                "claimRef": {"namespace": namespace, "name": claim},
+            },
+        },
+        _request_timeout=TIMEOUT,
+    )
+    try:
+        core.create_namespaced_persistent_volume_claim(
+            namespace,
+            {
+                "metadata": {"name": claim},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "",
+                    "volumeName": pv_name,
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            },
+            _request_timeout=TIMEOUT,
+        )
+        wait_for(
+            lambda: core.read_namespaced_persistent_volume_claim(claim, namespace, _request_timeout=TIMEOUT).status.phase == "Bound",
+            timeout=60,
+            what=f"the claim {claim} bound",
+        )
+        yield directory, claim
+    finally:
+        core.delete_persistent_volume(pv_name, _request_timeout=TIMEOUT)
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True)
+    return path
+
+
+def claim_template(path: Path, claim: str) -> Path:
+    """A pod template mounting the claim at MOUNT in the main container (the JobManager's and the TaskManagers')."""
+    template = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "spec": {
+            "containers": [{"name": MAIN_CONTAINER, "volumeMounts": [{"name": "streaming", "mountPath": MOUNT}]}],
+            "volumes": [{"name": "streaming", "persistentVolumeClaim": {"claimName": claim}}],
+        },
+    }
+    path.write_text(yaml.safe_dump(template, sort_keys=False))
+    return path
+
+
+def on_volume(host_dir: Path, uri: str) -> Path:
+    """The host's path of a path (or ``file:`` URI) under MOUNT in the pods."""
+    path = uri.removeprefix("file:")
+    assert path.startswith(f"{MOUNT}/"), uri
+    return host_dir / path.removeprefix(f"{MOUNT}/")
+
+
+def savepoint_path(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-4000:]}"
+    return re.search(r"Savepoint completed\. Path: (\S+)", result.stdout).group(1)
+
+
+def job_manager_pod(k8s_api, namespace: str, cluster_id: str, other_than: str | None = None) -> dict | None:
+    """The cluster's JobManager pod that runs and is not being deleted (and is not ``other_than``), or None."""
+    for pod in list_json(k8s_api, namespace, "pods", f"app={cluster_id},component=jobmanager"):
+        running = (pod.get("status") or {}).get("phase") == "Running" and pod["status"].get("podIP")
+        if running and not pod["metadata"].get("deletionTimestamp") and pod["metadata"]["name"] != other_than:
+            return pod
+    return None
+
+
+def rest_of(pod: dict) -> str:
+    return f"http://{pod['status']['podIP']}:8081"
+
+
+def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses_savepoints_and_restores(
+    k8s_cluster, k8s_api, k8s_image, namespace, volume, cli_env, tmp_path, kafka_cluster: KafkaCluster, spark_kafka_jars: list[Path]
+):
+    host_dir, claim = volume
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    # Spark's Kafka connector is too large for the ConfigMap the program is staged in: it goes onto the volume
+    jars_dir = _mkdir(host_dir / "jars")
+    jars = ",".join(f"local://{MOUNT}/jars/{Path(shutil.copy(jar, jars_dir)).name}" for jar in spark_kafka_jars)
+    open_to_containers(jars_dir)
+    topic = f"words-{uuid.uuid4().hex[:8]}"
+    kafka_cluster.create_topic(topic, partitions=2)
+    parts = [lines(seed, 60) for seed in range(4)]
+    produced: list[str] = []
+
+    def produce(part: list[str]) -> Counter[str]:
+        kafka_cluster.produce(topic, [(None, line) for line in part])
+        produced.extend(part)
+        return word_counts(produced)
+
+    template = claim_template(tmp_path / "pod-template.yaml", claim)
+    on_k8s = ["-t", "kubernetes-application", "-D", f"kubernetes.namespace={namespace}"]
+    run_id = uuid.uuid4().hex[:6]
+
+    def run(cluster: str, *args: str, output: str) -> tuple[str, str]:
+        """``run -d`` of the word count as job cluster ``cluster``: (JobID, cluster id)."""
+        cluster_id = f"wc-{run_id}-{cluster}"
+        options = {
+            "kubernetes.pod-template-file.default": str(template),
+            "execution.checkpointing.dir": f"{MOUNT}/checkpoints",
+            "execution.checkpointing.savepoint-dir": f"{MOUNT}/savepoints",
+        }
+        result = jobcluster(
+            cli_env,
+            "run", "-d", "-t", "kubernetes-application", *cluster_options(namespace, k8s_image, cluster_id, options), *args,
+            "--jars", jars,
+            str(PROGRAM), "--kafka", kafka_cluster.pod_bootstrap_servers, "--topic", topic, "--output", output, "--per-batch", "20",
+        )  # fmt: skip
+        assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-4000:]}"
+        return re.search(r"JobID ([0-9a-f]{32})", result.stdout).group(1), cluster_id
+
+    def gone(cluster_id: str) -> None:
+        wait_for(lambda: not list_json(k8s_api, namespace, "pods", f"app={cluster_id}"), timeout=180, what=f"the pods of {cluster_id} gone")
+
+    started = last_step = time.monotonic()
+    steps: list[str] = []
+
+    def step(what: str) -> None:
+        nonlocal last_step
+        steps.append(f"{what} {time.monotonic() - last_step:.0f} s")
+        last_step = time.monotonic()
+
+    out = host_dir / "out"
+    expected = produce(parts[0])
+    job, cluster_a = run("a", "-p", "2", "-D", "taskmanager.numberOfTaskSlots=1", "-D", "restart-strategy.type=fixed-delay",
+                         output=f"{MOUNT}/out")  # fmt: skip
+    first_jm = job_manager_pod(k8s_api, namespace, cluster_a)
+    step("run a")
+    rest = rest_of(first_jm)
+
+    # A TaskManager pod killed mid-stream: Spark carries on with the other executor, the ResourceManager replaces the pod.
+    wait_for_committed_batch(rest, job, 0, COUNT_TIMEOUT)
+    core.delete_namespaced_pod(f"{cluster_a}-taskmanager-1-1", namespace, grace_period_seconds=0, _request_timeout=TIMEOUT)
+    committed = wait_for_committed_batch(rest, job, 1, COUNT_TIMEOUT)["committedBatchId"]
+    step("batch 0, TaskManager killed, batch 1")
+
+    # The JobManager pod deleted: the Deployment starts a new one, which runs the program again on the same checkpoint root.
+    core.delete_namespaced_pod(first_jm["metadata"]["name"], namespace, grace_period_seconds=0, _request_timeout=TIMEOUT)
+    second_jm = wait_for(
+        lambda: job_manager_pod(k8s_api, namespace, cluster_a, other_than=first_jm["metadata"]["name"]),
+        timeout=POD_TIMEOUT,
+        interval=1,
+        what="a new JobManager pod",
+    )
+    rest = rest_of(second_jm)
+    step("new JobManager pod")
+    wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "after a TaskManager pod and the JobManager pod were deleted")
+    expected = produce(parts[1])
+    wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "on the new JobManager pod")
+    step("counted on the new JobManager")
+    (query,) = requests.get(f"{rest}/jobs/{job}", timeout=10).json()["streaming"]["queries"]
+    assert query["checkpoint"] == f"file:{MOUNT}/checkpoints/{job}/wordcount"
+    resumed_at = min(entry["batchId"] for entry in query["history"])
+    assert resumed_at > committed, f"the new JobManager's program started at micro-batch {resumed_at}, not after {committed}"
+    assert {"commits", "offsets", "state"} <= {p.name for p in (host_dir / "checkpoints" / job / "wordcount").iterdir()}
+
+    # A savepoint while the job runs; more records; then stop-with-savepoint into the default directory, on the volume.
+    running_savepoint = savepoint_path(jobcluster(cli_env, "savepoint", *on_k8s, job, f"{MOUNT}/running-savepoints"))
+    assert re.fullmatch(rf"file:{MOUNT}/running-savepoints/savepoint-{job[:6]}-[0-9a-f]{{12}}", running_savepoint)
+    assert (on_volume(host_dir, running_savepoint) / "_metadata").is_file()
+    expected = produce(parts[2])
+    wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "after a savepoint was taken")
+    stopped = savepoint_path(jobcluster(cli_env, "stop", *on_k8s, job))
+    assert stopped.startswith(f"file:{MOUNT}/savepoints/savepoint-{job[:6]}-")
+    assert (on_volume(host_dir, stopped) / "wordcount" / "commits").is_dir()
+    gone(cluster_a)
+    step("savepoint, stop, gone")
+
+    # Restored with another parallelism after more records arrived: it goes on where the stop left it.
+    expected = produce(parts[3])
+    restored, cluster_b = run("b", "-p", "1", "-s", stopped, output=f"{MOUNT}/out")
+    rest = rest_of(job_manager_pod(k8s_api, namespace, cluster_b))
+    step("run b")
+    wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "restored from the stop's savepoint with parallelism 1")
+    stats = requests.get(f"{rest}/jobs/{restored}/checkpoints", timeout=10).json()
+    assert stats["counts"]["restored"] == 1 and stats["latest"]["restored"]["external_path"] == stopped
+    assert (host_dir / "checkpoints" / restored / "wordcount" / "commits").is_dir(), "the new job checkpoints under its own JobID"
+    cancelled = jobcluster(cli_env, "cancel", *on_k8s, restored)
+    assert cancelled.returncode == 0, cancelled.stderr
+    gone(cluster_b)
+    step("b counted, cancelled, gone")
+
+    # The savepoint taken while running, restored into a fresh output: its state plus what came after it.
+    again, cluster_c = run("c", "-p", "2", "-D", "taskmanager.numberOfTaskSlots=2", "-s", running_savepoint, output=f"{MOUNT}/out3")
+    wait_for_counts(local_batches(host_dir / "out3"), expected, COUNT_TIMEOUT, "restored from the running savepoint")
+    last = savepoint_path(jobcluster(cli_env, "stop", *on_k8s, again, "--savepointPath", f"{MOUNT}/last"))
+    assert (on_volume(host_dir, last) / "_metadata").is_file()
+    gone(cluster_c)
+    step("c run, counted, stopped, gone")
+
+    print(f"streaming on Kubernetes took {time.monotonic() - started:.0f} s: " + ", ".join(steps))
+    assert_namespace_empty(k8s_api, namespace)
+    left = k8s_cluster.kubectl("get", "all,configmaps,secrets", "-n", namespace, "-l", "type=jobcluster-native-kubernetes")
+    assert left.stdout == "" and "No resources found" in left.stderr, left
