@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -69,8 +69,7 @@ class _Restore:
 
     path: str
     metadata: SavepointMetadata
-    restored: set[str] = field(default_factory=set)
-    checked: bool = False
+    checked: bool = False  # whether the program's queries were held against the savepoint's (before_await)
 
 
 class DriverAgent:
@@ -112,7 +111,6 @@ class DriverAgent:
         else:
             self._files_().copy(f"{restore.path}/{name}", location)
             log.info("query %s restored from savepoint %s into %s", name, restore.path, location)
-        restore.restored.add(name)
 
     def started(self, handle: Any, name: str | None, explicit_checkpoint: str | None) -> None:
         """A query started: register it; warn when it cannot be found again after a failover or in a savepoint.
