@@ -69,8 +69,7 @@ def test_a_disposal_is_the_clusters_operation_not_a_savepoint_of_the_job():
     async def scenario() -> None:
         dispatcher = await _dispatcher()
         operations = dispatcher.trigger_disposal("a" * 32, "file:/sp/savepoint-000000-000000000000")
-        while operations.result("a" * 32) is None:
-            await asyncio.sleep(0.01)
+        await asyncio.gather(*(task for task in asyncio.all_tasks() if task is not asyncio.current_task()))
         assert operations.result("a" * 32).location == "file:/sp/savepoint-000000-000000000000"
         assert dispatcher.job_master.disposed == ["file:/sp/savepoint-000000-000000000000"]
         # the job's completed savepoints (its details, checkpoint statistics) do not list the disposed path
