@@ -49,7 +49,8 @@ class StandInDispatcher:
     ``finish(status, cause, exit_code)`` ends the job as the JobMaster would.
     A batch job unless ``queries`` (the driver agent's views) are set: then
     savepoints complete in ``savepoint_directory`` (or the one asked for),
-    and a stop-with-savepoint ends the job FINISHED.
+    and a stop-with-savepoint ends the job FINISHED. A disposal succeeds
+    unless its path ends with ``/not-a-savepoint``; its path is recorded in ``disposed``.
     """
 
     def __init__(self) -> None:
@@ -60,6 +61,8 @@ class StandInDispatcher:
         self.savepoint_directory: str | None = None
         self.savepoints = SavepointOperations()
         self.triggered: list[tuple[str | None, bool, bool]] = []  # (directory, stop, drain) of each savepoint asked for
+        self.disposals = SavepointOperations()
+        self.disposed: list[str] = []
 
     def job_ids(self) -> list[str]:
         return [JOB_ID]
@@ -123,6 +126,19 @@ class StandInDispatcher:
     def savepoint_operations(self, job_id: str) -> SavepointOperations:
         self._job(job_id)
         return self.savepoints
+
+    def trigger_disposal(self, trigger_id: str, path: str) -> SavepointOperations:
+        self.disposals.start(trigger_id, self._dispose(path), _spawn)
+        return self.disposals
+
+    async def _dispose(self, path: str) -> str:
+        if path.endswith("/not-a-savepoint"):
+            raise SavepointError(f"{path} is not a savepoint: it has no _metadata file")
+        self.disposed.append(path)
+        return path
+
+    def disposal_operations(self) -> SavepointOperations:
+        return self.disposals
 
     def checkpoint_statistics(self, job_id: str) -> dict[str, Any]:
         return {"details": self.job_details(job_id), "restored_from": None}

@@ -95,7 +95,8 @@ def wait_for_committed_batch(rest_url: str, job_id: str, at_least: int, timeout:
             last = exc
         else:
             last = queries
-            if queries and (queries[0].get("committedBatchId") or -1) >= at_least:
+            committed = queries[0].get("committedBatchId") if queries else None
+            if committed is not None and committed >= at_least:  # batch 0 is a committed batch too
                 return dict(queries[0])
         time.sleep(1.0)
     raise AssertionError(f"job {job_id} committed no micro-batch {at_least} within {timeout:.0f} s; last seen: {last}")

@@ -1,4 +1,4 @@
-"""MiniDispatcher: an attached cluster waits for its client's fetch, unless the job was cancelled."""
+"""MiniDispatcher: an attached cluster waits for its client's fetch, unless the job was cancelled; disposals are its own."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import asyncio
 
 from jobcluster.jobgraph.job_status import ApplicationStatus, JobStatus
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
+from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
 
 
 class _Graph:
@@ -20,6 +21,11 @@ class _JobMaster:
 
     def __init__(self, on_terminal) -> None:
         self._on_terminal = on_terminal
+        self.savepoints = SavepointOperations()
+        self.disposed: list[str] = []
+
+    async def dispose_savepoint(self, path: str) -> None:
+        self.disposed.append(path)
 
     async def cancel(self) -> None:
         class _Result:
@@ -57,3 +63,17 @@ def test_attached_job_waits_for_the_result_to_be_fetched():
         return dispatcher.termination.done()
 
     assert asyncio.run(scenario()) is False
+
+
+def test_a_disposal_is_the_clusters_operation_not_a_savepoint_of_the_job():
+    async def scenario() -> None:
+        dispatcher = await _dispatcher()
+        operations = dispatcher.trigger_disposal("a" * 32, "file:/sp/savepoint-000000-000000000000")
+        await asyncio.gather(*(task for task in asyncio.all_tasks() if task is not asyncio.current_task()))
+        assert operations.result("a" * 32).location == "file:/sp/savepoint-000000-000000000000"
+        assert dispatcher.job_master.disposed == ["file:/sp/savepoint-000000-000000000000"]
+        # the job's completed savepoints (its details, checkpoint statistics) do not list the disposed path
+        assert dispatcher.savepoint_operations(_Graph.job_id).completed() == []
+        assert not dispatcher.savepoint_operations(_Graph.job_id).known("a" * 32)
+
+    asyncio.run(scenario())

@@ -421,6 +421,28 @@ def test_a_streaming_jobs_savepoints_and_stop_in_flinks_shapes():
     _with_endpoint(scenario, dispatcher)
 
 
+def test_savepoint_disposal_in_flinks_shapes_apart_from_the_jobs_savepoints():
+    def scenario(url, dispatcher):
+        body = {"savepoint-path": "file:/sp/savepoint-012345-000000000000"}
+        assert requests.post(f"{url}/savepoint-disposal", json=body, timeout=5).status_code == 401
+        answered = requests.post(f"{url}/v1/savepoint-disposal", json=body, headers=TOKEN, timeout=5)
+        assert answered.status_code == 200  # Flink's trigger of a disposal answers 200, not 202
+        trigger = answered.json()["request-id"]
+        assert _operation(url, f"/savepoint-disposal/{trigger}") == {}  # Flink's AsynchronousOperationInfo: no location
+        assert dispatcher.disposed == ["file:/sp/savepoint-012345-000000000000"]
+        assert requests.get(f"{url}/jobs/{JOB_ID}/savepoints/{trigger}", timeout=5).status_code == 404
+        assert requests.get(f"{url}/jobs/{JOB_ID}/checkpoints", timeout=5).json()["latest"]["savepoint"] is None
+        refused = {"savepoint-path": "/tmp/not-a-savepoint", "triggerId": "D" * 32}
+        trigger = requests.post(f"{url}/savepoint-disposal", json=refused, headers=TOKEN, timeout=5).json()["request-id"]
+        assert trigger == "d" * 32
+        assert "has no _metadata file" in _operation(url, f"/savepoint-disposal/{trigger}")["failure-cause"]["stack-trace"]
+        missing = requests.post(f"{url}/savepoint-disposal", json={}, headers=TOKEN, timeout=5)
+        assert missing.status_code == 400 and "savepoint-path" in missing.json()["errors"][0]
+        assert requests.get(f"{url}/savepoint-disposal/{'e' * 32}", timeout=5).status_code == 404
+
+    _with_endpoint(scenario)
+
+
 def test_cancel_takes_an_upper_case_job_id():
     def scenario(url, dispatcher):
         assert requests.patch(f"{url}/jobs/{JOB_ID.upper()}?mode=cancel", headers=TOKEN, timeout=5).status_code == 202

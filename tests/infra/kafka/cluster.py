@@ -359,8 +359,11 @@ class KafkaCluster:
                 raise KafkaClusterError(f"topic {name!r}: not every partition had a leader after {timeout:.0f} s")
             time.sleep(0.1)
 
-    def produce(self, topic: str, records: Iterable[tuple[Key, Value]], timeout: float = 60.0) -> int:
+    def produce(self, topic: str, records: Iterable[tuple[Key, Value]], timeout: float = 60.0, timestamp_ms: int | None = None) -> int:
         """Write ``records`` (key or None, value; str is sent UTF-8 encoded) to ``topic`` and wait for every ack.
+
+        ``timestamp_ms``: every record's timestamp (ms since the epoch, event time for a
+        streaming job), else the time it is sent.
 
         Idempotent producer with ``acks=all``: each record is written once, in
         order per key. Records with a key go to the partition of its hash
@@ -383,7 +386,7 @@ class KafkaCluster:
         for key, value in records:
             while True:
                 try:
-                    producer.produce(topic, value=value, key=key, on_delivery=delivered)
+                    producer.produce(topic, value=value, key=key, on_delivery=delivered, timestamp=timestamp_ms or 0)
                     break
                 except BufferError:  # the local queue is full: let it drain
                     producer.poll(0.5)

@@ -50,6 +50,9 @@ class MiniDispatcher(RpcEndpoint):
         self.termination: asyncio.Future[ApplicationStatus] = asyncio.get_running_loop().create_future()
         self.workers_done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._result_fetched = asyncio.Event()
+        # Disposals are the cluster's operations, as in Flink (POST /savepoint-disposal names no job): kept apart
+        # from the job's savepoints, so a disposed path is never listed as a completed savepoint.
+        self.disposals = SavepointOperations()
 
     async def on_start(self) -> None:
         self.job_master = self._create_job_master(self._job_reached_terminal_state)
@@ -123,13 +126,17 @@ class MiniDispatcher(RpcEndpoint):
         return self._job(job_id).savepoints
 
     def trigger_disposal(self, trigger_id: str, path: str) -> SavepointOperations:
-        """Start disposing of the savepoint at ``path`` as operation ``trigger_id`` of the job's operations, which it returns."""
+        """Start disposing of the savepoint at ``path`` (through the job's running program) as disposal ``trigger_id``.
+
+        JobNotFoundError before the job has started; the disposal's outcome (its
+        location is ``path``) is read from the returned :attr:`disposals`.
+        """
         job_master = self._only_job()
-        job_master.savepoints.start(trigger_id, _disposed(job_master, path), job_master.spawn)
-        return job_master.savepoints
+        self.disposals.start(trigger_id, _disposed(job_master, path), self.spawn)
+        return self.disposals
 
     def disposal_operations(self) -> SavepointOperations:
-        return self._only_job().savepoints
+        return self.disposals
 
     def checkpoint_statistics(self, job_id: str) -> dict[str, Any]:
         """The job's details and the savepoint it was restored from, for Flink's checkpoint statistics."""

@@ -314,7 +314,8 @@ class RestEndpoint:
 
     async def _disposal_status(self, request: web.Request) -> web.Response:
         assert self._dispatcher is not None
-        return _operation_status(self._dispatcher.disposal_operations(), request.match_info["trigger_id"].lower(), "savepoint disposal")
+        operations = self._dispatcher.disposal_operations()
+        return _operation_status(operations, request.match_info["trigger_id"].lower(), "savepoint disposal", with_location=False)
 
     async def _checkpoints(self, request: web.Request) -> web.Response:
         """Flink's CheckpointingStatistics: the streaming queries' committed micro-batches (see flink_bodies)."""
@@ -367,8 +368,12 @@ async def _trigger_body(request: web.Request) -> tuple[dict[str, Any], str, web.
     return body, trigger_id.lower(), None
 
 
-def _operation_status(operations: SavepointOperations, trigger_id: str, what: str) -> web.Response:
-    """Flink's AsynchronousOperationResult of ``trigger_id``: 404 when unknown, IN_PROGRESS, or COMPLETED with its outcome."""
+def _operation_status(operations: SavepointOperations, trigger_id: str, what: str, with_location: bool = True) -> web.Response:
+    """Flink's AsynchronousOperationResult of ``trigger_id``: 404 when unknown, IN_PROGRESS, or COMPLETED with its outcome.
+
+    A completed savepoint's ``operation`` is Flink's SavepointInfo (``location``);
+    without ``with_location`` it is Flink's AsynchronousOperationInfo, which has only a failure cause.
+    """
     if not operations.known(trigger_id):
         return web.json_response({"errors": [f"There is no {what} with triggerId={trigger_id}."]}, status=404)
     outcome = operations.result(trigger_id)
@@ -378,4 +383,4 @@ def _operation_status(operations: SavepointOperations, trigger_id: str, what: st
         error = "org.apache.flink.runtime.checkpoint.CheckpointException"
         cause = failure_cause(error, outcome.failure, f"{error}: {outcome.failure}")
         return web.json_response({"status": {"id": "COMPLETED"}, "operation": {"failure-cause": cause}})
-    return web.json_response({"status": {"id": "COMPLETED"}, "operation": {"location": outcome.location}})
+    return web.json_response({"status": {"id": "COMPLETED"}, "operation": {"location": outcome.location} if with_location else {}})
