@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 from jobcluster.jobgraph.job_status import ApplicationStatus, JobStatus
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
@@ -21,7 +22,7 @@ class _JobMaster:
 
     def __init__(self, on_terminal) -> None:
         self._on_terminal = on_terminal
-        self.savepoints = SavepointOperations()
+        self.checkpoints = SimpleNamespace(savepoints=SavepointOperations())
         self.disposed: list[str] = []
 
     async def dispose_savepoint(self, path: str) -> None:

@@ -123,7 +123,7 @@ class MiniDispatcher(RpcEndpoint):
         job_master.trigger_savepoint(trigger_id, target_directory, stop, drain)
 
     def savepoint_operations(self, job_id: str) -> SavepointOperations:
-        return self._job(job_id).savepoints
+        return self._job(job_id).checkpoints.savepoints
 
     def trigger_disposal(self, trigger_id: str, path: str) -> SavepointOperations:
         """Start disposing of the savepoint at ``path`` (through the job's running program) as disposal ``trigger_id``.

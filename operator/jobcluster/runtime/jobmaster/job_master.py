@@ -10,14 +10,14 @@ the TaskExecutors' instead of following it. Once the SlotPool holds all
 slots, the job is RUNNING. A failed run is retried as the
 restart strategy allows. Slots lost while running are declared again, so the
 ResourceManager replaces the lost TaskExecutor while Spark carries on with
-the executors it still has.
+the executors it still has. A streaming program's queries, checkpoints and
+savepoints are its CheckpointCoordinator's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -28,28 +28,23 @@ from jobcluster.errors import JobClusterError, RpcError
 from jobcluster.heartbeat.manager import HeartbeatManager
 from jobcluster.jobgraph.job_status import JobStatus
 from jobcluster.jobgraph.model import JobGraph
-from jobcluster.processes import find_free_port
 from jobcluster.rpc.endpoint import FencedRpcEndpoint, rpc
 from jobcluster.rpc.service import RpcService
+from jobcluster.runtime.jobmaster.checkpoint_coordinator import CheckpointCoordinator
 from jobcluster.runtime.jobmaster.driver_output import MAX_OUTPUT_CHUNK, DriverOutputFiles, last_executor_output
 from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
 from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.jobmaster.rolling_output import OutputChunk
-from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
 from jobcluster.runtime.jobmaster.slot_pool import PooledSlot, SlotPool
 from jobcluster.runtime.jobmaster.spark_application import SparkApplication, SparkProgress
 from jobcluster.runtime.messages import SlotOffer
 from jobcluster.runtime.resourcemanager.gateway import ResourceManagerGateway
 from jobcluster.runtime.taskexecutor.gateway import TaskExecutorGateway
-from jobcluster.spark.checkpoints import SavepointError, job_checkpoint_root
-from jobcluster.spark.driver_agent.endpoint import DriverAgentGateway
-from jobcluster.spark.driver_agent.settings import AGENT_ENDPOINT, AGENT_HOST, AgentSettings
 from jobcluster.spark.processes import SparkMasterAddress
 
 log = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL = 1.0  # seconds between polls of Spark's monitoring API and of the driver agent
-AGENT_ASK_TIMEOUT = 10.0  # seconds a call of the driver agent may take, but for savepoints (execution.checkpointing.timeout)
 
 
 @dataclass(frozen=True)
@@ -128,18 +123,12 @@ class JobMaster(FencedRpcEndpoint):
         #: OOMKilled), shown in the job's details so that an attached client can tell its user.
         self.lost_task_executors: list[dict[str, str]] = []
         self.result: JobResult | None = None
-        #: The program's streaming queries as its driver agent last reported them (``agent.query_view``); empty: a batch job.
-        self.streaming_queries: list[dict[str, Any]] = []
-        self._agent: DriverAgentGateway | None = None  # the driver agent of the running attempt
-        self._agent_secret = secrets.token_hex(32)  # the program must never hold the cluster's secret
-        self._agent_rpc = RpcService(AGENT_HOST, self._agent_secret, AGENT_ASK_TIMEOUT)
-        self.savepoints = SavepointOperations()
-        self._stopped_with_savepoint = False
+        self.checkpoints = CheckpointCoordinator(graph, settings.savepoint_directory, settings.checkpointing_timeout)
 
     # ---- lifecycle --------------------------------------------------------------------
 
     async def on_start(self) -> None:
-        await self._agent_rpc.start(serve=False)
+        await self.checkpoints.start()
         self._heartbeats.start()
         await self._rm.register_job_master(self.graph.job_id, self._rpc.address, self.fencing_token)
         self._set_status(JobStatus.CREATED)
@@ -152,7 +141,7 @@ class JobMaster(FencedRpcEndpoint):
         await self._heartbeats.stop()
         if self._application is not None:
             await self._application.stop()
-        await self._agent_rpc.stop()
+        await self.checkpoints.stop()
         self._output.close()
 
     def _set_status(self, status: JobStatus) -> None:
@@ -232,8 +221,7 @@ class JobMaster(FencedRpcEndpoint):
             await self._finish(JobStatus.FAILED, f"the job's Spark master did not start: {exc}")
             return
         while not self._cancel_requested and self.result is None:
-            agent_settings = self._agent_settings()
-            self._agent = DriverAgentGateway(self._agent_rpc, agent_settings.address, AGENT_ENDPOINT)
+            agent_settings, agent_secret = self.checkpoints.next_attempt()
             self._application = SparkApplication(
                 self.graph,
                 self._staging_dir,
@@ -244,7 +232,7 @@ class JobMaster(FencedRpcEndpoint):
                 self._sizing_conf,
                 self.restarts + 1,
                 agent_settings,
-                self._agent_secret,
+                agent_secret,
                 env=self._spark_env,
                 resources_wait=self.settings.slot_request_timeout,
             )
@@ -271,7 +259,7 @@ class JobMaster(FencedRpcEndpoint):
             cause = self._no_executors_cause or self._application.failure_cause(code)
             self._no_executors_cause = None
             # a job stopped with a savepoint is over: what it does after its queries stopped is not restarted
-            if strategy.type != "fixed-delay" or self.restarts >= strategy.attempts or self._stopped_with_savepoint:
+            if strategy.type != "fixed-delay" or self.restarts >= strategy.attempts or self.checkpoints.stopped_with_savepoint:
                 # a program the JobMaster stopped did not choose its exit code: the failure is the cluster's
                 await self._finish(JobStatus.FAILED, cause, program_exit_code=None if stopped_by_us else code)
                 return
@@ -287,23 +275,11 @@ class JobMaster(FencedRpcEndpoint):
             await asyncio.sleep(strategy.delay_seconds)
         await self._finish(JobStatus.CANCELED, None)
 
-    def _agent_settings(self) -> AgentSettings:
-        graph = self.graph
-        checkpointing, restore = graph.checkpointing, graph.savepoint_restore
-        return AgentSettings(
-            port=find_free_port(AGENT_HOST),
-            job_id=graph.job_id,
-            job_name=graph.job_name,
-            checkpoint_root=job_checkpoint_root(checkpointing.directory, graph.job_id) if checkpointing else None,
-            restore_path=restore.path if restore else None,
-            allow_non_restored_state=restore.allow_non_restored_state if restore else False,
-        )
-
     async def _follow_progress(self, application: SparkApplication) -> None:
         loop = asyncio.get_running_loop()
         without_executors_since = loop.time()
         while True:
-            await self._follow_queries()
+            await self.checkpoints.follow_queries()
             progress = await application.progress()
             if progress is None or progress.executors > 0 or not self.slot_pool.has_required_slots():
                 # no SparkContext (not yet, or no longer), executors registered, or slots still to come (their
@@ -325,17 +301,6 @@ class JobMaster(FencedRpcEndpoint):
                 )
             await asyncio.sleep(PROGRESS_INTERVAL)
 
-    async def _follow_queries(self) -> None:
-        """Take the streaming queries' progress from the driver agent; an agent not up yet (or gone) leaves the last seen."""
-        if self._agent is None:
-            return
-        try:
-            queries = await self._agent.queries()
-        except RpcError:
-            return
-        if queries:
-            self.streaming_queries = queries
-
     async def _stop_without_executors(self, application: SparkApplication, progress: SparkProgress) -> None:
         """The application holds its slots but Spark started no executor within the bound: stop it with the cause."""
         executor_log = await asyncio.to_thread(last_executor_output, self._log_dir, progress.app_id)
@@ -353,51 +318,16 @@ class JobMaster(FencedRpcEndpoint):
         log.error("%s", self._no_executors_cause)
         await application.stop()
 
-    # ---- savepoints ----------------------------------------------------------------------
+    # ---- savepoints (the CheckpointCoordinator's) ---------------------------------------
 
     def trigger_savepoint(self, trigger_id: str, target_directory: str | None, stop: bool, drain: bool) -> None:
-        """Start savepoint operation ``trigger_id`` (with ``stop``: Flink's stop-with-savepoint); see :class:`SavepointOperations`.
-
-        ``target_directory`` None: ``execution.checkpointing.savepoint-dir``. Its
-        outcome, a location or a failure, is read with ``savepoints.result(trigger_id)``;
-        a trigger id already known is not started again (Flink's idempotent retry).
-        """
-        self.savepoints.start(trigger_id, self._savepoint(target_directory, stop, drain), self.spawn)
-
-    async def _savepoint(self, target_directory: str | None, stop: bool, drain: bool) -> str:
-        if self.status is not JobStatus.RUNNING or self._agent is None:
-            raise SavepointError(f"Job {self.graph.job_id} is {self.status.value}: a savepoint is taken of a running job.")
-        if not self.streaming_queries:
-            raise SavepointError(f"Job {self.graph.job_id} is not a streaming job: its program runs no streaming query.")
-        directory = target_directory or self.settings.savepoint_directory
-        if not directory:
-            raise SavepointError(
-                "No savepoint directory configured. Give one (jobcluster stop --savepointPath DIR, jobcluster savepoint JOB DIR) "
-                "or configure a cluster-wide default with execution.checkpointing.savepoint-dir."
-            )
-        agent = self._agent
-        result = await agent.savepoint(directory, stop, drain, self.settings.checkpointing_timeout)
-        if stop:
-            self._stopped_with_savepoint = True
-            try:
-                await agent.resume_program()
-            except RpcError as exc:  # the agent lets the program go on by itself a little later
-                log.warning("could not tell the driver agent to let the program end: %s", exc)
-        for query_id in result.get("skipped", []):
-            log.warning("savepoint %s leaves out query %s, which has no name", result["location"], query_id)
-        log.info("savepoint of job %s complete: %s", self.graph.job_id, result["location"])
-        return str(result["location"])
+        """Start savepoint operation ``trigger_id`` (``stop``: stop-with-savepoint); see CheckpointCoordinator.trigger_savepoint."""
+        self.checkpoints.trigger_savepoint(trigger_id, target_directory, stop, drain, lambda: self.status.value, self.spawn)
 
     async def dispose_savepoint(self, path: str) -> None:
-        """Delete the savepoint at ``path`` through the running program's driver (it reaches the savepoint's file system).
-
-        SavepointError when no program runs or ``path`` is not a savepoint (then nothing is deleted).
-        """
-        if self._agent is None or self._application is None or not self._application.process.running():
-            raise SavepointError(
-                "disposing of a savepoint through a job cluster needs its program running; use `jobcluster savepoint --dispose PATH`"
-            )
-        await self._agent.dispose_savepoint(path, self.settings.checkpointing_timeout)
+        """Delete the savepoint at ``path`` through the running program; SavepointError when none runs or it is not one."""
+        running = self._application is not None and self._application.process.running()
+        await self.checkpoints.dispose_savepoint(path, running)
 
     async def cancel(self) -> None:
         """Cancel the job: stop the program (if it runs) and end as CANCELED."""
@@ -499,7 +429,7 @@ class JobMaster(FencedRpcEndpoint):
             "spark": progress,
             "program-exit-code": self.result.program_exit_code if self.result else None,
             "lost-taskmanagers": list(self.lost_task_executors),
-            "job-type": "STREAMING" if self.streaming_queries else "BATCH",
-            "streaming": {"queries": list(self.streaming_queries)} if self.streaming_queries else None,
-            "savepoints": self.savepoints.completed(),
+            "job-type": "STREAMING" if self.checkpoints.queries else "BATCH",
+            "streaming": {"queries": list(self.checkpoints.queries)} if self.checkpoints.queries else None,
+            "savepoints": self.checkpoints.savepoints.completed(),
         }
