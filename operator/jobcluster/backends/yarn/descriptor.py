@@ -41,6 +41,7 @@ from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration, hadoop_con
 from jobcluster.backends.yarn.options import YarnOptions, application_id, job_id_of_tags, task_manager_cpu_cores, vcores_of, yarn_options
 from jobcluster.backends.yarn.pyenv import container_python
 from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
+from jobcluster.backends.yarn.savepoint_files import webhdfs_file_system
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, hadoop_user, hdfs_errors, webhdfs_client
 from jobcluster.backends.yarn.statuses import job_state_of_final_status
 from jobcluster.backends.yarn.submission import submit_application_master
@@ -48,10 +49,12 @@ from jobcluster.backends.yarn.validation import check_cluster_specification
 from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication, YarnClient
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram
+from jobcluster.client.savepoints import dispose_savepoint, read_savepoint
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.security import new_cluster_secret, rest_token
+from jobcluster.spark.checkpoints import SavepointMetadata
 
 log = logging.getLogger(__name__)
 
@@ -325,6 +328,33 @@ class YarnClusterDescriptor(ClusterDescriptor):
             StagingDirectory(connection.paths, connection.paths.staging_base(opts.staging_directory), cluster_id).remove()
         finally:
             connection.close()
+
+    # -- savepoints ------------------------------------------------------------------
+
+    def read_savepoint(self, path: str) -> SavepointMetadata | None:
+        """The savepoint ``path`` read through WebHDFS before anything is deployed, when it is on the default file
+        system of the Hadoop configuration (``savepoint_files.py``); None otherwise (the driver reads it).
+
+        Raises:
+            SavepointError: it does not exist, is not a savepoint, or HDFS cannot be read.
+            YarnConfigurationError: a Hadoop configuration directory is set but unusable.
+        """
+        files = webhdfs_file_system(path, self.config)
+        return read_savepoint(path, files) if files is not None else None
+
+    def dispose_savepoint(self, path: str) -> None:
+        """Delete the savepoint ``path`` through WebHDFS (see :meth:`read_savepoint`).
+
+        Raises:
+            SavepointError: not a savepoint (nothing deleted), HDFS refuses, or ``path`` is not on the HDFS of the
+                Hadoop configuration.
+            YarnConfigurationError: a Hadoop configuration directory is set but unusable.
+        """
+        files = webhdfs_file_system(path, self.config)
+        if files is None:
+            super().dispose_savepoint(path)
+            return
+        dispose_savepoint(path, files)
 
 
 def rest_url_of(report: ApplicationReport) -> str:
