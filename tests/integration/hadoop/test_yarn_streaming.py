@@ -34,7 +34,7 @@ import requests
 from jobcluster.backends.yarn.descriptor import rest_url_of
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.staging import HdfsPaths
-from jobcluster.backends.yarn.yarn_client import YarnClient
+from jobcluster.backends.yarn.yarn_client import ACTIVE_STATES, YarnClient
 from tests.infra.kafka.cluster import KafkaCluster
 from tests.integration.hadoop.test_yarn_client import hadoop_conf, paths, yarn  # noqa: F401 - fixtures
 from tests.integration.hadoop.test_yarn_job_cluster import (  # noqa: F401 - fixtures
@@ -53,6 +53,7 @@ pytestmark = [pytest.mark.hadoop, pytest.mark.kafka]
 
 COUNT_TIMEOUT = 300  # seconds for a job to count what was produced (a new ApplicationMaster attempt included)
 YARN = ("-t", "yarn-per-job")
+EVERY_STATE = (*ACTIVE_STATES, "FINISHED", "FAILED", "KILLED")
 # This machine's Python is on the only node: nothing is packed or shipped.
 LOCAL_PYTHON = ("-D", f"jobcluster.yarn.python={sys.executable}")
 
@@ -144,7 +145,7 @@ def test_a_streaming_word_count_on_yarn_is_exactly_once_through_failover_savepoi
     ]
 
     def program(output: Path) -> list[str]:
-        args = ["--kafka", kafka_cluster.bootstrap_servers, "--topic", topic, "--output", f"file://{output}", "--per-batch", "10"]
+        args = ["--kafka", kafka_cluster.bootstrap_servers, "--topic", topic, "--output", f"file://{output}", "--per-batch", "20"]
         return [str(PROGRAM), *args]
 
     out = tmp_path / "out"
@@ -206,7 +207,7 @@ def test_a_streaming_word_count_on_yarn_is_exactly_once_through_failover_savepoi
 
     # YARN's own view: attempt 2 of the first application, one attempt of the others; nothing left running.
     assert [len(_attempts(hadoop_conf, a)) for a in applications] == [2, 1, 1]
-    assert all(node_containers(hadoop_conf, a) == {} for a in applications)
+    wait_for(lambda: not any(node_containers(hadoop_conf, a) for a in applications), "the NodeManager to run none of their containers")
     wait_for(lambda: not _processes_of(applications), "the containers' processes to be gone", timeout=60)
 
     disposed = cli(cli_env, "savepoint", "--dispose", running_savepoint)
@@ -225,12 +226,7 @@ def test_a_savepoint_on_hdfs_that_cannot_be_restored_is_refused_before_deploying
     checkpoints = ("-D", f"execution.checkpointing.dir={hdfs_dir}/checkpoints")
     program = [str(PROGRAM), "--kafka", "localhost:9", "--topic", "none", "--output", f"file://{tmp_path}/out"]
     paths.client.write(f"{urlsplit(hdfs_dir).path}/not-a-savepoint/offsets/0", data=b"v1", overwrite=True)
-    before = {
-        r.application_id
-        for r in yarn.applications(
-            ["jobcluster"], states=("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED", "KILLED")
-        )
-    }
+    before = {r.application_id for r in yarn.applications(["jobcluster"], states=EVERY_STATE)}
     for savepoint, message in [
         (f"{hdfs_dir}/missing", f"savepoint {hdfs_dir}/missing does not exist"),
         (f"{hdfs_dir}/not-a-savepoint", f"{hdfs_dir}/not-a-savepoint is not a savepoint: it has no _metadata file"),
@@ -240,11 +236,6 @@ def test_a_savepoint_on_hdfs_that_cannot_be_restored_is_refused_before_deploying
         assert "YARN application" not in refused.stderr, refused.stderr
         disposed = cli(cli_env, "savepoint", "--dispose", savepoint)
         assert disposed.returncode == 1 and message in disposed.stderr, disposed.stderr
-    after = {
-        r.application_id
-        for r in yarn.applications(
-            ["jobcluster"], states=("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED", "KILLED")
-        )
-    }
+    after = {r.application_id for r in yarn.applications(["jobcluster"], states=EVERY_STATE)}
     assert after == before, "a refused savepoint must not create a YARN application"
     assert hdfs_exists(paths, f"{hdfs_dir}/not-a-savepoint/offsets/0"), "a directory that is not a savepoint is not disposed"
