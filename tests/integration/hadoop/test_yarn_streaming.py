@@ -202,7 +202,8 @@ def test_a_streaming_word_count_on_yarn_is_exactly_once_through_failover_savepoi
     )
     applications.append(third)
     wait_for_counts(local_batches(tmp_path / "out3"), expected, COUNT_TIMEOUT, "restored from the running savepoint")
-    _savepoint_path(cli(cli_env, "stop", *YARN, again, "--savepointPath", f"{hdfs_dir}/last"))
+    last = _savepoint_path(cli(cli_env, "stop", *YARN, again, "--savepointPath", f"{hdfs_dir}/last"))
+    assert last.startswith(f"{hdfs_dir}/last/savepoint-{again[:6]}-") and hdfs_exists(paths, f"{last}/_metadata"), last
     assert _ended(yarn, third) == ("FINISHED", "SUCCEEDED")
 
     # YARN's own view: attempt 2 of the first application, one attempt of the others; nothing left running.
