@@ -223,7 +223,7 @@ def test_a_streaming_word_count_on_yarn_is_exactly_once_through_failover_savepoi
     wait_for(lambda: not any(node_containers(hadoop_conf, a) for a in applications), "the NodeManager to run none of their containers")
     wait_for(lambda: not _processes_of(applications), "the containers' processes to be gone", timeout=60)
 
-    disposed = cli(cli_env, "savepoint", "--dispose", running_savepoint)
+    disposed = cli(cli_env, "savepoint", *YARN, "--dispose", running_savepoint)
     assert disposed.returncode == 0 and "disposed" in disposed.stdout, disposed.stderr
     assert not hdfs_exists(paths, running_savepoint) and hdfs_exists(paths, stopped)
 
@@ -247,7 +247,7 @@ def test_a_savepoint_on_hdfs_that_cannot_be_restored_is_refused_before_deploying
         refused = cli(cli_env, "run", *YARN, *LOCAL_PYTHON, "-s", savepoint, *checkpoints, *program)
         assert refused.returncode == 1 and message in refused.stderr, refused.stderr
         assert "YARN application" not in refused.stderr, refused.stderr
-        disposed = cli(cli_env, "savepoint", "--dispose", savepoint)
+        disposed = cli(cli_env, "savepoint", *YARN, "--dispose", savepoint)
         assert disposed.returncode == 1 and message in disposed.stderr, disposed.stderr
     after = {r.application_id for r in yarn.applications(["jobcluster"], states=EVERY_STATE)}
     assert after == before, "a refused savepoint must not create a YARN application"
