@@ -78,3 +78,25 @@ def test_a_disposal_is_the_clusters_operation_not_a_savepoint_of_the_job():
         assert not dispatcher.savepoint_operations(_Graph.job_id).known("a" * 32)
 
     asyncio.run(scenario())
+
+
+def test_a_job_stopped_with_a_savepoint_ends_its_cluster_once_a_client_has_read_the_path():
+    class _Finished:
+        job_id = _Graph.job_id
+        status = JobStatus.FINISHED
+
+    async def stopped() -> str:
+        return "file:/sp/savepoint-000000-000000000000"
+
+    async def scenario() -> None:
+        dispatcher = MiniDispatcher(_JobMaster, attached=False, result_retrieval_timeout=60.0)
+        await dispatcher.on_start()
+        savepoints = dispatcher.job_master.checkpoints.savepoints
+        savepoints.start("a" * 32, stopped(), dispatcher.spawn, ends_job=True)
+        await dispatcher.job_master._on_terminal(_Finished())
+        await asyncio.sleep(0.2)
+        assert not dispatcher.termination.done(), "a detached cluster waits for the stop's path to be read"
+        assert dispatcher.savepoint_operations(_Graph.job_id).result("a" * 32).location.endswith("000000000000")
+        assert await asyncio.wait_for(dispatcher.termination, 5.0) == ApplicationStatus.SUCCEEDED
+
+    asyncio.run(scenario())

@@ -33,7 +33,8 @@ class MiniDispatcher(RpcEndpoint):
     """Dispatcher of one job. ``create_job_master(on_terminal)`` builds the job's JobMaster.
 
     ``attached``: wait for the result to be fetched before terminating, at most
-    ``result_retrieval_timeout`` seconds.
+    ``result_retrieval_timeout`` seconds; so long at most it waits as well for
+    the path of a stop-with-savepoint to be read, attached or not.
     """
 
     def __init__(
@@ -69,6 +70,11 @@ class MiniDispatcher(RpcEndpoint):
                 await asyncio.wait_for(self._result_fetched.wait(), self.result_retrieval_timeout)
             except TimeoutError:
                 log.warning("the attached client did not fetch the job result within %.0f s", self.result_retrieval_timeout)
+        if self.job_master is not None:  # whoever stopped the job with a savepoint learns its path before the cluster goes
+            try:
+                await asyncio.wait_for(self.job_master.checkpoints.savepoints.all_read(), self.result_retrieval_timeout)
+            except TimeoutError:
+                log.warning("no client read the path of the stop's savepoint within %.0f s", self.result_retrieval_timeout)
         if not self.termination.done():
             self.termination.set_result(ApplicationStatus.of_job(result.status))
 

@@ -94,7 +94,7 @@ class CheckpointCoordinator:
         failure, is read with ``savepoints.result(trigger_id)``; a trigger id
         already known is not started again (Flink's idempotent retry).
         """
-        self.savepoints.start(trigger_id, self._savepoint(target_directory, stop, drain, job_state()), spawn)
+        self.savepoints.start(trigger_id, self._savepoint(target_directory, stop, drain, job_state()), spawn, ends_job=stop)
 
     async def _savepoint(self, target_directory: str | None, stop: bool, drain: bool, state: str) -> str:
         job_id = self._graph.job_id

@@ -9,6 +9,7 @@ location or a failure cause.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -34,17 +35,37 @@ class SavepointOutcome:
 
 
 class SavepointOperations:
-    """The job's savepoint operations: None while in progress, then their outcome; every operation is kept (a job takes few)."""
+    """The job's savepoint operations: None while in progress, then their outcome; every operation is kept (a job takes few).
+
+    An operation that ends the job (stop-with-savepoint) is *awaited*: the
+    cluster, which shuts down with its job, first waits until a client has read
+    its outcome (:meth:`all_read`), so that whoever stopped the job learns where
+    the savepoint is.
+    """
 
     def __init__(self) -> None:
         self._operations: dict[str, SavepointOutcome | None] = {}
+        self._unread: set[str] = set()  # operations that end the job, whose outcome no client has read yet
+        self._read = asyncio.Event()
+        self._read.set()
 
-    def start(self, trigger_id: str, operation: Coroutine[Any, Any, str], spawn: Callable[[Awaitable[None], str], Any]) -> None:
-        """Run ``operation`` (returning the location) as ``trigger_id`` with ``spawn``; a known trigger id is not run again."""
+    def start(
+        self,
+        trigger_id: str,
+        operation: Coroutine[Any, Any, str],
+        spawn: Callable[[Awaitable[None], str], Any],
+        ends_job: bool = False,
+    ) -> None:
+        """Run ``operation`` (returning the location) as ``trigger_id`` with ``spawn``; a known trigger id is not run again.
+
+        ``ends_job``: the operation stops the job, and its outcome is to be read before the cluster goes."""
         if trigger_id in self._operations:
             operation.close()
             return
         self._operations[trigger_id] = None
+        if ends_job:
+            self._unread.add(trigger_id)
+            self._read.clear()
         spawn(self._run(trigger_id, operation), f"savepoint-{trigger_id}")
 
     async def _run(self, trigger_id: str, operation: Coroutine[Any, Any, str]) -> None:
@@ -58,8 +79,19 @@ class SavepointOperations:
         return trigger_id in self._operations
 
     def result(self, trigger_id: str) -> SavepointOutcome | None:
-        """The outcome of ``trigger_id``; None while in progress. KeyError for an unknown trigger id."""
-        return self._operations[trigger_id]
+        """The outcome of ``trigger_id``; None while in progress. KeyError for an unknown trigger id.
+
+        A client's read: an outcome returned counts as read (see :meth:`all_read`)."""
+        outcome = self._operations[trigger_id]
+        if outcome is not None:
+            self._unread.discard(trigger_id)
+            if not self._unread:
+                self._read.set()
+        return outcome
+
+    async def all_read(self) -> None:
+        """Until a client has read the outcome of every operation that ends the job."""
+        await self._read.wait()
 
     def completed(self) -> list[dict[str, Any]]:
         """Completed savepoints, oldest first: ``[{"location", "time"}]`` (failed ones are left out)."""
