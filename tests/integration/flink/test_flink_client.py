@@ -26,7 +26,7 @@ def test_flink_cli_lists_refuses_to_stop_and_cancels_with_the_token(flink_client
 
         stopped = flink_client.cli(url, "stop", JOB_ID, token=TOKEN)
         assert stopped.returncode != 0
-        assert f"IllegalStateException: Job {JOB_ID} is not a streaming job." in stopped.stdout + stopped.stderr
+        assert f"CheckpointException: Job {JOB_ID} is not a streaming job" in stopped.stdout + stopped.stderr
 
         refused = flink_client.cli(url, "cancel", JOB_ID)
         assert refused.returncode != 0 and "needs the cluster's token" in refused.stdout + refused.stderr
