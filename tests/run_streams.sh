@@ -4,8 +4,10 @@
 # Why: on a 2-core machine the Kubernetes tests spend most of their time waiting (for pods to be
 # scheduled, images to be unpacked, JVMs in CPU-limited containers to start), and a cold machine
 # spends ~10 minutes compiling the Kubernetes tools and building the image, which only they need.
-# So one stream builds those and runs the tests marked `k8s`; the other resolves the Hadoop jars
-# and Flink's client and runs everything else (unit, local end to end, YARN/HDFS, Flink's CLI).
+# So one stream builds those and runs the tests marked `k8s`, and the streaming tests on YARN
+# (`hadoop` and `kafka`: this stream starts a Hadoop cluster and a Kafka broker for its own tests
+# anyway, and the two streams take about as long); the other resolves the Hadoop jars and Flink's
+# client and runs everything else (unit, local end to end, YARN/HDFS, Flink's CLI).
 # Both resolve the Kafka test broker and Spark's Kafka connector (tests/infra/kafka, flock'd and
 # cached: one stream waits for the other's build, a warm cache costs nothing).
 # Each stream starts its own test clusters (the Kubernetes node in one, a Hadoop cluster in each
@@ -18,17 +20,18 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}
 pytest=("$PY" -m pytest -ra --durations=15 "$@")
+KUBERNETES_STREAM="k8s or (hadoop and kafka)"  # the tests of the first stream; the second runs all others
 
 kubernetes() {
     # the image does not need the node's tools: it builds (mostly downloads) while Go compiles them
     bash tests/infra/image/build.sh &
     local image=$!
     bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/k8s/build.sh || { wait "$image"; return 1; }
-    wait "$image" && "${pytest[@]}" -m k8s
+    wait "$image" && "${pytest[@]}" -m "$KUBERNETES_STREAM"
 }
 
 others() {
-    bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/flink/build.sh && "${pytest[@]}" -m "not k8s"
+    bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/flink/build.sh && "${pytest[@]}" -m "not ($KUBERNETES_STREAM)"
 }
 
 # run <name> <function>: the function's output, each line prefixed with [name]; its exit code in <name>.rc

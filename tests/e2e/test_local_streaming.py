@@ -4,13 +4,16 @@ One chain of job clusters reading one topic, each step checked exactly (no
 record lost, none counted twice) by tests/support/streaming.py: a TaskExecutor
 and then the program's driver are killed mid-stream (the restart strategy
 resumes on the same checkpoint root); a savepoint is taken while the job
-runs; the job is stopped with a savepoint and restored with another
-parallelism after more records arrived; the running savepoint is restored
-too. Bad savepoints are refused before anything is deployed.
+runs; the job is stopped with a savepoint, refused to a program that renamed
+its query, and restored with another parallelism after more records arrived,
+where Flink 1.20's own CLI lists it, takes a savepoint and disposes of it; the
+running savepoint is restored too, attached, and stopped by Flink's CLI. Bad
+savepoints are refused before anything is deployed.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
@@ -25,10 +28,11 @@ import pytest
 import requests
 from support import REPO, jobcluster, processes_of, staging_dirs
 
+from tests.infra.flink.client import FlinkClient
 from tests.infra.kafka.cluster import KafkaCluster
 from tests.support.streaming import PROGRAM, lines, local_batches, wait_for_committed_batch, wait_for_counts, word_counts
 
-pytestmark = [pytest.mark.e2e, pytest.mark.kafka]
+pytestmark = [pytest.mark.e2e, pytest.mark.kafka, pytest.mark.flink]
 
 COUNT_TIMEOUT = 240  # seconds for a job to count what was produced
 
@@ -41,8 +45,13 @@ def _run_detached(*args: str) -> tuple[str, str]:
 
 
 def _savepoint_path(result) -> str:
-    assert result.returncode == 0, result.stderr
+    """The path in ``Savepoint completed. Path: ...``, as jobcluster's CLI and Flink's print it."""
+    assert result.returncode == 0, result.stdout + result.stderr
     return re.search(r"Savepoint completed\. Path: (\S+)", result.stdout).group(1)
+
+
+def _local(uri: str, *parts: str) -> Path:
+    return Path(uri.removeprefix("file:"), *parts)
 
 
 def _wait_until_gone(home: Path, timeout: float = 120) -> None:
@@ -57,7 +66,7 @@ def _driver(home: Path) -> psutil.Process:
 
 
 def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_restores(
-    home, tmp_path, kafka_cluster: KafkaCluster, spark_kafka_jars: list[Path]
+    home, tmp_path, kafka_cluster: KafkaCluster, spark_kafka_jars: list[Path], flink_client: FlinkClient
 ):
     topic = f"words-{uuid.uuid4().hex[:8]}"
     kafka_cluster.create_topic(topic, partitions=2)
@@ -70,13 +79,14 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
         return word_counts(produced)
 
     checkpoints, savepoints, out = tmp_path / "checkpoints", tmp_path / "savepoints", tmp_path / "out"
+    jars = [str(j) for j in spark_kafka_jars]
     common = [
         "-D",
         f"execution.checkpointing.dir={checkpoints}",
         "-D",
         f"execution.checkpointing.savepoint-dir={savepoints}",
-        "--jars",
-        ",".join(str(j) for j in spark_kafka_jars),
+        # the jars both ways spark-submit takes them: comma-separated, and the option repeated
+        *("--jars", ",".join(jars[:2]), "--jars", ",".join(jars[2:])),
     ]
 
     def program(output: Path) -> list[str]:
@@ -108,6 +118,13 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
     assert stopped.startswith(f"file:{savepoints}/savepoint-{job[:6]}-")
     _wait_until_gone(home)
 
+    # The savepoint restored into a program whose query has another name: refused, naming the query left out.
+    renamed = jobcluster("run", "-s", stopped, *common, *program(tmp_path / "renamed-out"), "--query-name", "renamed")
+    assert renamed.returncode == 1, renamed.stderr
+    assert "holds state of the streaming query 'wordcount', which the program did not start" in renamed.stderr
+    assert "--allowNonRestoredState" in renamed.stderr
+    _wait_until_gone(home)
+
     # Restored with another parallelism after more records arrived: it goes on where the stop left it.
     expected = produce(parts[3])
     restored, rest = _run_detached("-p", "1", "-s", stopped, *common, *program(out))
@@ -115,6 +132,20 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
     stats = requests.get(f"{rest}/jobs/{restored}/checkpoints", timeout=5).json()
     assert stats["counts"]["restored"] == 1 and stats["latest"]["restored"]["external_path"] == stopped
     assert (checkpoints / restored / "wordcount" / "commits").is_dir(), "the new job checkpoints under its own JobID"
+
+    # Flink 1.20's own CLI with the cluster's token: it lists the job, takes a savepoint, and disposes of it
+    # through the running cluster (POST /savepoint-disposal), refusing a directory that is not one.
+    (token_file,) = (home / "clusters").glob("*/rest-token")
+    token = token_file.read_text().strip()
+    listed = flink_client.cli(rest, "list")
+    assert listed.returncode == 0 and f": {restored} : " in listed.stdout and "(RUNNING)" in listed.stdout, listed.stdout + listed.stderr
+    by_flink = _savepoint_path(flink_client.cli(rest, "savepoint", restored, str(tmp_path / "flink"), token=token))
+    assert json.loads(_local(by_flink, "_metadata").read_text())["queries"]["wordcount"]["committedBatchId"] >= 0
+    refused = flink_client.cli(rest, "savepoint", "-d", str(tmp_path / "flink"), token=token)
+    assert refused.returncode != 0 and "no _metadata file" in refused.stdout + refused.stderr, refused.stdout + refused.stderr
+    disposed = flink_client.cli(rest, "savepoint", "-d", by_flink, token=token)
+    assert disposed.returncode == 0 and f"Savepoint '{by_flink}' disposed." in disposed.stdout, disposed.stdout + disposed.stderr
+    assert not _local(by_flink).exists() and (tmp_path / "flink").is_dir()
     jobcluster("cancel", restored, check=True)
     _wait_until_gone(home)
 
@@ -130,8 +161,13 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
     )
     try:
         wait_for_counts(local_batches(tmp_path / "out3"), expected, COUNT_TIMEOUT, "restored from the running savepoint")
-        again = re.search(r"^\S+ \S+\s+([0-9a-f]{32})\s", jobcluster("list", check=True).stdout, re.M).group(1)
-        _savepoint_path(jobcluster("stop", again, "--savepointPath", str(tmp_path / "last")))
+        listing = jobcluster("list", check=True).stdout
+        again = re.search(r"^\S+ \S+\s+([0-9a-f]{32})\s", listing, re.M).group(1)
+        rest = re.search(r"(http://\S+)\s*$", listing, re.M).group(1)
+        (token_file,) = (home / "clusters").glob("*/rest-token")
+        # stopped by Flink's CLI: `flink stop --savepointPath` prints the path, the job ends FINISHED
+        flink_stop = flink_client.cli(rest, "stop", "--savepointPath", str(tmp_path / "last"), again, token=token_file.read_text().strip())
+        assert _local(_savepoint_path(flink_stop), "_metadata").is_file()
         stdout, stderr = attached.communicate(timeout=COUNT_TIMEOUT)
     finally:
         if attached.poll() is None:
@@ -147,9 +183,9 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
     assert "disposed" in disposed.stdout and not Path(running_savepoint.removeprefix("file:")).exists()
 
 
-def test_a_savepoint_that_cannot_be_restored_is_refused(home, tmp_path, kafka_cluster: KafkaCluster, spark_kafka_jars: list[Path]):
+def test_a_savepoint_that_cannot_be_restored_is_refused_before_anything_is_deployed(home, tmp_path):
     checkpoints = ["-D", f"execution.checkpointing.dir={tmp_path / 'checkpoints'}"]
-    args = [str(PROGRAM), "--kafka", kafka_cluster.bootstrap_servers, "--topic", "none", "--output", str(tmp_path / "out")]
+    args = [str(PROGRAM), "--kafka", "127.0.0.1:9", "--topic", "none", "--output", str(tmp_path / "out")]
     for savepoint, message in [
         (tmp_path / "missing", f"savepoint {tmp_path / 'missing'} does not exist"),
         (tmp_path, f"{tmp_path} is not a savepoint: it has no _metadata file"),
@@ -159,19 +195,3 @@ def test_a_savepoint_that_cannot_be_restored_is_refused(home, tmp_path, kafka_cl
     refused = jobcluster("run", "-s", str(tmp_path), *args)
     assert refused.returncode == 1 and "set execution.checkpointing.dir" in refused.stderr, refused.stderr
     assert staging_dirs(home) == [] and processes_of(home) == []
-
-    # A savepoint of a query named "wordcount", restored into a program whose query has another name.
-    topic = f"words-{uuid.uuid4().hex[:8]}"
-    kafka_cluster.create_topic(topic)
-    kafka_cluster.produce(topic, [(None, line) for line in lines(7, 10)])
-    jars = ["--jars", ",".join(str(j) for j in spark_kafka_jars)]
-    program = [str(PROGRAM), "--kafka", kafka_cluster.bootstrap_servers, "--topic", topic, "--output", str(tmp_path / "out")]
-    job, rest = _run_detached(*checkpoints, *jars, *program)
-    wait_for_committed_batch(rest, job, 0, COUNT_TIMEOUT)
-    savepoint = _savepoint_path(jobcluster("stop", job, "-p", str(tmp_path / "savepoints")))
-    _wait_until_gone(home)
-    renamed = jobcluster("run", "-s", savepoint, *checkpoints, *jars, *program, "--query-name", "renamed")
-    assert renamed.returncode == 1, renamed.stderr
-    assert "holds state of the streaming query 'wordcount', which the program did not start" in renamed.stderr
-    assert "--allowNonRestoredState" in renamed.stderr
-    _wait_until_gone(home)
