@@ -50,6 +50,9 @@ def test_the_committed_batch_is_the_highest_commit_file():
         ("state/0/1/7.zip", False),
         ("state/0/_metadata/schema", True),
         ("state/0/1/SSTs/000012-abc.sst", True),
+        ("offsets/.6.9be55246-60cb-420c-97a2-49eb84bf92d9.tmp", False),  # being written
+        ("state/0/1/.5.delta.3f2a.tmp", False),
+        ("offsets/..6.9be55246.tmp.crc", False),
     ],
 )
 def test_a_savepoint_is_cut_at_the_last_committed_batch(relative, kept):

@@ -108,10 +108,13 @@ def keep_in_savepoint(relative_path: str, committed: int | None) -> bool:
     versions up to ``committed + 1`` (each batch writes the next version),
     and everything else (``metadata``, ``sources/``, the state's schema and
     shared files), which a restarted query reconciles with its logs itself.
-    Dropped: what a batch that never committed wrote; restored, the query
-    runs that batch again. ``committed`` None: no batch committed yet.
+    Dropped: what a batch that never committed wrote (restored, the query
+    runs that batch again), and files still being written (``*.tmp``, which
+    Spark renames into place). ``committed`` None: no batch committed yet.
     """
     parts = relative_path.split("/")
+    if parts[-1].removesuffix(".crc").endswith(".tmp"):  # a file Spark is writing, renamed into place once whole
+        return False
     last = committed if committed is not None else -1
     if parts[0] in _BATCH_LOGS and len(parts) == 2:
         batch = batch_id_of(parts[1])

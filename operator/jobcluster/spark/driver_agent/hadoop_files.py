@@ -52,17 +52,29 @@ class HadoopFiles:
         return [str(status.getPath().getName()) for status in fs.listStatus(path)]
 
     def files(self, uri: str) -> list[str]:
-        """Every file below directory ``uri``, as paths relative to it (``/``-separated); empty when it does not exist."""
+        """Every file below directory ``uri``, as paths relative to it (``/``-separated); empty when it does not exist.
+
+        Walked one directory at a time, so that a directory a running query removes
+        meanwhile (Spark's maintenance of old batches) is passed over, not an error.
+        """
         root = self._path(uri)
         fs = self._fs(root)
-        if not fs.exists(root):
-            return []
         prefix = str(fs.makeQualified(root).toUri().getPath()).rstrip("/") + "/"
-        found = fs.listFiles(root, True)
-        relative = []
-        while found.hasNext():
-            relative.append(str(found.next().getPath().toUri().getPath()).removeprefix(prefix))
-        return relative
+        found: list[str] = []
+        pending = [root]
+        while pending:
+            try:
+                statuses = fs.listStatus(pending.pop())
+            except Exception as exc:
+                if is_file_gone(exc):
+                    continue
+                raise
+            for status in statuses:
+                if status.isDirectory():
+                    pending.append(status.getPath())
+                else:
+                    found.append(str(status.getPath().toUri().getPath()).removeprefix(prefix))
+        return found
 
     def copy(self, source: str, target: str) -> None:
         """Copy file or directory ``source`` to ``target`` (created, with its parents). Raises py4j's error on failure."""
