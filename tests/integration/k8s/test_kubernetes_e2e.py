@@ -24,6 +24,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -54,10 +55,10 @@ JM_MEMORY_MIB = 1600  # the shipped jobmanager.memory.process.size
 CGROUP_MEMORY = "/sys/fs/cgroup/memory"  # the container's own memory cgroup (v1), as runc mounts it
 
 
-@pytest.fixture(scope="module")
-def namespace(k8s_cluster, k8s_api):
+def job_namespace(k8s_cluster, k8s_api, prefix: str) -> Iterator[str]:
+    """A fresh namespace ``<prefix>-<random>`` with the JobManager's RBAC (manifests/rbac.yaml), deleted afterwards."""
     core = kubernetes.client.CoreV1Api(k8s_api)
-    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": name}}, _request_timeout=TIMEOUT)
     k8s_cluster.kubectl("apply", "-n", name, "-f", str(REPO / "manifests" / "rbac.yaml"))
     yield name
@@ -65,6 +66,11 @@ def namespace(k8s_cluster, k8s_api):
         core.delete_namespace(name, _request_timeout=TIMEOUT)
     except kubernetes.client.ApiException:
         pass
+
+
+@pytest.fixture(scope="module")
+def namespace(k8s_cluster, k8s_api):
+    yield from job_namespace(k8s_cluster, k8s_api, "e2e")
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ import yaml
 
 from tests.infra.kafka.cluster import KafkaCluster
 from tests.integration.k8s.pods import MAIN_CONTAINER, open_to_containers
-from tests.integration.k8s.test_kubernetes_e2e import TIMEOUT, assert_namespace_empty, cluster_options, jobcluster, list_json
+from tests.integration.k8s.test_kubernetes_e2e import TIMEOUT, assert_namespace_empty, cluster_options, job_namespace, jobcluster, list_json
 from tests.integration.k8s.waiting import wait_for
 from tests.support.streaming import PROGRAM, lines, local_batches, wait_for_committed_batch, wait_for_counts, word_counts
 
@@ -47,15 +47,7 @@ POD_TIMEOUT = 240  # seconds for a new JobManager pod to serve
 
 @pytest.fixture
 def namespace(k8s_cluster, k8s_api):
-    core = kubernetes.client.CoreV1Api(k8s_api)
-    name = f"stream-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": name}}, _request_timeout=TIMEOUT)
-    k8s_cluster.kubectl("apply", "-n", name, "-f", str(REPO / "manifests" / "rbac.yaml"))
-    yield name
-    try:
-        core.delete_namespace(name, _request_timeout=TIMEOUT)
-    except kubernetes.client.ApiException:
-        pass
+    yield from job_namespace(k8s_cluster, k8s_api, "stream")
 
 
 @pytest.fixture
