@@ -31,6 +31,7 @@ from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError, OperatorHook
 from jobcluster.client.program import build_job_graph
 from jobcluster.config.configuration import Configuration
+from jobcluster.controller.job_state import SavepointPoll
 from jobcluster.errors import ClusterClientError, DeploymentError, IllegalConfigurationError, JobClusterError, NotFoundError
 from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
@@ -69,6 +70,7 @@ class Observation:
     result: JobResult | None = None
     failure_cause: str | None = None
     pending: str | None = None
+    savepoint: SavepointPoll | None = None
 
 
 class TargetClusters(Protocol):

@@ -67,6 +67,8 @@ def duration_text(seconds: float) -> str:
 def job_status_of(details: Mapping[str, Any]) -> dict[str, Any]:
     """``status.jobStatus`` from the cluster's ``GET /jobs/{id}`` (Flink's body)."""
     status: dict[str, Any] = {"jobId": details["jid"], "jobName": details.get("name", ""), "state": details["state"]}
+    if details.get("job-type"):
+        status["jobType"] = details["job-type"]  # STREAMING: its state is carried across deployments (job_state.py)
     start, end = from_epoch_ms(details.get("start-time")), from_epoch_ms(details.get("end-time"))
     if start:
         status["startTime"] = start

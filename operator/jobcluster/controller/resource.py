@@ -46,6 +46,10 @@ class JobSpec(_Spec):
     jars: tuple[str, ...] = ()
     parallelism: int = Field(default=1, ge=1)
     state: Literal["running", "suspended"] = "running"
+    upgrade_mode: Literal["stateless", "savepoint", "last-state"] = Field(default="stateless", alias="upgradeMode")
+    savepoint_trigger_nonce: int | None = Field(default=None, alias="savepointTriggerNonce")
+    initial_savepoint_path: str | None = Field(default=None, alias="initialSavepointPath")
+    allow_non_restored_state: bool = Field(default=False, alias="allowNonRestoredState")
 
 
 class Resource(_Spec):
@@ -105,6 +109,9 @@ _PROGRAM_SCHEMES = ("local:///", "http://", "https://")
 
 #: Fields whose change does not need a new cluster (the lifecycle's own knobs).
 _NOT_DEPLOYED = ("startupDeadlineSeconds", "activeDeadlineSeconds", "ttlSecondsAfterFinished", "deleteAfterTtl")
+#: Fields of spec.job whose change does not need a new cluster: how state is carried, and what a first deployment
+#: starts from (the Flink Kubernetes Operator ignores the same ones when it compares specs).
+_JOB_NOT_DEPLOYED = ("state", "upgradeMode", "savepointTriggerNonce", "initialSavepointPath", "allowNonRestoredState")
 
 
 def parse_spec(spec: Mapping[str, Any]) -> FlinkJobSpec:
@@ -152,7 +159,8 @@ def check_name(name: str) -> str:
 
 
 def deployed_spec_hash(spec: Mapping[str, Any]) -> str:
-    """A digest of what a deployment is made of: the spec without ``job.state`` and the lifecycle's own knobs.
+    """A digest of what a deployment is made of: the spec without ``job.state``, the lifecycle's own knobs and the
+    fields of how its state is carried (``upgradeMode``, the savepoint nonce, the initial savepoint).
 
     Equal digests mean the running cluster is the one the spec asks for; a new
     digest (a changed program, configuration, resources, image or ``restartNonce``)
@@ -160,6 +168,7 @@ def deployed_spec_hash(spec: Mapping[str, Any]) -> str:
     """
     relevant = {key: value for key, value in spec.items() if key not in _NOT_DEPLOYED}
     job = dict(relevant.get("job") or {})
-    job.pop("state", None)
+    for key in _JOB_NOT_DEPLOYED:
+        job.pop(key, None)
     relevant["job"] = job
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]

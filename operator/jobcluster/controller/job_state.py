@@ -1,0 +1,261 @@
+"""A streaming FlinkJob's state across deployments: upgrade modes, savepoint settings and records (pure).
+
+What the planner (``plan.py``) needs to carry a streaming job's state from one
+deployment to the next: the settings of the spec and its configuration
+(:class:`StateSettings`, checked by :func:`state_settings`), the records it keeps in
+the status (``jobStatus.savepointInfo``, ``jobStatus.checkpointInfo``, the
+operator's ``upgrade`` record) and the decisions on them that need no cluster:
+which savepoints the history limits dispose of, where the next deployment
+restores from.  Nothing here talks to an API.
+
+Status records (see docs/deployment/operator.md, "Streaming FlinkJobs"):
+
+- ``jobStatus.savepointInfo``: ``lastSavepoint`` {location, timeStamp, triggerType,
+  triggerNonce}, ``trigger`` (the one pending: triggerId, triggerType,
+  triggerTimestamp, triggerNonce, stop, jobId), ``lastFailure`` (triggerType,
+  triggerTimestamp, failureTimestamp, message, key), ``savepointHistory`` (oldest
+  first), ``lastPeriodicSavepointTimestamp``, ``lastTriggerNonce``;
+- ``jobStatus.checkpointInfo``: each query's last committed micro-batch and when;
+- ``jobStatus.upgradeSavepointPath``: the savepoint the current deployment started from;
+- ``upgrade`` (the operator's own): what the next deployment starts from, written
+  before the old cluster is removed and dropped once the new job runs: ``mode``,
+  ``jobId`` (the job replaced; last-state keeps it), ``savepointPath`` (once taken),
+  ``requestTime``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jobcluster.client.operator_hook import InvalidSpecError
+from jobcluster.config import options
+from jobcluster.config.configuration import Configuration
+from jobcluster.config.values import parse_duration
+from jobcluster.controller.flinkjob_status import from_epoch_ms, timestamp
+
+STATELESS, SAVEPOINT, LAST_STATE = "stateless", "savepoint", "last-state"
+UPGRADE_MODES = (STATELESS, SAVEPOINT, LAST_STATE)
+
+#: ``savepointInfo`` trigger types (the Flink Kubernetes Operator's SnapshotTriggerType names).
+MANUAL, PERIODIC, UPGRADE = "MANUAL", "PERIODIC", "UPGRADE"
+
+PERIODIC_SAVEPOINT_INTERVAL = "kubernetes.operator.periodic.savepoint.interval"
+HISTORY_MAX_COUNT = "kubernetes.operator.savepoint.history.max.count"
+HISTORY_MAX_AGE = "kubernetes.operator.savepoint.history.max.age"
+TRIGGER_TIMEOUT = "kubernetes.operator.savepoint.trigger.timeout"
+DEFAULT_HISTORY_MAX_COUNT = 10
+DEFAULT_HISTORY_MAX_AGE = 24 * 3600.0
+DEFAULT_TRIGGER_TIMEOUT = 600.0
+CHECKPOINT_INFO_INTERVAL = 60.0  # seconds: checkpointInfo is written at most this often (a micro-batch commits every few seconds)
+
+#: Keys of ``jobStatus`` that describe the job's state rather than one run of it: kept when a new deployment begins.
+KEPT_JOB_STATUS = ("savepointInfo", "checkpointInfo", "upgradeSavepointPath", "jobType")
+
+#: What the CRD's rule and the operator say of savepoint mode without a savepoint directory.
+SAVEPOINT_DIRECTORY_RULE = (
+    "spec.job.upgradeMode savepoint needs a savepoint directory: set execution.checkpointing.savepoint-dir in "
+    "spec.flinkConfiguration (or in the operator's defaultConfiguration)"
+)
+#: ... and of last-state without a checkpoint directory.
+CHECKPOINT_DIRECTORY_RULE = (
+    "spec.job.upgradeMode last-state needs a checkpoint directory: set execution.checkpointing.dir in "
+    "spec.flinkConfiguration (or in the operator's defaultConfiguration)"
+)
+
+
+@dataclass(frozen=True)
+class StateSettings:
+    """How a FlinkJob's streaming state is carried: its upgrade mode, savepoint trigger and directories, and the
+    operator's ``kubernetes.operator.*`` savepoint options (seconds; None: off)."""
+
+    upgrade_mode: str = STATELESS
+    savepoint_trigger_nonce: int | None = None
+    initial_savepoint_path: str | None = None
+    allow_non_restored_state: bool = False
+    savepoint_directory: str | None = None
+    checkpoint_directory: str | None = None
+    periodic_interval: float | None = None
+    history_max_count: int = DEFAULT_HISTORY_MAX_COUNT
+    history_max_age: float | None = DEFAULT_HISTORY_MAX_AGE
+    trigger_timeout: float = DEFAULT_TRIGGER_TIMEOUT
+
+
+@dataclass(frozen=True)
+class SavepointTrigger:
+    """A savepoint to trigger (``TRIGGER_SAVEPOINT``): the operator's own trigger id (Flink's idempotent ``triggerId``,
+    so a trigger repeated after an operator restart is the same operation), of job ``job_id``; ``stop``: stop-with-savepoint."""
+
+    trigger_id: str
+    job_id: str
+    trigger_type: str
+    stop: bool
+    directory: str | None
+
+
+@dataclass(frozen=True)
+class SavepointPoll:
+    """What the cluster says of a pending trigger: ``state`` UNKNOWN (it never heard of it), IN_PROGRESS, COMPLETED
+    (``location``) or FAILED (``failure``)."""
+
+    trigger_id: str
+    state: str
+    location: str | None = None
+    failure: str | None = None
+
+
+@dataclass(frozen=True)
+class Restore:
+    """Where a deployment starts from: a savepoint ``path`` (``execution.state-recovery.path``), or the JobID
+    ``job_id`` of the job it replaces (last-state: its checkpoint root ``<dir>/<job-id>``), or neither."""
+
+    path: str | None = None
+    allow_non_restored_state: bool = False
+    job_id: str | None = None
+
+
+def state_settings(spec_job: Any, flink_configuration: Mapping[str, str], defaults: Mapping[str, str]) -> StateSettings:
+    """The state settings of a FlinkJob's ``spec.job`` (a ``resource.JobSpec``) under its configuration (the
+    operator's defaults, then ``flinkConfiguration``).
+
+    Raises:
+        InvalidSpecError: savepoint mode without a savepoint directory (:data:`SAVEPOINT_DIRECTORY_RULE`), last-state
+            without a checkpoint directory (:data:`CHECKPOINT_DIRECTORY_RULE`), or an option of ours that is not a
+            duration or count (reason ``InvalidSpec``).
+    """
+    config = Configuration({**defaults, **flink_configuration})
+    savepoint_dir = config.get(options.SAVEPOINT_DIRECTORY) or None
+    checkpoint_dir = config.get(options.CHECKPOINTS_DIRECTORY) or None
+    mode = spec_job.upgrade_mode
+    if mode == SAVEPOINT and not savepoint_dir:
+        raise InvalidSpecError(SAVEPOINT_DIRECTORY_RULE, reason="SavepointDirectoryMissing")
+    if mode == LAST_STATE and not checkpoint_dir:
+        raise InvalidSpecError(CHECKPOINT_DIRECTORY_RULE, reason="CheckpointDirectoryMissing")
+    merged = {**defaults, **flink_configuration}
+    interval = _duration(merged, PERIODIC_SAVEPOINT_INTERVAL, None)
+    return StateSettings(
+        upgrade_mode=mode,
+        savepoint_trigger_nonce=spec_job.savepoint_trigger_nonce,
+        initial_savepoint_path=spec_job.initial_savepoint_path or None,
+        allow_non_restored_state=spec_job.allow_non_restored_state,
+        savepoint_directory=savepoint_dir,
+        checkpoint_directory=checkpoint_dir,
+        periodic_interval=interval or None,  # 0 turns periodic savepoints off, as in Flink's operator
+        history_max_count=_count(merged, HISTORY_MAX_COUNT, DEFAULT_HISTORY_MAX_COUNT),
+        history_max_age=_duration(merged, HISTORY_MAX_AGE, DEFAULT_HISTORY_MAX_AGE) or None,
+        trigger_timeout=_duration(merged, TRIGGER_TIMEOUT, DEFAULT_TRIGGER_TIMEOUT) or DEFAULT_TRIGGER_TIMEOUT,
+    )
+
+
+def _duration(config: Mapping[str, str], key: str, default: float | None) -> float | None:
+    text = config.get(key)
+    if text is None or str(text).strip() == "":
+        return default
+    try:
+        return parse_duration(str(text))
+    except ValueError as exc:
+        raise InvalidSpecError(f"{key}: {exc}") from None
+
+
+def _count(config: Mapping[str, str], key: str, default: int) -> int:
+    text = config.get(key)
+    if text is None or str(text).strip() == "":
+        return default
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = -1
+    if value < 1:
+        raise InvalidSpecError(f"{key}: {text!r} is not a count of at least 1")
+    return value
+
+
+def seconds_since(text: str | None, now: datetime.datetime) -> float | None:
+    """Seconds from the RFC 3339 time ``text`` to ``now`` (None when ``text`` is empty)."""
+    if not text:
+        return None
+    return (now - datetime.datetime.fromisoformat(text)).total_seconds()
+
+
+def kept_job_status(job: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What of ``jobStatus`` outlives a deployment (:data:`KEPT_JOB_STATUS`)."""
+    return {key: job[key] for key in KEPT_JOB_STATUS if job and job.get(key) is not None}
+
+
+def is_streaming(job: Mapping[str, Any] | None) -> bool:
+    """Whether the FlinkJob's job was seen running streaming queries (``job-type: STREAMING``)."""
+    return bool(job) and (job or {}).get("jobType") == "STREAMING"
+
+
+def checkpoint_info(details: Mapping[str, Any], previous: Mapping[str, Any] | None, now: datetime.datetime) -> dict[str, Any] | None:
+    """``jobStatus.checkpointInfo`` from a job's details (``streaming.queries``): each named query's last committed
+    micro-batch and when, and the latest commit of all; ``previous`` when it was written less than
+    :data:`CHECKPOINT_INFO_INTERVAL` ago (a status write per micro-batch would cost the API server a write every few
+    seconds per job); None when the job runs no query."""
+    queries = ((details.get("streaming") or {}).get("queries")) or []
+    if not queries:
+        return dict(previous) if previous else None
+    written = seconds_since((previous or {}).get("updateTime"), now)
+    if previous and written is not None and written < CHECKPOINT_INFO_INTERVAL:
+        return dict(previous)
+    entries = [
+        {"name": q.get("name"), "committedBatchId": q.get("committedBatchId"), "lastCommitTime": from_epoch_ms(q.get("lastCommitTime"))}
+        for q in queries
+    ]
+    commits = [e["lastCommitTime"] for e in entries if e["lastCommitTime"]]
+    info: dict[str, Any] = {"queries": entries, "updateTime": timestamp(now)}
+    if commits:
+        info["lastCommitTime"] = max(commits)
+    return info
+
+
+def prune_history(
+    history: Sequence[Mapping[str, Any]], keep: str | None, settings: StateSettings, now: datetime.datetime
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the history kept, the locations to dispose of): at most ``history_max_count`` savepoints, none older than
+    ``history_max_age``; the savepoint at ``keep`` (the last one, which a restore would use) is never disposed of."""
+    kept: list[dict[str, Any]] = []
+    dispose: list[str] = []
+    newest_first = sorted(history, key=lambda s: str(s.get("timeStamp") or ""), reverse=True)
+    for entry in newest_first:
+        age = seconds_since(entry.get("timeStamp"), now)
+        too_old = settings.history_max_age is not None and age is not None and age > settings.history_max_age
+        if entry.get("location") == keep or (len(kept) < settings.history_max_count and not too_old):
+            kept.append(dict(entry))
+        else:
+            dispose.append(str(entry.get("location")))
+    return list(reversed(kept)), dispose
+
+
+def completed_savepoint(info: Mapping[str, Any], location: str, trigger: Mapping[str, Any], now: datetime.datetime) -> dict[str, Any]:
+    """``savepointInfo`` once the pending ``trigger`` completed at ``location``."""
+    savepoint = {"location": location, "timeStamp": timestamp(now), "triggerType": trigger.get("triggerType")}
+    if trigger.get("triggerNonce") is not None:
+        savepoint["triggerNonce"] = trigger["triggerNonce"]
+    history = [*(info.get("savepointHistory") or []), savepoint]
+    return {**info, "lastSavepoint": savepoint, "savepointHistory": history, "trigger": None}
+
+
+def failed_savepoint(info: Mapping[str, Any], message: str, trigger: Mapping[str, Any], key: str, now: datetime.datetime) -> dict[str, Any]:
+    """``savepointInfo`` once the pending ``trigger`` failed; ``key`` says what it was for (see ``plan._failure_key``)."""
+    failure = {
+        "triggerType": trigger.get("triggerType"),
+        "triggerTimestamp": trigger.get("triggerTimestamp"),
+        "failureTimestamp": timestamp(now),
+        "message": message,
+        "key": key,
+    }
+    return {**info, "lastFailure": failure, "trigger": None}
+
+
+def restore_of(status: Mapping[str, Any], settings: StateSettings) -> Restore | None:
+    """Where the next deployment starts from: the savepoint of the ``upgrade`` record (taken by an upgrade or a
+    suspension, or ``initialSavepointPath``), or the JobID of the job it replaces in last-state mode; None: fresh."""
+    upgrade = status.get("upgrade") or {}
+    if upgrade.get("savepointPath"):
+        return Restore(path=str(upgrade["savepointPath"]), allow_non_restored_state=settings.allow_non_restored_state)
+    if upgrade.get("mode") == LAST_STATE and upgrade.get("jobId"):
+        return Restore(job_id=str(upgrade["jobId"]))
+    return None

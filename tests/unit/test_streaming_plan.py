@@ -1,0 +1,281 @@
+"""A streaming FlinkJob's upgrades, suspensions and savepoints, decided without a cluster (plan.py, job_state.py).
+
+Each test walks the status from one reconciliation to the next as the reconciler
+would merge it, so that the sequence an operator killed between two steps resumes
+from is the one checked: trigger recorded → outcome recorded → old cluster removed
+→ new one deployed from the recorded state → the record dropped once the job runs.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from typing import Any
+
+import pytest
+
+from jobcluster.client.operator_hook import InvalidSpecError
+from jobcluster.controller.clusters import Observation
+from jobcluster.controller.flinkjob_status import Lifecycle, timestamp
+from jobcluster.controller.job_state import (
+    CHECKPOINT_DIRECTORY_RULE,
+    SAVEPOINT_DIRECTORY_RULE,
+    Restore,
+    SavepointPoll,
+    StateSettings,
+    checkpoint_info,
+    prune_history,
+    state_settings,
+)
+from jobcluster.controller.plan import DEPLOY, DISPOSE_SAVEPOINTS, REMOVE, TRIGGER_SAVEPOINT, Facts, plan
+from jobcluster.controller.resource import deployed_spec_hash, parse_spec
+
+NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.UTC)
+JOB_ID = "a" * 32
+TRIGGER = "b" * 32
+SP_DIR = "hdfs:///savepoints"
+SAVEPOINT = StateSettings(upgrade_mode="savepoint", savepoint_directory=SP_DIR, checkpoint_directory="hdfs:///checkpoints")
+LAST_STATE = StateSettings(upgrade_mode="last-state", savepoint_directory=SP_DIR, checkpoint_directory="hdfs:///checkpoints")
+
+
+def ago(seconds: float) -> str:
+    return timestamp(NOW - datetime.timedelta(seconds=seconds))
+
+
+def details(state: str = "RUNNING", job_type: str = "STREAMING", **extra: Any) -> dict[str, Any]:
+    return {"jid": JOB_ID, "name": "wc", "state": state, "start-time": 1, "job-type": job_type, **extra}
+
+
+def running(**status: Any) -> dict[str, Any]:
+    """The status of a streaming job of spec h1 that runs."""
+    job = {"jobId": JOB_ID, "jobName": "wc", "state": "RUNNING", "jobType": "STREAMING"}
+    return {
+        "lifecycleState": Lifecycle.STABLE,
+        "deployedSpec": "h1",
+        "deployTime": ago(3600),
+        "firstRunningTime": ago(3500),
+        "jobStatus": job,
+        **status,
+    }
+
+
+def up(state: str = "RUNNING", poll: SavepointPoll | None = None, job_type: str = "STREAMING") -> Observation:
+    return Observation(exists=True, rest_url="http://jm:8081", job=details(state, job_type), savepoint=poll)
+
+
+def facts(status: dict[str, Any], observation: Observation | None, spec_hash: str = "h2", **kw: Any) -> Facts:
+    values: dict[str, Any] = {
+        "generation": 2,
+        "spec_hash": spec_hash,
+        "desired": "running",
+        "startup_deadline": 300.0,
+        "active_deadline": None,
+        "ttl": None,
+        "delete_after_ttl": False,
+        "status": status,
+        "observation": observation,
+        "now": NOW,
+        "state": SAVEPOINT,
+        "trigger_id": TRIGGER,
+    }
+    return Facts(**{**values, **kw})
+
+
+def merged(status: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """The status after a write of ``update`` (a JSON merge patch: None deletes)."""
+    result = dict(status)
+    for key, value in update.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = value
+    return result
+
+
+def test_a_spec_change_in_savepoint_mode_stops_with_a_savepoint_then_removes_then_deploys_from_it():
+    status = running()
+    first = plan(facts(status, up()))
+    assert first.actions == [TRIGGER_SAVEPOINT]
+    assert first.trigger is not None and (first.trigger.trigger_id, first.trigger.stop, first.trigger.directory) == (TRIGGER, True, SP_DIR)
+    pending = first.status["jobStatus"]["savepointInfo"]["trigger"]
+    assert pending["triggerType"] == "UPGRADE" and pending["jobId"] == JOB_ID and first.status["lifecycleState"] == Lifecycle.UPGRADING
+    assert [e[1] for e in first.events] == ["SavepointTriggered"]
+    status = merged(status, first.status)
+
+    assert plan(facts(status, up(poll=SavepointPoll(TRIGGER, "IN_PROGRESS")))).actions == []
+
+    location = f"{SP_DIR}/savepoint-aaaaaa-0123456789ab"
+    done = plan(facts(status, up("FINISHED", SavepointPoll(TRIGGER, "COMPLETED", location=location))))
+    assert done.actions == [], "the path is written before the cluster that holds it goes"
+    assert done.status["upgrade"]["savepointPath"] == location
+    info = done.status["jobStatus"]["savepointInfo"]
+    assert info["lastSavepoint"]["location"] == location and info["trigger"] is None
+    assert info["savepointHistory"][-1]["triggerType"] == "UPGRADE"
+    status = merged(status, done.status)
+
+    removal = plan(facts(status, up("FINISHED")))
+    assert removal.actions == [REMOVE]
+    assert removal.status["jobStatus"]["savepointInfo"]["lastSavepoint"]["location"] == location, "kept across the removal"
+    status = merged(status, removal.status)
+
+    deploy = plan(facts(status, Observation(exists=False)))
+    assert deploy.actions == [DEPLOY]
+    assert deploy.restore == Restore(path=location)
+
+
+def test_an_operator_killed_after_recording_the_trigger_triggers_the_same_id_again():
+    status = merged(running(), plan(facts(running(), up())).status)
+    again = plan(facts(status, up(poll=SavepointPoll(TRIGGER, "UNKNOWN")), trigger_id="c" * 32))
+    assert again.actions == [TRIGGER_SAVEPOINT] and again.trigger is not None and again.trigger.trigger_id == TRIGGER
+
+
+def test_the_new_job_running_drops_the_upgrade_record():
+    status = running(upgrade={"mode": "savepoint", "jobId": "f" * 32, "savepointPath": "/sp/1"}, firstRunningTime="", deployedSpec="h2")
+    observed = plan(facts(status, up()))
+    assert observed.status["upgrade"] is None and observed.actions == []
+
+
+def test_a_failed_upgrade_savepoint_keeps_the_job_running_on_the_old_spec_and_is_not_tried_again():
+    status = merged(running(), plan(facts(running(), up())).status)
+    failed = plan(facts(status, up(poll=SavepointPoll(TRIGGER, "FAILED", failure="disk full"))))
+    assert failed.actions == [] and failed.status["lifecycleState"] == Lifecycle.STABLE
+    assert "disk full" in failed.status["error"] and "last-state" in failed.status["error"]
+    assert [e[:2] for e in failed.events] == [("Warning", "SavepointFailed")]
+    status = merged(status, failed.status)
+    later = plan(facts(status, up(), trigger_id="c" * 32))
+    assert later.actions == [] and later.status["lifecycleState"] == Lifecycle.STABLE and "disk full" in later.status["error"]
+    assert REMOVE not in plan(facts(status, up(), spec_hash="h2")).actions
+    assert plan(facts(status, up(), spec_hash="h3")).actions == [TRIGGER_SAVEPOINT], "another spec tries again"
+    assert plan(facts(status, up(), state=LAST_STATE)).actions == [REMOVE], "last-state goes on without a savepoint"
+
+
+def test_a_savepoint_that_does_not_complete_in_time_fails():
+    status = merged(running(), plan(facts(running(), up())).status)
+    late = plan(facts(status, up(poll=SavepointPoll(TRIGGER, "IN_PROGRESS")), now=NOW + datetime.timedelta(seconds=601)))
+    assert "did not complete within 600 s" in late.status["error"]
+
+
+def test_a_stop_whose_cluster_ended_unread_goes_on_from_the_checkpoint_root():
+    status = merged(running(), plan(facts(running(), up())).status)
+    lost = plan(facts(status, Observation(exists=False)))
+    assert lost.status["upgrade"] == {"mode": "last-state", "jobId": JOB_ID, "requestTime": timestamp(NOW)}
+    assert [e[1] for e in lost.events] == ["SavepointLost"]
+    deploy = plan(facts(merged(status, lost.status), Observation(exists=False)))
+    assert deploy.actions == [DEPLOY] and deploy.restore == Restore(job_id=JOB_ID)
+
+
+def test_savepoint_mode_waits_for_a_running_job():
+    waiting = plan(facts(running(), up("RESTARTING")))
+    assert waiting.actions == [] and "waits for the job to run" in waiting.status["error"]
+
+
+def test_batch_jobs_and_stateless_mode_are_upgraded_as_before():
+    batch = running(jobStatus={"jobId": JOB_ID, "state": "RUNNING", "jobType": "BATCH"})
+    assert plan(facts(batch, up(job_type="BATCH"))).actions == [REMOVE]
+    assert plan(facts(running(), up(), state=StateSettings())).actions == [REMOVE]
+    deploy = plan(facts(merged(running(), {"jobStatus": None}), Observation(exists=False), state=StateSettings()))
+    assert deploy.actions == [DEPLOY] and deploy.restore is None
+
+
+def test_last_state_keeps_the_job_id_whether_or_not_the_job_manager_answers():
+    for observation in (up(), Observation(exists=True)):
+        removal = plan(facts(running(), observation, state=LAST_STATE))
+        assert removal.actions == [REMOVE] and removal.status["upgrade"]["jobId"] == JOB_ID
+        deploy = plan(facts(merged(running(), removal.status), Observation(exists=False), state=LAST_STATE))
+        assert deploy.actions == [DEPLOY] and deploy.restore == Restore(job_id=JOB_ID)
+
+
+def test_suspending_in_savepoint_mode_stops_with_a_savepoint_and_resuming_restores_it():
+    status = running()
+    first = plan(facts(status, up(), spec_hash="h1", desired="suspended"))
+    assert first.actions == [TRIGGER_SAVEPOINT] and first.trigger is not None and first.trigger.stop
+    status = merged(status, first.status)
+    done = plan(facts(status, up("FINISHED", SavepointPoll(TRIGGER, "COMPLETED", location="/sp/2")), spec_hash="h1", desired="suspended"))
+    status = merged(status, done.status)
+    suspend = plan(facts(status, up("FINISHED"), spec_hash="h1", desired="suspended"))
+    assert suspend.actions == [REMOVE] and suspend.status["lifecycleState"] == Lifecycle.SUSPENDED
+    assert "/sp/2" in suspend.events[0][2]
+    status = merged(status, suspend.status)
+    resume = plan(facts(status, None, spec_hash="h1"))
+    assert resume.actions == [DEPLOY] and resume.restore == Restore(path="/sp/2")
+
+
+def test_resumed_while_its_suspension_savepoint_runs_redeploys_from_it():
+    status = merged(running(), plan(facts(running(), up(), spec_hash="h1", desired="suspended")).status)
+    done = plan(facts(status, up("FINISHED", SavepointPoll(TRIGGER, "COMPLETED", location="/sp/3")), spec_hash="h1"))
+    assert done.status["upgrade"]["savepointPath"] == "/sp/3", "not FINISHED: the stop was the operator's"
+    status = merged(status, done.status)
+    assert plan(facts(status, up("FINISHED"), spec_hash="h1")).actions == [REMOVE]
+
+
+def test_periodic_and_manual_savepoints_leave_the_job_running():
+    periodic = StateSettings(upgrade_mode="savepoint", savepoint_directory=SP_DIR, periodic_interval=3600.0)
+    assert plan(facts(running(), up(), spec_hash="h1", state=periodic)).actions == []
+    due = plan(facts(running(firstRunningTime=ago(3601)), up(), spec_hash="h1", state=periodic))
+    assert due.actions == [TRIGGER_SAVEPOINT] and due.trigger is not None and not due.trigger.stop
+    info = due.status["jobStatus"]["savepointInfo"]
+    assert info["trigger"]["triggerType"] == "PERIODIC" and info["lastPeriodicSavepointTimestamp"] == timestamp(NOW)
+
+    manual = StateSettings(savepoint_trigger_nonce=7, savepoint_directory=SP_DIR)
+    first = plan(facts(running(), up(), spec_hash="h1", state=manual))
+    assert first.actions == [TRIGGER_SAVEPOINT] and first.status["jobStatus"]["savepointInfo"]["trigger"]["triggerNonce"] == 7
+    status = merged(running(), first.status)
+    failed = plan(facts(status, up(poll=SavepointPoll(TRIGGER, "FAILED", failure="no space")), spec_hash="h1", state=manual))
+    assert failed.status["lifecycleState"] == Lifecycle.STABLE and failed.events[-1][:2] == ("Warning", "SavepointFailed")
+    assert failed.status["jobStatus"]["savepointInfo"]["lastFailure"]["key"] == "manual:7"
+    assert plan(facts(merged(status, failed.status), up(), spec_hash="h1", state=manual)).actions == [], "a nonce triggers once"
+
+
+def test_the_history_limits_dispose_of_old_savepoints_but_never_the_last():
+    history = [{"location": f"/sp/{n}", "timeStamp": ago(100 * (5 - n)), "triggerType": "PERIODIC"} for n in range(5)]
+    settings = StateSettings(history_max_count=2, history_max_age=250.0)
+    kept, dispose = prune_history(history, "/sp/4", settings, NOW)
+    assert [s["location"] for s in kept] == ["/sp/3", "/sp/4"] and dispose == ["/sp/2", "/sp/1", "/sp/0"]
+    kept, dispose = prune_history(history[:1], "/sp/0", settings, NOW)
+    assert dispose == [] and kept == history[:1]
+
+    info = {"savepointHistory": history, "lastSavepoint": history[-1]}
+    status = running(jobStatus={**running()["jobStatus"], "savepointInfo": info})
+    pruned = plan(facts(status, up(), spec_hash="h1", state=StateSettings(history_max_count=2)))
+    assert pruned.actions == [DISPOSE_SAVEPOINTS] and pruned.dispose == ["/sp/2", "/sp/1", "/sp/0"]
+    assert len(pruned.status["jobStatus"]["savepointInfo"]["savepointHistory"]) == 2
+
+
+def test_a_first_deployment_starts_from_the_initial_savepoint_until_a_job_ran():
+    settings = StateSettings(initial_savepoint_path="/sp/old", allow_non_restored_state=True)
+    first = plan(facts({}, None, state=settings))
+    assert first.actions == [DEPLOY] and first.restore == Restore(path="/sp/old", allow_non_restored_state=True)
+    failed = merged(first.status, {"deployedSpec": "h2", "deployTime": ago(10), "lifecycleState": Lifecycle.FAILED})
+    again = plan(facts(failed, None, spec_hash="h3", state=settings))
+    assert again.restore == Restore(path="/sp/old", allow_non_restored_state=True), "a deployment that failed keeps it"
+
+
+def test_checkpoint_info_is_written_at_most_once_a_minute():
+    queries = {"streaming": {"queries": [{"name": "wc", "committedBatchId": 41, "lastCommitTime": 1_700_000_000_000}]}}
+    info = checkpoint_info(queries, None, NOW)
+    assert info is not None and info["queries"][0]["committedBatchId"] == 41 and info["lastCommitTime"] == "2023-11-14T22:13:20Z"
+    assert checkpoint_info({"streaming": {"queries": [{"name": "wc", "committedBatchId": 42}]}}, info, NOW) == info
+    later = checkpoint_info({"streaming": {"queries": [{"name": "wc", "committedBatchId": 42}]}}, info, NOW + datetime.timedelta(minutes=2))
+    assert later is not None and later["queries"][0]["committedBatchId"] == 42
+    observed = plan(facts(running(), Observation(exists=True, job=details(**queries)), spec_hash="h1", state=StateSettings()))
+    assert observed.status["jobStatus"]["checkpointInfo"]["queries"][0]["name"] == "wc"
+
+
+def test_state_settings_check_the_directories_the_mode_needs():
+    spec = parse_spec({"job": {"source": "x", "upgradeMode": "savepoint"}})
+    with pytest.raises(InvalidSpecError, match="needs a savepoint directory") as raised:
+        state_settings(spec.job, {}, {})
+    assert str(raised.value) == SAVEPOINT_DIRECTORY_RULE and raised.value.reason == "SavepointDirectoryMissing"
+    settings = state_settings(spec.job, {"kubernetes.operator.periodic.savepoint.interval": "1 h"}, {"state.savepoints.dir": SP_DIR})
+    assert (settings.savepoint_directory, settings.periodic_interval, settings.history_max_count) == (SP_DIR, 3600.0, 10)
+    last = parse_spec({"job": {"source": "x", "upgradeMode": "last-state"}})
+    with pytest.raises(InvalidSpecError, match=re.escape(CHECKPOINT_DIRECTORY_RULE)):
+        state_settings(last.job, {}, {})
+    with pytest.raises(InvalidSpecError, match=r"history\.max\.count"):
+        state_settings(parse_spec({"job": {"source": "x"}}).job, {"kubernetes.operator.savepoint.history.max.count": "0"}, {})
+
+
+def test_how_state_is_carried_is_not_part_of_the_deployment():
+    base = deployed_spec_hash({"job": {"source": "x"}})
+    carried = {"upgradeMode": "savepoint", "savepointTriggerNonce": 3, "initialSavepointPath": "/sp", "allowNonRestoredState": True}
+    assert deployed_spec_hash({"job": {"source": "x", **carried}}) == base
