@@ -126,3 +126,14 @@ def test_run_refuses_a_missing_jar_with_exit_code_1_and_deploys_nothing(tmp_path
     assert result.exit_code == 1
     assert "Error: jar ok.jar (--jars) does not exist" in result.stderr
     assert deployed == []
+
+
+def test_a_fixed_jobid_is_the_graphs_and_one_that_is_not_a_jobid_is_refused():
+    program = packaged_program("local:///opt/app/job.py")
+    config = Configuration({"taskmanager.memory.process.size": "2560m", "$internal.pipeline.job-id": "AB" * 16})
+    spec = task_executor_process_spec_from_config(config)
+    assert build_job_graph(program, config, spec).job_id == "ab" * 16, "a job resumed in last-state mode keeps its JobID"
+    assert build_job_graph(program, Configuration({"taskmanager.memory.process.size": "2560m"}), spec).job_id != "ab" * 16
+    config = Configuration({"taskmanager.memory.process.size": "2560m", "$internal.pipeline.job-id": "wc-1"})
+    with pytest.raises(JobGraphError, match=r"'wc-1' is not a JobID"):
+        build_job_graph(program, config, spec)

@@ -11,6 +11,7 @@ produced on demand; the real adapters run in tests/integration/k8s/test_operator
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import threading
 import time
@@ -22,13 +23,15 @@ import pytest
 
 from jobcluster.client.descriptor import JobResult, PackagedProgram
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
+from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.controller.clusters import Deployed, JobClusters, Observation
 from jobcluster.controller.flinkjob_status import Lifecycle
 from jobcluster.controller.handlers import settled
+from jobcluster.controller.job_state import SavepointPoll, SavepointTrigger
 from jobcluster.controller.reconciler import FlinkJobRef, Reconciler
 from jobcluster.controller.resource import deployed_spec_hash
-from jobcluster.errors import AlreadyExistsError, DeploymentError, PlatformUnavailableError
+from jobcluster.errors import AlreadyExistsError, ClusterClientError, ClusterUnreachableError, DeploymentError, PlatformUnavailableError
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, tzinfo=datetime.UTC)
 SPEC = {"job": {"source": "print(1)", "parallelism": 2}, "startupDeadlineSeconds": 600}
@@ -45,6 +48,10 @@ class FakeClusters:
     gate: asyncio.Event | None = None  # a deploy waits for it (on its thread), to hold the FlinkJob's lock
     kept: dict[str, str] = field(default_factory=dict)  # what ``access`` gives
     deployed_refs: list[ClusterRef] = field(default_factory=list)
+    polled: list[str | None] = field(default_factory=list)  # the trigger id each look asked about
+    triggers: list[SavepointTrigger] = field(default_factory=list)
+    trigger_error: Exception | None = None
+    disposed: list[str] = field(default_factory=list)
 
     def access(self, ref: ClusterRef) -> dict[str, str]:
         return dict(self.kept)
@@ -58,11 +65,23 @@ class FakeClusters:
             asyncio.run_coroutine_threadsafe(self.gate.wait(), self.loop).result(5)
         if self.deploy_error is not None:
             raise self.deploy_error
-        return Deployed("f" * 32, "http://10.0.0.9:8081", ref.name)
+        return Deployed(config.get(options.PIPELINE_FIXED_JOB_ID) or "f" * 32, "http://10.0.0.9:8081", ref.name)
 
-    def observe(self, ref: ClusterRef, job_id: str | None) -> Observation:
+    def observe(self, ref: ClusterRef, job_id: str | None, trigger_id: str | None = None) -> Observation:
         self.calls.append(("observe", ref.name))
+        self.polled.append(trigger_id)
         return self.observation
+
+    def trigger_savepoint(self, ref: ClusterRef, trigger: SavepointTrigger) -> None:
+        self.calls.append(("trigger-savepoint", ref.name))
+        self.triggers.append(trigger)
+        if self.trigger_error is not None:
+            raise self.trigger_error
+
+    def dispose_savepoints(self, ref: ClusterRef, locations: list[str]) -> list[str]:
+        self.calls.append(("dispose-savepoints", ref.name))
+        self.disposed.extend(locations)
+        return [f"{location}: permission denied" for location in locations if "denied" in location]
 
     def remove(self, ref: ClusterRef) -> bool:
         self.calls.append(("remove", ref.name))
@@ -105,13 +124,26 @@ class FlinkJob:
 
     async def write(self, document: dict[str, Any]) -> None:
         self.writes.append(document)
-        self.status = {**self.status, **document}
+        self.status = merge_patch(self.status, document)
 
     def post(self, kind: str, reason: str, message: str) -> None:
         self.events.append((kind, reason, message))
 
     async def delete(self) -> None:
         self.deleted = True
+
+
+def merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """``target`` after the JSON merge patch ``patch`` (RFC 7386, as the API server applies a status patch)."""
+    result = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = merge_patch(result[key], value)
+        else:
+            result[key] = merge_patch({}, value) if isinstance(value, dict) else value
+    return result
 
 
 def reconcile(reconciler: Reconciler, job: FlinkJob) -> str | None:
@@ -169,7 +201,7 @@ def test_a_cluster_whose_predecessor_is_still_collected_is_deployed_again_after_
     assert [c for c, _ in clusters.calls] == ["deploy"], "not before the attempt is due"
     assert reconcile(reconciler_of(clusters, lambda: NOW + datetime.timedelta(seconds=5)), job) == Lifecycle.DEPLOYED
     assert [c for c, _ in clusters.calls] == ["deploy", "deploy"]
-    assert job.status["deployRetry"] is None and job.status["error"] == ""
+    assert "deployRetry" not in job.status and job.status["error"] == ""
 
 
 def test_transient_failures_are_retried_with_a_doubling_delay_until_the_startup_deadline_then_fail():
@@ -239,7 +271,7 @@ def test_a_burst_of_deployments_stalls_neither_other_flinkjobs_nor_the_event_loo
     class SlowClusters(FakeClusters):
         def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
             release.wait(30)
-            return Deployed("f" * 32, "http://10.0.0.9:8081", ref.name)
+            return Deployed(config.get(options.PIPELINE_FIXED_JOB_ID) or "f" * 32, "http://10.0.0.9:8081", ref.name)
 
     async def scenario() -> float:
         clusters = SlowClusters()
@@ -406,5 +438,96 @@ def test_what_reaches_the_cluster_is_kept_in_the_status_before_the_deployment_an
     assert starting["clusterAccess"] == {"core-site.xml": "<configuration>b</configuration>", "hdfs-site.xml": None}, (
         "a merge patch deletes the file the new deployment lacks"
     )
-    assert job.status["clusterAccess"] is None, "a failed deployment left nothing to reach"
+    assert "clusterAccess" not in job.status, "a failed deployment left nothing to reach"
     assert (job_ref := asyncio.run(job.read())) is not None and job_ref.cluster.access == {}
+
+
+STREAMING_CONFIG = {"execution.checkpointing.dir": "hdfs:///checkpoints", "execution.checkpointing.savepoint-dir": "hdfs:///savepoints"}
+
+
+def streaming_job(clusters: FakeClusters, mode: str, **job: Any) -> FlinkJob:
+    """A FlinkJob whose streaming job was deployed and runs, in upgrade mode ``mode``."""
+    flinkjob = FlinkJob({**SPEC, "job": {**SPEC["job"], "upgradeMode": mode, **job}, "flinkConfiguration": STREAMING_CONFIG})
+    reconcile(reconciler_of(clusters), flinkjob)
+    clusters.observation = Observation(exists=True, cluster_id="wc", job=job_details("RUNNING"))
+    assert reconcile(reconciler_of(clusters), flinkjob) == Lifecycle.STABLE
+    return flinkjob
+
+
+def job_details(state: str, job_id: str = "f" * 32) -> dict[str, Any]:
+    return {"jid": job_id, "name": "wc", "state": state, "start-time": 1, "job-type": "STREAMING"}
+
+
+def test_a_savepoint_upgrade_is_recorded_before_each_step_and_the_new_job_starts_from_its_savepoint():
+    clusters = FakeClusters()
+    job = streaming_job(clusters, "savepoint")
+    seen_at_trigger: list[dict[str, Any]] = []
+    clusters.trigger_savepoint = lambda ref, trigger: seen_at_trigger.append(job.status)  # type: ignore[method-assign]
+    job.spec = {**job.spec, "job": {**job.spec["job"], "parallelism": 3}}
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.UPGRADING
+    pending = seen_at_trigger[0]["jobStatus"]["savepointInfo"]["trigger"]
+    assert pending["triggerType"] == "UPGRADE" and pending["stop"], "the trigger is in the status before it is sent"
+    trigger_id = pending["triggerId"]
+
+    location = "hdfs:///savepoints/savepoint-ffffff-0123456789ab"
+    clusters.observation = Observation(
+        exists=True, cluster_id="wc", job=job_details("FINISHED"), savepoint=SavepointPoll(trigger_id, "COMPLETED", location=location)
+    )
+    reconcile(reconciler_of(clusters), job)
+    assert clusters.polled[-1] == trigger_id, "each look asks about the pending trigger"
+    assert job.status["upgrade"]["savepointPath"] == location and "remove" not in [c for c, _ in clusters.calls]
+    reconcile(reconciler_of(clusters), job)
+    assert clusters.calls[-1] == ("remove", "wc"), "the old cluster goes once the path is recorded"
+    clusters.observation = Observation(exists=False)
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.DEPLOYED
+    config = clusters.deployed_configs[-1]
+    assert (config.get(options.SAVEPOINT_PATH), config.get(options.PARALLELISM_DEFAULT)) == (location, 3)
+    status = job.status["jobStatus"]
+    assert status["upgradeSavepointPath"] == location and status["savepointInfo"]["lastSavepoint"]["location"] == location
+    assert status["state"] == "CREATED" and "endTime" not in status, "the old run's fields are gone, its savepoints kept"
+
+
+def test_a_last_state_upgrade_keeps_the_jobid_so_the_new_job_resumes_its_checkpoints():
+    clusters = FakeClusters()
+    job = streaming_job(clusters, "last-state")
+    job.spec = {**job.spec, "job": {**job.spec["job"], "parallelism": 3}}
+    reconcile(reconciler_of(clusters), job)
+    assert clusters.calls[-1] == ("remove", "wc") and not clusters.triggers, "no savepoint: it goes on from its checkpoints"
+    clusters.observation = Observation(exists=False)
+    reconcile(reconciler_of(clusters), job)
+    assert clusters.deployed_configs[-1].get(options.PIPELINE_FIXED_JOB_ID) == "f" * 32
+    assert job.status["jobStatus"]["upgradeSavepointPath"] == "hdfs:///checkpoints/" + "f" * 32
+
+
+def test_a_savepoint_the_cluster_refuses_is_recorded_as_failed_and_the_job_runs_on():
+    clusters = FakeClusters(trigger_error=ClusterClientError("POST /jobs/x/savepoints failed with 409: the job is not running"))
+    job = streaming_job(clusters, "stateless", savepointTriggerNonce=1)
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.STABLE
+    info = job.status["jobStatus"]["savepointInfo"]
+    assert "trigger" not in info and "409" in info["lastFailure"]["message"] and info["lastTriggerNonce"] == 1
+    assert [reason for _, reason, _ in job.events][-2:] == ["SavepointTriggered", "SavepointFailed"]
+    reconcile(reconciler_of(clusters), job)
+    assert len(clusters.triggers) == 1, "a nonce that failed is not tried again until it changes"
+
+
+def test_a_savepoint_whose_trigger_did_not_arrive_is_sent_again_with_the_same_id():
+    clusters = FakeClusters(trigger_error=ClusterUnreachableError("connection refused"))
+    job = streaming_job(clusters, "stateless", savepointTriggerNonce=1)
+    reconcile(reconciler_of(clusters), job)
+    pending = job.status["jobStatus"]["savepointInfo"]["trigger"]
+    clusters.trigger_error = None
+    clusters.observation = dataclasses.replace(clusters.observation, savepoint=SavepointPoll(pending["triggerId"], "UNKNOWN"))
+    reconcile(reconciler_of(clusters), job)
+    assert [t.trigger_id for t in clusters.triggers] == [pending["triggerId"]] * 2
+
+
+def test_savepoints_past_the_history_limit_are_disposed_of_and_a_failed_disposal_is_reported():
+    clusters = FakeClusters()
+    job = streaming_job(clusters, "stateless")
+    job.spec = {**job.spec, "flinkConfiguration": {**STREAMING_CONFIG, "kubernetes.operator.savepoint.history.max.count": "1"}}
+    history = [{"location": f"hdfs:///savepoints/sp-{i}-denied", "timeStamp": f"2026-11-26T11:0{i}:00Z"} for i in range(3)]
+    job.status["jobStatus"]["savepointInfo"] = {"savepointHistory": history, "lastSavepoint": history[-1]}
+    reconcile(reconciler_of(clusters), job)
+    assert clusters.disposed == [history[1]["location"], history[0]["location"]]
+    assert job.status["jobStatus"]["savepointInfo"]["savepointHistory"] == [history[-1]]
+    assert [reason for _, reason, _ in job.events].count("SavepointDisposalFailed") == 2

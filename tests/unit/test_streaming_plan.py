@@ -266,7 +266,10 @@ def test_state_settings_check_the_directories_the_mode_needs():
     with pytest.raises(InvalidSpecError, match="needs a savepoint directory") as raised:
         state_settings(spec.job, {}, {})
     assert str(raised.value) == SAVEPOINT_DIRECTORY_RULE and raised.value.reason == "SavepointDirectoryMissing"
-    settings = state_settings(spec.job, {"kubernetes.operator.periodic.savepoint.interval": "1 h"}, {"state.savepoints.dir": SP_DIR})
+    with pytest.raises(InvalidSpecError, match=re.escape(CHECKPOINT_DIRECTORY_RULE)):
+        state_settings(spec.job, {}, {"state.savepoints.dir": SP_DIR})  # a restore needs somewhere to checkpoint
+    directories = {"state.savepoints.dir": SP_DIR, "execution.checkpointing.dir": "hdfs:///checkpoints"}
+    settings = state_settings(spec.job, {"kubernetes.operator.periodic.savepoint.interval": "1 h"}, directories)
     assert (settings.savepoint_directory, settings.periodic_interval, settings.history_max_count) == (SP_DIR, 3600.0, 10)
     last = parse_spec({"job": {"source": "x", "upgradeMode": "last-state"}})
     with pytest.raises(InvalidSpecError, match=re.escape(CHECKPOINT_DIRECTORY_RULE)):
@@ -277,5 +280,9 @@ def test_state_settings_check_the_directories_the_mode_needs():
 
 def test_how_state_is_carried_is_not_part_of_the_deployment():
     base = deployed_spec_hash({"job": {"source": "x"}})
+    operator_options = {"kubernetes.operator.periodic.savepoint.interval": "1 h", "kubernetes.operator.savepoint.history.max.count": "3"}
+    assert deployed_spec_hash({"job": {"source": "x"}, "flinkConfiguration": {}}) == deployed_spec_hash(
+        {"job": {"source": "x"}, "flinkConfiguration": operator_options}
+    ), "the operator's own options need no new cluster"
     carried = {"upgradeMode": "savepoint", "savepointTriggerNonce": 3, "initialSavepointPath": "/sp", "allowNonRestoredState": True}
     assert deployed_spec_hash({"job": {"source": "x", **carried}}) == base

@@ -146,16 +146,36 @@ class RestClusterClient:
     def cancel(self, job_id: str) -> None:
         self._request("PATCH", f"/jobs/{job_id}", mode="cancel")
 
-    def trigger_savepoint(self, job_id: str, target_directory: str | None, stop: bool, drain: bool = False) -> str:
+    def trigger_savepoint(
+        self, job_id: str, target_directory: str | None, stop: bool, drain: bool = False, trigger_id: str | None = None
+    ) -> str:
         """Start a savepoint of the job (``stop``: Flink's stop-with-savepoint, ``drain`` first); returns its trigger id.
 
-        ``target_directory`` None: the cluster's ``execution.checkpointing.savepoint-dir``.
+        ``target_directory`` None: the cluster's ``execution.checkpointing.savepoint-dir``. ``trigger_id`` (32
+        hexadecimal digits): the operation's id, chosen by the caller; a trigger repeated with it is the same
+        operation (Flink's idempotent ``triggerId``), so a caller that does not know whether its request arrived
+        may send it again.
         """
+        chosen = {"triggerId": trigger_id} if trigger_id else {}
         if stop:
             body: dict[str, Any] = {"drain": drain} | ({"targetDirectory": target_directory} if target_directory else {})
-            return str(self._request("POST", f"/jobs/{job_id}/stop", body)["request-id"])
+            return str(self._request("POST", f"/jobs/{job_id}/stop", body | chosen)["request-id"])
         body = {"cancel-job": False} | ({"target-directory": target_directory} if target_directory else {})
-        return str(self._request("POST", f"/jobs/{job_id}/savepoints", body)["request-id"])
+        return str(self._request("POST", f"/jobs/{job_id}/savepoints", body | chosen)["request-id"])
+
+    def savepoint_status(self, job_id: str, trigger_id: str) -> SavepointStatus:
+        """What became of savepoint ``trigger_id`` of the job: ``UNKNOWN`` when the cluster never received it (Flink
+        answers 404), ``IN_PROGRESS``, or ``COMPLETED`` with its location or its failure's message."""
+        try:
+            body = self._request("GET", f"/jobs/{job_id}/savepoints/{trigger_id}")
+        except JobNotFoundError:
+            return SavepointStatus("UNKNOWN")
+        if body.get("status", {}).get("id") != "COMPLETED":
+            return SavepointStatus("IN_PROGRESS")
+        try:
+            return SavepointStatus("COMPLETED", location=_operation_outcome(body["operation"], f"savepoint of job {job_id}"))
+        except SavepointError as exc:
+            return SavepointStatus("COMPLETED", failure=str(exc))
 
     def wait_for_savepoint(self, job_id: str, trigger_id: str, timeout: float, poll_interval: float = 0.5) -> str:
         """The location of savepoint ``trigger_id`` once complete. SavepointError when it failed, or after ``timeout`` seconds."""
@@ -166,6 +186,27 @@ class RestClusterClient:
                 return _operation_outcome(body["operation"], f"savepoint of job {job_id}")
             if time.monotonic() > deadline:
                 raise SavepointError(f"the savepoint of job {job_id} did not complete within {timeout:.0f} s; it may still complete")
+            time.sleep(poll_interval)
+
+    def dispose_savepoint(self, path: str, timeout: float, poll_interval: float = 0.5) -> None:
+        """Have the cluster dispose of the savepoint at ``path`` (Flink's ``POST /savepoint-disposal``: its running job
+        deletes it, reaching the storage it reaches), waiting up to ``timeout`` seconds.
+
+        Raises:
+            SavepointError: the disposal failed, or did not end within ``timeout`` seconds.
+            ClusterClientError: the cluster refused or could not be reached.
+        """
+        trigger_id = str(self._request("POST", "/savepoint-disposal", {"savepoint-path": path})["request-id"])
+        deadline = time.monotonic() + timeout
+        while True:
+            body = self._request("GET", f"/savepoint-disposal/{trigger_id}")
+            if body.get("status", {}).get("id") == "COMPLETED":
+                cause = (body.get("operation") or {}).get("failure-cause")
+                if cause is not None:
+                    _operation_outcome({"failure-cause": cause}, f"disposal of savepoint {path}")
+                return
+            if time.monotonic() > deadline:
+                raise SavepointError(f"the disposal of savepoint {path} did not end within {timeout:.0f} s")
             time.sleep(poll_interval)
 
     def task_managers(self) -> list[dict[str, Any]]:
@@ -190,6 +231,16 @@ class RestClusterClient:
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
             on_close()
+
+
+@dataclass(frozen=True)
+class SavepointStatus:
+    """A savepoint operation as its cluster reports it: ``state`` UNKNOWN, IN_PROGRESS or COMPLETED; a completed one
+    has its ``location``, or the message of its ``failure``."""
+
+    state: str
+    location: str | None = None
+    failure: str | None = None
 
 
 def _errors(resp: requests.Response) -> str:

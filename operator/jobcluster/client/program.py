@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -126,7 +127,7 @@ def build_job_graph(program: PackagedProgram, config: Configuration, tm_spec: Ta
     if strategy not in ("none", "fixed-delay", "off", "disable"):
         raise JobGraphError(f"restart-strategy.type {strategy!r} is not supported; use none or fixed-delay")
     return JobGraph(
-        job_id=new_job_id(),
+        job_id=_job_id(config),
         job_name=name,
         vertices=[
             JobVertex(
@@ -159,6 +160,16 @@ def build_job_graph(program: PackagedProgram, config: Configuration, tm_spec: Ta
         checkpointing=_checkpointing(config),
         savepoint_restore=_savepoint_restore(config),
     )
+
+
+def _job_id(config: Configuration) -> str:
+    """``$internal.pipeline.job-id`` when set (a job resumed from its own checkpoints), else a new JobID."""
+    fixed = config.get(options.PIPELINE_FIXED_JOB_ID)
+    if not fixed:
+        return new_job_id()
+    if not re.fullmatch(r"[0-9a-f]{32}", fixed.lower()):
+        raise JobGraphError(f"{options.PIPELINE_FIXED_JOB_ID.key} {fixed!r} is not a JobID (32 hexadecimal digits)")
+    return fixed.lower()
 
 
 def _checkpointing(config: Configuration) -> CheckpointingSettings | None:

@@ -58,6 +58,14 @@ PIPELINE_NAME = ConfigOption(
     None,
     description="Name of the job; defaults to the program's file name when unset.",
 )
+PIPELINE_FIXED_JOB_ID = ConfigOption(
+    "$internal.pipeline.job-id",
+    "str",
+    None,
+    description="JobID of the job (32 hexadecimal digits) instead of a new one (Flink's internal option of the same "
+    "key). The FlinkJob operator sets it to redeploy a streaming job in last-state mode: the job keeps its "
+    "checkpoints, <execution.checkpointing.dir>/<job-id>, and resumes from them. Not for hand use.",
+)
 PARALLELISM_DEFAULT = ConfigOption(
     "parallelism.default",
     "int",

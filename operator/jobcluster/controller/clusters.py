@@ -19,26 +19,29 @@ finalizer until a later attempt succeeds. Only a FlinkJob that deployed nothing
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from jobcluster.client.cluster_client import RestClusterClient
+from jobcluster.client.cluster_client import RestClusterClient, SavepointStatus
 from jobcluster.client.descriptor import ClusterHandle, JobResult, PackagedProgram
 from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError, OperatorHook
 from jobcluster.client.program import build_job_graph
 from jobcluster.config.configuration import Configuration
-from jobcluster.controller.job_state import SavepointPoll
+from jobcluster.controller.job_state import SavepointPoll, SavepointTrigger
 from jobcluster.errors import ClusterClientError, DeploymentError, IllegalConfigurationError, JobClusterError, NotFoundError
 from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.spark.checkpoints import SavepointError
 
 log = logging.getLogger(__name__)
 
 REST_TIMEOUT = 5.0  # seconds for one REST call of an observation
+DISPOSAL_TIMEOUT = 60.0  # seconds one savepoint's disposal may take (a delete of its files)
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,8 @@ class Observation:
     answered; ``task_managers``: ``GET /taskmanagers``; ``result``: how the job ended,
     once the cluster is gone; ``failure_cause``: the end of the execution result's
     cause, fetched once the job is terminal (which also lets the attached cluster
-    shut down); ``pending``: why the cluster cannot get its containers, if known.
+    shut down); ``pending``: why the cluster cannot get its containers, if known;
+    ``savepoint``: what the cluster says of the pending savepoint trigger asked about.
     """
 
     exists: bool
@@ -91,12 +95,24 @@ class TargetClusters(Protocol):
             JobClusterError: the JobGraph, configuration or deployment is refused (nothing is left behind).
         """
 
-    def observe(self, ref: ClusterRef, job_id: str | None) -> Observation:
-        """A look at the cluster (see :class:`Observation`).
+    def observe(self, ref: ClusterRef, job_id: str | None, trigger_id: str | None = None) -> Observation:
+        """A look at the cluster (see :class:`Observation`), with the state of savepoint ``trigger_id`` when given.
 
         Raises:
             DeploymentError: the platform refuses or cannot be reached.
         """
+
+    def trigger_savepoint(self, ref: ClusterRef, trigger: SavepointTrigger) -> None:
+        """Send ``trigger`` (with its own trigger id: sending it again is the same operation) to the cluster's REST API.
+
+        Raises:
+            ClusterClientError: the cluster refused it (e.g. the job is not running), or its REST API does not
+                answer (then whether it arrived is unknown: the next look says).
+        """
+
+    def dispose_savepoints(self, ref: ClusterRef, locations: list[str]) -> list[str]:
+        """Have the running cluster dispose of the savepoints at ``locations`` (its job reaches their storage);
+        returns a message for each one that could not be disposed of."""
 
     def remove(self, ref: ClusterRef) -> bool:
         """Remove the cluster and everything of it; False when there was none.
@@ -128,8 +144,14 @@ class JobClusters:
     def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
         return self._of(ref).deploy(ref, config, program)
 
-    def observe(self, ref: ClusterRef, job_id: str | None) -> Observation:
-        return self._of(ref).observe(ref, job_id)
+    def observe(self, ref: ClusterRef, job_id: str | None, trigger_id: str | None = None) -> Observation:
+        return self._of(ref).observe(ref, job_id, trigger_id)
+
+    def trigger_savepoint(self, ref: ClusterRef, trigger: SavepointTrigger) -> None:
+        self._of(ref).trigger_savepoint(ref, trigger)
+
+    def dispose_savepoints(self, ref: ClusterRef, locations: list[str]) -> list[str]:
+        return self._of(ref).dispose_savepoints(ref, locations)
 
     def remove(self, ref: ClusterRef) -> bool:
         return self._of(ref).remove(ref)
@@ -182,8 +204,9 @@ class DescriptorClusters:
         finally:
             client.close()
 
-    def observe(self, ref: ClusterRef, job_id: str | None) -> Observation:
-        """A look at the FlinkJob's cluster: its REST API and pending workers while it runs, its result once it is gone.
+    def observe(self, ref: ClusterRef, job_id: str | None, trigger_id: str | None = None) -> Observation:
+        """A look at the FlinkJob's cluster: its REST API and pending workers while it runs, its result once it is gone;
+        the state of savepoint ``trigger_id`` of the job when given.
 
         Raises:
             JobClusterError: the platform refuses or cannot be reached.
@@ -191,7 +214,7 @@ class DescriptorClusters:
         with self._lock:
             known = self._running.pop(ref.uid, None)
         if known is not None and ref.cluster_id in ("", known.cluster_id):
-            seen = observe_job(Observation(exists=True, cluster_id=known.cluster_id, rest_url=known.rest_url), known, job_id)
+            seen = observe_job(Observation(exists=True, cluster_id=known.cluster_id, rest_url=known.rest_url), known, job_id, trigger_id)
             if _running(seen):
                 self._remember(ref, known)
                 return seen
@@ -205,11 +228,58 @@ class DescriptorClusters:
         pending = descriptor.pending_reason(cluster_id)
         # the cluster's own job id when the status has none yet: a deployment adopted after the operator restarted
         seen = observe_job(
-            Observation(exists=True, cluster_id=cluster_id, rest_url=handle.rest_url, pending=pending), handle, job_id or handle.job_id
+            Observation(exists=True, cluster_id=cluster_id, rest_url=handle.rest_url, pending=pending),
+            handle,
+            job_id or handle.job_id,
+            trigger_id,
         )
         if _running(seen):
             self._remember(ref, handle)
         return seen
+
+    def trigger_savepoint(self, ref: ClusterRef, trigger: SavepointTrigger) -> None:
+        """See :meth:`TargetClusters.trigger_savepoint`.
+
+        Raises:
+            ClusterClientError: the cluster refused the trigger, does not run, or does not answer.
+        """
+        with self._client(ref) as client:
+            client.trigger_savepoint(trigger.job_id, trigger.directory, trigger.stop, trigger_id=trigger.trigger_id)
+
+    def dispose_savepoints(self, ref: ClusterRef, locations: list[str]) -> list[str]:
+        """See :meth:`TargetClusters.dispose_savepoints`; each disposal waits up to :data:`DISPOSAL_TIMEOUT` seconds."""
+        failures = []
+        try:
+            with self._client(ref) as client:
+                for location in locations:
+                    try:
+                        client.dispose_savepoint(location, DISPOSAL_TIMEOUT)
+                    except (ClusterClientError, SavepointError) as exc:
+                        failures.append(f"{location}: {exc}")
+        except ClusterClientError as exc:
+            failures.extend(f"{location}: {exc}" for location in locations[len(failures) :])
+        return failures
+
+    @contextlib.contextmanager
+    def _client(self, ref: ClusterRef) -> Iterator[RestClusterClient]:
+        """A REST client of the FlinkJob's running cluster (the one of the last look while its job runs).
+
+        Raises:
+            ClusterClientError: no cluster of the FlinkJob serves REST.
+        """
+        with self._lock:
+            handle = self._running.get(ref.uid)
+        if handle is None:
+            descriptor = self.hook.descriptor(ref)
+            cluster_id = self.hook.cluster_id(ref, descriptor)
+            handle = descriptor.retrieve(cluster_id) if cluster_id else None
+        if handle is None or handle.rest_url is None:
+            raise ClusterClientError(f"no job cluster of FlinkJob {ref.namespace}/{ref.name} serves REST")
+        client = RestClusterClient(handle.rest_url, handle.cluster_id, timeout=REST_TIMEOUT, token=handle.rest_token)
+        try:
+            yield client
+        finally:
+            client.close()
 
     def _remember(self, ref: ClusterRef, handle: ClusterHandle) -> None:
         with self._lock:
@@ -284,8 +354,14 @@ class _NothingDeployed:
     def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
         raise IllegalConfigurationError(f"unknown target {ref.target!r}")
 
-    def observe(self, ref: ClusterRef, job_id: str | None) -> Observation:
+    def observe(self, ref: ClusterRef, job_id: str | None, trigger_id: str | None = None) -> Observation:
         return Observation(exists=False)
+
+    def trigger_savepoint(self, ref: ClusterRef, trigger: SavepointTrigger) -> None:
+        raise ClusterClientError(f"FlinkJob {ref.namespace}/{ref.name} has no job cluster on target {ref.target!r}")
+
+    def dispose_savepoints(self, ref: ClusterRef, locations: list[str]) -> list[str]:
+        return [f"{location}: no job cluster runs to dispose of it" for location in locations]
 
     def remove(self, ref: ClusterRef) -> bool:
         return False
@@ -297,9 +373,9 @@ class _NothingDeployed:
 _NOTHING_DEPLOYED: TargetClusters = _NothingDeployed()
 
 
-def observe_job(observation: Observation, handle: ClusterHandle, job_id: str | None) -> Observation:
-    """Fill ``observation`` with what the cluster of ``handle`` says about job ``job_id`` (nothing when it
-    does not serve REST yet or does not answer)."""
+def observe_job(observation: Observation, handle: ClusterHandle, job_id: str | None, trigger_id: str | None = None) -> Observation:
+    """Fill ``observation`` with what the cluster of ``handle`` says about job ``job_id`` and its savepoint
+    ``trigger_id`` (nothing when it does not serve REST yet or does not answer)."""
     if handle.rest_url is None or not job_id:
         return observation
     client = RestClusterClient(handle.rest_url, handle.cluster_id, timeout=REST_TIMEOUT, token=handle.rest_token)
@@ -310,8 +386,16 @@ def observe_job(observation: Observation, handle: ClusterHandle, job_id: str | N
             result = client.execution_result(job_id)
             cause = (result or {}).get("failure-cause") or {}
             observation.failure_cause = cause.get("stack-trace")
+        if trigger_id:
+            observation.savepoint = _poll(trigger_id, client.savepoint_status(job_id, trigger_id))
     except ClusterClientError as exc:
         log.debug("job cluster %s does not answer: %s", handle.cluster_id, exc)
     finally:
         client.close()
     return observation
+
+
+def _poll(trigger_id: str, status: SavepointStatus) -> SavepointPoll:
+    if status.state == "COMPLETED" and status.failure is not None:
+        return SavepointPoll(trigger_id, "FAILED", failure=status.failure)
+    return SavepointPoll(trigger_id, status.state, location=status.location)

@@ -9,8 +9,10 @@ Precedence, lowest first (as the Flink Kubernetes Operator layers them):
    on YARN a ``cpu`` becomes whole vcores: ``yarn.appmaster.vcores``, ``yarn.containers.vcores``);
 5. what the operator owns: the target, namespace, cluster id (= the FlinkJob's
    name), the owner reference to the FlinkJob, attached execution (the
-   JobManager waits for the operator to fetch the result) and the startup
-   deadline.
+   JobManager waits for the operator to fetch the result), the startup
+   deadline, and what a streaming job restores (``job_state.Restore``): a
+   savepoint (``execution.state-recovery.path``) or, in last-state mode, the
+   JobID whose checkpoints it resumes (``$internal.pipeline.job-id``).
 
 Pod templates are written as files into a scratch directory, because the
 descriptor reads ``kubernetes.pod-template-file.*`` from files.  What depends
@@ -45,6 +47,7 @@ from jobcluster.client.executor import cluster_specification
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.loader import load_configuration
+from jobcluster.controller.job_state import Restore
 from jobcluster.controller.resource import API_VERSION, KIND, TARGET_YARN, FlinkJobSpec, check_name
 
 JM_TEMPLATE_FILE = "jobmanager-pod-template.yaml"
@@ -60,8 +63,17 @@ def owner_reference(name: str, uid: str) -> str:
     return f"apiVersion:{API_VERSION},kind:{KIND},name:{name},uid:{uid},controller:false,blockOwnerDeletion:true"
 
 
-def job_configuration(spec: FlinkJobSpec, name: str, namespace: str, uid: str, defaults: Mapping[str, str], scratch: Path) -> Configuration:
-    """The configuration to deploy ``spec`` with (see the module docstring); pod templates go to ``scratch``.
+def job_configuration(
+    spec: FlinkJobSpec,
+    name: str,
+    namespace: str,
+    uid: str,
+    defaults: Mapping[str, str],
+    scratch: Path,
+    restore: Restore | None = None,
+) -> Configuration:
+    """The configuration to deploy ``spec`` with (see the module docstring); pod templates go to ``scratch``;
+    ``restore``: where the job starts from (None: fresh).
 
     Raises:
         InvalidSpecError: the name cannot be the cluster id (``resource.check_name``).
@@ -110,6 +122,7 @@ def job_configuration(spec: FlinkJobSpec, name: str, namespace: str, uid: str, d
         KUBERNETES_CLUSTER_ID.key: name,
         KUBERNETES_JOB_MANAGER_OWNER_REFERENCE.key: owner_reference(name, uid),
         KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT.key: f"{spec.startup_deadline_seconds} s",
+        **_restored(restore),
     }
     merged = {**defaults, **spec.flink_configuration, **typed, **owned}
     merged.setdefault(options.PIPELINE_NAME.key, name)
@@ -117,3 +130,15 @@ def job_configuration(spec: FlinkJobSpec, name: str, namespace: str, uid: str, d
     validate_configuration(config)
     cluster_specification(config)  # the memory model and Spark's minimums, before anything is deployed
     return config
+
+
+def _restored(restore: Restore | None) -> dict[str, str]:
+    """The options of where the job starts from; none for a fresh start."""
+    if restore is None:
+        return {}
+    if restore.path:
+        return {
+            options.SAVEPOINT_PATH.key: restore.path,
+            options.SAVEPOINT_IGNORE_UNCLAIMED_STATE.key: str(restore.allow_non_restored_state).lower(),
+        }
+    return {options.PIPELINE_FIXED_JOB_ID.key: restore.job_id} if restore.job_id else {}

@@ -59,10 +59,10 @@ SAVEPOINT_DIRECTORY_RULE = (
     "spec.job.upgradeMode savepoint needs a savepoint directory: set execution.checkpointing.savepoint-dir in "
     "spec.flinkConfiguration (or in the operator's defaultConfiguration)"
 )
-#: ... and of last-state without a checkpoint directory.
+#: ... and of savepoint or last-state without a checkpoint directory (the restored queries checkpoint there).
 CHECKPOINT_DIRECTORY_RULE = (
-    "spec.job.upgradeMode last-state needs a checkpoint directory: set execution.checkpointing.dir in "
-    "spec.flinkConfiguration (or in the operator's defaultConfiguration)"
+    "spec.job.upgradeMode savepoint and last-state need a checkpoint directory, where the job's queries resume from: "
+    "set execution.checkpointing.dir in spec.flinkConfiguration (or in the operator's defaultConfiguration)"
 )
 
 
@@ -131,7 +131,7 @@ def state_settings(spec_job: Any, flink_configuration: Mapping[str, str], defaul
     mode = spec_job.upgrade_mode
     if mode == SAVEPOINT and not savepoint_dir:
         raise InvalidSpecError(SAVEPOINT_DIRECTORY_RULE, reason="SavepointDirectoryMissing")
-    if mode == LAST_STATE and not checkpoint_dir:
+    if mode in (SAVEPOINT, LAST_STATE) and not checkpoint_dir:
         raise InvalidSpecError(CHECKPOINT_DIRECTORY_RULE, reason="CheckpointDirectoryMissing")
     merged = {**defaults, **flink_configuration}
     interval = _duration(merged, PERIODIC_SAVEPOINT_INTERVAL, None)
@@ -258,4 +258,22 @@ def restore_of(status: Mapping[str, Any], settings: StateSettings) -> Restore | 
         return Restore(path=str(upgrade["savepointPath"]), allow_non_restored_state=settings.allow_non_restored_state)
     if upgrade.get("mode") == LAST_STATE and upgrade.get("jobId"):
         return Restore(job_id=str(upgrade["jobId"]))
+    return None
+
+
+def pending_trigger(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The savepoint trigger the status records as pending (``jobStatus.savepointInfo.trigger``); ``{}`` when none."""
+    job = status.get("jobStatus") or {}
+    return dict((job.get("savepointInfo") or {}).get("trigger") or {})
+
+
+def restored_from(restore: Restore | None, settings: StateSettings) -> str | None:
+    """``jobStatus.upgradeSavepointPath`` of a deployment that starts from ``restore``: the savepoint, or in last-state
+    mode the checkpoint root it resumes (``<execution.checkpointing.dir>/<job-id>``); None for a fresh start."""
+    if restore is None:
+        return None
+    if restore.path:
+        return restore.path
+    if restore.job_id and settings.checkpoint_directory:
+        return f"{settings.checkpoint_directory.rstrip('/')}/{restore.job_id}"
     return None

@@ -37,6 +37,7 @@ import datetime
 import functools
 import logging
 import tempfile
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -47,19 +48,31 @@ from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.controller.clusters import Deployed, JobClusters, Observation
 from jobcluster.controller.flinkjob_status import Lifecycle, conditions, timestamp
 from jobcluster.controller.job_config import job_configuration
+from jobcluster.controller.job_state import (
+    Restore,
+    SavepointPoll,
+    StateSettings,
+    kept_job_status,
+    pending_trigger,
+    restored_from,
+    state_settings,
+)
 from jobcluster.controller.plan import (
     DELETE_RESOURCE,
     DEPLOY,
+    DISPOSE_SAVEPOINTS,
     REMOVE,
     REMOVE_RESULT,
+    TRIGGER_SAVEPOINT,
     Facts,
+    Plan,
     deploy_retry,
     needs_observation,
     plan,
 )
 from jobcluster.controller.programs import job_program
 from jobcluster.controller.resource import TARGET_KUBERNETES, FlinkJobSpec, deployed_spec_hash, parse_spec
-from jobcluster.errors import AlreadyExistsError, DeploymentError, JobClusterError
+from jobcluster.errors import AlreadyExistsError, ClusterClientError, ClusterUnreachableError, DeploymentError, JobClusterError
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +248,7 @@ class Reconciler:
         spec_hash = deployed_spec_hash(job.spec)
         try:
             spec = parse_spec(job.spec)
+            state = state_settings(spec.job, spec.flink_configuration, self.defaults)
         except InvalidSpecError as exc:
             return await self._refuse(job, spec_hash, exc, write_status, post_event)
         facts = Facts(
@@ -248,10 +262,13 @@ class Reconciler:
             status=job.status,
             observation=None,
             now=now,
+            state=state,
+            trigger_id=uuid.uuid4().hex,  # Flink's trigger ids are 32 hex digits too
         )
         if needs_observation(facts):
             job_id = (job.status.get("jobStatus") or {}).get("jobId")
-            observation = await self._call(self.clusters.observe, job.cluster, job_id)
+            pending = pending_trigger(job.status).get("triggerId")
+            observation = await self._call(self.clusters.observe, job.cluster, job_id, pending)
             facts = dataclasses.replace(facts, observation=observation, silent_for=self._silence(job.uid, observation, now))
         decided = plan(facts)
         status = {**decided.status}
@@ -261,12 +278,38 @@ class Reconciler:
             elif action == REMOVE_RESULT:
                 await self._call(self.clusters.remove_result, job.cluster)
             elif action == DEPLOY:
-                status.update(await self._deploy(job, spec, spec_hash, status, write_status, post_event))
+                status.update(await self._deploy(job, spec, spec_hash, status, write_status, post_event, decided.restore, state))
             elif action == DELETE_RESOURCE:
                 await delete_resource()
         for kind, reason, message in decided.events:
             post_event(kind, reason, message)
-        return await self._write(job, status, write_status)
+        lifecycle = await self._write(job, status, write_status)
+        # savepoint actions follow the write that records them: an operator killed after it repeats or finishes them
+        if TRIGGER_SAVEPOINT in decided.actions:
+            lifecycle = await self._trigger(self._latest(job), facts, decided, write_status, post_event)
+        if DISPOSE_SAVEPOINTS in decided.actions:
+            for failure in await self._call(self.clusters.dispose_savepoints, job.cluster, decided.dispose):
+                post_event("Warning", "SavepointDisposalFailed", f"{failure}; delete it with the tools of its file system")
+        return lifecycle
+
+    async def _trigger(self, job: FlinkJobRef, facts: Facts, decided: Plan, write_status: StatusWriter, post_event: EventPoster) -> str:
+        """Send the plan's savepoint trigger (recorded in ``job``'s status). A cluster that refuses it has its refusal
+        planned as the trigger's failure (the job runs on; an upgrade waiting for it does not proceed); one that does
+        not answer is asked again at the next look, which says whether the trigger arrived."""
+        assert decided.trigger is not None
+        try:
+            await self._call(self.clusters.trigger_savepoint, job.cluster, decided.trigger)
+        except ClusterUnreachableError as exc:
+            log.info("FlinkJob %s/%s: savepoint trigger %s not sent: %s", job.namespace, job.name, decided.trigger.trigger_id, exc)
+            return str(job.status.get("lifecycleState") or Lifecycle.CREATED)
+        except ClusterClientError as exc:
+            refused = SavepointPoll(decided.trigger.trigger_id, "FAILED", failure=f"the job cluster refused it: {exc}")
+            observation = dataclasses.replace(facts.observation or Observation(exists=True), savepoint=refused)
+            outcome = plan(dataclasses.replace(facts, status=job.status, observation=observation))
+            for kind, reason, message in outcome.events:
+                post_event(kind, reason, message)
+            return await self._write(job, outcome.status, write_status)
+        return str(job.status.get("lifecycleState") or Lifecycle.CREATED)
 
     def _silence(self, uid: str, observation: Observation, now: datetime.datetime) -> float | None:
         """Seconds the running cluster's REST API has not answered (None when it answered this time)."""
@@ -300,11 +343,18 @@ class Reconciler:
         status: dict[str, Any],
         write_status: StatusWriter,
         post_event: EventPoster,
+        restore: Restore | None = None,
+        state: StateSettings | None = None,
     ) -> dict[str, Any]:
-        """Deploy the spec's cluster; the status fields of the outcome: DEPLOYED; FAILED with the reason; or, after a
-        transient failure, the previous spec's fields and when to try again (FAILED once that is past the startup
-        deadline)."""
+        """Deploy the spec's cluster, its job started from ``restore`` (None: fresh); the status fields of the outcome:
+        DEPLOYED; FAILED with the reason; or, after a transient failure, the previous spec's fields and when to try again
+        (FAILED once that is past the startup deadline). What of ``jobStatus`` describes the job's state across
+        deployments (its savepoints, ``job_state.KEPT_JOB_STATUS``) is kept."""
         started = self._clock()
+        previous = status["jobStatus"] if "jobStatus" in status else job.status.get("jobStatus")
+        kept = {**kept_job_status(previous), "upgradeSavepointPath": restored_from(restore, state or StateSettings())}
+        # a merge patch: what the new job does not keep of the previous job's status is deleted (null)
+        kept = _replacing(job.status.get("jobStatus"), {key: value for key, value in kept.items() if value is not None})
         # the spec is recorded before the long wait: an operator restarted meanwhile adopts this deployment
         # the cluster id is cleared: an adopting operator must not take the previous cluster's result for this one
         starting = {
@@ -313,7 +363,7 @@ class Reconciler:
             "deployedTarget": spec.target,
             "deployTime": timestamp(started),
             "error": "",
-            "jobStatus": None,
+            "jobStatus": kept,
             "clusterId": "",
             "firstRunningTime": "",
             "terminationTime": "",
@@ -324,7 +374,7 @@ class Reconciler:
             starting["clusterAccess"] = _replacing(job.status.get("clusterAccess"), target.access)
             await self._write(job, starting, write_status)
             deployed = await asyncio.get_running_loop().run_in_executor(
-                self._deploys, functools.partial(self._deploy_blocking, job, spec, target)
+                self._deploys, functools.partial(self._deploy_blocking, job, spec, target, restore)
             )
         except JobClusterError as exc:
             reason = getattr(exc, "reason", None) or _reason_of(exc)
@@ -347,17 +397,17 @@ class Reconciler:
             "lifecycleState": Lifecycle.DEPLOYED,
             "clusterId": deployed.cluster_id,
             "restUrl": deployed.rest_url,
-            "jobStatus": {"jobId": deployed.job_id, "jobName": job.name, "state": "CREATED"},
+            "jobStatus": {**kept, "jobId": deployed.job_id, "jobName": job.name, "state": "CREATED"},
             "failureReason": "",
             "deploySeconds": round(seconds, 1),
             "deployRetry": None,
         }
 
-    def _deploy_blocking(self, job: FlinkJobRef, spec: FlinkJobSpec, target: ClusterRef) -> Deployed:
+    def _deploy_blocking(self, job: FlinkJobRef, spec: FlinkJobSpec, target: ClusterRef, restore: Restore | None) -> Deployed:
         """Fetch the program, build the configuration and deploy (on a thread of the deployment pool)."""
         with tempfile.TemporaryDirectory(prefix=f"flinkjob-{job.name}-") as scratch:
             program = job_program(spec.job, job.name, Path(scratch))
-            config = job_configuration(spec, job.name, job.namespace, job.uid, self.defaults, Path(scratch))
+            config = job_configuration(spec, job.name, job.namespace, job.uid, self.defaults, Path(scratch), restore)
             return self.clusters.deploy(target, config, program)
 
     @staticmethod
@@ -423,7 +473,7 @@ class Reconciler:
         return lifecycle
 
 
-def _replacing(old: Mapping[str, Any] | None, new: Mapping[str, str]) -> dict[str, str | None]:
+def _replacing(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
     """A JSON merge patch that turns the status map ``old`` into ``new`` (a patch merges maps: a key ``new``
     lacks is deleted by null)."""
     return {**dict.fromkeys(old or {}), **new}

@@ -111,6 +111,8 @@ _PROGRAM_SCHEMES = ("local:///", "http://", "https://")
 _NOT_DEPLOYED = ("startupDeadlineSeconds", "activeDeadlineSeconds", "ttlSecondsAfterFinished", "deleteAfterTtl")
 #: Fields of spec.job whose change does not need a new cluster: how state is carried, and what a first deployment
 #: starts from (the Flink Kubernetes Operator ignores the same ones when it compares specs).
+#: Keys of flinkConfiguration that are the operator's, not the cluster's: a change of them needs no new cluster.
+OPERATOR_OPTIONS = "kubernetes.operator."
 _JOB_NOT_DEPLOYED = ("state", "upgradeMode", "savepointTriggerNonce", "initialSavepointPath", "allowNonRestoredState")
 
 
@@ -159,14 +161,19 @@ def check_name(name: str) -> str:
 
 
 def deployed_spec_hash(spec: Mapping[str, Any]) -> str:
-    """A digest of what a deployment is made of: the spec without ``job.state``, the lifecycle's own knobs and the
-    fields of how its state is carried (``upgradeMode``, the savepoint nonce, the initial savepoint).
+    """A digest of what a deployment is made of: the spec without ``job.state``, the lifecycle's own knobs, the
+    fields of how its state is carried (``upgradeMode``, the savepoint nonce, the initial savepoint) and the
+    operator's own options in ``flinkConfiguration`` (``kubernetes.operator.*``, which the Flink Kubernetes
+    Operator does not upgrade a job for either).
 
     Equal digests mean the running cluster is the one the spec asks for; a new
     digest (a changed program, configuration, resources, image or ``restartNonce``)
     means a new cluster (a stateless upgrade).
     """
     relevant = {key: value for key, value in spec.items() if key not in _NOT_DEPLOYED}
+    if "flinkConfiguration" in relevant:  # only when given: the digests of existing FlinkJobs stay the same
+        configuration = relevant["flinkConfiguration"] or {}
+        relevant["flinkConfiguration"] = {k: v for k, v in configuration.items() if not str(k).startswith(OPERATOR_OPTIONS)}
     job = dict(relevant.get("job") or {})
     for key in _JOB_NOT_DEPLOYED:
         job.pop(key, None)
