@@ -164,6 +164,14 @@ def test_a_stop_whose_cluster_ended_unread_goes_on_from_the_checkpoint_root():
     assert deploy.actions == [DEPLOY] and deploy.restore == Restore(job_id=JOB_ID)
 
 
+def test_savepoint_mode_goes_on_from_the_checkpoints_of_a_job_that_ended_or_whose_cluster_is_gone():
+    for observation in (up("FAILED"), Observation(exists=False)):
+        removal = plan(facts(running(), observation))
+        assert removal.status["upgrade"] == {"mode": "last-state", "jobId": JOB_ID, "requestTime": timestamp(NOW)}, observation
+        deploy = plan(facts(merged(running(), {**removal.status, "jobStatus": None}), Observation(exists=False)))
+        assert deploy.actions == [DEPLOY] and deploy.restore == Restore(job_id=JOB_ID)
+
+
 def test_savepoint_mode_waits_for_a_running_job():
     waiting = plan(facts(running(), up("RESTARTING")))
     assert waiting.actions == [] and "waits for the job to run" in waiting.status["error"]

@@ -217,6 +217,8 @@ class DescriptorClusters:
             seen = observe_job(Observation(exists=True, cluster_id=known.cluster_id, rest_url=known.rest_url), known, job_id, trigger_id)
             if _running(seen):
                 self._remember(ref, known)
+            # an ended job's look is complete too: its result and a stop's savepoint read, the cluster may go at once
+            if _running(seen) or (seen.job is not None and seen.job.get("state") in TERMINAL_JOB_STATES):
                 return seen
         descriptor = self.hook.descriptor(ref)
         cluster_id = self.hook.cluster_id(ref, descriptor)

@@ -218,13 +218,16 @@ def _kept(upgrade: Mapping[str, Any] | None) -> str:
 
 def _next_upgrade(facts: Facts) -> dict[str, Any] | None:
     """The ``upgrade`` record of what the next deployment starts from: the one recorded; in last-state mode the JobID of
-    the streaming job it replaces; before a first deployment ``initialSavepointPath``; None: it starts fresh."""
+    the streaming job it replaces, and so in savepoint mode when no savepoint can be taken (its job has ended or its
+    cluster is gone: the Flink Kubernetes Operator's last-state fallback); before a first deployment
+    ``initialSavepointPath``; None: it starts fresh."""
     upgrade = facts.status.get("upgrade")
     if upgrade:
         return dict(upgrade)
     job = facts.status.get("jobStatus") or {}
     now = timestamp(facts.now)
-    if facts.state.upgrade_mode == LAST_STATE and is_streaming(job) and job.get("jobId"):
+    keeps_state = facts.state.upgrade_mode in (LAST_STATE, SAVEPOINT) and facts.state.checkpoint_directory
+    if keeps_state and is_streaming(job) and job.get("jobId"):
         return {"mode": LAST_STATE, "jobId": job["jobId"], "requestTime": now}
     if facts.state.initial_savepoint_path and not facts.status.get("deployTime") and not facts.status.get("deployedSpec"):
         return {"mode": "initial", "savepointPath": facts.state.initial_savepoint_path, "requestTime": now}
@@ -248,7 +251,7 @@ def _carry_state(facts: Facts, key: str, purpose: str) -> Plan | None:
     if trigger:
         return _follow_trigger(facts, job, info, trigger, purpose)
     if job.get("state") in TERMINAL_JOB_STATES or (obs is not None and not obs.exists):
-        return None  # nothing runs to take a savepoint of: the job starts afresh (or from a recorded upgrade)
+        return None  # nothing runs to take a savepoint of: the next job resumes this one's checkpoints (_next_upgrade)
     failure = info.get("lastFailure") or {}
     if failure.get("key") == key or obs is None or obs.job is None or job.get("state") != "RUNNING":
         waiting = _plan_observed(facts) if obs is not None and obs.exists else Plan()

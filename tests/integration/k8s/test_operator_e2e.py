@@ -98,7 +98,7 @@ def test_inline_wordcount_succeeds_with_exact_counts_and_a_true_status(k8s_clust
     assert condition(document, "Succeeded")["status"] == "True" and condition(document, "Failed")["status"] == "False"
     assert condition(document, "Ready")["status"] == "True" and condition(document, "Running")["status"] == "False"
     columns = k8s_cluster.kubectl("get", "flinkjobs", "-n", namespace, "wordcount").stdout.splitlines()
-    assert columns[0].split() == ["NAME", "JOB", "STATUS", "LIFECYCLE", "PARALLELISM", "TARGET", "AGE"]
+    assert columns[0].split() == ["NAME", "JOB", "STATUS", "LIFECYCLE", "PARALLELISM", "TARGET", "LAST", "SAVEPOINT", "AGE"]
     assert columns[1].split()[:5] == ["wordcount", "FINISHED", "FINISHED", "2", "kubernetes-application"]
     events = events_of(k8s_api, namespace, "wordcount")
     assert any(e.startswith("Normal Deployed: job cluster wordcount serves REST") for e in events), events
