@@ -4,10 +4,10 @@
 # Why: on a 2-core machine the Kubernetes tests spend most of their time waiting (for pods to be
 # scheduled, images to be unpacked, JVMs in CPU-limited containers to start), and a cold machine
 # spends ~10 minutes compiling the Kubernetes tools and building the image, which only they need.
-# So one stream builds those and runs the tests marked `k8s`, and the streaming tests on YARN
-# (`hadoop` and `kafka`: this stream starts a Hadoop cluster and a Kafka broker for its own tests
-# anyway, and the two streams take about as long); the other resolves the Hadoop jars and Flink's
-# client and runs everything else (unit, local end to end, YARN/HDFS, Flink's CLI).
+# So one stream builds those and runs the tests marked `k8s` (the operator's FlinkJobs on YARN
+# among them: they need the API server, and this stream starts a Hadoop cluster and a Kafka broker
+# for them); the other resolves the Hadoop jars and Flink's client and runs everything else (unit,
+# local end to end, YARN/HDFS and streaming on YARN, Flink's CLI). The two take about as long.
 # Both resolve the Kafka test broker and Spark's Kafka connector (tests/infra/kafka, flock'd and
 # cached: one stream waits for the other's build, a warm cache costs nothing).
 # Each stream starts its own test clusters (the Kubernetes node in one, a Hadoop cluster in each
@@ -20,7 +20,7 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}
 pytest=("$PY" -m pytest -ra --durations=15 "$@")
-KUBERNETES_STREAM="k8s or (hadoop and kafka)"  # the tests of the first stream; the second runs all others
+KUBERNETES_STREAM="k8s"  # the tests of the first stream; the second runs all others
 
 kubernetes() {
     # the image does not need the node's tools: it builds (mostly downloads) while Go compiles them

@@ -163,7 +163,12 @@ def test_a_running_job_is_looked_at_through_its_rest_api_alone_until_it_is_no_lo
         assert descriptor.calls == [("retrieve", "app-1")], "the platform is asked once; then the JobManager alone"
         JobManagerStandIn.state = "FINISHED"
         assert clusters.observe(REF, "f" * 32).job["state"] == "FINISHED"
-        assert descriptor.calls == [("retrieve", "app-1")] * 2, "an answer other than RUNNING is followed by the full look"
+        assert descriptor.calls == [("retrieve", "app-1")], "an ended job's answer is a whole look (a stop's savepoint read with it)"
+        JobManagerStandIn.state = "RUNNING"
+        clusters.observe(REF, "f" * 32)
+        JobManagerStandIn.state = "RESTARTING"
+        assert clusters.observe(REF, "f" * 32).job["state"] == "RESTARTING"
+        assert descriptor.calls == [("retrieve", "app-1")] * 3, "any other answer is followed by the full look"
     finally:
         JobManagerStandIn.state = "RUNNING"
         server.shutdown()

@@ -314,7 +314,8 @@ def test_a_streaming_flinkjob_on_yarn_is_upgraded_and_suspended_with_savepoints_
     )  # fmt: skip
 
     def applications(running: bool = True) -> list[dict]:
-        query = {"applicationTags": f"flinkjob-uid:{get(k8s_api, namespace, 'wc')['metadata']['uid']}"}
+        """YARN's own list of the FlinkJob's applications (tagged with its uid); those that have not ended, when ``running``."""
+        query = {"applicationTags": f"flinkjob-uid:{uid}"}
         if running:
             query["states"] = "NEW,NEW_SAVING,SUBMITTED,ACCEPTED,RUNNING"
         url = f"{hadoop.resourcemanager_webapp_url().rstrip('/')}/ws/v1/cluster/apps"
@@ -324,6 +325,7 @@ def test_a_streaming_flinkjob_on_yarn_is_upgraded_and_suspended_with_savepoints_
         with running_operator(k8s_cluster, k8s_image, namespace, tmp_path), _explained(k8s_cluster, k8s_api, namespace):
             expected = words.produce(0)
             apply(k8s_cluster, document)
+            uid = get(k8s_api, namespace, "wc")["metadata"]["uid"]
             first = jobs.stable()
             wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "the first deployment on YARN")
 
