@@ -531,3 +531,22 @@ def test_savepoints_past_the_history_limit_are_disposed_of_and_a_failed_disposal
     assert clusters.disposed == [history[1]["location"], history[0]["location"]]
     assert job.status["jobStatus"]["savepointInfo"]["savepointHistory"] == [history[-1]]
     assert [reason for _, reason, _ in job.events].count("SavepointDisposalFailed") == 2
+
+
+def test_a_new_flinkjob_starts_from_its_initial_savepoint_and_a_mode_without_its_directory_is_refused():
+    clusters = FakeClusters()
+    job = FlinkJob(
+        {
+            **SPEC,
+            "job": {**SPEC["job"], "initialSavepointPath": "hdfs:///savepoints/sp-1", "allowNonRestoredState": True},
+            "flinkConfiguration": STREAMING_CONFIG,
+        }
+    )
+    reconcile(reconciler_of(clusters), job)
+    config = clusters.deployed_configs[-1]
+    assert (config.get(options.SAVEPOINT_PATH), config.get(options.SAVEPOINT_IGNORE_UNCLAIMED_STATE)) == ("hdfs:///savepoints/sp-1", True)
+    assert job.status["jobStatus"]["upgradeSavepointPath"] == "hdfs:///savepoints/sp-1"
+
+    refused = FlinkJob({**SPEC, "job": {**SPEC["job"], "upgradeMode": "savepoint"}})
+    assert reconcile(reconciler_of(clusters), refused) == Lifecycle.FAILED
+    assert refused.status["failureReason"] == "SavepointDirectoryMissing" and len(clusters.deployed_configs) == 1

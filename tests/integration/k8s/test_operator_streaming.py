@@ -209,6 +209,8 @@ def test_a_streaming_flinkjob_keeps_its_state_through_savepoints_upgrades_a_kill
         )
         assert manual["lastSavepoint"]["triggerNonce"] == 1 and (on_disk(manual["lastSavepoint"]["location"]) / "_metadata").is_file()
         assert status()["deployTime"] == first["deployTime"] and status()["jobStatus"]["jobId"] == first["jobStatus"]["jobId"]
+        (query,) = status()["jobStatus"]["checkpointInfo"]["queries"]
+        assert query["name"] == "wordcount" and query["committedBatchId"] >= 0 and query["lastCommitTime"], query
         columns = k8s_cluster.kubectl("get", "flinkjob", "wc", "-n", namespace).stdout.splitlines()
         assert "LAST SAVEPOINT" in columns[0] and columns[1].split()[-2].endswith("s"), columns
         step("periodic pruned, manual")
