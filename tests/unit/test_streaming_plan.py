@@ -267,6 +267,10 @@ def test_checkpoint_info_is_written_at_most_once_a_minute():
     assert later is not None and later["queries"][0]["committedBatchId"] == 42
     observed = plan(facts(running(), Observation(exists=True, job=details(**queries)), spec_hash="h1", state=StateSettings()))
     assert observed.status["jobStatus"]["checkpointInfo"]["queries"][0]["name"] == "wc"
+    starting = checkpoint_info({"streaming": {"queries": [{"name": "wc", "committedBatchId": None}]}}, None, NOW)
+    assert starting is not None and "lastCommitTime" not in starting
+    soon = checkpoint_info(queries, starting, NOW + datetime.timedelta(seconds=5))
+    assert soon is not None and soon["lastCommitTime"] == "2023-11-14T22:13:20Z", "the first commit is written at once"
 
 
 def test_state_settings_check_the_directories_the_mode_needs():

@@ -193,12 +193,13 @@ def checkpoint_info(details: Mapping[str, Any], previous: Mapping[str, Any] | No
     """``jobStatus.checkpointInfo`` from a job's details (``streaming.queries``): each named query's last committed
     micro-batch and when, and the latest commit of all; ``previous`` when it was written less than
     :data:`CHECKPOINT_INFO_INTERVAL` ago (a status write per micro-batch would cost the API server a write every few
-    seconds per job); None when the job runs no query."""
+    seconds per job), unless it had no commit yet (the first one is written at once); None when the job runs no query."""
     queries = ((details.get("streaming") or {}).get("queries")) or []
     if not queries:
         return dict(previous) if previous else None
     written = seconds_since((previous or {}).get("updateTime"), now)
-    if previous and written is not None and written < CHECKPOINT_INFO_INTERVAL:
+    first_commit = not (previous or {}).get("lastCommitTime") and any(q.get("lastCommitTime") for q in queries)
+    if previous and written is not None and written < CHECKPOINT_INFO_INTERVAL and not first_commit:
         return dict(previous)
     entries = [
         {"name": q.get("name"), "committedBatchId": q.get("committedBatchId"), "lastCommitTime": from_epoch_ms(q.get("lastCommitTime"))}
