@@ -100,3 +100,19 @@ def wait_for_committed_batch(rest_url: str, job_id: str, at_least: int, timeout:
                 return dict(queries[0])
         time.sleep(1.0)
     raise AssertionError(f"job {job_id} committed no micro-batch {at_least} within {timeout:.0f} s; last seen: {last}")
+
+
+class Steps:
+    """How long each step of a long test chain took, for its printout (which step to shorten, which one hung)."""
+
+    def __init__(self) -> None:
+        self.started = self._last = time.monotonic()
+        self.taken: list[str] = []
+
+    def __call__(self, what: str) -> None:
+        """The step ``what`` ends now."""
+        self.taken.append(f"{what} {time.monotonic() - self._last:.0f} s")
+        self._last = time.monotonic()
+
+    def summary(self, what: str) -> str:
+        return f"{what} took {time.monotonic() - self.started:.0f} s: " + ", ".join(self.taken)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -37,7 +36,7 @@ from tests.infra.kafka.cluster import KafkaCluster
 from tests.integration.k8s.pods import MAIN_CONTAINER, open_to_containers
 from tests.integration.k8s.test_kubernetes_e2e import TIMEOUT, assert_namespace_empty, cluster_options, job_namespace, jobcluster, list_json
 from tests.integration.k8s.waiting import wait_for
-from tests.support.streaming import PROGRAM, lines, local_batches, wait_for_committed_batch, wait_for_counts, word_counts
+from tests.support.streaming import PROGRAM, Steps, lines, local_batches, wait_for_committed_batch, wait_for_counts, word_counts
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
 
@@ -188,13 +187,7 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
     def gone(cluster_id: str) -> None:
         wait_for(lambda: not list_json(k8s_api, namespace, "pods", f"app={cluster_id}"), timeout=180, what=f"the pods of {cluster_id} gone")
 
-    started = last_step = time.monotonic()
-    steps: list[str] = []
-
-    def step(what: str) -> None:
-        nonlocal last_step
-        steps.append(f"{what} {time.monotonic() - last_step:.0f} s")
-        last_step = time.monotonic()
+    step = Steps()
 
     out = host_dir / "out"
     expected = produce(parts[0])
@@ -256,7 +249,7 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
     gone(cluster_b)
     step("b counted, stopped, gone")
 
-    print(f"streaming on Kubernetes took {time.monotonic() - started:.0f} s: " + ", ".join(steps))
+    print(step.summary("streaming on Kubernetes"))
     assert_namespace_empty(k8s_api, namespace)
     left = k8s_cluster.kubectl("get", "all,configmaps,secrets", "-n", namespace, "-l", "type=jobcluster-native-kubernetes")
     assert left.stdout == "" and "No resources found" in left.stderr, left

@@ -28,7 +28,6 @@ import contextlib
 import json
 import shutil
 import sys
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -58,7 +57,7 @@ from tests.integration.k8s.flinkjobs import (
 )
 from tests.integration.k8s.pods import host_path_template, open_to_containers
 from tests.integration.k8s.waiting import wait_for
-from tests.support.streaming import PROGRAM, lines, local_batches, wait_for_counts, word_counts
+from tests.support.streaming import PROGRAM, Steps, lines, local_batches, wait_for_counts, word_counts
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
 
@@ -175,13 +174,7 @@ def test_a_streaming_flinkjob_keeps_its_state_through_savepoints_upgrades_a_kill
         }
         return flinkjob(name, namespace, program, flinkConfiguration=configuration, startupDeadlineSeconds=STATE_TIMEOUT)
 
-    started = last_step = time.monotonic()
-    steps: list[str] = []
-
-    def step(what: str) -> None:
-        nonlocal last_step
-        steps.append(f"{what} {time.monotonic() - last_step:.0f} s")
-        last_step = time.monotonic()
+    step = Steps()
 
     with running_operator(k8s_cluster, k8s_image, namespace, tmp_path) as operator, _explained(k8s_cluster, k8s_api, namespace):
         expected = produce(0)
@@ -283,7 +276,7 @@ def test_a_streaming_flinkjob_keeps_its_state_through_savepoints_upgrades_a_kill
         assert {"Normal SavepointTriggered", "Normal SavepointCompleted", "Normal SavepointsDisposed", "Normal Suspended"} <= reasons
         k8s_cluster.kubectl("delete", "flinkjob", "wc", "-n", namespace, timeout=120)
         wait_for(lambda: cluster_objects(k8s_api, namespace, "wc") == [], timeout=120, what="nothing of wc")
-    print(f"the streaming FlinkJob's life took {time.monotonic() - started:.0f} s: " + ", ".join(steps))
+    print(step.summary("the streaming FlinkJob's life"))
 
 
 @pytest.mark.hadoop
