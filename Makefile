@@ -15,7 +15,7 @@ OUT ?= $(CURDIR)/out/wordcount
 PARALLELISM ?= 4
 SLOTS ?= 2
 
-.PHONY: run test venv java corpus packages infra unit e2e lint docs clean
+.PHONY: run test venv java corpus dashboard packages infra unit e2e lint docs clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -38,7 +38,11 @@ $(CORPUS)/.fetched:
 	mv $(CORPUS)/deb/x/usr/share/doc/python3.11/html/_sources $(CORPUS)/sources && rm -rf $(CORPUS)/deb
 	@touch $@
 
-run: venv java corpus
+# Flink's web dashboard (the web/ folder of flink-runtime-web, from Maven Central) that job clusters serve at /
+dashboard: venv
+	@$(PY) -m jobcluster.runtime.rest.dashboard >/dev/null
+
+run: venv java corpus dashboard
 	$(VENV)/bin/jobcluster run -t local -p $(PARALLELISM) -D taskmanager.numberOfTaskSlots=$(SLOTS) \
 		examples/wordcount.py --input $(CORPUS)/sources --output $(OUT)
 
@@ -74,7 +78,7 @@ docs: venv
 	$(PY) -m tests.support.reference_docs
 
 # The builds of `infra` happen inside the two streams, each building what its tests need while the other runs.
-test: venv lint java corpus packages
+test: venv lint java corpus packages dashboard
 	JOBCLUSTER_CORPUS=$(CORPUS)/sources PY=$(PY) bash tests/run_streams.sh
 
 unit: venv

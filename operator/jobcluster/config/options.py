@@ -425,6 +425,15 @@ CHECKPOINTING_TIMEOUT = ConfigOption(
 # jobcluster's own
 # --------------------------------------------------------------------------
 
+WEB_DASHBOARD_DIR = ConfigOption(
+    "jobcluster.web.dashboard-dir",
+    "str",
+    None,
+    description="Folder of Flink's web dashboard that the REST endpoint serves at / (the web/ folder of "
+    "flink-runtime-web). Unset: $JOBCLUSTER_CACHE/flink-runtime-web-<version>/web where the JobManager runs "
+    "(default ~/.cache/jobcluster), which `python -m jobcluster.runtime.rest.dashboard` fills.",
+)
+
 CLUSTER_STAGING_KEEP = ConfigOption(
     "jobcluster.staging.keep",
     "bool",

@@ -56,6 +56,7 @@ from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.resourcemanager.driver import ResourceManagerDriver, TaskExecutorLaunchContext
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
 from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
+from jobcluster.runtime.rest.dashboard import default_dashboard_dir
 from jobcluster.runtime.rest.endpoint import RestEndpoint
 from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings, TaskExecutorLocation
 from jobcluster.security import rest_token, spark_secret
@@ -200,6 +201,9 @@ class JobClusterEntrypoint:
             jobcluster.__version__,
             rest_token(self.context.secret),
             bind_hosts,
+            Path(config.get(options.WEB_DASHBOARD_DIR) or default_dashboard_dir()),
+            config.to_dict(),
+            self.context.log_dir,
         )
         await rest.start()
         stack.push_async_callback(rest.stop)

@@ -122,6 +122,9 @@ class JobMaster(FencedRpcEndpoint):
         #: TaskExecutors lost while they held slots of the job, in order: {"id", "cause"} (the platform's words, e.g. a pod's
         #: OOMKilled), shown in the job's details so that an attached client can tell its user.
         self.lost_task_executors: list[dict[str, str]] = []
+        #: The job's failures, oldest first: {"timestamp" (ms), "cause"}: each one a restart recovered from, and the last
+        #: one of a FAILED job (Flink's exception history).
+        self.failures: list[dict[str, Any]] = []
         self.result: JobResult | None = None
         self.checkpoints = CheckpointCoordinator(graph, settings.savepoint_directory, settings.checkpointing_timeout)
 
@@ -258,6 +261,7 @@ class JobMaster(FencedRpcEndpoint):
             stopped_by_us = self._no_executors_cause is not None
             cause = self._no_executors_cause or self._application.failure_cause(code)
             self._no_executors_cause = None
+            self.failures.append({"timestamp": _now_ms(), "cause": cause})
             # a job stopped with a savepoint is over: what it does after its queries stopped is not restarted
             if strategy.type != "fixed-delay" or self.restarts >= strategy.attempts or self.checkpoints.stopped_with_savepoint:
                 # a program the JobMaster stopped did not choose its exit code: the failure is the cluster's
@@ -429,6 +433,8 @@ class JobMaster(FencedRpcEndpoint):
             "spark": progress,
             "program-exit-code": self.result.program_exit_code if self.result else None,
             "lost-taskmanagers": list(self.lost_task_executors),
+            "failures": list(self.failures),
+            "restart-strategy": self.graph.execution_config.restart_strategy.model_dump(),
             "job-type": "STREAMING" if self.checkpoints.queries else "BATCH",
             "streaming": {"queries": list(self.checkpoints.queries)} if self.checkpoints.queries else None,
             "savepoints": self.checkpoints.savepoints.completed(),

@@ -22,7 +22,8 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -31,6 +32,8 @@ from jobcluster.errors import DeploymentError, JobNotFoundError
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
 from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
 from jobcluster.runtime.rest import flink_bodies
+from jobcluster.runtime.rest.dashboard import add_dashboard_routes
+from jobcluster.runtime.rest.dashboard_views import DashboardViews
 from jobcluster.runtime.rest.serialized_throwable import failure_cause
 from jobcluster.security import token_matches
 
@@ -40,8 +43,9 @@ ResourceView = Callable[[], Awaitable[Any]]
 
 #: Methods that only read; every other method needs the cluster's token.
 READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-# The program's own output is the user's data, not cluster status: reading it needs the token too.
-PRIVATE_READ_SUFFIXES = ("/stdout", "/stderr")
+# The program's own output is the user's data, not cluster status: reading it needs the token too; and Flink's
+# dashboard cancels a job with a GET (``yarn-cancel``, a path made for YARN's proxy, which passes only GETs).
+_PRIVATE_GET = re.compile(r"(/v1)?/jobs/[^/]+/(stdout|stderr|yarn-cancel)")
 #: Flink serves each path also under its REST API version prefix.
 API_VERSION_PREFIX = "/v1"
 #: Response header of ``/jobs/{id}/stdout`` and ``/stderr``: the logical offset of the body's first byte.
@@ -60,7 +64,17 @@ class RestEndpoint:
     that mutating requests must carry (security.rest_token).
     """
 
-    def __init__(self, host: str, port: int, version: str, token: str, bind_hosts: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        version: str,
+        token: str,
+        bind_hosts: tuple[str, ...] = (),
+        dashboard: Path | None = None,
+        configuration: Mapping[str, str] | None = None,
+        log_dir: Path | None = None,
+    ) -> None:
         self._dispatcher: MiniDispatcher | None = None
         self._task_managers: ResourceView | None = None
         self._resource_overview: ResourceView | None = None
@@ -70,6 +84,8 @@ class RestEndpoint:
         self._version = version
         self._token = token
         self._runner: web.AppRunner | None = None
+        self._dashboard = dashboard
+        self._views = DashboardViews(self._serving_dispatcher, self._task_manager_views, configuration or {}, log_dir)
 
     @property
     def url(self) -> str:
@@ -98,10 +114,14 @@ class RestEndpoint:
             ("GET", "/jobs/{job_id}/checkpoints/config", self._checkpoint_config),
             ("POST", "/savepoint-disposal", self._trigger_disposal),
             ("GET", "/savepoint-disposal/{trigger_id}", self._disposal_status),
+            ("GET", "/jobs/{job_id}/yarn-cancel", self._yarn_cancel),
+            *self._views.routes(),
         ]
         for method, path, handler in routes:
             app.router.add_route(method, path, handler)
             app.router.add_route(method, API_VERSION_PREFIX + path, handler)
+        if self._dashboard is not None:
+            add_dashboard_routes(app, self._dashboard)  # last: every REST path wins over a file
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         for host in self.bind_hosts:
@@ -132,6 +152,14 @@ class RestEndpoint:
         if self._runner is not None:
             await self._runner.cleanup()
 
+    def _serving_dispatcher(self) -> MiniDispatcher:
+        assert self._dispatcher is not None  # _errors answers 503 until serve()
+        return self._dispatcher
+
+    async def _task_manager_views(self) -> list[dict[str, Any]]:
+        assert self._task_managers is not None
+        return list(await self._task_managers())
+
     @web.middleware
     async def _json_errors(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -147,7 +175,7 @@ class RestEndpoint:
 
     @web.middleware
     async def _authorize(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
-        if request.method in READ_ONLY_METHODS and not request.path.endswith(PRIVATE_READ_SUFFIXES):
+        if request.method in READ_ONLY_METHODS and not _PRIVATE_GET.fullmatch(request.path):
             return await handler(request)
         scheme, _, supplied = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() == "bearer" and token_matches(supplied.strip(), self._token):
@@ -264,6 +292,12 @@ class RestEndpoint:
                 },
                 status=400,
             )
+        await self._dispatcher.cancel_job(_job_id(request))
+        return web.json_response({}, status=202)
+
+    async def _yarn_cancel(self, request: web.Request) -> web.Response:
+        """Flink's ``GET /jobs/{id}/yarn-cancel`` (the dashboard's Cancel Job button): cancels, 202; with the token."""
+        assert self._dispatcher is not None
         await self._dispatcher.cancel_job(_job_id(request))
         return web.json_response({}, status=202)
 

@@ -424,3 +424,172 @@ def checkpoint_config(checkpoint_root: str | None, savepoint_directory: str | No
         "changelog_storage": "",
         "savepoint_directory": savepoint_directory,
     }
+
+
+# ---- the web dashboard's views (Flink 1.20's web-dashboard reads these shapes) ------------------------------------
+
+#: The name of the failure in the exception history: a PySpark program has no Java exception class.
+PROGRAM_FAILURE_NAME = "ProgramFailure"
+
+
+def job_exceptions(details: dict[str, Any], max_exceptions: int) -> dict[str, Any]:
+    """Flink's ``/jobs/{id}/exceptions`` (JobExceptionsInfoWithHistory) from the job's failures, newest first.
+
+    Each failure is one run of the program that failed: those the restart
+    strategy recovered from and a FAILED job's last; its text is the program's
+    exit and error (a driver-side Python traceback, Spark's cause). Entries
+    are global failures (``taskName`` null: the program as a whole failed),
+    with no concurrent exceptions. ``root-exception`` is the latest one.
+    """
+    failures = list(reversed(details.get("failures") or []))
+    entries = [
+        {
+            "exceptionName": PROGRAM_FAILURE_NAME,
+            "stacktrace": failure["cause"],
+            "timestamp": failure["timestamp"],
+            "taskName": None,
+            "endpoint": None,
+            "taskManagerId": None,
+            "failureLabels": {},
+            "concurrentExceptions": [],
+        }
+        for failure in failures[:max_exceptions]
+    ]
+    latest = failures[0] if failures else None
+    return {
+        "root-exception": latest["cause"] if latest else None,
+        "timestamp": latest["timestamp"] if latest else None,
+        "all-exceptions": [],
+        "truncated": len(failures) > max_exceptions,
+        "exceptionHistory": {"entries": entries, "truncated": len(failures) > max_exceptions},
+    }
+
+
+def job_config(details: dict[str, Any]) -> dict[str, Any]:
+    """Flink's ``/jobs/{id}/config`` (JobConfigInfo): the restart strategy as Flink describes it, the parallelism."""
+    strategy = details.get("restart-strategy") or {}
+    if strategy.get("type") == "fixed-delay":
+        described = f"Restart with fixed delay ({strategy.get('delay_seconds', 0):g} s). #{strategy.get('attempts', 0)} restart attempts."
+    else:
+        described = "Restart deactivated."
+    return {
+        "jid": details["jid"],
+        "name": details["name"],
+        "execution-config": {
+            "execution-mode": "PIPELINED",
+            "restart-strategy": described,
+            "job-parallelism": max((v["parallelism"] for v in details["vertices"]), default=1),
+            "object-reuse-mode": False,
+            "user-config": {},
+        },
+    }
+
+
+def vertex_details(details: dict[str, Any], vertex_id: str) -> dict[str, Any]:
+    """Flink's ``/jobs/{id}/vertices/{vid}`` (JobVertexDetailsInfo): one subtask per slot of the program's vertex.
+
+    A subtask is a slot the job holds (a Spark core); Spark does not tell which
+    of its tasks ran in which slot, so a subtask's I/O metrics are 0 and not
+    complete (the vertex's totals are in ``/jobs/{id}``), and it names no
+    TaskManager. Raises KeyError for a vertex the job does not have.
+    """
+    vertex = _vertex(details, vertex_id)
+    state = _VERTEX_STATE.get(details["state"], "CREATED")
+    started = details["start-time"] if state != "CREATED" else -1
+    empty = {key: (False if key.endswith("-complete") else 0) for key in io_metrics(None)}
+    subtasks = [
+        {
+            "subtask": index,
+            "status": state,
+            "attempt": details.get("restarts", 0),
+            "endpoint": "(unassigned)",
+            "taskmanager-id": "(unassigned)",
+            "start-time": started,
+            "start_time": started,
+            "end-time": details["end-time"],
+            "duration": details["duration"] if started > 0 else -1,
+            "metrics": empty,
+            "status-duration": {},
+            "other-concurrent-attempts": [],
+        }
+        for index in range(vertex["parallelism"])
+    ]
+    return {
+        "id": vertex["id"],
+        "name": vertex["name"],
+        "parallelism": vertex["parallelism"],
+        "maxParallelism": vertex["maxParallelism"],
+        "now": details["now"],
+        "subtasks": subtasks,
+    }
+
+
+def vertex_task_managers(details: dict[str, Any], vertex_id: str, task_managers: list[dict[str, Any]]) -> dict[str, Any]:
+    """Flink's ``/jobs/{id}/vertices/{vid}/taskmanagers`` (JobVertexTaskManagersInfo): the TaskManagers that run the
+    program's Spark executors, each with the vertex's state (per-TaskManager I/O is not known: 0, not complete)."""
+    vertex = _vertex(details, vertex_id)
+    state = _VERTEX_STATE.get(details["state"], "CREATED")
+    empty = {key: (False if key.endswith("-complete") else 0) for key in io_metrics(None)}
+    return {
+        "id": vertex["id"],
+        "name": vertex["name"],
+        "now": details["now"],
+        "taskmanagers": [
+            {
+                "endpoint": tm.get("host") or tm["path"],
+                "taskmanager-id": tm["id"],
+                "status": state,
+                "start-time": tm.get("registeredAt", -1),
+                "end-time": details["end-time"],
+                "duration": details["now"] - tm.get("registeredAt", details["now"]),
+                "metrics": empty,
+                "status-counts": {state: tm["slotsNumber"] - tm["freeSlots"]},
+            }
+            for tm in task_managers
+        ],
+    }
+
+
+def _vertex(details: dict[str, Any], vertex_id: str) -> dict[str, Any]:
+    for vertex in details["vertices"]:
+        if vertex["id"] == vertex_id:
+            return dict(vertex)
+    raise KeyError(vertex_id)
+
+
+#: Keys whose values Flink's web UI masks (GlobalConfiguration's sensitive keys), matched in lower case.
+_SENSITIVE = (
+    "password",
+    "secret",
+    "fs.azure.account.key",
+    "apikey",
+    "api-key",
+    "auth-params",
+    "service-key",
+    "token",
+    "basic-auth",
+    "jaas.config",
+)
+
+
+def configuration_entries(values: dict[str, str]) -> list[dict[str, str]]:
+    """Flink's ``/jobmanager/config`` (ConfigurationInfo): the cluster's configuration, sorted by key, sensitive values
+    masked as Flink masks them (``******``)."""
+    return [
+        {"key": key, "value": "******" if any(word in key.lower() for word in _SENSITIVE) else str(value)}
+        for key, value in sorted(values.items())
+    ]
+
+
+def thread_dump(frames: dict[int, Any], names: dict[int, str]) -> dict[str, Any]:
+    """Flink's ``thread-dump`` (ThreadDumpInfo) of this Python process: one entry per thread with its stack, in
+    the form of a Java thread dump's lines (``"name" Id=N`` then ``at function(file:line)``), innermost call first."""
+    infos = []
+    for ident, frame in frames.items():
+        lines = [f'"{names.get(ident, "?")}" Id={ident}']
+        while frame is not None:
+            code = frame.f_code
+            lines.append(f"\tat {code.co_name}({code.co_filename}:{frame.f_lineno})")
+            frame = frame.f_back
+        infos.append({"threadName": names.get(ident, "?"), "stringifiedThreadInfo": "\n".join(lines) + "\n\n"})
+    return {"threadInfos": infos}

@@ -1,0 +1,141 @@
+"""Flink's web dashboard, served by the job cluster's REST endpoint at ``/``.
+
+Why Flink's own: a Flink user opens the JobManager's address in a browser, and
+the REST API already answers in Flink's shapes, so Flink's dashboard (an Angular
+application that only calls that API, with relative URLs) shows a jobcluster job
+as it shows a Flink job. Its files are the ``web/`` folder of Maven Central's
+``org.apache.flink:flink-runtime-web`` jar, never copied into this repository:
+:func:`fetch_dashboard` downloads the pinned version once (checked against its
+SHA-1 from Maven Central) and unpacks it into the cache
+(``$JOBCLUSTER_CACHE/flink-runtime-web-<version>/web``, default
+``~/.cache/jobcluster``); ``make venv`` and the image build call it
+(``python -m jobcluster.runtime.rest.dashboard``). A cluster without the files
+answers ``/`` with a page that says how to get them; its REST API is unaffected.
+
+Serving follows Flink's StaticFileServerHandler: ``/`` is ``index.html``, files
+get their content type (the dashboard's scripts are ES modules, which browsers
+refuse under any other type), ``Cache-Control: private, max-age=300``, and
+``Last-Modified`` with 304 answers (aiohttp's FileResponse); a path outside the
+folder is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import requests
+from aiohttp import web
+
+#: The pinned dashboard: Flink's release whose REST API the endpoint speaks (Flink's CLI of tests/infra/flink too).
+FLINK_WEB_VERSION = "1.20.3"
+#: Maven Central's SHA-1 of the pinned jar (its ``.sha1`` file).
+FLINK_WEB_SHA1 = "10e43da104b4606dda7e6fc11837f23bfb5fddde"
+FLINK_WEB_URL = (
+    f"https://repo1.maven.org/maven2/org/apache/flink/flink-runtime-web/{FLINK_WEB_VERSION}/flink-runtime-web-{FLINK_WEB_VERSION}.jar"
+)
+DOWNLOAD_TIMEOUT = (10.0, 120.0)  # seconds: connect, read (the jar is 4 MB)
+CACHE_CONTROL = "private, max-age=300"  # Flink's StaticFileServerHandler's
+_COMPLETE = ".complete"
+
+
+def default_dashboard_dir(environ: dict[str, str] | None = None) -> Path:
+    """Where :func:`fetch_dashboard` puts the files: ``$JOBCLUSTER_CACHE/flink-runtime-web-<version>/web``."""
+    env = os.environ if environ is None else environ
+    base = env.get("JOBCLUSTER_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "jobcluster")
+    return Path(base) / f"flink-runtime-web-{FLINK_WEB_VERSION}" / "web"
+
+
+def dashboard_installed(directory: Path) -> bool:
+    """Whether ``directory`` holds a complete dashboard (unpacked whole by :func:`fetch_dashboard`)."""
+    return (directory / "index.html").is_file() and (directory.parent / _COMPLETE).is_file()
+
+
+def fetch_dashboard(directory: Path | None = None) -> Path:
+    """The dashboard's folder, downloaded and unpacked into ``directory`` (default :func:`default_dashboard_dir`)
+    unless it is there already; concurrent callers unpack into their own temporary folders and the first rename wins.
+
+    Raises:
+        OSError: Maven Central cannot be reached, or the download's SHA-1 is not :data:`FLINK_WEB_SHA1` (nothing is kept).
+    """
+    target = directory or default_dashboard_dir()
+    if dashboard_installed(target):
+        return target
+    try:
+        response = requests.get(FLINK_WEB_URL, timeout=DOWNLOAD_TIMEOUT)
+        response.raise_for_status()
+    except requests.RequestException as exc:
+        raise OSError(f"cannot download Flink's web dashboard from {FLINK_WEB_URL}: {exc}") from exc
+    digest = hashlib.sha1(response.content, usedforsecurity=False).hexdigest()
+    if digest != FLINK_WEB_SHA1:
+        raise OSError(f"{FLINK_WEB_URL} has SHA-1 {digest}, not Maven Central's {FLINK_WEB_SHA1}: not used")
+    home = target.parent
+    home.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{home.name}-", dir=home.parent))
+    try:
+        with zipfile.ZipFile(io.BytesIO(response.content)) as jar:
+            for member in jar.infolist():
+                if member.filename.startswith("web/") and not member.is_dir():
+                    jar.extract(member, scratch)
+        (scratch / _COMPLETE).write_text(FLINK_WEB_SHA1)
+        if not dashboard_installed(target):
+            shutil.rmtree(home, ignore_errors=True)  # an incomplete one: a complete one only ever appears by this rename
+            try:
+                scratch.rename(home)
+            except OSError:
+                if not dashboard_installed(target):
+                    raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target
+
+
+def add_dashboard_routes(app: web.Application, directory: Path) -> None:
+    """Serve the dashboard in ``directory`` at ``/`` and every file below it; register after the REST routes (a REST
+    path wins over a file of the same name, as in Flink)."""
+    root = directory.resolve()
+
+    async def serve(request: web.Request) -> web.StreamResponse:
+        name = request.match_info.get("path") or "index.html"
+        if not dashboard_installed(root) and name == "index.html":
+            return _not_installed(root)
+        path = (root / name).resolve()
+        if not path.is_relative_to(root):
+            return web.Response(status=403, text="Forbidden.")
+        if not path.is_file():
+            raise web.HTTPNotFound()  # what an unknown REST path gets too: Flink's JSON error
+        return web.FileResponse(path, headers={"Cache-Control": CACHE_CONTROL})
+
+    app.router.add_get("/", serve)
+    app.router.add_get("/{path:.+}", serve)
+
+
+def _not_installed(directory: Path) -> web.Response:
+    text = (
+        "<!doctype html><title>jobcluster</title><h1>Flink's web dashboard is not installed here</h1>"
+        f"<p>This job cluster's REST API works (try <a href='overview'>overview</a> or <a href='jobs/overview'>jobs</a>); "
+        f"the dashboard's files are not in <code>{directory}</code>. Fetch them where the JobManager runs with "
+        "<code>python -m jobcluster.runtime.rest.dashboard</code> (<code>make venv</code> does), or point "
+        "<code>jobcluster.web.dashboard-dir</code> at a copy.</p>"
+    )
+    return web.Response(status=404, text=text, content_type="text/html")
+
+
+def main() -> int:
+    """``python -m jobcluster.runtime.rest.dashboard [DIR]``: fetch the dashboard; prints its folder."""
+    try:
+        print(fetch_dashboard(Path(sys.argv[1]) if len(sys.argv) > 1 else None))
+    except OSError as exc:
+        print(f"dashboard: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""The REST paths Flink's web dashboard reads beyond Flink's client API: a job's tabs, its vertex, the TaskManager
+and JobManager pages (bodies: flink_bodies.py).
+
+Why apart from endpoint.py: these exist for the dashboard (``dashboard.py``),
+and every one of them answers, in Flink's shapes, what a Spark job has, or an
+empty but valid body where it has no counterpart (watermarks, back pressure,
+flame graphs, per-subtask metrics), so that no page of the dashboard breaks or
+shows an error. Which path answers what is in docs/reference/rest.md.
+
+The JobManager's logs are the files of its log directory, read openly as
+Flink's are, except the program's own output (``driver.out*``, ``driver.err*``),
+which is the user's data: ``/jobs/{id}/stdout`` with the token, as ever. A
+TaskManager's log is there too where the TaskManagers write into the same
+directory (the ``local`` target); elsewhere its page says where to look.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
+from jobcluster.runtime.rest import flink_bodies
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+#: Files of the log directory that hold the program's output, not the cluster's: not served here.
+PRIVATE_LOG_PREFIXES = ("driver.out", "driver.err")
+JOB_MANAGER_LOG = "jobmanager.log"
+JOB_MANAGER_STDOUT = "jobmanager.out"
+MAX_EXCEPTIONS = 10  # Flink's default of ?maxExceptions
+#: What the TaskManager metrics a job cluster cannot measure (Flink's network buffers) and the ones not measured yet
+#: answer: an empty but valid object.
+_MEMORY_METRICS = (
+    "heapUsed heapCommitted heapMax nonHeapUsed nonHeapCommitted nonHeapMax directCount directUsed directMax mappedCount mappedUsed "
+    "mappedMax memorySegmentsAvailable memorySegmentsTotal nettyShuffleMemorySegmentsAvailable nettyShuffleMemorySegmentsUsed "
+    "nettyShuffleMemorySegmentsTotal nettyShuffleMemoryAvailable nettyShuffleMemoryUsed nettyShuffleMemoryTotal"
+)
+EMPTY_TASK_MANAGER_METRICS: dict[str, Any] = dict.fromkeys(_MEMORY_METRICS.split(), 0) | {"garbageCollectors": []}
+
+
+class DashboardViews:
+    """The dashboard's paths over the cluster's components (``dispatcher()``, ``task_managers()``: the
+    ResourceManager's view of its TaskExecutors), its configuration (key → value) and its log directory."""
+
+    def __init__(
+        self,
+        dispatcher: Callable[[], MiniDispatcher],
+        task_managers: Callable[[], Awaitable[list[dict[str, Any]]]],
+        configuration: Mapping[str, str],
+        log_dir: Path | None,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._task_managers = task_managers
+        self._configuration = dict(configuration)
+        self._log_dir = log_dir
+
+    def routes(self) -> list[tuple[str, str, Handler]]:
+        """(method, path, handler) of every path, Flink's spelling."""
+        vertex = "/jobs/{job_id}/vertices/{vertex_id}"
+        return [
+            ("GET", "/jobs/{job_id}/exceptions", self._exceptions),
+            ("GET", "/jobs/{job_id}/config", self._job_config),
+            ("GET", vertex, self._vertex),
+            ("GET", f"{vertex}/taskmanagers", self._vertex_task_managers),
+            ("GET", f"{vertex}/watermarks", _empty_list),
+            ("GET", f"{vertex}/metrics", _empty_list),
+            ("GET", f"{vertex}/subtasks/metrics", _empty_list),
+            ("GET", f"{vertex}/accumulators", self._accumulators),
+            ("GET", f"{vertex}/subtasks/accumulators", self._subtask_accumulators),
+            ("GET", f"{vertex}/backpressure", _static({"status": "deprecated"})),
+            ("GET", f"{vertex}/flamegraph", _static({"endTimestamp": -2, "data": None})),  # -2: the feature is off
+            ("GET", f"{vertex}/subtasktimes", self._subtask_times),
+            ("GET", "/jobmanager/config", self._job_manager_config),
+            ("GET", "/jobmanager/environment", self._environment),
+            ("GET", "/jobmanager/metrics", _empty_list),
+            ("GET", "/jobmanager/logs", self._job_manager_logs),
+            ("GET", "/jobmanager/logs/{name}", self._job_manager_log_file),
+            ("GET", "/jobmanager/log", self._job_manager_log),
+            ("GET", "/jobmanager/stdout", self._job_manager_stdout),
+            ("GET", "/jobmanager/thread-dump", self._thread_dump),
+            ("GET", "/taskmanagers/{tm_id}", self._task_manager),
+            ("GET", "/taskmanagers/{tm_id}/metrics", _empty_list),
+            ("GET", "/taskmanagers/{tm_id}/logs", self._task_manager_logs),
+            ("GET", "/taskmanagers/{tm_id}/logs/{name}", self._task_manager_log_file),
+            ("GET", "/taskmanagers/{tm_id}/log", self._task_manager_log),
+            ("GET", "/taskmanagers/{tm_id}/stdout", _empty_text),
+            ("GET", "/taskmanagers/{tm_id}/thread-dump", _static({"threadInfos": []})),
+        ]
+
+    def _details(self, request: web.Request) -> dict[str, Any]:
+        return self._dispatcher().job_details(request.match_info["job_id"].lower())
+
+    async def _exceptions(self, request: web.Request) -> web.Response:
+        try:
+            limit = max(0, int(request.query.get("maxExceptions", MAX_EXCEPTIONS)))
+        except ValueError:
+            return web.json_response({"errors": ["Bad request: maxExceptions is not a number"]}, status=400)
+        return web.json_response(flink_bodies.job_exceptions(self._details(request), limit))
+
+    async def _job_config(self, request: web.Request) -> web.Response:
+        return web.json_response(flink_bodies.job_config(self._details(request)))
+
+    async def _vertex(self, request: web.Request) -> web.Response:
+        return web.json_response(_of_vertex(request, lambda vid: flink_bodies.vertex_details(self._details(request), vid)))
+
+    async def _vertex_task_managers(self, request: web.Request) -> web.Response:
+        views = await self._task_managers()
+        return web.json_response(_of_vertex(request, lambda vid: flink_bodies.vertex_task_managers(self._details(request), vid, views)))
+
+    async def _accumulators(self, request: web.Request) -> web.Response:
+        return web.json_response({"id": request.match_info["vertex_id"], "user-accumulators": []})
+
+    async def _subtask_accumulators(self, request: web.Request) -> web.Response:
+        body = _of_vertex(request, lambda vid: flink_bodies.vertex_details(self._details(request), vid))
+        return web.json_response({"id": body["id"], "parallelism": body["parallelism"], "subtasks": []})
+
+    async def _subtask_times(self, request: web.Request) -> web.Response:
+        body = _of_vertex(request, lambda vid: flink_bodies.vertex_details(self._details(request), vid))
+        return web.json_response({"id": body["id"], "name": body["name"], "now": body["now"], "subtasks": []})
+
+    async def _job_manager_config(self, request: web.Request) -> web.Response:
+        return web.json_response(flink_bodies.configuration_entries(self._configuration))
+
+    async def _environment(self, request: web.Request) -> web.Response:
+        # Flink describes its JVM; the JobManager here is a Python process (the Spark driver's JVM is the program's)
+        version = f"Python {platform.python_version()} ({sys.implementation.name})"
+        jvm = {"version": version, "arch": platform.machine(), "options": list(sys.argv)}
+        return web.json_response({"jvm": jvm, "classpath": sys.path})
+
+    async def _job_manager_logs(self, request: web.Request) -> web.Response:
+        return web.json_response({"logs": self._log_files(lambda name: True)})
+
+    async def _job_manager_log_file(self, request: web.Request) -> web.StreamResponse:
+        return self._log_file(request.match_info["name"])
+
+    async def _job_manager_log(self, request: web.Request) -> web.StreamResponse:
+        return self._log_file(JOB_MANAGER_LOG, missing_ok=True)
+
+    async def _job_manager_stdout(self, request: web.Request) -> web.StreamResponse:
+        return self._log_file(JOB_MANAGER_STDOUT, missing_ok=True)
+
+    async def _thread_dump(self, request: web.Request) -> web.Response:
+        names = {thread.ident: thread.name for thread in threading.enumerate() if thread.ident is not None}
+        return web.json_response(flink_bodies.thread_dump(sys._current_frames(), names))
+
+    async def _task_manager(self, request: web.Request) -> web.Response:
+        view = await self._task_manager_view(request)
+        now_ms = int(time.time() * 1000)
+        details = {"metrics": EMPTY_TASK_MANAGER_METRICS, "allocatedSlots": []}
+        return web.json_response(flink_bodies.task_manager_info(view, now_ms) | details)
+
+    async def _task_manager_logs(self, request: web.Request) -> web.Response:
+        tm_id = (await self._task_manager_view(request))["id"]
+        return web.json_response({"logs": self._log_files(lambda name: tm_id in name)})
+
+    async def _task_manager_log_file(self, request: web.Request) -> web.StreamResponse:
+        tm_id = (await self._task_manager_view(request))["id"]
+        name = request.match_info["name"]
+        if tm_id not in name:
+            raise web.HTTPNotFound()
+        return self._log_file(name)
+
+    async def _task_manager_log(self, request: web.Request) -> web.StreamResponse:
+        tm_id = (await self._task_manager_view(request))["id"]
+        return self._log_file(f"{tm_id}.log", missing_ok=True)
+
+    async def _task_manager_view(self, request: web.Request) -> dict[str, Any]:
+        tm_id = request.match_info["tm_id"]
+        for view in await self._task_managers():
+            if view["id"] == tm_id:
+                return view
+        raise web.HTTPNotFound(reason=f"TaskManager {tm_id} is not registered")
+
+    def _log_files(self, wanted: Callable[[str], bool]) -> list[dict[str, Any]]:
+        """Flink's LogInfo of each public file of the log directory that ``wanted`` keeps (``size`` bytes, ``mtime`` ms)."""
+        if self._log_dir is None or not self._log_dir.is_dir():
+            return []
+        found = []
+        for path in sorted(self._log_dir.iterdir()):
+            if path.is_file() and not path.name.startswith(PRIVATE_LOG_PREFIXES) and wanted(path.name):
+                stat = path.stat()
+                found.append({"name": path.name, "size": stat.st_size, "mtime": int(stat.st_mtime * 1000)})
+        return found
+
+    def _log_file(self, name: str, missing_ok: bool = False) -> web.StreamResponse:
+        """A public file of the log directory as text; empty when ``missing_ok`` and it does not exist (yet)."""
+        path = (self._log_dir / name) if self._log_dir is not None else None
+        public = "/" not in name and not name.startswith((".", *PRIVATE_LOG_PREFIXES))
+        if path is None or not public or not path.is_file():
+            if missing_ok and public:
+                return web.Response(text="", content_type="text/plain")
+            raise web.HTTPNotFound()
+        return web.FileResponse(path, headers={"Content-Type": "text/plain; charset=utf-8"})
+
+
+def _of_vertex(request: web.Request, view: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    try:
+        return view(request.match_info["vertex_id"])
+    except KeyError:
+        raise web.HTTPNotFound(reason=f"the job has no vertex {request.match_info['vertex_id']}") from None
+
+
+async def _empty_list(request: web.Request) -> web.Response:
+    return web.json_response([])
+
+
+async def _empty_text(request: web.Request) -> web.Response:
+    return web.Response(text="", content_type="text/plain")
+
+
+def _static(body: dict[str, Any]) -> Handler:
+    async def answer(request: web.Request) -> web.Response:
+        return web.json_response(body)
+
+    return answer
