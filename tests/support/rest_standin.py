@@ -63,6 +63,7 @@ class StandInDispatcher:
         self.triggered: list[tuple[str | None, bool, bool]] = []  # (directory, stop, drain) of each savepoint asked for
         self.disposals = SavepointOperations()
         self.disposed: list[str] = []
+        self.failures: list[dict[str, Any]] = []  # {"timestamp", "cause"} of each failed run, as the JobMaster keeps them
 
     def job_ids(self) -> list[str]:
         return [JOB_ID]
@@ -102,6 +103,8 @@ class StandInDispatcher:
             ],
             "spark": SPARK,
             "program-exit-code": self.result.program_exit_code if self.result else None,
+            "failures": list(self.failures),
+            "restart-strategy": {"type": "fixed-delay", "attempts": 3, "delay_seconds": 1.0},
             "job-type": "STREAMING" if self.queries else "BATCH",
             "streaming": {"queries": self.queries} if self.queries else None,
             "savepoints": self.savepoints.completed(),
@@ -177,8 +180,11 @@ def registration() -> TaskExecutorRegistration:
     )
 
 
-def with_endpoint(scenario: Callable[[str, StandInDispatcher], None], dispatcher: StandInDispatcher | None = None) -> None:
-    """Run ``scenario(url, dispatcher)`` (blocking, in a thread) against a real RestEndpoint with token ``TOKEN``."""
+def with_endpoint(
+    scenario: Callable[[str, StandInDispatcher], None], dispatcher: StandInDispatcher | None = None, **endpoint_options: Any
+) -> None:
+    """Run ``scenario(url, dispatcher)`` (blocking, in a thread) against a real RestEndpoint with token ``TOKEN``;
+    ``endpoint_options``: RestEndpoint's keyword arguments (``dashboard``, ``configuration``, ``log_dir``)."""
 
     async def task_managers() -> list[dict[str, Any]]:
         return [task_manager_info(registration(), 1, 2500, 1000)]
@@ -187,7 +193,7 @@ def with_endpoint(scenario: Callable[[str, StandInDispatcher], None], dispatcher
         return {"taskmanagers": 1, "slots-total": 2, "slots-available": 1, "pending-taskmanagers": 0}
 
     async def main() -> None:
-        endpoint = RestEndpoint("127.0.0.1", 0, "test", TOKEN)
+        endpoint = RestEndpoint("127.0.0.1", 0, "test", TOKEN, **endpoint_options)
         standin = dispatcher or StandInDispatcher()
         await endpoint.start()
         endpoint.serve(standin, task_managers, resource_overview)  # type: ignore[arg-type]

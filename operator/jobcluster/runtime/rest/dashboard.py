@@ -57,24 +57,25 @@ def dashboard_installed(directory: Path) -> bool:
     return (directory / "index.html").is_file() and (directory.parent / _COMPLETE).is_file()
 
 
-def fetch_dashboard(directory: Path | None = None) -> Path:
-    """The dashboard's folder, downloaded and unpacked into ``directory`` (default :func:`default_dashboard_dir`)
-    unless it is there already; concurrent callers unpack into their own temporary folders and the first rename wins.
+def fetch_dashboard(directory: Path | None = None, url: str = FLINK_WEB_URL, sha1: str = FLINK_WEB_SHA1) -> Path:
+    """The dashboard's folder, downloaded from ``url`` and unpacked into ``directory`` (default
+    :func:`default_dashboard_dir`) unless it is there already; concurrent callers unpack into their own temporary
+    folders and the first rename wins.
 
     Raises:
-        OSError: Maven Central cannot be reached, or the download's SHA-1 is not :data:`FLINK_WEB_SHA1` (nothing is kept).
+        OSError: ``url`` cannot be reached, or the download's SHA-1 is not ``sha1`` (nothing is kept).
     """
     target = directory or default_dashboard_dir()
     if dashboard_installed(target):
         return target
     try:
-        response = requests.get(FLINK_WEB_URL, timeout=DOWNLOAD_TIMEOUT)
+        response = requests.get(url, timeout=DOWNLOAD_TIMEOUT)
         response.raise_for_status()
     except requests.RequestException as exc:
-        raise OSError(f"cannot download Flink's web dashboard from {FLINK_WEB_URL}: {exc}") from exc
+        raise OSError(f"cannot download Flink's web dashboard from {url}: {exc}") from exc
     digest = hashlib.sha1(response.content, usedforsecurity=False).hexdigest()
-    if digest != FLINK_WEB_SHA1:
-        raise OSError(f"{FLINK_WEB_URL} has SHA-1 {digest}, not Maven Central's {FLINK_WEB_SHA1}: not used")
+    if digest != sha1:
+        raise OSError(f"{url} has SHA-1 {digest}, not the expected {sha1}: not used")
     home = target.parent
     home.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{home.name}-", dir=home.parent))
@@ -83,7 +84,7 @@ def fetch_dashboard(directory: Path | None = None) -> Path:
             for member in jar.infolist():
                 if member.filename.startswith("web/") and not member.is_dir():
                     jar.extract(member, scratch)
-        (scratch / _COMPLETE).write_text(FLINK_WEB_SHA1)
+        (scratch / _COMPLETE).write_text(sha1)
         if not dashboard_installed(target):
             shutil.rmtree(home, ignore_errors=True)  # an incomplete one: a complete one only ever appears by this rename
             try:

@@ -1,0 +1,172 @@
+"""Flink's web dashboard on the REST endpoint: its files served as Flink serves them, fetched and checked once, and
+the paths its pages read answering in Flink's shapes (the real aiohttp endpoint, a stand-in dispatcher).
+
+The dashboard itself in a real browser against a real job cluster: tests/e2e/test_web_dashboard.py. Fetching from
+Maven Central for real happens in ``make run`` and ``make test`` (the ``dashboard`` target); here a local server
+plays Maven Central, because a download whose checksum does not match cannot be had from it on demand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+import requests
+
+from jobcluster.runtime.rest.dashboard import dashboard_installed, fetch_dashboard
+from jobcluster.runtime.rest.flink_bodies import PROGRAM_FAILURE_NAME
+from tests.support.rest_standin import JOB_ID, VERTEX_ID, StandInDispatcher, with_endpoint
+from tests.support.rest_standin import TOKEN as STANDIN_TOKEN
+
+INDEX = "<!doctype html><base href='./'><script type='module' src='main.abc.js'></script>"
+
+
+def installed(tmp_path: Path) -> Path:
+    """A dashboard folder as fetch_dashboard leaves it: ``web/`` with its files, ``.complete`` beside it."""
+    web = tmp_path / "flink-runtime-web" / "web"
+    (web / "assets").mkdir(parents=True)
+    (web / "index.html").write_text(INDEX)
+    (web / "main.abc.js").write_text("export const x = 1;")
+    (web / "assets" / "flink.svg").write_text("<svg/>")
+    (web.parent / ".complete").write_text("sha1")
+    return web
+
+
+def test_the_dashboard_is_served_at_the_root_with_flinks_types_and_cache_headers(tmp_path):
+    def scenario(url, dispatcher):
+        index = requests.get(f"{url}/", timeout=5)
+        assert index.status_code == 200 and index.text == INDEX and index.headers["Content-Type"].startswith("text/html")
+        assert index.headers["Cache-Control"] == "private, max-age=300"
+        script = requests.get(f"{url}/main.abc.js", timeout=5)
+        assert script.headers["Content-Type"].split(";")[0] in ("application/javascript", "text/javascript"), "a module script"
+        assert requests.get(f"{url}/assets/flink.svg", timeout=5).headers["Content-Type"] == "image/svg+xml"
+        again = requests.get(f"{url}/main.abc.js", headers={"If-Modified-Since": script.headers["Last-Modified"]}, timeout=5)
+        assert again.status_code == 304
+        missing = requests.get(f"{url}/nothing.js", timeout=5)
+        assert missing.status_code == 404 and missing.json() == {"errors": ["Not found: /nothing.js"]}
+        assert requests.get(f"{url}/%2E%2E/%2E%2E/etc/passwd", timeout=5).status_code in (403, 404)
+        assert requests.get(f"{url}/config", timeout=5).json()["features"]["web-submit"] is False, "a REST path wins"
+
+    with_endpoint(scenario, dashboard=installed(tmp_path))
+
+
+def test_a_cluster_without_the_dashboards_files_says_how_to_get_them_and_its_api_works(tmp_path):
+    def scenario(url, dispatcher):
+        page = requests.get(f"{url}/", timeout=5)
+        assert page.status_code == 404 and "python -m jobcluster.runtime.rest.dashboard" in page.text
+        assert str(tmp_path / "none") in page.text
+        assert requests.get(f"{url}/overview", timeout=5).status_code == 200
+
+    with_endpoint(scenario, dashboard=tmp_path / "none")
+
+
+class MavenCentral(http.server.BaseHTTPRequestHandler):
+    """Serves ``jar`` and counts the downloads."""
+
+    jar = b""
+    downloads = 0
+
+    def do_GET(self) -> None:
+        type(self).downloads += 1
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.jar)))
+        self.end_headers()
+        self.wfile.write(self.jar)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_dashboard_is_fetched_once_and_a_download_with_another_checksum_is_refused(tmp_path):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as jar:
+        jar.writestr("web/index.html", INDEX)
+        jar.writestr("web/assets/vs/loader.js", "x")
+        jar.writestr("org/apache/flink/Foo.class", "not the dashboard")
+    MavenCentral.jar, MavenCentral.downloads = buffer.getvalue(), 0
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), MavenCentral)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url, sha1 = f"http://127.0.0.1:{server.server_port}/flink-runtime-web.jar", hashlib.sha1(MavenCentral.jar).hexdigest()
+    try:
+        refused = tmp_path / "refused" / "web"
+        with pytest.raises(OSError, match="not the expected"):
+            fetch_dashboard(refused, url, "0" * 40)
+        assert not refused.parent.exists() or list(refused.parent.iterdir()) == [], "nothing of a bad download is kept"
+
+        target = tmp_path / "cache" / "flink-runtime-web-1.20.3" / "web"
+        assert fetch_dashboard(target, url, sha1) == target and dashboard_installed(target)
+        assert (target / "assets" / "vs" / "loader.js").is_file() and not (target.parent / "org").exists()
+        fetch_dashboard(target, url, sha1)
+        assert MavenCentral.downloads == 2, "an installed dashboard is not fetched again"
+        assert [p.name for p in target.parent.parent.iterdir()] == ["flink-runtime-web-1.20.3"], "no scratch folder left"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_job_pages_read_the_jobs_failures_configuration_and_vertex_in_flinks_shapes():
+    dispatcher = StandInDispatcher()
+    dispatcher.failures = [{"timestamp": 1100, "cause": "first\nTraceback"}, {"timestamp": 1300, "cause": "second"}]
+
+    def scenario(url, dispatcher):
+        exceptions = requests.get(f"{url}/jobs/{JOB_ID}/exceptions?maxExceptions=1", timeout=5).json()
+        assert exceptions["root-exception"] == "second" and exceptions["exceptionHistory"]["truncated"] is True
+        (entry,) = exceptions["exceptionHistory"]["entries"]
+        assert (entry["exceptionName"], entry["stacktrace"], entry["concurrentExceptions"]) == (PROGRAM_FAILURE_NAME, "second", [])
+        assert len(requests.get(f"{url}/jobs/{JOB_ID}/exceptions", timeout=5).json()["exceptionHistory"]["entries"]) == 2
+        config = requests.get(f"{url}/jobs/{JOB_ID}/config", timeout=5).json()["execution-config"]
+        assert config["restart-strategy"].startswith("Restart with fixed delay (1 s). #3") and config["job-parallelism"] == 4
+        vertex = requests.get(f"{url}/jobs/{JOB_ID}/vertices/{VERTEX_ID}", timeout=5).json()
+        assert [s["subtask"] for s in vertex["subtasks"]] == [0, 1, 2, 3] and all("metrics" in s for s in vertex["subtasks"])
+        managers = requests.get(f"{url}/jobs/{JOB_ID}/vertices/{VERTEX_ID}/taskmanagers", timeout=5).json()["taskmanagers"]
+        assert [m["taskmanager-id"] for m in managers] == ["tm-1"] and managers[0]["status-counts"] == {"RUNNING": 1}
+        for path, body in (("watermarks", []), ("subtasks/metrics", []), ("backpressure", {"status": "deprecated"})):
+            assert requests.get(f"{url}/jobs/{JOB_ID}/vertices/{VERTEX_ID}/{path}", timeout=5).json() == body, path
+        assert requests.get(f"{url}/jobs/{JOB_ID}/vertices/{'0' * 32}", timeout=5).status_code == 404
+
+    with_endpoint(scenario, dispatcher)
+
+
+def test_the_dashboards_cancel_button_needs_the_token():
+    def scenario(url, dispatcher):
+        refused = requests.get(f"{url}/jobs/{JOB_ID}/yarn-cancel", timeout=5)
+        assert refused.status_code == 401 and "token" in refused.json()["errors"][0] and dispatcher.cancelled == []
+        headers = {"Authorization": f"Bearer {STANDIN_TOKEN}"}
+        assert requests.get(f"{url}/jobs/{JOB_ID}/yarn-cancel", headers=headers, timeout=5).status_code == 202
+        assert dispatcher.cancelled == [JOB_ID]
+
+    with_endpoint(scenario)
+
+
+def test_the_job_manager_pages_show_its_configuration_masked_its_logs_but_not_the_programs_output(tmp_path):
+    logs = tmp_path / "log"
+    logs.mkdir()
+    (logs / "jobmanager.log").write_text("INFO up\n")
+    (logs / "tm-1.log").write_text("INFO registered\n")
+    (logs / "driver.out.1").write_text("the user's data\n")
+
+    def scenario(url, dispatcher):
+        config = {e["key"]: e["value"] for e in requests.get(f"{url}/jobmanager/config", timeout=5).json()}
+        assert config == {"parallelism.default": "4", "s3.secret-key": "******"}
+        names = [entry["name"] for entry in requests.get(f"{url}/jobmanager/logs", timeout=5).json()["logs"]]
+        assert names == ["jobmanager.log", "tm-1.log"], "the program's output is not listed"
+        assert requests.get(f"{url}/jobmanager/log", timeout=5).text == "INFO up\n"
+        assert requests.get(f"{url}/jobmanager/logs/driver.out.1", timeout=5).status_code == 404
+        assert requests.get(f"{url}/jobmanager/logs/..%2Fsecret", timeout=5).status_code == 404
+        assert requests.get(f"{url}/jobmanager/stdout", timeout=5).text == "", "no stdout file yet: empty, not an error"
+        environment = requests.get(f"{url}/jobmanager/environment", timeout=5).json()
+        assert environment["jvm"]["version"].startswith("Python 3.") and isinstance(environment["classpath"], list)
+        threads = requests.get(f"{url}/jobmanager/thread-dump", timeout=5).json()["threadInfos"]
+        assert any(t["threadName"] == "MainThread" and "\tat " in t["stringifiedThreadInfo"] for t in threads)
+        manager = requests.get(f"{url}/taskmanagers/tm-1", timeout=5).json()
+        assert manager["memoryConfiguration"]["taskHeap"] == 512 << 20 and manager["metrics"]["heapUsed"] == 0
+        assert [e["name"] for e in requests.get(f"{url}/taskmanagers/tm-1/logs", timeout=5).json()["logs"]] == ["tm-1.log"]
+        assert requests.get(f"{url}/taskmanagers/tm-1/log", timeout=5).text == "INFO registered\n"
+        assert requests.get(f"{url}/taskmanagers/tm-2", timeout=5).status_code == 404
+
+    with_endpoint(scenario, configuration={"parallelism.default": "4", "s3.secret-key": "hidden"}, log_dir=logs)
