@@ -1,0 +1,111 @@
+"""Flink's web dashboard on a real local job cluster, in a real browser (Debian's headless Chromium).
+
+One job cluster, deployed attached as the operator deploys (its JobManager waits
+for the result to be fetched, so the page of the ended job can be looked at):
+the dashboard shows the running job, its vertex and configuration, the
+TaskManager with the sizes of its memory model, the JobManager's configuration
+and log; the job is cancelled with the token and its page shows it CANCELED.
+No page may log an error in the browser's console, and every REST path the
+dashboard requested must have been answered: a path the endpoint lacks would
+show up as a 404 here. Screenshots are kept in the test's artefacts folder
+(docs/operations/web-dashboard.md shows them).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from jobcluster.client.executor import PipelineExecutor
+from jobcluster.client.program import build_job_graph, packaged_program
+from jobcluster.config.loader import load_configuration
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.backends import registry
+from jobcluster.runtime.rest.dashboard import fetch_dashboard
+from tests.support.browser import headless_chromium
+
+pytestmark = [pytest.mark.browser]
+
+PROGRAMS = Path(__file__).parent / "programs"
+PAGE_TIMEOUT = 30  # seconds for a page to show what it must (the dashboard polls every 3 s)
+#: Requests that fail in Flink's own dashboard too: its web manifest names icons at the server's root.
+KNOWN_MISSING = re.compile(r"/android-chrome-\d+x\d+\.png$")
+
+
+@pytest.fixture(scope="module")
+def dashboard() -> Path:
+    return fetch_dashboard()  # what `make test` fetched already; a download only on a machine without it
+
+
+def test_the_dashboard_shows_a_running_and_an_ended_job_with_its_taskmanager_and_jobmanager(home, dashboard, browser_artefacts):
+    config = load_configuration(
+        None,
+        {
+            "execution.target": "local",
+            "execution.attached": "true",
+            "parallelism.default": "2",
+            "taskmanager.numberOfTaskSlots": "2",
+            "pipeline.name": "dashboard-demo",
+        },
+    )
+    program = packaged_program(str(PROGRAMS / "waits.py"), ["600"])
+    graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
+    client = PipelineExecutor(registry.cluster_descriptor("local", config)).execute(graph, program, config).cluster_client
+    rest, job = client.rest_url, graph.job_id
+    try:
+        with headless_chromium(browser_artefacts) as browser:
+            browser.open(f"{rest}/")
+            browser.wait_for_text("Running Jobs", PAGE_TIMEOUT)
+            browser.wait_for_text("dashboard-demo", PAGE_TIMEOUT)
+            browser.screenshot("overview")
+
+            browser.open(f"{rest}/#/job/running/{job}/overview")
+            browser.wait_for_text("PySpark: waits.py", PAGE_TIMEOUT)
+            browser.wait_for_text("RUNNING", PAGE_TIMEOUT)
+            browser.screenshot("job")
+            browser.open(f"{rest}/#/job/running/{job}/configuration")
+            browser.wait_for_text("Restart deactivated.", PAGE_TIMEOUT)
+            browser.open(f"{rest}/#/job/running/{job}/exceptions")
+            browser.wait_for_text("No Root Exception", PAGE_TIMEOUT)
+
+            (manager,) = requests.get(f"{rest}/taskmanagers", timeout=10).json()["taskmanagers"]
+            browser.open(f"{rest}/#/task-manager")
+            browser.wait_for_text(manager["id"], PAGE_TIMEOUT)
+            browser.open(f"{rest}/#/task-manager/{manager['id']}/metrics")
+            browser.wait_for_text("Framework Heap", PAGE_TIMEOUT)
+            task_heap_mb = manager["memoryConfiguration"]["taskHeap"] / (1 << 20)
+            browser.wait_for_text(f"{task_heap_mb:.0f}", PAGE_TIMEOUT)  # the memory model's task heap, as the page writes it
+            browser.screenshot("taskmanager-memory")
+
+            browser.open(f"{rest}/#/job-manager/config")
+            browser.wait_for_text("taskmanager.numberOfTaskSlots", PAGE_TIMEOUT)
+            browser.open(f"{rest}/#/job-manager/logs")
+            browser.wait_for_text("REST endpoint listening", PAGE_TIMEOUT)
+            browser.screenshot("jobmanager-log")
+
+            client.cancel(job)
+            _wait_for_state(rest, job, "CANCELED")
+            browser.open(f"{rest}/#/job/completed/{job}/overview")
+            browser.wait_for_text("CANCELED", PAGE_TIMEOUT)
+            browser.screenshot("job-canceled")
+
+            assert browser.console_errors() == [], "the dashboard logged errors"
+            failed = [(r.method, r.url, r.status) for r in browser.requests() if r.status is not None and r.status >= 400]
+            assert [f for f in failed if not KNOWN_MISSING.search(f[1])] == [], "paths the dashboard asked for and did not get"
+            asked = browser.paths(rest)
+            assert {"/config", "/overview", "/jobs/overview", f"/jobs/{job}", f"/jobs/{job}/config", "/jobmanager/config"} <= asked
+    finally:
+        client.execution_result(job)  # fetched: the attached cluster goes
+        client.close()
+        assert client.wait_until_shut_down(60)
+
+
+def _wait_for_state(rest: str, job: str, state: str) -> None:
+    deadline = time.monotonic() + 60
+    while requests.get(f"{rest}/jobs/{job}", timeout=10).json()["state"] != state:
+        assert time.monotonic() < deadline, f"job {job} not {state} within 60 s"
+        time.sleep(0.5)
