@@ -49,10 +49,12 @@ run: venv java corpus dashboard
 # Debian's packages the test clusters need: the Kubernetes node's runtime (runc), pod network (CNI
 # plugins, iptables, conntrack) and the daemonless image build (buildah, mmdebstrap).
 NODE_PACKAGES := runc containernetworking-plugins iptables conntrack buildah mmdebstrap
+# The browser tests' headless Chromium and its WebDriver (tests/support/browser.py), of one version.
+BROWSER_PACKAGES := chromium chromium-driver
 packages:
-	@missing=$$(for p in $(NODE_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(NODE_PACKAGES) $(BROWSER_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
-		echo "installing Debian packages for the test clusters: $$missing"; \
+		echo "installing Debian packages for the tests: $$missing"; \
 		export DEBIAN_FRONTEND=noninteractive; \
 		{ apt-get install -y -qq --no-install-recommends $$missing || { apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; }; } >/dev/null; \
 	fi

@@ -1,4 +1,4 @@
-"""Session fixtures every layer may use: the real Kafka test broker (tests/infra/kafka) and Spark's Kafka connector.
+"""Fixtures every layer may use: the real Kafka test broker (tests/infra/kafka), Spark's Kafka connector, browser artefacts.
 
 The broker starts once per session, and only when a test that needs it is
 selected: ``kafka_cluster`` is a lazy session fixture, as ``hadoop_cluster``
@@ -10,6 +10,9 @@ conftest overrides ``kafka_cluster``).
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,3 +45,19 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
 def spark_kafka_jars() -> list[Path]:
     """Spark's Kafka connector for pyspark's Spark version (4 jars), for ``jobcluster run --jars``."""
     return spark_kafka_connector_jars()
+
+
+@pytest.fixture
+def browser_artefacts(request: pytest.FixtureRequest) -> Path:
+    """This test's directory for screenshots and browser logs (tests/support/browser.py), emptied first.
+
+    ``${JOBCLUSTER_TEST_ARTEFACTS:-<repo>/out/test-artefacts}/<test name>/``: it
+    outlives the run, so that a failed test's last screenshot can be looked at.
+    """
+    root = Path(os.environ.get("JOBCLUSTER_TEST_ARTEFACTS") or REPO / "out" / "test-artefacts")
+    # a parametrized test's name carries its parameters, which may hold any character
+    directory = root / re.sub(r"[^\w.\[\]-]", "_", request.node.name)
+    # what an earlier run left would pass for this run's evidence
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    return directory
