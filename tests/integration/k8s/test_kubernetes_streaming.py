@@ -11,20 +11,23 @@ directory. The program reads the broker on the node's address
 none counted twice, tests/support/streaming.py): a TaskManager pod killed
 mid-stream; the JobManager pod deleted, so that the Deployment's new pod runs
 the program again with the same JobID and it resumes after its last committed
-micro-batch; a savepoint while running; ``stop`` with a savepoint onto the
-volume; ``run -s`` with another parallelism after more records arrived, then
-``stop --savepointPath``. Two job clusters in all; none is left at the end (a
-running savepoint restored is the local and YARN chains', a restore under the
-operator is test_operator_streaming.py's).
+micro-batch; Flink's web dashboard (from the image) through a port-forward to
+the cluster's REST Service, showing the streaming job, its checkpoints and its
+TaskManagers with no console error and no path unanswered; a savepoint while
+running; ``stop`` with a savepoint onto the volume. One job cluster; nothing of
+it is left at the end. Restores on Kubernetes (another parallelism, a running
+savepoint) are test_operator_streaming.py's, under the operator.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import subprocess
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import kubernetes
@@ -36,14 +39,16 @@ from tests.infra.kafka.cluster import KafkaCluster
 from tests.integration.k8s.pods import MAIN_CONTAINER, open_to_containers
 from tests.integration.k8s.test_kubernetes_e2e import TIMEOUT, assert_namespace_empty, cluster_options, job_namespace, jobcluster, list_json
 from tests.integration.k8s.waiting import wait_for
+from tests.support.browser import headless_chromium
 from tests.support.streaming import PROGRAM, Steps, lines, local_batches, wait_for_committed_batch, wait_for_counts, word_counts
 
-pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
+pytestmark = [pytest.mark.k8s, pytest.mark.kafka, pytest.mark.browser]
 
 REPO = Path(__file__).resolve().parents[3]
 MOUNT = "/streaming"  # where every pod of the job clusters sees the volume
 COUNT_TIMEOUT = 300  # seconds for a job to count what was produced (pods and JVMs start on a busy 2-core node)
 POD_TIMEOUT = 240  # seconds for a new JobManager pod to serve
+PAGE_TIMEOUT = 60  # seconds for a dashboard page to show what it must (it polls every 3 s)
 
 
 @pytest.fixture
@@ -144,8 +149,17 @@ def rest_of(pod: dict) -> str:
     return f"http://{pod['status']['podIP']}:8081"
 
 
-def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses_savepoints_and_restores(
-    k8s_cluster, k8s_api, k8s_image, namespace, volume, cli_env, tmp_path, kafka_cluster: KafkaCluster, spark_kafka_jars: list[Path]
+def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses_and_savepoints_and_shows_in_the_dashboard(
+    k8s_cluster,
+    k8s_api,
+    k8s_image,
+    namespace,
+    volume,
+    cli_env,
+    tmp_path,
+    kafka_cluster: KafkaCluster,
+    spark_kafka_jars: list[Path],
+    browser_artefacts: Path,
 ):
     host_dir, claim = volume
     core = kubernetes.client.CoreV1Api(k8s_api)
@@ -155,7 +169,7 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
     open_to_containers(jars_dir)
     topic = f"words-{uuid.uuid4().hex[:8]}"
     kafka_cluster.create_topic(topic, partitions=2)
-    parts = [lines(seed, 60) for seed in range(4)]
+    parts = [lines(seed, 60) for seed in range(3)]
     produced: list[str] = []
 
     def produce(part: list[str]) -> Counter[str]:
@@ -222,6 +236,9 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
     resumed_at = min(entry["batchId"] for entry in query["history"])
     assert resumed_at > committed, f"the new JobManager's program started at micro-batch {resumed_at}, not after {committed}"
     assert {"commits", "offsets", "state"} <= {p.name for p in (host_dir / "checkpoints" / job / "wordcount").iterdir()}
+    with port_forward(k8s_cluster, namespace, f"svc/{cluster_a}-rest", 8081) as local_rest:
+        _dashboard_shows_the_stream(local_rest, job, f"{cluster_a}-taskmanager-1", browser_artefacts)
+    step("the dashboard through a port-forward")
 
     # A savepoint while the job runs; more records; then stop-with-savepoint into the default directory, on the volume.
     running_savepoint = savepoint_path(jobcluster(cli_env, "savepoint", *on_k8s, job, f"{MOUNT}/running-savepoints"))
@@ -235,21 +252,43 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
     gone(cluster_a)
     step("savepoint, stop, gone")
 
-    # Restored with another parallelism after more records arrived: it goes on where the stop left it.
-    expected = produce(parts[3])
-    restored, cluster_b = run("b", "-p", "1", "-s", stopped, output=f"{MOUNT}/out")
-    rest = rest_of(job_manager_pod(k8s_api, namespace, cluster_b))
-    step("run b")
-    wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "restored from the stop's savepoint with parallelism 1")
-    stats = requests.get(f"{rest}/jobs/{restored}/checkpoints", timeout=10).json()
-    assert stats["counts"]["restored"] == 1 and stats["latest"]["restored"]["external_path"] == stopped
-    assert (host_dir / "checkpoints" / restored / "wordcount" / "commits").is_dir(), "the new job checkpoints under its own JobID"
-    last = savepoint_path(jobcluster(cli_env, "stop", *on_k8s, restored, "--savepointPath", f"{MOUNT}/last"))
-    assert (on_volume(host_dir, last) / "_metadata").is_file()
-    gone(cluster_b)
-    step("b counted, stopped, gone")
-
     print(step.summary("streaming on Kubernetes"))
     assert_namespace_empty(k8s_api, namespace)
     left = k8s_cluster.kubectl("get", "all,configmaps,secrets", "-n", namespace, "-l", "type=jobcluster-native-kubernetes")
     assert left.stdout == "" and "No resources found" in left.stderr, left
+
+
+@contextlib.contextmanager
+def port_forward(k8s_cluster, namespace: str, target: str, port: int) -> Iterator[str]:
+    """``kubectl port-forward`` to ``target``'s ``port``, as a user reaches a cluster from outside: the local URL."""
+    forward = subprocess.Popen(
+        [str(k8s_cluster.bin_dir / "kubectl"), "port-forward", "-n", namespace, target, f":{port}", "--address", "127.0.0.1"],
+        env=k8s_cluster.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert forward.stdout is not None
+        line = forward.stdout.readline()
+        local = re.search(r"127\.0\.0\.1:(\d+) ->", line)
+        assert local, f"kubectl port-forward said: {line}"
+        yield f"http://127.0.0.1:{local.group(1)}"
+    finally:
+        forward.terminate()
+        forward.wait(10)
+
+
+def _dashboard_shows_the_stream(rest: str, job: str, task_manager: str, artefacts: Path) -> None:
+    """Flink's web dashboard, from the image, shows the streaming job, its checkpoints and its TaskManager pods."""
+    with headless_chromium(artefacts) as browser:
+        browser.open(f"{rest}/#/job/running/{job}/overview")
+        browser.wait_for_text("PySpark: streaming_wordcount.py", PAGE_TIMEOUT)
+        browser.wait_for_text("STREAMING", PAGE_TIMEOUT)
+        browser.open(f"{rest}/#/job/running/{job}/checkpoints")
+        browser.wait_for_text("Latest Completed Checkpoint", PAGE_TIMEOUT)
+        browser.screenshot("kubernetes-checkpoints")
+        browser.open(f"{rest}/#/task-manager")
+        browser.wait_for_text(task_manager, PAGE_TIMEOUT)
+        assert browser.console_errors() == []
+        assert [r for r in browser.requests() if r.status is not None and r.status >= 400] == []

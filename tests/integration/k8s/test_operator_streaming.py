@@ -169,7 +169,7 @@ def test_a_streaming_flinkjob_keeps_its_state_through_savepoints_upgrades_a_kill
             "taskmanager.numberOfTaskSlots": "2",
             "execution.checkpointing.dir": f"{state}/checkpoints",
             "execution.checkpointing.savepoint-dir": f"{state}/savepoints",
-            "kubernetes.operator.periodic.savepoint.interval": "15 s",
+            "kubernetes.operator.periodic.savepoint.interval": "10 s",
             "kubernetes.operator.savepoint.history.max.count": "2",
         }
         return flinkjob(name, namespace, program, flinkConfiguration=configuration, startupDeadlineSeconds=STATE_TIMEOUT)
@@ -243,7 +243,7 @@ def test_a_streaming_flinkjob_keeps_its_state_through_savepoints_upgrades_a_kill
         )
         step("JobManager pod deleted, last-state upgrade, counted")
 
-        # Suspended with a savepoint: nothing runs; a second FlinkJob starts from that savepoint meanwhile.
+        # Suspended with a savepoint: nothing runs; then a second FlinkJob starts from that savepoint ...
         patch({"job": {"upgradeMode": "savepoint", "state": "suspended"}})
         suspended = jobs.suspended()
         wait_for(lambda: cluster_objects(k8s_api, namespace, "wc") in ([], ["configmap/wc-job-result"]), timeout=180,
@@ -258,19 +258,17 @@ def test_a_streaming_flinkjob_keeps_its_state_through_savepoints_upgrades_a_kill
             host_path_template(tmp_path / "copy-template.yaml", [PROGRAMS, jars_dir, state, out, copy], writable=[state, out, copy])
         )
         apply(k8s_cluster, second)
+        # ... and, at the same time, the first resumed from its own savepoint, what arrived meanwhile included
+        patch({"job": {"state": "running"}})
         started_copy = stable("wc-copy")
         assert started_copy["jobStatus"]["upgradeSavepointPath"] == from_suspension
         copied = wait_for_counts(local_batches(copy), expected, COUNT_TIMEOUT, "a new FlinkJob from the suspension's savepoint")
         assert sum(copied.values()) > sum(word_counts(lines(4, 60)).values()), "it started from the savepoint's state, not empty"
-        k8s_cluster.kubectl("delete", "flinkjob", "wc-copy", "-n", namespace, timeout=120)
-        step("suspended, initialSavepointPath counted")
-
-        # Resumed: from the suspension's savepoint, what arrived meanwhile included.
-        patch({"job": {"state": "running"}})
         resumed = stable(other_than=last_state["deployTime"])
         wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "resumed from the suspension's savepoint")
         assert resumed["jobStatus"]["upgradeSavepointPath"] == from_suspension
-        step("resumed, counted")
+        k8s_cluster.kubectl("delete", "flinkjob", "wc-copy", "-n", namespace, timeout=120)
+        step("suspended; a copy by initialSavepointPath and the resumed job counted")
 
         reasons = {e.split(":")[0] for e in events_of(k8s_api, namespace, "wc")}
         assert {"Normal SavepointTriggered", "Normal SavepointCompleted", "Normal SavepointsDisposed", "Normal Suspended"} <= reasons
