@@ -101,6 +101,7 @@ def test_the_dashboard_is_fetched_once_and_a_download_with_another_checksum_is_r
         target = tmp_path / "cache" / "flink-runtime-web-1.20.3" / "web"
         assert fetch_dashboard(target, url, sha1) == target and dashboard_installed(target)
         assert (target / "assets" / "vs" / "loader.js").is_file() and not (target.parent / "org").exists()
+        assert target.parent.stat().st_mode & 0o005 == 0o005, "other users (an image's JobManager) read and enter it"
         fetch_dashboard(target, url, sha1)
         assert MavenCentral.downloads == 2, "an installed dashboard is not fetched again"
         assert [p.name for p in target.parent.parent.iterdir()] == ["flink-runtime-web-1.20.3"], "no scratch folder left"
@@ -170,3 +171,18 @@ def test_the_job_manager_pages_show_its_configuration_masked_its_logs_but_not_th
         assert requests.get(f"{url}/taskmanagers/tm-2", timeout=5).status_code == 404
 
     with_endpoint(scenario, configuration={"parallelism.default": "4", "s3.secret-key": "hidden"}, log_dir=logs)
+
+
+def test_a_checkpoints_details_are_its_committed_micro_batch_under_the_programs_vertex():
+    dispatcher = StandInDispatcher()
+    history = [{"batchId": 7, "triggerTime": 1000, "durationMs": 250, "numInputRows": 20, "stateBytes": 4096}]
+    dispatcher.queries = [{"id": "q", "name": "wordcount", "committedBatchId": 7, "checkpoint": "file:/cp/wordcount", "history": history}]
+
+    def scenario(url, dispatcher):
+        details = requests.get(f"{url}/jobs/{JOB_ID}/checkpoints/details/7", timeout=5).json()
+        assert (details["id"], details["status"], details["external_path"]) == (7, "COMPLETED", "file:/cp/wordcount/commits/7")
+        task = details["tasks"][VERTEX_ID]
+        assert (task["state_size"], task["num_subtasks"], task["num_acknowledged_subtasks"]) == (4096, 4, 4)
+        assert requests.get(f"{url}/jobs/{JOB_ID}/checkpoints/details/8", timeout=5).status_code == 404
+
+    with_endpoint(scenario, dispatcher)

@@ -237,7 +237,7 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
     assert resumed_at > committed, f"the new JobManager's program started at micro-batch {resumed_at}, not after {committed}"
     assert {"commits", "offsets", "state"} <= {p.name for p in (host_dir / "checkpoints" / job / "wordcount").iterdir()}
     with port_forward(k8s_cluster, namespace, f"svc/{cluster_a}-rest", 8081) as local_rest:
-        _dashboard_shows_the_stream(local_rest, job, f"{cluster_a}-taskmanager-1", browser_artefacts)
+        _dashboard_shows_the_stream(local_rest, job, f"{cluster_a}-taskmanager-", browser_artefacts)
     step("the dashboard through a port-forward")
 
     # A savepoint while the job runs; more records; then stop-with-savepoint into the default directory, on the volume.

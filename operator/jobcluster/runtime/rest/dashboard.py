@@ -79,6 +79,7 @@ def fetch_dashboard(directory: Path | None = None, url: str = FLINK_WEB_URL, sha
     home = target.parent
     home.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{home.name}-", dir=home.parent))
+    scratch.chmod(0o755)  # mkdtemp's 0700 would keep the files from a JobManager of another user (an image's)
     try:
         with zipfile.ZipFile(io.BytesIO(response.content)) as jar:
             for member in jar.infolist():

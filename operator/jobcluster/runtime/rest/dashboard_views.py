@@ -67,6 +67,7 @@ class DashboardViews:
         return [
             ("GET", "/jobs/{job_id}/exceptions", self._exceptions),
             ("GET", "/jobs/{job_id}/config", self._job_config),
+            ("GET", "/jobs/{job_id}/checkpoints/details/{checkpoint_id}", self._checkpoint_details),
             ("GET", vertex, self._vertex),
             ("GET", f"{vertex}/taskmanagers", self._vertex_task_managers),
             ("GET", f"{vertex}/watermarks", _empty_list),
@@ -106,6 +107,14 @@ class DashboardViews:
 
     async def _job_config(self, request: web.Request) -> web.Response:
         return web.json_response(flink_bodies.job_config(self._details(request)))
+
+    async def _checkpoint_details(self, request: web.Request) -> web.Response:
+        view = self._dispatcher().checkpoint_statistics(request.match_info["job_id"].lower())
+        try:
+            checkpoint_id = int(request.match_info["checkpoint_id"])
+            return web.json_response(flink_bodies.checkpoint_details(view["details"], view["restored_from"], checkpoint_id))
+        except (ValueError, KeyError):
+            raise web.HTTPNotFound(reason=f"no recent checkpoint {request.match_info['checkpoint_id']}") from None
 
     async def _vertex(self, request: web.Request) -> web.Response:
         return web.json_response(_of_vertex(request, lambda vid: flink_bodies.vertex_details(self._details(request), vid)))

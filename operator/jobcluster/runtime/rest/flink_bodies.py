@@ -593,3 +593,19 @@ def thread_dump(frames: dict[int, Any], names: dict[int, str]) -> dict[str, Any]
             frame = frame.f_back
         infos.append({"threadName": names.get(ident, "?"), "stringifiedThreadInfo": "\n".join(lines) + "\n\n"})
     return {"threadInfos": infos}
+
+
+def checkpoint_details(details: dict[str, Any], restored_from: str | None, checkpoint_id: int) -> dict[str, Any]:
+    """Flink's ``/jobs/{id}/checkpoints/details/{checkpointid}`` (CheckpointStatistics): the newest committed
+    micro-batch of that id (see :func:`checkpointing_statistics`), its figures under the program's vertex in ``tasks``
+    (every subtask acknowledged: a commit is the whole query's). Raises KeyError for an id no query committed lately."""
+    for checkpoint in checkpointing_statistics(details, restored_from)["history"]:
+        if checkpoint["id"] == checkpoint_id:
+            keys = ("latest_ack_timestamp", "end_to_end_duration", "checkpointed_size", "state_size", "processed_data", "persisted_data")
+            tasks = {
+                vertex["id"]: {key: checkpoint[key] for key in keys}
+                | {"num_subtasks": vertex["parallelism"], "num_acknowledged_subtasks": vertex["parallelism"]}
+                for vertex in details["vertices"]
+            }
+            return checkpoint | {"tasks": tasks}
+    raise KeyError(checkpoint_id)
