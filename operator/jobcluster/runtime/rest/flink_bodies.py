@@ -607,5 +607,6 @@ def checkpoint_details(details: dict[str, Any], restored_from: str | None, check
                 | {"num_subtasks": vertex["parallelism"], "num_acknowledged_subtasks": vertex["parallelism"]}
                 for vertex in details["vertices"]
             }
-            return checkpoint | {"tasks": tasks}
+            found: dict[str, Any] = checkpoint | {"tasks": tasks}
+            return found
     raise KeyError(checkpoint_id)
