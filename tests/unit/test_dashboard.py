@@ -104,6 +104,8 @@ def test_the_dashboard_is_fetched_once_and_a_download_with_another_checksum_is_r
         assert target.parent.stat().st_mode & 0o005 == 0o005, "other users (an image's JobManager) read and enter it"
         fetch_dashboard(target, url, sha1)
         assert MavenCentral.downloads == 2, "an installed dashboard is not fetched again"
+        elsewhere = tmp_path / "opt" / "dashboard"
+        assert dashboard_installed(fetch_dashboard(elsewhere, url, sha1)) and (elsewhere / "index.html").is_file()
         assert [p.name for p in target.parent.parent.iterdir()] == ["flink-runtime-web-1.20.3"], "no scratch folder left"
     finally:
         server.shutdown()

@@ -83,8 +83,11 @@ def fetch_dashboard(directory: Path | None = None, url: str = FLINK_WEB_URL, sha
     try:
         with zipfile.ZipFile(io.BytesIO(response.content)) as jar:
             for member in jar.infolist():
-                if member.filename.startswith("web/") and not member.is_dir():
-                    jar.extract(member, scratch)
+                relative = Path(member.filename[len("web/") :])
+                if member.filename.startswith("web/") and not member.is_dir() and ".." not in relative.parts:
+                    destination = scratch / target.name / relative  # the jar's web/ becomes the folder asked for
+                    destination.parent.mkdir(parents=True, exist_ok=True)
+                    destination.write_bytes(jar.read(member))
         (scratch / _COMPLETE).write_text(sha1)
         if not dashboard_installed(target):
             shutil.rmtree(home, ignore_errors=True)  # an incomplete one: a complete one only ever appears by this rename
