@@ -171,6 +171,9 @@ def test_the_job_manager_pages_show_its_configuration_masked_its_logs_but_not_th
         assert [e["name"] for e in requests.get(f"{url}/taskmanagers/tm-1/logs", timeout=5).json()["logs"]] == ["tm-1.log"]
         assert requests.get(f"{url}/taskmanagers/tm-1/log", timeout=5).text == "INFO registered\n"
         assert requests.get(f"{url}/taskmanagers/tm-2", timeout=5).status_code == 404
+        for path in ("/jobmanager/profiler", "/taskmanagers/tm-1/profiler"):
+            off = requests.get(f"{url}{path}", timeout=5)
+            assert off.status_code == 404 and off.headers["Content-Type"].startswith("text/plain"), "off, without an error popup"
 
     with_endpoint(scenario, configuration={"parallelism.default": "4", "s3.secret-key": "hidden"}, log_dir=logs)
 

@@ -93,6 +93,8 @@ class DashboardViews:
             ("GET", "/taskmanagers/{tm_id}/log", self._task_manager_log),
             ("GET", "/taskmanagers/{tm_id}/stdout", _empty_text),
             ("GET", "/taskmanagers/{tm_id}/thread-dump", _static({"threadInfos": []})),
+            ("GET", "/taskmanagers/{tm_id}/profiler", _profiler_off),
+            ("GET", "/jobmanager/profiler", _profiler_off),
         ]
 
     def _details(self, request: web.Request) -> dict[str, Any]:
@@ -222,6 +224,11 @@ async def _empty_list(request: web.Request) -> web.Response:
 
 async def _empty_text(request: web.Request) -> web.Response:
     return web.Response(text="", content_type="text/plain")
+
+
+async def _profiler_off(request: web.Request) -> web.Response:
+    # not JSON: the dashboard shows a JSON error as a sticky message, and a plain one as "profiling is not enabled"
+    return web.Response(status=404, text="the profiler is not available on a jobcluster cluster", content_type="text/plain")
 
 
 def _static(body: dict[str, Any]) -> Handler:
