@@ -31,6 +31,7 @@ from tests.support.browser import Browser, headless_chromium
 pytestmark = [pytest.mark.browser]
 
 PROGRAMS = Path(__file__).parent / "programs"
+REFRESH = 3.5  # seconds: the dashboard's refresh interval and a little
 PAGE_TIMEOUT = 30  # seconds for a page to show what it must (the dashboard polls every 3 s)
 #: Requests that fail in Flink's own dashboard too: its web manifest names icons at the server's root.
 KNOWN_MISSING = re.compile(r"/android-chrome-\d+x\d+\.png$")
@@ -50,6 +51,7 @@ def test_the_dashboard_shows_a_running_and_an_ended_job_with_its_taskmanager_and
             "parallelism.default": "2",
             "taskmanager.numberOfTaskSlots": "2",
             "pipeline.name": "dashboard-demo",
+            "metrics.fetcher.update-interval": "2s",  # the Spark JVMs report their metrics this often
         },
     )
     gate = home / "finish"  # the program finishes once it exists
@@ -81,7 +83,17 @@ def test_the_dashboard_shows_a_running_and_an_ended_job_with_its_taskmanager_and
             browser.wait_for_text("Framework Heap", PAGE_TIMEOUT)
             task_heap_mb = manager["memoryConfiguration"]["taskHeap"] / (1 << 20)
             browser.wait_for_text(f"{task_heap_mb:.0f}", PAGE_TIMEOUT)  # the memory model's task heap, as the page writes it
+            browser.wait_for_text("G1_Young_Generation", PAGE_TIMEOUT)  # the executor JVM's collectors, reported by Spark
             browser.screenshot("taskmanager-memory")
+            _assert_jvm_metrics(requests.get(f"{rest}/taskmanagers/{manager['id']}", timeout=10).json(), manager)
+
+            page("/job-manager/metrics")
+            browser.wait_for_text("G1_Young_Generation", PAGE_TIMEOUT)  # the Spark driver's collectors
+            time.sleep(REFRESH)  # the page asks for the collectors' counts on its next refresh: for the picture
+            browser.screenshot("jobmanager-metrics")
+            driver = {m["id"]: int(m["value"]) for m in requests.get(f"{rest}/jobmanager/metrics", params=JVM_QUERY, timeout=10).json()}
+            assert 0 < driver["Status.JVM.Memory.Heap.Used"] <= driver["Status.JVM.Memory.Heap.Max"]
+            assert driver["Status.JVM.Memory.Metaspace.Used"] > 0
 
             page("/job-manager/config")
             browser.wait_for_text("taskmanager.numberOfTaskSlots", PAGE_TIMEOUT)
@@ -104,6 +116,17 @@ def test_the_dashboard_shows_a_running_and_an_ended_job_with_its_taskmanager_and
         client.execution_result(job)  # fetched: the attached cluster goes
         client.close()
         assert client.wait_until_shut_down(60)
+
+
+JVM_QUERY = {"get": "Status.JVM.Memory.Heap.Used,Status.JVM.Memory.Heap.Max,Status.JVM.Memory.Metaspace.Used"}
+
+
+def _assert_jvm_metrics(details: dict, manager: dict) -> None:
+    """The executor's JVM as Spark measured it, within the sizes the memory model gave its TaskManager."""
+    jvm, memory = details["metrics"], manager["memoryConfiguration"]
+    assert 0 < jvm["heapUsed"] <= jvm["heapMax"] <= memory["frameworkHeap"] + memory["taskHeap"]
+    assert jvm["nonHeapUsed"] > 0
+    assert [gc for gc in jvm["garbageCollectors"] if gc["name"] == "G1_Young_Generation"]
 
 
 def _wait_for_state(rest: str, job: str, state: str) -> None:

@@ -425,6 +425,14 @@ CHECKPOINTING_TIMEOUT = ConfigOption(
 # jobcluster's own
 # --------------------------------------------------------------------------
 
+METRICS_FETCHER_UPDATE_INTERVAL = ConfigOption(
+    "metrics.fetcher.update-interval",
+    "duration",
+    10.0,
+    description="How often the Spark JVMs (driver, executors) report their JVM metrics, which the web dashboard "
+    "charts for the JobManager and each TaskManager (seconds, at least 1; Flink's key for the dashboard's metric refresh).",
+    positive=True,
+)
 WEB_DASHBOARD_DIR = ConfigOption(
     "jobcluster.web.dashboard-dir",
     "str",

@@ -61,6 +61,7 @@ from jobcluster.runtime.rest.endpoint import RestEndpoint
 from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings, TaskExecutorLocation
 from jobcluster.security import rest_token, spark_secret
 from jobcluster.spark.conf import merge_spark_conf, user_spark_conf
+from jobcluster.spark.jvm_metrics import DRIVER_INSTANCE, JvmMetricsReceiver, flink_jvm_metrics
 from jobcluster.spark.processes import SparkMaster, SparkMasterAddress
 from jobcluster.spark.security import SparkSecurity
 from jobcluster.spark.sizing import spark_sizing_for_job_manager, spark_sizing_for_task_executor
@@ -145,6 +146,7 @@ class JobClusterEntrypoint:
         stack.push_async_callback(rpc.stop)
 
         spark_env = self._install_spark_security(stack, config)
+        jvm_metrics = await _start_jvm_metrics(stack, config, ctx.cluster_dir / SPARK_CONF_DIR_NAME)
         spark_master = SparkMaster(ctx.bind_host, ctx.log_dir, {**jm_sizing.master_env(), **layout.scratch_env(scratch), **spark_env})
         stack.push_async_callback(spark_master.stop)
         master_started = asyncio.create_task(spark_master.start(), name="spark-master-start")
@@ -181,7 +183,7 @@ class JobClusterEntrypoint:
             )
 
         dispatcher = MiniDispatcher(create_job_master, config.get(options.EXECUTION_ATTACHED), RESULT_RETRIEVAL_TIMEOUT)
-        job_master = await self._start_job(stack, rpc, dispatcher, rest, resource_manager, fatal_error)
+        job_master = await self._start_job(stack, rpc, dispatcher, rest, resource_manager, jvm_metrics, fatal_error)
         log.info("job cluster %s is up: REST %s, job %s", ctx.cluster_id, rest.url, graph.job_id)
         await dispatcher.workers_done
         # the workers and the Spark master go while the client fetches the result: it returns sooner
@@ -202,7 +204,8 @@ class JobClusterEntrypoint:
             rest_token(self.context.secret),
             bind_hosts,
             Path(config.get(options.WEB_DASHBOARD_DIR) or default_dashboard_dir()),
-            config.to_dict(),
+            # as Flink's JobManager: its memory pinned to the process spec (the dashboard's JobManager memory model)
+            config.to_dict() | job_manager_process_spec_from_config(config).dynamic_configs(),
             self.context.log_dir,
         )
         await rest.start()
@@ -243,12 +246,20 @@ class JobClusterEntrypoint:
         dispatcher: MiniDispatcher,
         rest: RestEndpoint,
         resource_manager: ResourceManager,
+        jvm_metrics: JvmMetricsReceiver,
         fatal_error: asyncio.Future[Exception],
     ) -> JobMaster:
-        """The dispatcher and its job's JobMaster, served over REST; a fatal error of the ResourceManager fails the job."""
+        """The dispatcher and its job's JobMaster, served over REST with the metrics of the Spark driver (``jvm_metrics``)
+        and of the TaskManagers; a fatal error of the ResourceManager fails the job."""
         stack.push_async_callback(rpc.stop_endpoint, dispatcher)
         await rpc.start_endpoint(dispatcher)
-        rest.serve(dispatcher, resource_manager.request_task_manager_info, resource_manager.request_resource_overview)
+        rest.serve(
+            dispatcher,
+            resource_manager.request_task_manager_info,
+            resource_manager.request_resource_overview,
+            resource_manager.request_task_manager_metrics,
+            lambda: flink_jvm_metrics(jvm_metrics.latest()),
+        )
         job_master = dispatcher.job_master
         assert job_master is not None
         stack.push_async_callback(rpc.stop_endpoint, job_master)
@@ -389,3 +400,13 @@ def _diagnostics(result: JobResult | None) -> str | None:
     if result.failure_cause:
         text += f": {result.failure_cause[-DIAGNOSTICS_LIMIT:]}"
     return text
+
+
+async def _start_jvm_metrics(stack: AsyncExitStack, config: Configuration, spark_conf_dir: Path) -> JvmMetricsReceiver:
+    """Where the Spark driver reports its JVM metrics (installed in its SPARK_CONF_DIR), until the cluster ends."""
+    interval = config.get(options.METRICS_FETCHER_UPDATE_INTERVAL)
+    receiver = JvmMetricsReceiver(stale_after=3 * interval)
+    await receiver.start()
+    stack.callback(receiver.close)
+    receiver.install(spark_conf_dir, DRIVER_INSTANCE, interval)
+    return receiver

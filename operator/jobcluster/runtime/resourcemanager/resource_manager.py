@@ -302,6 +302,13 @@ class ResourceManager(FencedRpcEndpoint):
             infos.append(task_manager_info(conn.registration, free, int((age or 0.0) * 1000), int(conn.registered_at * 1000)))
         return infos
 
+    async def request_task_manager_metrics(self, resource_id: str) -> dict[str, int]:
+        """The metrics of TaskExecutor ``resource_id`` (Flink's names; see TaskExecutor.request_metrics).
+
+        Raises KeyError when it is not registered, RpcError when it does not answer within the ask timeout.
+        """
+        return await self._task_executors[resource_id].gateway.request_metrics()
+
     @rpc
     async def request_resource_overview(self) -> dict[str, Any]:
         return {

@@ -35,29 +35,27 @@ PRIVATE_LOG_PREFIXES = ("driver.out", "driver.err")
 JOB_MANAGER_LOG = "jobmanager.log"
 JOB_MANAGER_STDOUT = "jobmanager.out"
 MAX_EXCEPTIONS = 10  # Flink's default of ?maxExceptions
-#: What the TaskManager metrics a job cluster cannot measure (Flink's network buffers) and the ones not measured yet
-#: answer: an empty but valid object.
-_MEMORY_METRICS = (
-    "heapUsed heapCommitted heapMax nonHeapUsed nonHeapCommitted nonHeapMax directCount directUsed directMax mappedCount mappedUsed "
-    "mappedMax memorySegmentsAvailable memorySegmentsTotal nettyShuffleMemorySegmentsAvailable nettyShuffleMemorySegmentsUsed "
-    "nettyShuffleMemorySegmentsTotal nettyShuffleMemoryAvailable nettyShuffleMemoryUsed nettyShuffleMemoryTotal"
-)
-EMPTY_TASK_MANAGER_METRICS: dict[str, Any] = dict.fromkeys(_MEMORY_METRICS.split(), 0) | {"garbageCollectors": []}
 
 
 class DashboardViews:
     """The dashboard's paths over the cluster's components (``dispatcher()``, ``task_managers()``: the
-    ResourceManager's view of its TaskExecutors), its configuration (key → value) and its log directory."""
+    ResourceManager's view of its TaskExecutors), their metrics (``task_manager_metrics(id)``,
+    ``job_manager_metrics()``: Flink's names, ``{}`` when none are known), its configuration (key → value)
+    and its log directory."""
 
     def __init__(
         self,
         dispatcher: Callable[[], MiniDispatcher],
         task_managers: Callable[[], Awaitable[list[dict[str, Any]]]],
+        task_manager_metrics: Callable[[str], Awaitable[dict[str, int]]],
+        job_manager_metrics: Callable[[], dict[str, int]],
         configuration: Mapping[str, str],
         log_dir: Path | None,
     ) -> None:
         self._dispatcher = dispatcher
         self._task_managers = task_managers
+        self._task_manager_metrics = task_manager_metrics
+        self._job_manager_metrics = job_manager_metrics
         self._configuration = dict(configuration)
         self._log_dir = log_dir
 
@@ -80,14 +78,14 @@ class DashboardViews:
             ("GET", f"{vertex}/subtasktimes", self._subtask_times),
             ("GET", "/jobmanager/config", self._job_manager_config),
             ("GET", "/jobmanager/environment", self._environment),
-            ("GET", "/jobmanager/metrics", _empty_list),
+            ("GET", "/jobmanager/metrics", self._job_manager_metric_values),
             ("GET", "/jobmanager/logs", self._job_manager_logs),
             ("GET", "/jobmanager/logs/{name}", self._job_manager_log_file),
             ("GET", "/jobmanager/log", self._job_manager_log),
             ("GET", "/jobmanager/stdout", self._job_manager_stdout),
             ("GET", "/jobmanager/thread-dump", self._thread_dump),
             ("GET", "/taskmanagers/{tm_id}", self._task_manager),
-            ("GET", "/taskmanagers/{tm_id}/metrics", _empty_list),
+            ("GET", "/taskmanagers/{tm_id}/metrics", self._task_manager_metric_values),
             ("GET", "/taskmanagers/{tm_id}/logs", self._task_manager_logs),
             ("GET", "/taskmanagers/{tm_id}/logs/{name}", self._task_manager_log_file),
             ("GET", "/taskmanagers/{tm_id}/log", self._task_manager_log),
@@ -161,11 +159,19 @@ class DashboardViews:
         names = {thread.ident: thread.name for thread in threading.enumerate() if thread.ident is not None}
         return web.json_response(flink_bodies.thread_dump(sys._current_frames(), names))
 
+    async def _job_manager_metric_values(self, request: web.Request) -> web.Response:
+        return web.json_response(flink_bodies.metric_collection(self._job_manager_metrics(), request.query.get("get")))
+
     async def _task_manager(self, request: web.Request) -> web.Response:
         view = await self._task_manager_view(request)
+        metrics = await self._task_manager_metrics(view["id"])
         now_ms = int(time.time() * 1000)
-        details = {"metrics": EMPTY_TASK_MANAGER_METRICS, "allocatedSlots": []}
+        details = {"metrics": flink_bodies.task_manager_metrics(metrics), "allocatedSlots": []}
         return web.json_response(flink_bodies.task_manager_info(view, now_ms) | details)
+
+    async def _task_manager_metric_values(self, request: web.Request) -> web.Response:
+        metrics = await self._task_manager_metrics((await self._task_manager_view(request))["id"])
+        return web.json_response(flink_bodies.metric_collection(metrics, request.query.get("get")))
 
     async def _task_manager_logs(self, request: web.Request) -> web.Response:
         tm_id = (await self._task_manager_view(request))["id"]

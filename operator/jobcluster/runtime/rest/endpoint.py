@@ -28,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
-from jobcluster.errors import DeploymentError, JobNotFoundError
+from jobcluster.errors import DeploymentError, JobNotFoundError, RpcError
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
 from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
 from jobcluster.runtime.rest import flink_bodies
@@ -40,6 +40,7 @@ from jobcluster.security import token_matches
 log = logging.getLogger(__name__)
 
 ResourceView = Callable[[], Awaitable[Any]]
+TaskManagerMetrics = Callable[[str], Awaitable[dict[str, int]]]
 
 #: Methods that only read; every other method needs the cluster's token.
 READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -85,7 +86,16 @@ class RestEndpoint:
         self._token = token
         self._runner: web.AppRunner | None = None
         self._dashboard = dashboard
-        self._views = DashboardViews(self._serving_dispatcher, self._task_manager_views, configuration or {}, log_dir)
+        self._task_manager_metrics: TaskManagerMetrics | None = None
+        self._job_manager_metrics: Callable[[], dict[str, int]] = dict
+        self._views = DashboardViews(
+            self._serving_dispatcher,
+            self._task_manager_views,
+            self._task_manager_metric_values,
+            lambda: self._job_manager_metrics(),
+            configuration or {},
+            log_dir,
+        )
 
     @property
     def url(self) -> str:
@@ -142,11 +152,21 @@ class RestEndpoint:
                 ) from exc
             raise DeploymentError(f"could not start the REST endpoint on {host}:{self.port}: {exc}") from exc
 
-    def serve(self, dispatcher: MiniDispatcher, task_managers: ResourceView, resource_overview: ResourceView) -> None:
-        """Start answering with the cluster's components."""
+    def serve(
+        self,
+        dispatcher: MiniDispatcher,
+        task_managers: ResourceView,
+        resource_overview: ResourceView,
+        task_manager_metrics: TaskManagerMetrics | None = None,
+        job_manager_metrics: Callable[[], dict[str, int]] = dict,
+    ) -> None:
+        """Start answering with the cluster's components; ``task_manager_metrics(resource_id)`` and
+        ``job_manager_metrics()``: Flink's metrics of a TaskManager and of the JobManager (``spark/jvm_metrics.py``)."""
         self._dispatcher = dispatcher
         self._task_managers = task_managers
         self._resource_overview = resource_overview
+        self._task_manager_metrics = task_manager_metrics
+        self._job_manager_metrics = job_manager_metrics
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -159,6 +179,16 @@ class RestEndpoint:
     async def _task_manager_views(self) -> list[dict[str, Any]]:
         assert self._task_managers is not None
         return list(await self._task_managers())
+
+    async def _task_manager_metric_values(self, resource_id: str) -> dict[str, int]:
+        """A TaskManager's metrics; none when it cannot be asked (gone, or not answering in time): the dashboard shows "-"."""
+        if self._task_manager_metrics is None:
+            return {}
+        try:
+            return await self._task_manager_metrics(resource_id)
+        except (KeyError, RpcError) as exc:
+            log.debug("no metrics of TaskManager %s: %s", resource_id, exc)
+            return {}
 
     @web.middleware
     async def _json_errors(

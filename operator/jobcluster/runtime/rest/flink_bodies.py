@@ -21,6 +21,7 @@ from typing import Any
 from jobcluster.jobgraph.job_status import JobStatus
 from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.rest.serialized_throwable import failure_cause
+from jobcluster.spark.jvm_metrics import GC_PREFIX
 
 #: Flink 1.20's ``ExecutionState`` names: the task states Flink counts per job and per vertex.
 EXECUTION_STATES = (
@@ -610,3 +611,53 @@ def checkpoint_details(details: dict[str, Any], restored_from: str | None, check
             found: dict[str, Any] = checkpoint | {"tasks": tasks}
             return found
     raise KeyError(checkpoint_id)
+
+
+def metric_collection(metrics: dict[str, int], get: str | None) -> list[dict[str, str]]:
+    """Flink's MetricCollectionResponseBody (a bare list): every metric's ``{"id"}`` when ``get`` is None, else
+    ``{"id", "value"}`` of each name of the comma-separated ``get`` that is known, once, values as strings."""
+    if get is None:
+        return [{"id": name} for name in sorted(metrics)]
+    names = dict.fromkeys(name.strip() for name in get.split(","))
+    return [{"id": name, "value": str(metrics[name])} for name in names if name in metrics]
+
+
+#: TaskManagerMetricsInfo's memory fields and the Flink metric each is read from (0 where none is measured).
+_TASK_MANAGER_MEMORY_METRICS = {
+    "heapUsed": "Status.JVM.Memory.Heap.Used",
+    "heapCommitted": "Status.JVM.Memory.Heap.Committed",
+    "heapMax": "Status.JVM.Memory.Heap.Max",
+    "nonHeapUsed": "Status.JVM.Memory.NonHeap.Used",
+    "nonHeapCommitted": "Status.JVM.Memory.NonHeap.Committed",
+    "nonHeapMax": "Status.JVM.Memory.NonHeap.Max",
+    "directCount": "Status.JVM.Memory.Direct.Count",
+    "directUsed": "Status.JVM.Memory.Direct.MemoryUsed",
+    "directMax": "Status.JVM.Memory.Direct.TotalCapacity",
+    "mappedCount": "Status.JVM.Memory.Mapped.Count",
+    "mappedUsed": "Status.JVM.Memory.Mapped.MemoryUsed",
+    "mappedMax": "Status.JVM.Memory.Mapped.TotalCapacity",
+}
+#: Flink's network buffer counters: a Spark executor has no network buffer pool.
+_NETWORK_BUFFER_METRICS = (
+    "memorySegmentsAvailable",
+    "memorySegmentsTotal",
+    "nettyShuffleMemorySegmentsAvailable",
+    "nettyShuffleMemorySegmentsUsed",
+    "nettyShuffleMemorySegmentsTotal",
+    "nettyShuffleMemoryAvailable",
+    "nettyShuffleMemoryUsed",
+    "nettyShuffleMemoryTotal",
+)
+
+
+def task_manager_metrics(metrics: dict[str, int]) -> dict[str, Any]:
+    """The ``metrics`` of Flink's TaskManagerDetailsInfo from a TaskManager's Flink metrics (bytes, counts, ms):
+    its JVM's memory, its collectors (``garbageCollectors``: name, count, time ms), network buffers 0."""
+    body: dict[str, Any] = {field: metrics.get(name, 0) for field, name in _TASK_MANAGER_MEMORY_METRICS.items()}
+    body |= dict.fromkeys(_NETWORK_BUFFER_METRICS, 0)
+    collectors = sorted({name[len(GC_PREFIX) :].rsplit(".", 1)[0] for name in metrics if name.startswith(GC_PREFIX)})
+    body["garbageCollectors"] = [
+        {"name": gc, "count": metrics.get(f"{GC_PREFIX}{gc}.Count", 0), "time": metrics.get(f"{GC_PREFIX}{gc}.Time", 0)}
+        for gc in collectors
+    ]
+    return body

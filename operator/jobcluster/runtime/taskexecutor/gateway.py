@@ -38,5 +38,8 @@ class TaskExecutorGateway(RpcGateway):
     async def free_slot(self, allocation_id: str, cause: str) -> None:
         await self.call("free_slot", allocation_id=allocation_id, cause=cause)
 
+    async def request_metrics(self) -> dict[str, int]:
+        return cast(dict[str, int], await self.call("request_metrics"))
+
     async def shutdown(self, cause: str) -> None:
         await self.call("shutdown", cause=cause)

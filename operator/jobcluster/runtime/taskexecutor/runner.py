@@ -31,6 +31,7 @@ from jobcluster.runtime.entrypoint import layout
 from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunch
 from jobcluster.runtime.taskexecutor.task_executor import TaskExecutor, TaskExecutorSettings
 from jobcluster.security import spark_secret
+from jobcluster.spark.jvm_metrics import EXECUTOR_INSTANCE, JvmMetricsReceiver, flink_task_manager_metrics
 from jobcluster.spark.processes import SparkMasterAddress, SparkWorker
 from jobcluster.spark.security import SparkSecurity
 from jobcluster.spark.sizing import spark_sizing_for_task_executor
@@ -47,6 +48,10 @@ async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict
     spark_conf_dir = cluster_dir / f"spark-conf-{resource_id}"
     security = SparkSecurity(spark_secret(launch.secret), host, config.get(options.SECURITY_ENCRYPT_DATA_PLANE))
     spark_worker = _spark_worker_factory(launch, spec, security.install(spark_conf_dir))
+    metrics_interval = config.get(options.METRICS_FETCHER_UPDATE_INTERVAL)
+    jvm_metrics = JvmMetricsReceiver(stale_after=3 * metrics_interval)
+    await jvm_metrics.start()
+    jvm_metrics.install(spark_conf_dir, EXECUTOR_INSTANCE, metrics_interval)
 
     rpc = RpcService(host, launch.secret, config.get(options.RPC_ASK_TIMEOUT))
     await rpc.start()
@@ -69,6 +74,7 @@ async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict
         spark_worker,
         on_fatal,
         spark_master=launch.settings.spark_master,
+        metrics=lambda: flink_task_manager_metrics(jvm_metrics.latest(), spec.managed),
     )
     for sig in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(sig, functools.partial(_end, done, f"received {sig.name}"))
@@ -78,6 +84,7 @@ async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict
         log.info("TaskExecutor %s stops: %s", resource_id, reason)
     finally:
         await rpc.stop()
+        jvm_metrics.close()
         shutil.rmtree(spark_conf_dir, ignore_errors=True)
     return 0
 

@@ -51,7 +51,8 @@ class TaskExecutorSettings:
 
 class TaskExecutor(RpcEndpoint):
     """One TaskExecutor; ``on_fatal`` is awaited when it must end (lost ResourceManager, failed registration);
-    ``spark_master``: the job's Spark master, when known at start (its worker then starts right away)."""
+    ``spark_master``: the job's Spark master, when known at start (its worker then starts right away);
+    ``metrics``: its Spark executor's latest metrics, Flink's names (``spark/jvm_metrics.py``)."""
 
     def __init__(
         self,
@@ -64,8 +65,10 @@ class TaskExecutor(RpcEndpoint):
         spark_worker_factory: SparkWorkerFactory,
         on_fatal: Callable[[str], Awaitable[None]],
         spark_master: SparkMasterAddress | None = None,
+        metrics: Callable[[], dict[str, int]] = dict,
     ) -> None:
         super().__init__(TASK_EXECUTOR_ENDPOINT)
+        self._metrics = metrics
         self._spark_master = spark_master
         self._rpc = rpc_service
         self.resource_id = resource_id
@@ -168,6 +171,12 @@ class TaskExecutor(RpcEndpoint):
     async def heartbeat_from_job_manager(self, job_id: str) -> None:
         if not self.slot_table.slots_of_job(job_id):
             raise JobClusterError(f"no slots of job {job_id} here")
+
+    @rpc
+    async def request_metrics(self) -> dict[str, int]:
+        """Its Spark executor's JVM and managed memory metrics (Flink's ``Status.*`` names; bytes, counts, ms);
+        empty while no executor reports."""
+        return self._metrics()
 
     @rpc
     async def shutdown(self, cause: str) -> None:
