@@ -11,7 +11,7 @@ directory. The program reads the broker on the node's address
 none counted twice, tests/support/streaming.py): a TaskManager pod killed
 mid-stream; the JobManager pod deleted, so that the Deployment's new pod runs
 the program again with the same JobID and it resumes after its last committed
-micro-batch; Flink's web dashboard (from the image) through a port-forward to
+micro-batch; Flink's web dashboard (from the image), with the Spark JVMs' metrics, through a port-forward to
 the cluster's REST Service, showing the streaming job, its checkpoints and its
 TaskManagers with no console error and no path unanswered; a savepoint while
 running; ``stop`` with a savepoint onto the volume. One job cluster; nothing of
@@ -294,3 +294,21 @@ def _dashboard_shows_the_stream(rest: str, job: str, task_manager: str, artefact
         browser.wait_for_text(task_manager, PAGE_TIMEOUT)
         assert browser.console_errors() == []
         assert [r for r in browser.requests() if r.status is not None and r.status >= 400] == []
+    _jvm_metrics_arrive(rest)
+
+
+def _jvm_metrics_arrive(rest: str) -> None:
+    """The Spark driver's JVM in the JobManager pod and each executor's in its TaskManager pod report their metrics."""
+    heap = {"get": "Status.JVM.Memory.Heap.Used,Status.JVM.Memory.Heap.Max"}
+
+    def driver() -> dict[str, int]:
+        return {m["id"]: int(m["value"]) for m in requests.get(f"{rest}/jobmanager/metrics", params=heap, timeout=10).json()}
+
+    jm = wait_for(driver, PAGE_TIMEOUT, interval=1, what="the driver's JVM metrics")
+    assert 0 < jm["Status.JVM.Memory.Heap.Used"] <= jm["Status.JVM.Memory.Heap.Max"]
+    for manager in requests.get(f"{rest}/taskmanagers", timeout=10).json()["taskmanagers"]:
+
+        def executor(tm_id: str = manager["id"]) -> dict:
+            return requests.get(f"{rest}/taskmanagers/{tm_id}", timeout=10).json()["metrics"]["heapUsed"]
+
+        wait_for(executor, PAGE_TIMEOUT, interval=1, what=f"the JVM metrics of {manager['id']}'s executor")
