@@ -1,6 +1,6 @@
 """Flink's web dashboard on the REST endpoint: its files served as Flink serves them (its index with jobcluster's link to
-Spark's UI), fetched and checked once, and
-the paths its pages read answering in Flink's shapes (the real aiohttp endpoint, a stand-in dispatcher).
+Spark's UI), fetched and checked once, and the paths its pages read answering in Flink's shapes (the real aiohttp
+endpoint, a stand-in dispatcher).
 
 The dashboard itself in a real browser against a real job cluster: tests/e2e/test_web_dashboard.py. Fetching from
 Maven Central for real happens in ``make run`` and ``make test`` (the ``dashboard`` target); here a local server

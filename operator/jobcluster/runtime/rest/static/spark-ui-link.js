@@ -16,7 +16,8 @@
   link.textContent = "Spark UI";
   link.title = "Spark's own web UI of this job's program";
   link.style.cssText = [
-    "position:fixed", "right:24px", "bottom:24px", "z-index:1000", "display:none", "padding:4px 15px",
+    // in the middle of the dashboard's header bar, which is empty there at any width of its menu
+    "position:fixed", "top:16px", "left:50%", "transform:translateX(-50%)", "z-index:1000", "display:none", "padding:4px 15px",
     "border-radius:2px", "background:#1890ff", "color:#fff", "font-size:14px", "line-height:1.5715",
     "text-decoration:none", "box-shadow:0 2px 8px rgba(0,0,0,.15)"
   ].join(";");
