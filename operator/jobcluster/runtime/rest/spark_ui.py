@@ -46,8 +46,8 @@ reach the browser. The UI shows Spark's configuration with Spark's redaction
 
 When no driver runs (the job has not started its program yet, restarts, or
 has ended), every path answers a short HTML page that says so: 503 with
-``Retry-After`` while the job may still start one, 404 once it has ended.
-Never JSON, which Flink's dashboard would show as a lasting error message.
+``Retry-After`` while the job may still start one, 404 once it has ended; a
+person reads it in the browser, so it is never the REST API's JSON error.
 """
 
 from __future__ import annotations
@@ -93,7 +93,8 @@ _NOT_ANSWERING = f"The job's program runs, but Spark's UI does not answer yet. {
 
 @dataclass(frozen=True)
 class Unavailable:
-    """Why no Spark UI can be shown: the HTTP ``status`` (503: may come, 404: gone) and the ``reason``, one sentence."""
+    """Why no Spark UI can be shown: the HTTP ``status`` (503: it may still come, 404: gone, 502 and 504: the driver's
+    UI failed to answer) and the ``reason``, one sentence."""
 
     status: int
     reason: str
