@@ -4,7 +4,10 @@ One job cluster, deployed attached as the operator deploys (its JobManager waits
 for the result to be fetched, so the page of the ended job can be looked at):
 the dashboard shows the running job, its vertex and configuration, the
 TaskManager with the sizes of its memory model, the JobManager's configuration
-and log; then the program finishes and the ended job's page shows it FINISHED.
+and log; the job page's link leads to Spark's own UI of the program, proxied
+under /spark/ (its Jobs, Environment and Executors pages, the cluster's Spark
+secret redacted, no POST without the token); then the program finishes and the
+ended job's page shows it FINISHED.
 No page may log an error in the browser's console, and every REST path the
 dashboard requested must have been answered: a path the endpoint lacks would
 show up as a 404 here. Screenshots are kept in the test's artefacts folder
@@ -19,12 +22,15 @@ from pathlib import Path
 
 import pytest
 import requests
+from selenium.webdriver.common.by import By
 
 from jobcluster.backends import registry
+from jobcluster.backends.local.descriptor import REST_TOKEN_FILE
 from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.program import build_job_graph, packaged_program
 from jobcluster.config.loader import load_configuration
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.runtime.entrypoint.job_cluster_entrypoint import SPARK_CONF_DIR_NAME
 from jobcluster.runtime.rest.dashboard import fetch_dashboard
 from tests.support.browser import Browser, headless_chromium
 
@@ -35,6 +41,7 @@ REFRESH = 3.5  # seconds: the dashboard's refresh interval and a little
 PAGE_TIMEOUT = 30  # seconds for a page to show what it must (the dashboard polls every 3 s)
 #: Requests that fail in Flink's own dashboard too: its web manifest names icons at the server's root.
 KNOWN_MISSING = re.compile(r"/android-chrome-\d+x\d+\.png$")
+SPARK_UI_LINK = "jobcluster-spark-ui"  # the id of the job page's link to Spark's UI (runtime/rest/static/spark-ui-link.js)
 
 
 @pytest.fixture(scope="module")
@@ -66,11 +73,14 @@ def test_the_dashboard_shows_a_running_and_an_ended_job_with_its_taskmanager_and
             browser.wait_for_text("Running Jobs", PAGE_TIMEOUT)
             browser.wait_for_text("dashboard-demo", PAGE_TIMEOUT)
             browser.screenshot("overview")
+            assert not browser.driver.find_element(By.ID, SPARK_UI_LINK).is_displayed(), "the link is a running job's"
 
             page(f"/job/running/{job}/overview")
             browser.wait_for_text("PySpark: waits.py", PAGE_TIMEOUT)
             browser.wait_for_text("RUNNING", PAGE_TIMEOUT)
+            _wait_until(lambda: browser.driver.find_element(By.ID, SPARK_UI_LINK).is_displayed(), "the link to Spark's UI")
             browser.screenshot("job")
+            _spark_ui_through_the_link(browser, rest, home)
             page(f"/job/running/{job}/configuration")
             browser.wait_for_text("Restart deactivated.", PAGE_TIMEOUT)
             page(f"/job/running/{job}/exceptions")
@@ -112,6 +122,7 @@ def test_the_dashboard_shows_a_running_and_an_ended_job_with_its_taskmanager_and
             assert [f for f in failed if not KNOWN_MISSING.search(f[1])] == [], "paths the dashboard asked for and did not get"
             asked = browser.paths(rest)
             assert {"/config", "/overview", "/jobs/overview", f"/jobs/{job}", f"/jobs/{job}/config", "/jobmanager/config"} <= asked
+            assert {"/jobcluster/spark-ui-link.js", "/spark/", "/spark/environment/", "/spark/executors/"} <= asked
     finally:
         client.execution_result(job)  # fetched: the attached cluster goes
         client.close()
@@ -127,6 +138,57 @@ def _assert_jvm_metrics(details: dict, manager: dict) -> None:
     assert 0 < jvm["heapUsed"] <= jvm["heapMax"] <= memory["frameworkHeap"] + memory["taskHeap"]
     assert jvm["nonHeapUsed"] > 0
     assert [gc for gc in jvm["garbageCollectors"] if gc["name"] == "G1_Young_Generation"]
+
+
+def _spark_ui_through_the_link(browser: Browser, rest: str, home: Path) -> None:
+    """Follow the job page's link to Spark's UI: the program's Jobs page, its Environment (the cluster's secrets not
+    shown) and Executors (filled by Spark's scripts through the proxy) tabs; a POST needs the token."""
+    (application,) = _spark_applications(rest)
+    jobs = f"{rest}/spark/api/v1/applications/{application['id']}/jobs?status=succeeded"
+    _wait_until(lambda: requests.get(jobs, timeout=10).json(), "a Spark job of the program")  # the page lists it then
+    browser.driver.find_element(By.ID, SPARK_UI_LINK).click()
+    browser.wait_for_text("Spark Jobs", PAGE_TIMEOUT)
+    browser.wait_for_text(f"{application['name']} application UI", PAGE_TIMEOUT)
+    browser.wait_for_text("Completed Jobs", PAGE_TIMEOUT)
+    assert browser.driver.current_url == f"{rest}/spark/"
+    browser.screenshot("spark-ui")
+
+    browser.driver.find_element(By.LINK_TEXT, "Environment").click()
+    shown = browser.wait_for_text("spark.authenticate.secret", PAGE_TIMEOUT)
+    assert re.search(r"spark\.authenticate\.secret \*+\(redacted\)", shown), "Spark redacts the cluster's Spark secret"
+    (spark_defaults,) = home.glob(f"clusters/*/{SPARK_CONF_DIR_NAME}/spark-defaults.conf")
+    spark_secret = re.search(r"^spark\.authenticate\.secret (\S+)$", spark_defaults.read_text(), re.MULTILINE)
+    assert spark_secret is not None
+    (token_file,) = home.glob(f"clusters/*/{REST_TOKEN_FILE}")
+    page = browser.driver.page_source
+    assert spark_secret.group(1) not in page and token_file.read_text().strip() not in page, "no secret of the cluster on the page"
+
+    browser.driver.find_element(By.LINK_TEXT, "Executors").click()
+    browser.wait_for_text("Executors", PAGE_TIMEOUT)
+    driver_row = "//table[@id='active-executors-table']//td[text()='driver']"  # a row Spark's script adds from Spark's REST API
+    _wait_until(lambda: browser.driver.find_elements(By.XPATH, driver_row), "the driver's row of the Executors page")
+
+    refused = requests.post(f"{rest}/spark/jobs/job/kill/", data={"id": "0"}, timeout=10)
+    assert refused.status_code == 401, "a POST through the proxy needs the cluster's token"
+
+
+def _spark_applications(rest: str) -> list[dict]:
+    """Spark's applications, from its REST API through the proxy, once the driver's UI serves it (it comes up with the
+    program's SparkContext, and answers its API paths with the Jobs page until it has attached them)."""
+    deadline = time.monotonic() + PAGE_TIMEOUT
+    while True:
+        answer = requests.get(f"{rest}/spark/api/v1/applications", timeout=10)
+        if answer.status_code == 200 and answer.headers["Content-Type"].startswith("application/json") and answer.json():
+            return answer.json()
+        assert time.monotonic() < deadline, f"no API of Spark's UI through the proxy within {PAGE_TIMEOUT} s: {answer.text[:300]}"
+        time.sleep(0.5)
+
+
+def _wait_until(condition, what: str) -> None:
+    deadline = time.monotonic() + PAGE_TIMEOUT
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} not there within {PAGE_TIMEOUT} s"
+        time.sleep(0.2)
 
 
 def _wait_for_state(rest: str, job: str, state: str) -> None:

@@ -18,6 +18,7 @@ from jobcluster.jobgraph.job_status import JobStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
+from jobcluster.runtime.jobmaster.spark_application import SparkUi
 from jobcluster.runtime.messages import TaskExecutorRegistration
 from jobcluster.runtime.resourcemanager.resource_manager import task_manager_info
 from jobcluster.runtime.rest.endpoint import RestEndpoint
@@ -51,6 +52,7 @@ class StandInDispatcher:
     savepoints complete in ``savepoint_directory`` (or the one asked for),
     and a stop-with-savepoint ends the job FINISHED. A disposal succeeds
     unless its path ends with ``/not-a-savepoint``; its path is recorded in ``disposed``.
+    ``ui``: the Spark UI of the running program, None (the default) while none runs.
     """
 
     def __init__(self) -> None:
@@ -64,6 +66,10 @@ class StandInDispatcher:
         self.disposals = SavepointOperations()
         self.disposed: list[str] = []
         self.failures: list[dict[str, Any]] = []  # {"timestamp", "cause"} of each failed run, as the JobMaster keeps them
+        self.ui: SparkUi | None = None
+
+    def spark_ui(self) -> SparkUi | None:
+        return self.ui
 
     def job_ids(self) -> list[str]:
         return [JOB_ID]

@@ -1,5 +1,6 @@
-"""Flink's web dashboard on the REST endpoint: its files served as Flink serves them, fetched and checked once, and
-the paths its pages read answering in Flink's shapes (the real aiohttp endpoint, a stand-in dispatcher).
+"""Flink's web dashboard on the REST endpoint: its files served as Flink serves them (its index with jobcluster's link to
+Spark's UI), fetched and checked once, and the paths its pages read answering in Flink's shapes (the real aiohttp
+endpoint, a stand-in dispatcher).
 
 The dashboard itself in a real browser against a real job cluster: tests/e2e/test_web_dashboard.py. Fetching from
 Maven Central for real happens in ``make run`` and ``make test`` (the ``dashboard`` target); here a local server
@@ -19,6 +20,7 @@ import pytest
 import requests
 
 from jobcluster.runtime.rest.dashboard import dashboard_installed, fetch_dashboard
+from jobcluster.runtime.rest.dashboard_additions import STATIC_DIR, with_additions
 from jobcluster.runtime.rest.flink_bodies import PROGRAM_FAILURE_NAME
 from tests.support.rest_standin import JOB_ID, VERTEX_ID, StandInDispatcher, with_endpoint
 from tests.support.rest_standin import TOKEN as STANDIN_TOKEN
@@ -40,7 +42,7 @@ def installed(tmp_path: Path) -> Path:
 def test_the_dashboard_is_served_at_the_root_with_flinks_types_and_cache_headers(tmp_path):
     def scenario(url, dispatcher):
         index = requests.get(f"{url}/", timeout=5)
-        assert index.status_code == 200 and index.text == INDEX and index.headers["Content-Type"].startswith("text/html")
+        assert index.status_code == 200 and index.text == with_additions(INDEX) and index.headers["Content-Type"].startswith("text/html")
         assert index.headers["Cache-Control"] == "private, max-age=300"
         script = requests.get(f"{url}/main.abc.js", timeout=5)
         assert script.headers["Content-Type"].split(";")[0] in ("application/javascript", "text/javascript"), "a module script"
@@ -51,6 +53,26 @@ def test_the_dashboard_is_served_at_the_root_with_flinks_types_and_cache_headers
         assert missing.status_code == 404 and missing.json() == {"errors": ["Not found: /nothing.js"]}
         assert requests.get(f"{url}/%2E%2E/%2E%2E/etc/passwd", timeout=5).status_code in (403, 404)
         assert requests.get(f"{url}/config", timeout=5).json()["features"]["web-submit"] is False, "a REST path wins"
+
+    with_endpoint(scenario, dashboard=installed(tmp_path))
+
+
+def test_the_dashboards_index_gets_the_link_script_at_the_end_of_its_body():
+    index = "<html><body><flink-root></flink-root><script src='main.js' type='module'></script></body></html>"
+    added = with_additions(index)
+    assert added == index.replace("</body>", '<script src="jobcluster/spark-ui-link.js" defer></script></body>')
+    assert with_additions("<p>no body end") == '<p>no body end<script src="jobcluster/spark-ui-link.js" defer></script>'
+
+
+def test_the_link_script_is_served_and_links_relative_on_running_jobs_pages(tmp_path):
+    def scenario(url, dispatcher):
+        index = requests.get(f"{url}/", timeout=5).text
+        assert '<script src="jobcluster/spark-ui-link.js" defer></script>' in index
+        script = requests.get(f"{url}/jobcluster/spark-ui-link.js", timeout=5)
+        assert script.status_code == 200 and script.headers["Content-Type"].split(";")[0] in ("application/javascript", "text/javascript")
+        assert script.text == (STATIC_DIR / "spark-ui-link.js").read_text()
+        assert 'link.href = "spark/"' in script.text and "#\\/job\\/running\\/" in script.text
+        assert requests.get(f"{url}/jobcluster/other.js", timeout=5).status_code == 404
 
     with_endpoint(scenario, dashboard=installed(tmp_path))
 

@@ -1,9 +1,9 @@
-"""The Spark settings derived from the JobGraph."""
+"""The Spark settings derived from the JobGraph, and the driver's environment."""
 
 from __future__ import annotations
 
 from jobcluster.jobgraph.model import JobGraph, JobVertex, new_job_id
-from jobcluster.runtime.jobmaster.spark_application import submit_conf
+from jobcluster.runtime.jobmaster.spark_application import driver_env, submit_conf
 from jobcluster.spark.processes import SparkMasterAddress
 
 
@@ -31,3 +31,11 @@ def test_the_driver_waits_for_all_of_the_jobs_cores_unless_the_user_says_otherwi
     assert conf["spark.scheduler.maxRegisteredResourcesWaitingTime"] == "120s"
     users = submit_conf(graph, master, "127.0.0.1", 4040, {"spark.scheduler.minRegisteredResourcesRatio": "0.5"})
     assert users["spark.scheduler.minRegisteredResourcesRatio"] == "0.5"
+
+
+def test_the_driver_does_not_take_yarns_web_proxy_path_as_its_uis_root(monkeypatch, tmp_path):
+    # YARN sets it in the ApplicationMaster's environment; Spark's UI would prefer it to the root the REST endpoint gives it
+    monkeypatch.setenv("APPLICATION_WEB_PROXY_BASE", "/proxy/application_1_0001")
+    env = driver_env({"spark.app.name": "wc"}, [], tmp_path / "log4j2.properties", {"SPARK_LOCAL_IP": "127.0.0.1"})
+    assert "APPLICATION_WEB_PROXY_BASE" not in env
+    assert env["SPARK_LOCAL_IP"] == "127.0.0.1" and "spark.app.name=wc" in env["PYSPARK_SUBMIT_ARGS"]

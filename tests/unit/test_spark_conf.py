@@ -28,6 +28,8 @@ def test_spark_keys_pass_through_and_nothing_else():
         ("spark.driver.host", "decided by the job cluster"),
         ("spark.driver.bindAddress", "decided by the job cluster"),
         ("spark.local.dir", "decided by the job cluster"),
+        ("spark.ui.proxyBase", "serves the driver's UI under /spark/"),
+        ("spark.ui.reverseProxy", "serves the driver's UI under /spark/"),
     ],
 )
 def test_keys_the_cluster_decides_are_refused_naming_the_option_to_use(key, instead):
@@ -54,6 +56,7 @@ def test_every_reserved_key_names_what_to_do():
         ("spark.executor.extraJavaOptions", "-Xmx4g", "taskmanager.memory.task.heap.size"),
         ("spark.executor.extraJavaOptions", "-XX:MaxDirectMemorySize=1g", "taskmanager.memory.network.min"),
         ("spark.driver.extraJavaOptions", "-XX:MaxMetaspaceSize=1g", "jobmanager.memory.jvm-metaspace.size"),
+        ("spark.driver.extraJavaOptions", "-Dspark.ui.proxyBase=/elsewhere", "serves the driver's UI under /spark/"),
     ],
 )
 def test_jvm_options_that_set_a_limit_are_refused(key, flag, instead):

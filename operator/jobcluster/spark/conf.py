@@ -23,6 +23,7 @@ _TM_SIZE = f"{o.TASK_MANAGER_TOTAL_PROCESS_MEMORY.key} (see `jobcluster memory`)
 _JM_SIZE = f"{o.JOB_MANAGER_TOTAL_PROCESS_MEMORY.key} (see `jobcluster memory --jobmanager`)"
 _CORES = f"-p ({o.PARALLELISM_DEFAULT.key}) and {o.NUM_TASK_SLOTS.key}"
 _CLUSTER = "it is decided by the job cluster"
+_UI_ROOT = "the REST endpoint serves the driver's UI under /spark/ and gives it its root with each request"
 
 #: Spark keys the cluster decides, and what to set instead.
 RESERVED_SPARK_KEYS: dict[str, str] = {
@@ -51,6 +52,8 @@ RESERVED_SPARK_KEYS: dict[str, str] = {
     "spark.driver.port": f"nothing: {_CLUSTER}",
     "spark.ui.port": f"nothing: {_CLUSTER} (the JobMaster follows the job through it)",
     "spark.ui.enabled": f"nothing: {_CLUSTER} (the JobMaster follows the job through the driver's UI)",
+    "spark.ui.proxyBase": f"nothing: {_UI_ROOT}",
+    "spark.ui.reverseProxy": f"nothing: {_UI_ROOT}",  # it makes the driver set spark.ui.proxyBase itself
     "spark.local.dir": f"nothing: {_CLUSTER} (scratch space lives and dies with the cluster)",
     "spark.pyspark.python": "nothing: the cluster runs the client's Python (the one `jobcluster` runs on)",
     "spark.pyspark.driver.python": "nothing: the cluster runs the client's Python (the one `jobcluster` runs on)",
@@ -73,6 +76,7 @@ _RESERVED_JVM_OPTIONS: dict[str, dict[str, str]] = {
         "-XX:MaxDirectMemorySize": o.JOB_MANAGER_OFF_HEAP_MEMORY.key,
         "-XX:MaxMetaspaceSize": o.JOB_MANAGER_JVM_METASPACE.key,
         "-Djava.io.tmpdir": "nothing (scratch space lives and dies with the cluster)",
+        "-Dspark.ui.proxyBase": f"nothing ({_UI_ROOT})",
     },
 }
 

@@ -13,15 +13,18 @@ mid-stream; the JobManager pod deleted, so that the Deployment's new pod runs
 the program again with the same JobID and it resumes after its last committed
 micro-batch; Flink's web dashboard (from the image), with the Spark JVMs' metrics, through a port-forward to
 the cluster's REST Service, showing the streaming job, its checkpoints and its
-TaskManagers with no console error and no path unanswered; a savepoint while
-running; ``stop`` with a savepoint onto the volume. One job cluster; nothing of
-it is left at the end. Restores on Kubernetes (another parallelism, a running
-savepoint) are test_operator_streaming.py's, under the operator.
+TaskManagers with no console error and no path unanswered, and Spark's own UI
+of the program proxied under /spark/ (the driver binds to the pod's IP); a
+savepoint while running; ``stop`` with a savepoint onto the volume. One job
+cluster; nothing of it is left at the end. Restores on Kubernetes (another
+parallelism, a running savepoint) are test_operator_streaming.py's, under the
+operator.
 """
 
 from __future__ import annotations
 
 import contextlib
+import html
 import re
 import shutil
 import subprocess
@@ -238,7 +241,8 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
     assert {"commits", "offsets", "state"} <= {p.name for p in (host_dir / "checkpoints" / job / "wordcount").iterdir()}
     with port_forward(k8s_cluster, namespace, f"svc/{cluster_a}-rest", 8081) as local_rest:
         _dashboard_shows_the_stream(local_rest, job, f"{cluster_a}-taskmanager-", browser_artefacts)
-    step("the dashboard through a port-forward")
+        _spark_ui_shows_the_stream(local_rest, query["name"])
+    step("the dashboard and Spark's UI through a port-forward")
 
     # A savepoint while the job runs; more records; then stop-with-savepoint into the default directory, on the volume.
     running_savepoint = savepoint_path(jobcluster(cli_env, "savepoint", *on_k8s, job, f"{MOUNT}/running-savepoints"))
@@ -277,6 +281,16 @@ def port_forward(k8s_cluster, namespace: str, target: str, port: int) -> Iterato
     finally:
         forward.terminate()
         forward.wait(10)
+
+
+def _spark_ui_shows_the_stream(rest: str, query_name: str) -> None:
+    """Spark's own UI of the program, through the REST endpoint's proxy: its Jobs page and its running query."""
+    (application,) = requests.get(f"{rest}/spark/api/v1/applications", timeout=10).json()
+    jobs = requests.get(f"{rest}/spark/", timeout=10)
+    assert jobs.status_code == 200 and "Spark Jobs" in jobs.text and html.escape(application["name"]) in jobs.text
+    assert "setUIRoot('.')" in jobs.text, "the page's links are relative to it, as the port-forward's URL needs"
+    streaming = requests.get(f"{rest}/spark/StreamingQuery/", timeout=10)
+    assert streaming.status_code == 200 and "Active Streaming Queries" in streaming.text and query_name in streaming.text
 
 
 def _dashboard_shows_the_stream(rest: str, job: str, task_manager: str, artefacts: Path) -> None:

@@ -22,6 +22,7 @@ from jobcluster.runtime.jobmaster.job_master import JobMaster
 from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.jobmaster.rolling_output import OutputChunk
 from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
+from jobcluster.runtime.jobmaster.spark_application import SparkUi
 from jobcluster.spark.checkpoints import job_checkpoint_root
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,10 @@ class MiniDispatcher(RpcEndpoint):
         if result is not None:
             self._result_fetched.set()
         return result
+
+    def spark_ui(self) -> SparkUi | None:
+        """The Spark UI of the job's running program; None while none runs (see JobMaster.spark_ui)."""
+        return self.job_master.spark_ui() if self.job_master is not None else None
 
     async def job_output(self, job_id: str, stream: str, offset: int) -> OutputChunk:
         """The program's ``stream`` (``stdout``/``stderr``) from logical byte ``offset``; see JobMaster.driver_output."""

@@ -36,7 +36,7 @@ from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
 from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.jobmaster.rolling_output import OutputChunk
 from jobcluster.runtime.jobmaster.slot_pool import PooledSlot, SlotPool
-from jobcluster.runtime.jobmaster.spark_application import SparkApplication, SparkProgress
+from jobcluster.runtime.jobmaster.spark_application import SparkApplication, SparkProgress, SparkUi
 from jobcluster.runtime.messages import SlotOffer
 from jobcluster.runtime.resourcemanager.gateway import ResourceManagerGateway
 from jobcluster.runtime.taskexecutor.gateway import TaskExecutorGateway
@@ -398,6 +398,13 @@ class JobMaster(FencedRpcEndpoint):
         ValueError for an unknown stream or a negative offset.
         """
         return await asyncio.to_thread(self._output.stream(stream).read, offset, MAX_OUTPUT_CHUNK)
+
+    def spark_ui(self) -> SparkUi | None:
+        """The Spark UI of the program's running attempt; None while no program runs (not started yet, between restarts, ended)."""
+        application = self._application
+        if application is None or not application.process.running():
+            return None
+        return SparkUi(application.ui_url, application.app_id)
 
     def job_details(self) -> dict[str, Any]:
         """The job as jobcluster sees it: state, times, the one vertex, Spark's progress, the program's exit code.

@@ -72,6 +72,18 @@ DRIVER_AGENT_MODULE = "jobcluster.spark.driver_agent"
 GATEWAY_EXIT_TIMEOUT = 15.0  # seconds the driver JVM gets to shut down after the program exited
 # Inherited from a PySpark session that started jobcluster, these would attach the program to that session's JVM.
 _GATEWAY_VARIABLES = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "PYSPARK_SUBMIT_ARGS")
+# YARN gives its ApplicationMaster (the JobManager) the path of its web proxy; Spark's UI would take it as its root for every
+# page, while the REST endpoint proxies the UI under a path of its own and gives it its root with each request (rest/spark_ui.py).
+_UI_ROOT_VARIABLES = ("APPLICATION_WEB_PROXY_BASE",)
+
+
+@dataclass(frozen=True)
+class SparkUi:
+    """Where the running program's Spark UI answers: ``url`` is the driver's UI (``http://HOST:PORT``, the cluster's bind
+    host), ``app_id`` Spark's application id, None until the JobMaster has read it from the UI."""
+
+    url: str
+    app_id: str | None
 
 
 @dataclass(frozen=True)
@@ -190,7 +202,7 @@ def driver_env(
 ) -> dict[str, str]:
     """Environment of the program's process: Spark's with ``extra``, plus how PySpark starts the driver JVM."""
     env = spark_env(dict(extra or {}))
-    for name in _GATEWAY_VARIABLES:
+    for name in (*_GATEWAY_VARIABLES, *_UI_ROOT_VARIABLES):
         env.pop(name, None)
     env["PYSPARK_SUBMIT_ARGS"] = driver_submit_args(conf, py_files, jars)
     env["PYTHONPATH"] = driver_python_path(py_files, env.get("PYTHONPATH"))

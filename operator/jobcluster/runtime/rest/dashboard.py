@@ -12,10 +12,11 @@ SHA-1 from Maven Central) and unpacks it into the cache
 (``python -m jobcluster.runtime.rest.dashboard``). A cluster without the files
 answers ``/`` with a page that says how to get them; its REST API is unaffected.
 
-Serving follows Flink's StaticFileServerHandler: ``/`` is ``index.html``, files
-get their content type (the dashboard's scripts are ES modules, which browsers
-refuse under any other type), ``Cache-Control: private, max-age=300``, and
-``Last-Modified`` with 304 answers (aiohttp's FileResponse); a path outside the
+Serving follows Flink's StaticFileServerHandler: ``/`` is ``index.html`` (with
+jobcluster's scripts added, ``dashboard_additions.py``), files get their content
+type (the dashboard's scripts are ES modules, which browsers refuse under any
+other type), ``Cache-Control: private, max-age=300``, and ``Last-Modified`` with
+304 answers (aiohttp's FileResponse; not for the index); a path outside the
 folder is refused.
 """
 
@@ -32,6 +33,8 @@ from pathlib import Path
 
 import requests
 from aiohttp import web
+
+from jobcluster.runtime.rest.dashboard_additions import add_addition_routes, index_response
 
 #: The pinned dashboard: Flink's release whose REST API the endpoint speaks (Flink's CLI of tests/infra/flink too).
 FLINK_WEB_VERSION = "1.20.3"
@@ -115,8 +118,11 @@ def add_dashboard_routes(app: web.Application, directory: Path) -> None:
             return web.Response(status=403, text="Forbidden.")
         if not path.is_file():
             raise web.HTTPNotFound()  # what an unknown REST path gets too: Flink's JSON error
+        if path == root / "index.html":
+            return await index_response(path, CACHE_CONTROL)  # with jobcluster's scripts (dashboard_additions.py)
         return web.FileResponse(path, headers={"Cache-Control": CACHE_CONTROL})
 
+    add_addition_routes(app, CACHE_CONTROL)
     app.router.add_get("/", serve)
     app.router.add_get("/{path:.+}", serve)
 

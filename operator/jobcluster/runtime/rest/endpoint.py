@@ -35,6 +35,7 @@ from jobcluster.runtime.rest import flink_bodies
 from jobcluster.runtime.rest.dashboard import add_dashboard_routes
 from jobcluster.runtime.rest.dashboard_views import DashboardViews
 from jobcluster.runtime.rest.serialized_throwable import failure_cause
+from jobcluster.runtime.rest.spark_ui import SparkUiProxy
 from jobcluster.security import token_matches
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,7 @@ class RestEndpoint:
             configuration or {},
             log_dir,
         )
+        self._spark_ui = SparkUiProxy(self._serving_dispatcher)
 
     @property
     def url(self) -> str:
@@ -130,6 +132,7 @@ class RestEndpoint:
         for method, path, handler in routes:
             app.router.add_route(method, path, handler)
             app.router.add_route(method, API_VERSION_PREFIX + path, handler)
+        self._spark_ui.install(app)  # Spark's own UI under /spark/
         if self._dashboard is not None:
             add_dashboard_routes(app, self._dashboard)  # last: every REST path wins over a file
         self._runner = web.AppRunner(app, access_log=None)
