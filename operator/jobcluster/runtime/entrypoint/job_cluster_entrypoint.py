@@ -248,6 +248,7 @@ class JobClusterEntrypoint:
         """The dispatcher and its job's JobMaster, served over REST; a fatal error of the ResourceManager fails the job."""
         stack.push_async_callback(rpc.stop_endpoint, dispatcher)
         await rpc.start_endpoint(dispatcher)
+        rest.serve_task_manager_logs(resource_manager)
         rest.serve(dispatcher, resource_manager.request_task_manager_info, resource_manager.request_resource_overview)
         job_master = dispatcher.job_master
         assert job_master is not None

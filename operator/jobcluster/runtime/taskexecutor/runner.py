@@ -29,6 +29,7 @@ from jobcluster.processes import PRIVATE_UMASK
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.entrypoint import layout
 from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunch
+from jobcluster.runtime.taskexecutor.log_files import TaskExecutorLogs, log_to_own_file, spark_work_dir, spark_worker_name
 from jobcluster.runtime.taskexecutor.task_executor import TaskExecutor, TaskExecutorSettings
 from jobcluster.security import spark_secret
 from jobcluster.spark.processes import SparkMasterAddress, SparkWorker
@@ -69,6 +70,7 @@ async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict
         spark_worker,
         on_fatal,
         spark_master=launch.settings.spark_master,
+        logs=TaskExecutorLogs(launch.location.log_dir, resource_id, log_to_own_file(launch.location.log_dir), host),
     )
     for sig in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(sig, functools.partial(_end, done, f"received {sig.name}"))
@@ -104,10 +106,10 @@ def _spark_worker_factory(
             master,
             cores=sizing.worker_cores,
             memory_mib=sizing.worker_memory_mib,
-            work_dir=log_dir / f"{resource_id}-work",
+            work_dir=spark_work_dir(log_dir, resource_id),
             log_dir=log_dir,
             daemon_env={**sizing.worker_env(), **layout.scratch_env(scratch), **spark_security_env},
-            name=f"spark-worker-{resource_id}",
+            name=spark_worker_name(resource_id),
         )
 
     return spark_worker
