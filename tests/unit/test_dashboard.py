@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
+import re
 import threading
 import zipfile
 from pathlib import Path
@@ -25,7 +26,7 @@ from jobcluster.runtime.taskexecutor.log_files import TaskExecutorLogs
 from tests.support.rest_standin import JOB_ID, VERTEX_ID, StandInDispatcher, with_endpoint
 from tests.support.rest_standin import TOKEN as STANDIN_TOKEN
 
-INDEX = "<!doctype html><base href='./'><script type='module' src='main.abc.js'></script>"
+INDEX = "<!doctype html><html><head><base href='./'><script type='module' src='main.abc.js'></script></head></html>"
 
 
 def installed(tmp_path: Path) -> Path:
@@ -42,8 +43,12 @@ def installed(tmp_path: Path) -> Path:
 def test_the_dashboard_is_served_at_the_root_with_flinks_types_and_cache_headers(tmp_path):
     def scenario(url, dispatcher):
         index = requests.get(f"{url}/", timeout=5)
-        assert index.status_code == 200 and index.text == INDEX and index.headers["Content-Type"].startswith("text/html")
+        assert index.status_code == 200 and index.headers["Content-Type"] == "text/html; charset=utf-8"
         assert index.headers["Cache-Control"] == "private, max-age=300"
+        # first in its head: the script that gives a page opened without its final slash (YARN's proxy) one
+        head, script, rest = re.fullmatch("(.*<head>)(<script>.*?</script>)(.*)", index.text).groups()
+        assert head + rest == INDEX and 'l.replace(p + "/" + l.search + l.hash)' in script
+        assert requests.get(f"{url}/index.html", timeout=5).text == index.text
         script = requests.get(f"{url}/main.abc.js", timeout=5)
         assert script.headers["Content-Type"].split(";")[0] in ("application/javascript", "text/javascript"), "a module script"
         assert requests.get(f"{url}/assets/flink.svg", timeout=5).headers["Content-Type"] == "image/svg+xml"

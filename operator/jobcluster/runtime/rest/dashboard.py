@@ -17,13 +17,23 @@ get their content type (the dashboard's scripts are ES modules, which browsers
 refuse under any other type), ``Cache-Control: private, max-age=300``, and
 ``Last-Modified`` with 304 answers (aiohttp's FileResponse); a path outside the
 folder is refused.
+
+One addition to ``index.html``: the dashboard's URLs are relative to the page
+(``<base href="./">``), which works only when the page's path ends with ``/``.
+Behind YARN's web proxy the page may be opened as ``/proxy/<application id>``,
+and the proxy asks this endpoint for ``/`` whether the slash was there or not
+(and follows any redirect itself), so the endpoint cannot tell; a line of script
+first in the page moves a page without it to the path with it
+(:func:`index_html`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -43,6 +53,12 @@ FLINK_WEB_URL = (
 DOWNLOAD_TIMEOUT = (10.0, 120.0)  # seconds: connect, read (the jar is 4 MB)
 CACHE_CONTROL = "private, max-age=300"  # Flink's StaticFileServerHandler's
 _COMPLETE = ".complete"
+#: First in index.html's head: a page whose path does not end with "/" (nor names the file) goes to the path with it.
+_TRAILING_SLASH_SCRIPT = (
+    b"<script>(function (l) { var p = l.pathname;"
+    rb' if (p.slice(-1) !== "/" && !/\/index\.html$/.test(p)) { l.replace(p + "/" + l.search + l.hash); } })(location);</script>'
+)
+_HEAD = re.compile(rb"<head(\s[^>]*)?>", re.IGNORECASE)
 
 
 def default_dashboard_dir(environ: dict[str, str] | None = None) -> Path:
@@ -115,10 +131,23 @@ def add_dashboard_routes(app: web.Application, directory: Path) -> None:
             return web.Response(status=403, text="Forbidden.")
         if not path.is_file():
             raise web.HTTPNotFound()  # what an unknown REST path gets too: Flink's JSON error
+        if name == "index.html":
+            html = await asyncio.to_thread(index_html, path)
+            return web.Response(body=html, content_type="text/html", charset="utf-8", headers={"Cache-Control": CACHE_CONTROL})
         return web.FileResponse(path, headers={"Cache-Control": CACHE_CONTROL})
 
     app.router.add_get("/", serve)
     app.router.add_get("/{path:.+}", serve)
+
+
+def index_html(path: Path) -> bytes:
+    """The dashboard's ``index.html`` at ``path`` with the trailing-slash script first in its head (see the module
+    docstring); unchanged when it has no head."""
+    html = path.read_bytes()
+    head = _HEAD.search(html)
+    if head is None:
+        return html
+    return html[: head.end()] + _TRAILING_SLASH_SCRIPT + html[head.end() :]
 
 
 def _not_installed(directory: Path) -> web.Response:
