@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict[str, str]) -> int:
     """Run the TaskExecutor of ``launch`` until it must end (its ResourceManager is gone, a signal); returns 0."""
     cluster_dir, host, resource_id = launch.location.cluster_dir, launch.location.bind_host, launch.resource_id
+    own_log = log_to_own_file(launch.location.log_dir)  # first: where its stderr is no file, the file has every line
     config = load_configuration(cluster_dir, dynamic_properties)
     spec = task_executor_process_spec_from_config(config)
     log.info("TaskExecutor %s: %d slots, JVM options for Spark executors %s", resource_id, spec.num_slots, spec.jvm_args())
@@ -70,7 +71,7 @@ async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict
         spark_worker,
         on_fatal,
         spark_master=launch.settings.spark_master,
-        logs=TaskExecutorLogs(launch.location.log_dir, resource_id, log_to_own_file(launch.location.log_dir), host),
+        logs=TaskExecutorLogs(launch.location.log_dir, resource_id, own_log, host),
     )
     for sig in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(sig, functools.partial(_end, done, f"received {sig.name}"))
