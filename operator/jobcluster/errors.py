@@ -64,6 +64,10 @@ class NotFoundError(JobClusterError):
     """What a call named does not exist: an object of the platform (a Kubernetes 404), a job (Flink's REST 404)."""
 
 
+class UnknownTaskExecutorError(NotFoundError):
+    """No TaskExecutor of that ResourceID is registered at the ResourceManager (never was, or it ended)."""
+
+
 class AlreadyExistsError(JobClusterError):
     """What a call was to create exists already (Kubernetes' 409 AlreadyExists); transient, as an object being
     deleted still holds its name until the garbage collector is done with it."""

@@ -95,6 +95,10 @@ def test_the_dashboard_shows_a_running_and_an_ended_job_with_its_taskmanager_and
             browser.wait_for_text(f"{task_heap_mb:.0f}", PAGE_TIMEOUT)  # the memory model's task heap, as the page writes it
             browser.wait_for_text("G1_Young_Generation", PAGE_TIMEOUT)  # the executor JVM's collectors, reported by Spark
             browser.screenshot("taskmanager-memory")
+            # its logs, which its TaskExecutor hands out: its own first (its process's output file on local)
+            logs = requests.get(f"{rest}/taskmanagers/{manager['id']}/logs", timeout=10).json()["logs"]
+            assert [entry["name"] for entry in logs][:2] == [f"{manager['id']}.log", f"spark-worker-{manager['id']}.log"], logs
+            assert "registered at the ResourceManager" in requests.get(f"{rest}/taskmanagers/{manager['id']}/log", timeout=10).text
             _assert_jvm_metrics(requests.get(f"{rest}/taskmanagers/{manager['id']}", timeout=10).json(), manager)
 
             page("/job-manager/metrics")

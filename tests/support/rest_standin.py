@@ -21,6 +21,7 @@ from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperation
 from jobcluster.runtime.jobmaster.spark_application import SparkUi
 from jobcluster.runtime.messages import TaskExecutorRegistration
 from jobcluster.runtime.resourcemanager.resource_manager import task_manager_info
+from jobcluster.runtime.rest.dashboard_views import TaskManagerLogSource
 from jobcluster.runtime.rest.endpoint import RestEndpoint
 from jobcluster.spark.checkpoints import SavepointError
 
@@ -187,9 +188,13 @@ def registration() -> TaskExecutorRegistration:
 
 
 def with_endpoint(
-    scenario: Callable[[str, StandInDispatcher], None], dispatcher: StandInDispatcher | None = None, **endpoint_options: Any
+    scenario: Callable[[str, StandInDispatcher], None],
+    dispatcher: StandInDispatcher | None = None,
+    task_manager_logs: TaskManagerLogSource | None = None,
+    **endpoint_options: Any,
 ) -> None:
     """Run ``scenario(url, dispatcher)`` (blocking, in a thread) against a real RestEndpoint with token ``TOKEN``;
+    ``task_manager_logs``: where the TaskManagers' logs come from (none: they have none);
     ``endpoint_options``: RestEndpoint's keyword arguments (``dashboard``, ``configuration``, ``log_dir``)."""
 
     async def task_managers() -> list[dict[str, Any]]:
@@ -202,6 +207,8 @@ def with_endpoint(
         endpoint = RestEndpoint("127.0.0.1", 0, "test", TOKEN, **endpoint_options)
         standin = dispatcher or StandInDispatcher()
         await endpoint.start()
+        if task_manager_logs is not None:
+            endpoint.serve_task_manager_logs(task_manager_logs)
         endpoint.serve(standin, task_managers, resource_overview)  # type: ignore[arg-type]
         try:
             await asyncio.to_thread(scenario, endpoint.url, standin)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
+import re
 import threading
 import zipfile
 from pathlib import Path
@@ -19,13 +20,15 @@ from pathlib import Path
 import pytest
 import requests
 
+from jobcluster.errors import RpcError, UnknownTaskExecutorError
 from jobcluster.runtime.rest.dashboard import dashboard_installed, fetch_dashboard
 from jobcluster.runtime.rest.dashboard_additions import STATIC_DIR, with_additions
 from jobcluster.runtime.rest.flink_bodies import PROGRAM_FAILURE_NAME
+from jobcluster.runtime.taskexecutor.log_files import TaskExecutorLogs
 from tests.support.rest_standin import JOB_ID, VERTEX_ID, StandInDispatcher, with_endpoint
 from tests.support.rest_standin import TOKEN as STANDIN_TOKEN
 
-INDEX = "<!doctype html><base href='./'><script type='module' src='main.abc.js'></script>"
+INDEX = "<!doctype html><html><head><base href='./'><script type='module' src='main.abc.js'></script></head></html>"
 
 
 def installed(tmp_path: Path) -> Path:
@@ -42,8 +45,12 @@ def installed(tmp_path: Path) -> Path:
 def test_the_dashboard_is_served_at_the_root_with_flinks_types_and_cache_headers(tmp_path):
     def scenario(url, dispatcher):
         index = requests.get(f"{url}/", timeout=5)
-        assert index.status_code == 200 and index.text == with_additions(INDEX) and index.headers["Content-Type"].startswith("text/html")
+        assert index.status_code == 200 and index.headers["Content-Type"] == "text/html; charset=utf-8"
         assert index.headers["Cache-Control"] == "private, max-age=300"
+        # first in its head: the script that gives a page opened without its final slash (YARN's proxy) one
+        head, script, rest = re.fullmatch("(.*<head>)(<script>.*?</script>)(.*)", index.text).groups()
+        assert head + rest == with_additions(INDEX) and 'l.replace(p + "/" + l.search + l.hash)' in script
+        assert requests.get(f"{url}/index.html", timeout=5).text == index.text
         script = requests.get(f"{url}/main.abc.js", timeout=5)
         assert script.headers["Content-Type"].split(";")[0] in ("application/javascript", "text/javascript"), "a module script"
         assert requests.get(f"{url}/assets/flink.svg", timeout=5).headers["Content-Type"] == "image/svg+xml"
@@ -172,7 +179,7 @@ def test_the_job_manager_pages_show_its_configuration_masked_its_logs_but_not_th
     logs = tmp_path / "log"
     logs.mkdir()
     (logs / "jobmanager.log").write_text("INFO up\n")
-    (logs / "tm-1.log").write_text("INFO registered\n")
+    (logs / "tm-1.log").write_text("INFO registered\n")  # local: the TaskManagers log into the same directory
     (logs / "driver.out.1").write_text("the user's data\n")
 
     def scenario(url, dispatcher):
@@ -190,14 +197,70 @@ def test_the_job_manager_pages_show_its_configuration_masked_its_logs_but_not_th
         assert any(t["threadName"] == "MainThread" and "\tat " in t["stringifiedThreadInfo"] for t in threads)
         manager = requests.get(f"{url}/taskmanagers/tm-1", timeout=5).json()
         assert manager["memoryConfiguration"]["taskHeap"] == 512 << 20 and manager["metrics"]["heapUsed"] == 0
-        assert [e["name"] for e in requests.get(f"{url}/taskmanagers/tm-1/logs", timeout=5).json()["logs"]] == ["tm-1.log"]
-        assert requests.get(f"{url}/taskmanagers/tm-1/log", timeout=5).text == "INFO registered\n"
         assert requests.get(f"{url}/taskmanagers/tm-2", timeout=5).status_code == 404
         for path in ("/jobmanager/profiler", "/taskmanagers/tm-1/profiler"):
             off = requests.get(f"{url}{path}", timeout=5)
             assert off.status_code == 404 and off.headers["Content-Type"].startswith("text/plain"), "off, without an error popup"
 
     with_endpoint(scenario, configuration={"parallelism.default": "4", "s3.secret-key": "hidden"}, log_dir=logs)
+
+
+class OneTaskManagersLogs:
+    """The ResourceManager's part in a TaskManager's logs, for the TaskExecutor ``logs`` (its real files):
+    any other id is not registered; ``answering=False``: it does not answer (the ask timed out)."""
+
+    def __init__(self, logs: TaskExecutorLogs, answering: bool = True) -> None:
+        self.logs, self.answering = logs, answering
+
+    def _check(self, resource_id: str) -> None:
+        if resource_id != self.logs.resource_id:
+            raise UnknownTaskExecutorError(f"TaskManager {resource_id} is not registered (it may have ended)")
+        if not self.answering:
+            raise RpcError("call taskexecutor.request_log_list at http://127.0.0.1:1 failed: TimeoutError()")
+
+    async def request_task_manager_log_list(self, resource_id: str) -> list[dict]:
+        self._check(resource_id)
+        return self.logs.log_list()
+
+    async def request_task_manager_log_file(self, resource_id: str, name: str | None) -> dict | None:
+        self._check(resource_id)
+        text = self.logs.read(name, max_bytes=64)
+        return text.to_dict() if text is not None else None
+
+
+def test_a_task_managers_logs_are_its_task_executors_files_and_a_gone_one_is_a_clear_404(tmp_path):
+    logs = tmp_path / "log"  # laid out as on local: one directory for the JobManager and every TaskManager
+    executor = logs / "tm-1-work" / "app-20250101000000-0000" / "0"
+    executor.mkdir(parents=True)
+    (logs / "tm-1.log").write_text("INFO registered at the ResourceManager\n")
+    (logs / "spark-worker-tm-1.log").write_text("INFO Worker: Successfully registered with master\n" * 4)
+    (executor / "stderr").write_text("INFO Executor: Running task 0.0\n")
+    (executor / "stdout").write_text("what the program's functions print\n")
+    (logs / "driver.out").write_text("the user's data\n")
+    source = OneTaskManagersLogs(TaskExecutorLogs(logs, "tm-1", logs / "tm-1.log", "h"))
+    executor_log = "spark-executor-0-app-20250101000000-0000.stderr"
+
+    def scenario(url, dispatcher):
+        listed = requests.get(f"{url}/taskmanagers/tm-1/logs", timeout=5).json()["logs"]
+        assert [e["name"] for e in listed] == ["tm-1.log", "spark-worker-tm-1.log", executor_log]
+        assert all(isinstance(e["size"], int) and e["mtime"] > 1_600_000_000_000 for e in listed), "bytes, ms"
+        own = requests.get(f"{url}/taskmanagers/tm-1/log", timeout=5)
+        assert own.text == "INFO registered at the ResourceManager\n" and own.headers["Content-Type"].startswith("text/plain")
+        assert requests.get(f"{url}/taskmanagers/tm-1/logs/{executor_log}", timeout=5).text == "INFO Executor: Running task 0.0\n"
+        worker = requests.get(f"{url}/taskmanagers/tm-1/logs/spark-worker-tm-1.log", timeout=5).text
+        note, _, _ = worker.partition("\n")
+        assert note.startswith("[jobcluster: the first ") and note.endswith(f"{logs / 'spark-worker-tm-1.log'} on h]"), note
+        assert worker.endswith("INFO Worker: Successfully registered with master\n"), "its end, from a whole line on"
+        for private in ("driver.out", "stdout", "..%2Fdriver.out", "tm-2.log"):
+            assert requests.get(f"{url}/taskmanagers/tm-1/logs/{private}", timeout=5).status_code == 404, private
+        gone = requests.get(f"{url}/taskmanagers/tm-2/logs", timeout=5)
+        assert gone.status_code == 404 and gone.json() == {"errors": ["TaskManager tm-2 is not registered (it may have ended)"]}
+        assert requests.get(f"{url}/taskmanagers/tm-2/log", timeout=5).status_code == 404
+        source.answering = False
+        silent = requests.get(f"{url}/taskmanagers/tm-1/log", timeout=5)
+        assert silent.status_code == 503 and "did not hand out its logs" in silent.json()["errors"][0]
+
+    with_endpoint(scenario, task_manager_logs=source, log_dir=logs)
 
 
 def test_a_checkpoints_details_are_its_committed_micro_batch_under_the_programs_vertex():

@@ -20,6 +20,7 @@ from jobcluster.memory.taskexecutor import task_executor_process_spec_from_confi
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager
 from jobcluster.runtime.taskexecutor.gateway import TaskExecutorGateway
+from jobcluster.runtime.taskexecutor.log_files import TaskExecutorLogs
 from jobcluster.runtime.taskexecutor.task_executor import TaskExecutor, TaskExecutorSettings
 from tests.support.fakes import CLUSTER_CONFIG, RecordingDriver
 from tests.support.fakes import resource_manager as make_resource_manager
@@ -49,7 +50,12 @@ def resource_manager(service: RpcService, tmp_path: Path) -> ResourceManager:
 
 
 def task_executor(
-    service: RpcService, rm_address: str, ended: asyncio.Future[str], registration_timeout: float = 10.0, heartbeat_timeout: float = 60.0
+    service: RpcService,
+    rm_address: str,
+    ended: asyncio.Future[str],
+    registration_timeout: float = 10.0,
+    heartbeat_timeout: float = 60.0,
+    logs: TaskExecutorLogs | None = None,
 ) -> TaskExecutor:
     async def on_fatal(reason: str) -> None:
         if not ended.done():
@@ -58,7 +64,7 @@ def task_executor(
     settings = TaskExecutorSettings(
         registration_timeout, heartbeat_timeout, initial_registration_backoff=0.05, max_registration_backoff=0.2
     )
-    return TaskExecutor(service, "tm-1", SPEC, rm_address, "rm-1", settings, no_spark_worker, on_fatal)
+    return TaskExecutor(service, "tm-1", SPEC, rm_address, "rm-1", settings, no_spark_worker, on_fatal, logs=logs)
 
 
 def test_a_task_executor_started_before_its_resource_manager_registers_once_it_answers(tmp_path):

@@ -439,7 +439,9 @@ WEB_DASHBOARD_DIR = ConfigOption(
     None,
     description="Folder of Flink's web dashboard that the REST endpoint serves at / (the web/ folder of "
     "flink-runtime-web). Unset: $JOBCLUSTER_CACHE/flink-runtime-web-<version>/web where the JobManager runs "
-    "(default ~/.cache/jobcluster), which `python -m jobcluster.runtime.rest.dashboard` fills.",
+    "(default ~/.cache/jobcluster), which `python -m jobcluster.runtime.rest.dashboard` fills; on yarn-per-job, "
+    "the client's copy, which it ships to the ApplicationMaster (fetched first when missing). Set, it names a folder "
+    "on the JobManager's machine, and nothing is shipped.",
 )
 
 CLUSTER_STAGING_KEEP = ConfigOption(

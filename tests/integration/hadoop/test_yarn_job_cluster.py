@@ -30,9 +30,12 @@ from jobcluster.config.loader import load_configuration
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
 from jobcluster.memory.size import MiB
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.runtime.rest.dashboard import FLINK_WEB_VERSION
+from tests.e2e.test_web_dashboard import KNOWN_MISSING
 from tests.infra.hadoop.cluster import HadoopCluster
 from tests.integration.hadoop.test_wordcount_hdfs import CORPUS, count_words
 from tests.integration.hadoop.test_yarn_client import hadoop_conf, paths, yarn  # noqa: F401 - fixtures
+from tests.support.browser import headless_chromium
 
 pytestmark = pytest.mark.hadoop
 
@@ -148,10 +151,14 @@ def test_configuration_errors_are_refused_before_anything_runs(
     assert "no-such-queue" in result.stderr and "Error:" in result.stderr, result.stderr
 
 
-def test_detached_run_container_sizes_list_and_cancel(
+@pytest.mark.browser
+def test_detached_run_container_sizes_dashboard_list_and_cancel(
     cli_env: dict[str, str],
     yarn: YarnClient,  # noqa: F811
     hadoop_conf: HadoopConfiguration,  # noqa: F811
+    hadoop_cluster: HadoopCluster,
+    paths: HdfsPaths,  # noqa: F811
+    browser_artefacts: Path,
     yarn_clean: None,
 ) -> None:
     settings = ("-D", "taskmanager.numberOfTaskSlots=2", "-D", "yarn.tags=Nightly,team-a")
@@ -174,6 +181,11 @@ def test_detached_run_container_sizes_list_and_cancel(
     am = next(cid for cid in containers if cid.endswith("_000001"))
     assert containers.pop(am) == -(-jm_mib // 256) * 256
     assert sorted(containers.values()) == [tm_mib, tm_mib]
+
+    # the dashboard went to HDFS once, for every job: an archive named by its content, readable by all (PUBLIC)
+    (shared,) = paths.client.list(f"{paths.staging_base(None)}/{STAGING_ROOT}/dashboard", status=True)
+    assert shared[0].startswith(f"flink-web-{FLINK_WEB_VERSION}-") and shared[1]["permission"] == "644", shared
+    _dashboard_and_task_manager_logs_through_yarns_proxy(hadoop_cluster, application, job_id, browser_artefacts)
 
     listed = cli(cli_env, "list", "-t", "yarn-per-job")
     assert listed.returncode == 0, listed.stderr
@@ -372,3 +384,68 @@ def test_memory_heavy_job_stays_inside_its_containers(
     application = application_id_in(result.stderr)
     assert f"YARN application {application} FINISHED with final status SUCCEEDED" in result.stderr, result.stderr
     assert pmem_kills(hadoop_cluster, application) == []
+
+
+PAGE_TIMEOUT = 60  # seconds for a dashboard page to show what it must (it polls every 3 s; the machine is busy)
+
+
+def _dashboard_and_task_manager_logs_through_yarns_proxy(
+    hadoop_cluster: HadoopCluster, application: str, job_id: str, artefacts: Path
+) -> None:
+    """Flink's web dashboard, which the client shipped, through YARN's web proxy (in the ResourceManager) at the
+    tracking URL YARN gives for the application, opened without its final slash as a user may type it; and a
+    TaskManager's logs, which its TaskExecutor hands out, through the same proxy."""
+    rm = hadoop_cluster.resourcemanager_web_url
+    app = requests.get(f"{rm}/ws/v1/cluster/apps/{application}", headers={"Accept": "application/json"}, timeout=10).json()["app"]
+    tracking = app["trackingUrl"]
+    assert urlsplit(tracking).path == f"/proxy/{application}/", tracking
+
+    managers = wait_for(
+        lambda: len(found := requests.get(f"{tracking}taskmanagers", timeout=10).json()["taskmanagers"]) == 2 and found,
+        "both TaskManagers through the proxy",
+        timeout=60,
+    )
+    manager = managers[0]["id"]
+
+    def listed() -> list[str]:
+        return [entry["name"] for entry in requests.get(f"{tracking}taskmanagers/{manager}/logs", timeout=10).json()["logs"]]
+
+    # its own log (the container's stderr), its Spark worker's, and, once Spark started them, its executors' stderr
+    names = wait_for(lambda: (names := listed()) and names[-1].startswith("spark-executor-") and names, "an executor's log", 120)
+    assert names[:2] == ["taskmanager.err", f"spark-worker-{manager}.log"], names
+    own = requests.get(f"{tracking}taskmanagers/{manager}/log", timeout=10)
+    assert own.headers["Content-Type"].startswith("text/plain") and "registered at the ResourceManager" in own.text, own.text[-2000:]
+    executor = requests.get(f"{tracking}taskmanagers/{manager}/logs/{names[-1]}", timeout=10).text
+    assert "CoarseGrainedExecutorBackend" in executor, executor[-2000:]
+
+    # YARN's proxy passes the endpoint's answers with their types (Jetty respells them): the page, its ES modules, JSON
+    def media_type(url: str) -> str:
+        return requests.get(url, timeout=10).headers["Content-Type"].split(";")[0].strip()
+
+    index = requests.get(tracking, timeout=10).text
+    module = re.search(r'<script src="(main\.[0-9a-f]+\.js)" type="module">', index).group(1)
+    assert media_type(tracking) == "text/html" and media_type(f"{tracking}config") == "application/json"
+    assert media_type(f"{tracking}{module}") in ("application/javascript", "text/javascript"), "what a module script needs"
+
+    def before_the_slash(url: str) -> bool:
+        # the page opened at /proxy/<application>: Chromium's preload scanner asks for its module scripts one level up
+        # (/proxy/runtime.<hash>.js, which YARN's proxy refuses, 500) before the page's first script moves it to .../
+        path = urlsplit(url).path
+        return path.startswith("/proxy/") and path.count("/") == 2 and path != f"/proxy/{application}"
+
+    with headless_chromium(artefacts) as browser:
+        browser.open(tracking.rstrip("/"))
+        browser.wait_for_text("Running Jobs", PAGE_TIMEOUT)
+        browser.wait_for_text("waits", PAGE_TIMEOUT)
+        assert urlsplit(browser.driver.current_url).path == f"/proxy/{application}/", browser.driver.current_url
+        browser.open(f"{tracking}?page=job#/job/running/{job_id}/overview")
+        browser.wait_for_text("PySpark: waits.py", PAGE_TIMEOUT)
+        browser.wait_for_text("RUNNING", PAGE_TIMEOUT)
+        browser.screenshot("yarn-proxy-job")
+
+        errors = [e for e in browser.console_errors() if not before_the_slash(e.message.split(" ", 1)[0])]
+        assert errors == [], "the dashboard logged errors"
+        failed = [(r.method, r.url, r.status) for r in browser.requests() if r.status is not None and r.status >= 400]
+        assert [f for f in failed if not KNOWN_MISSING.search(f[1]) and not before_the_slash(f[1])] == [], "paths not answered"
+        asked = browser.paths(tracking)
+        assert {"/config", "/overview", "/jobs/overview", f"/jobs/{job_id}"} <= asked, asked

@@ -242,6 +242,7 @@ def test_a_streaming_word_count_on_kubernetes_is_exactly_once_through_pod_losses
     with port_forward(k8s_cluster, namespace, f"svc/{cluster_a}-rest", 8081) as local_rest:
         _dashboard_shows_the_stream(local_rest, job, f"{cluster_a}-taskmanager-", browser_artefacts)
         _spark_ui_shows_the_stream(local_rest, query["name"])
+        _task_manager_logs_are_served(local_rest)
     step("the dashboard and Spark's UI through a port-forward")
 
     # A savepoint while the job runs; more records; then stop-with-savepoint into the default directory, on the volume.
@@ -326,3 +327,14 @@ def _jvm_metrics_arrive(rest: str) -> None:
             return requests.get(f"{rest}/taskmanagers/{tm_id}", timeout=10).json()["metrics"]["heapUsed"]
 
         wait_for(executor, PAGE_TIMEOUT, interval=1, what=f"the JVM metrics of {manager['id']}'s executor")
+
+
+def _task_manager_logs_are_served(rest: str) -> None:
+    """A TaskManager pod's logs, which its TaskExecutor hands out: its own log (a file it writes beside the container's
+    log, which is its stderr), its Spark worker's; its own log holds its registration."""
+    manager = requests.get(f"{rest}/taskmanagers", timeout=10).json()["taskmanagers"][0]["id"]
+    names = [entry["name"] for entry in requests.get(f"{rest}/taskmanagers/{manager}/logs", timeout=10).json()["logs"]]
+    assert names[:2] == ["taskmanager.log", f"spark-worker-{manager}.log"], names
+    assert any(name.startswith("spark-executor-") and name.endswith(".stderr") for name in names), names
+    own = requests.get(f"{rest}/taskmanagers/{manager}/log", timeout=10)
+    assert own.status_code == 200 and "registered at the ResourceManager" in own.text, own.text[-2000:]

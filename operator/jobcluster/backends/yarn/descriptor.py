@@ -6,7 +6,8 @@ YARN's Java client with bounded retries, create the application, check the
 ClusterSpecification against the cluster (validation.py), ship the Python
 environment (pyenv.py, cached), stage the program, JobGraph, effective
 configuration and the cluster secret under ``<staging base>/.jobcluster/<application id>/``
-(mode 700), submit the ApplicationMaster (entrypoint.py) with them as
+(mode 700), ship Flink's web dashboard to the ApplicationMaster (dashboard_files.py,
+shared), submit the ApplicationMaster (entrypoint.py) with them as
 LocalResources, and follow the ApplicationReport until RUNNING, when the
 ApplicationMaster has registered its REST endpoint. Any failure on the way
 kills the application and removes the staging directory (submission.py).
@@ -35,9 +36,11 @@ from jobcluster.backends.yarn.container_env import (
     encode_local_resources,
 )
 from jobcluster.backends.yarn.container_requests import ContainerResource
+from jobcluster.backends.yarn.dashboard_files import client_dashboard, ship_dashboard
 from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnDeploymentError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration, hadoop_conf_dir
+from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
 from jobcluster.backends.yarn.options import YarnOptions, application_id, job_id_of_tags, task_manager_cpu_cores, vcores_of, yarn_options
 from jobcluster.backends.yarn.pyenv import container_python
 from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
@@ -198,17 +201,26 @@ class YarnClusterDescriptor(ClusterDescriptor):
             resource=ContainerResource(job.spec.master_memory_mib, opts.am_vcores),
             command=application_master_command([python.executable, "-m", ENTRYPOINT_MODULE]),
             environment={
+                # what the TaskExecutor containers get too: not the dashboard, which only the JobManager serves
                 ENV_LOCAL_RESOURCES: encode_local_resources(resources),
                 ENV_STAGING_BASE: staging.base,
                 ENV_CONTAINER_PYTHON: python.executable,
             },
-            local_resources=resources,
+            local_resources=(*resources, *self._dashboard(job.config, paths, staging.base)),
             queue=opts.queue,
             priority=opts.priority,
             node_label=opts.node_label,
             tags=opts.tags,
             attempts=opts.attempts,
         )
+
+    def _dashboard(self, config: Configuration, paths: HdfsPaths, staging_base: str) -> tuple[LocalResourceDescriptor, ...]:
+        """Flink's web dashboard for the ApplicationMaster, shared on HDFS; none when the client has none to ship or
+        ``jobcluster.web.dashboard-dir`` names the nodes' own copy (dashboard_files.py)."""
+        directory = client_dashboard(config, self.progress)
+        if directory is None:
+            return ()
+        return (ship_dashboard(paths, staging_base, directory, self.progress).resource,)
 
     def _report_state(self, report: ApplicationReport) -> None:
         if report.state == "ACCEPTED":

@@ -63,13 +63,13 @@ from pathlib import Path
 from typing import Any
 
 import venv_pack
-from hdfs.util import HdfsError
 
 import jobcluster
 from jobcluster.backends.yarn.config_options import YARN_PYTHON
 from jobcluster.backends.yarn.errors import PythonEnvironmentError
-from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType, LocalResourceVisibility, visibility_for
-from jobcluster.backends.yarn.staging import STAGING_ROOT, HdfsPaths, hdfs_errors
+from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType
+from jobcluster.backends.yarn.shared_files import is_complete, shared_directory, shared_resource, upload_atomically
+from jobcluster.backends.yarn.staging import HdfsPaths, hdfs_errors
 
 ENVIRONMENT_KEY = "environment"
 """The archive's name in a container's working directory."""
@@ -350,71 +350,30 @@ def ship_environment(
     paths: HdfsPaths, staging_base: str, packed: PackedEnvironment, progress: Progress = _no_progress
 ) -> ShippedEnvironment:
     """The packed environment on HDFS under ``<staging_base>/.jobcluster/python/``, uploaded unless a file of the
-    same name and size is there already; described as an ARCHIVE, PUBLIC where HDFS permissions allow.
+    same name and size is there already; described as an ARCHIVE, PUBLIC where HDFS permissions allow
+    (``shared_files.py``).
 
     Raises:
         StagingError: HDFS refused or is unreachable.
     """
     started = time.monotonic()
-    directory = posixpath.join(staging_base, STAGING_ROOT, SHARED_DIR)
+    directory = shared_directory(staging_base, SHARED_DIR)
     remote = posixpath.join(directory, packed.name)
     size = packed.path.stat().st_size
-    client = paths.client
     with hdfs_errors(f"cannot read the status of {paths.qualify(remote)}"):
-        existing = client.status(remote, strict=False)
-    uploaded = not _is_complete(existing, size)
+        existing = paths.client.status(remote, strict=False)
+    uploaded = not is_complete(existing, size)
     if uploaded:
         progress(f"Uploading the Python environment ({size / (1 << 20):.0f} MiB) to {paths.qualify(directory)} (once per environment) ...")
         if existing is not None:  # a file of that name but not of that size: an upload cut short before renames were atomic
             with hdfs_errors(f"cannot replace {paths.qualify(remote)}"):
-                client.delete(remote)
-        _upload_atomically(paths, packed.path, directory, remote, size)
-    resource = paths.describe(remote, ENVIRONMENT_KEY, LocalResourceType.ARCHIVE, _visibility(paths, remote))
+                paths.client.delete(remote)
+        upload_atomically(paths, packed.path, remote)
+    resource = shared_resource(paths, remote, ENVIRONMENT_KEY, LocalResourceType.ARCHIVE)
     seconds = time.monotonic() - started
     if uploaded:
         progress(f"Uploaded the Python environment in {seconds:.0f} s")
     return ShippedEnvironment(resource, uploaded, seconds)
-
-
-def _is_complete(status: dict[str, Any] | None, size: int) -> bool:
-    return status is not None and status["type"] == "FILE" and int(status["length"]) == size
-
-
-def _upload_atomically(paths: HdfsPaths, local: Path, directory: str, remote: str, size: int) -> None:
-    """Upload under a temporary name, then rename: a reader never sees a partial archive, and when two
-    clients upload the same environment at once, the one whose rename finds the file there keeps that."""
-    client = paths.client
-    for parent in _ancestors(directory)[-2:]:  # .jobcluster and python/: traversable by everyone
-        with hdfs_errors(f"cannot read the status of {paths.qualify(parent)}"):
-            exists = client.status(parent, strict=False) is not None
-        if not exists:
-            paths.ensure_directory(parent, "755")
-    partial = f"{remote}.{uuid.uuid4().hex}.partial"
-    try:
-        with hdfs_errors(f"cannot upload {local} to {paths.qualify(remote)}"), open(local, "rb") as data:
-            client.write(partial, data=data, overwrite=True, permission="644")
-        with hdfs_errors(f"cannot rename {paths.qualify(partial)} to {paths.qualify(remote)}"):
-            try:
-                client.rename(partial, remote)
-            except HdfsError:
-                if not _is_complete(client.status(remote, strict=False), size):
-                    raise
-    finally:
-        with hdfs_errors(f"cannot remove {paths.qualify(partial)}"):
-            client.delete(partial)
-
-
-def _ancestors(path: str) -> list[str]:
-    """``/a/b/c`` → ``["/", "/a", "/a/b", "/a/b/c"]``."""
-    parts = [p for p in path.split("/") if p]
-    return ["/"] + ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
-
-
-def _visibility(paths: HdfsPaths, remote: str) -> LocalResourceVisibility:
-    with hdfs_errors(f"cannot read the permissions of {paths.qualify(remote)}"):
-        file_permission = paths.client.status(remote)["permission"]
-        ancestors = [paths.client.status(p)["permission"] for p in _ancestors(posixpath.dirname(remote))]
-    return visibility_for(file_permission, ancestors)
 
 
 def container_python(

@@ -253,6 +253,7 @@ class JobClusterEntrypoint:
         and of the TaskManagers; a fatal error of the ResourceManager fails the job."""
         stack.push_async_callback(rpc.stop_endpoint, dispatcher)
         await rpc.start_endpoint(dispatcher)
+        rest.serve_task_manager_logs(resource_manager)
         rest.serve(
             dispatcher,
             resource_manager.request_task_manager_info,

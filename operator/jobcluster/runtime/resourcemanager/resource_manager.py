@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobcluster.config.configuration import Configuration
-from jobcluster.errors import JobClusterError, RpcError
+from jobcluster.errors import JobClusterError, RpcError, UnknownTaskExecutorError
 from jobcluster.heartbeat.manager import HeartbeatManager
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.size import format_memory_size
@@ -308,6 +308,33 @@ class ResourceManager(FencedRpcEndpoint):
         Raises KeyError when it is not registered, RpcError when it does not answer within the ask timeout.
         """
         return await self._task_executors[resource_id].gateway.request_metrics()
+
+    @rpc
+    async def request_task_manager_log_list(self, resource_id: str) -> list[dict[str, Any]]:
+        """The log files the TaskExecutor ``resource_id`` serves, as it lists them (Flink's ``requestTaskManagerLogList``).
+
+        Raises:
+            UnknownTaskExecutorError: no such TaskExecutor is registered.
+            RpcError: it did not answer within the ask timeout, or failed.
+        """
+        return await self._task_executor_gateway(resource_id).request_log_list()
+
+    @rpc
+    async def request_task_manager_log_file(self, resource_id: str, name: str | None) -> dict[str, Any] | None:
+        """The log file ``name`` (None: its own log) of the TaskExecutor ``resource_id`` as it hands it out, None when
+        it has no such file (Flink's ``requestTaskManagerFileUploadByName``).
+
+        Raises:
+            UnknownTaskExecutorError: no such TaskExecutor is registered.
+            RpcError: it did not answer within the ask timeout, or failed.
+        """
+        return await self._task_executor_gateway(resource_id).request_log_file(name)
+
+    def _task_executor_gateway(self, resource_id: str) -> TaskExecutorGateway:
+        conn = self._task_executors.get(resource_id)
+        if conn is None:
+            raise UnknownTaskExecutorError(f"TaskManager {resource_id} is not registered (it may have ended)")
+        return conn.gateway
 
     @rpc
     async def request_resource_overview(self) -> dict[str, Any]:

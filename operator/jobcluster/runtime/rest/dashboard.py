@@ -18,13 +18,23 @@ type (the dashboard's scripts are ES modules, which browsers refuse under any
 other type), ``Cache-Control: private, max-age=300``, and ``Last-Modified`` with
 304 answers (aiohttp's FileResponse; not for the index); a path outside the
 folder is refused.
+
+One addition to ``index.html``: the dashboard's URLs are relative to the page
+(``<base href="./">``), which works only when the page's path ends with ``/``.
+Behind YARN's web proxy the page may be opened as ``/proxy/<application id>``,
+and the proxy asks this endpoint for ``/`` whether the slash was there or not
+(and follows any redirect itself), so the endpoint cannot tell; a line of script
+first in the page moves a page without it to the path with it
+(:func:`index_html`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -34,7 +44,7 @@ from pathlib import Path
 import requests
 from aiohttp import web
 
-from jobcluster.runtime.rest.dashboard_additions import add_addition_routes, index_response
+from jobcluster.runtime.rest.dashboard_additions import add_addition_routes, with_additions
 
 #: The pinned dashboard: Flink's release whose REST API the endpoint speaks (Flink's CLI of tests/infra/flink too).
 FLINK_WEB_VERSION = "1.20.3"
@@ -46,6 +56,12 @@ FLINK_WEB_URL = (
 DOWNLOAD_TIMEOUT = (10.0, 120.0)  # seconds: connect, read (the jar is 4 MB)
 CACHE_CONTROL = "private, max-age=300"  # Flink's StaticFileServerHandler's
 _COMPLETE = ".complete"
+#: First in index.html's head: a page whose path does not end with "/" (nor names the file) goes to the path with it.
+_TRAILING_SLASH_SCRIPT = (
+    b"<script>(function (l) { var p = l.pathname;"
+    rb' if (p.slice(-1) !== "/" && !/\/index\.html$/.test(p)) { l.replace(p + "/" + l.search + l.hash); } })(location);</script>'
+)
+_HEAD = re.compile(rb"<head(\s[^>]*)?>", re.IGNORECASE)
 
 
 def default_dashboard_dir(environ: dict[str, str] | None = None) -> Path:
@@ -118,13 +134,24 @@ def add_dashboard_routes(app: web.Application, directory: Path) -> None:
             return web.Response(status=403, text="Forbidden.")
         if not path.is_file():
             raise web.HTTPNotFound()  # what an unknown REST path gets too: Flink's JSON error
-        if path == root / "index.html":
-            return await index_response(path, CACHE_CONTROL)  # with jobcluster's scripts (dashboard_additions.py)
+        if name == "index.html":  # with the trailing-slash line first and jobcluster's scripts last (dashboard_additions.py)
+            html = with_additions((await asyncio.to_thread(index_html, path)).decode("utf-8"))
+            return web.Response(text=html, content_type="text/html", headers={"Cache-Control": CACHE_CONTROL})
         return web.FileResponse(path, headers={"Cache-Control": CACHE_CONTROL})
 
     add_addition_routes(app, CACHE_CONTROL)
     app.router.add_get("/", serve)
     app.router.add_get("/{path:.+}", serve)
+
+
+def index_html(path: Path) -> bytes:
+    """The dashboard's ``index.html`` at ``path`` with the trailing-slash script first in its head (see the module
+    docstring); unchanged when it has no head."""
+    html = path.read_bytes()
+    head = _HEAD.search(html)
+    if head is None:
+        return html
+    return html[: head.end()] + _TRAILING_SLASH_SCRIPT + html[head.end() :]
 
 
 def _not_installed(directory: Path) -> web.Response:

@@ -11,7 +11,6 @@ too).
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from aiohttp import web
@@ -32,12 +31,6 @@ def with_additions(index_html: str) -> str:
     if end < 0:
         return index_html + tags
     return index_html[:end] + tags + index_html[end:]
-
-
-async def index_response(index: Path, cache_control: str) -> web.Response:
-    """The dashboard's ``index`` file :func:`with_additions`, as HTML with ``cache_control``. Raises OSError when it cannot be read."""
-    text = await asyncio.to_thread(index.read_text, encoding="utf-8")
-    return web.Response(text=with_additions(text), content_type="text/html", headers={"Cache-Control": cache_control})
 
 
 def add_addition_routes(app: web.Application, cache_control: str) -> None:

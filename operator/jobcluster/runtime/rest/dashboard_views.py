@@ -10,8 +10,11 @@ shows an error. Which path answers what is in docs/reference/rest.md.
 The JobManager's logs are the files of its log directory, read openly as
 Flink's are, except the program's own output (``driver.out*``, ``driver.err*``),
 which is the user's data: ``/jobs/{id}/stdout`` with the token, as ever. A
-TaskManager's log is there too where the TaskManagers write into the same
-directory (the ``local`` target); elsewhere its page says where to look.
+TaskManager's logs are its TaskExecutor's to hand out, on every target: the
+request goes through the ResourceManager to the TaskExecutor (as Flink's
+``requestTaskManagerLogList`` and ``requestTaskManagerFileUploadByName``), which
+serves its own log, its Spark worker's and its executors' stderr, each up to its
+last 2 MiB (runtime/taskexecutor/log_files.py).
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
+from jobcluster.errors import RpcError, UnknownTaskExecutorError
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
 from jobcluster.runtime.rest import flink_bodies
 
@@ -35,6 +39,17 @@ PRIVATE_LOG_PREFIXES = ("driver.out", "driver.err")
 JOB_MANAGER_LOG = "jobmanager.log"
 JOB_MANAGER_STDOUT = "jobmanager.out"
 MAX_EXCEPTIONS = 10  # Flink's default of ?maxExceptions
+
+
+class TaskManagerLogSource(Protocol):
+    """Who asks the TaskExecutors for their log files: the ResourceManager (its methods of these names)."""
+
+    async def request_task_manager_log_list(self, resource_id: str) -> list[dict[str, Any]]:
+        """Flink's LogInfo of each file; UnknownTaskExecutorError, RpcError."""
+
+    async def request_task_manager_log_file(self, resource_id: str, name: str | None) -> dict[str, Any] | None:
+        """``{"text", ...}`` of the file ``name`` (None: the TaskExecutor's own log), None when it has no such file;
+        UnknownTaskExecutorError, RpcError."""
 
 
 class DashboardViews:
@@ -58,6 +73,11 @@ class DashboardViews:
         self._job_manager_metrics = job_manager_metrics
         self._configuration = dict(configuration)
         self._log_dir = log_dir
+        self._tm_log_source: TaskManagerLogSource | None = None
+
+    def serve_task_manager_logs(self, source: TaskManagerLogSource) -> None:
+        """Answer the TaskManager log paths from ``source``; until then they answer as a TaskManager without logs."""
+        self._tm_log_source = source
 
     def routes(self) -> list[tuple[str, str, Handler]]:
         """(method, path, handler) of every path, Flink's spelling."""
@@ -174,19 +194,35 @@ class DashboardViews:
         return web.json_response(flink_bodies.metric_collection(metrics, request.query.get("get")))
 
     async def _task_manager_logs(self, request: web.Request) -> web.Response:
-        tm_id = (await self._task_manager_view(request))["id"]
-        return web.json_response({"logs": self._log_files(lambda name: tm_id in name)})
+        tm_id = request.match_info["tm_id"]
+        if self._tm_log_source is None:
+            return web.json_response({"logs": []})
+        try:
+            logs = await self._tm_log_source.request_task_manager_log_list(tm_id)
+        except (UnknownTaskExecutorError, RpcError) as exc:
+            return _task_manager_error(tm_id, exc)
+        return web.json_response({"logs": logs})
 
-    async def _task_manager_log_file(self, request: web.Request) -> web.StreamResponse:
-        tm_id = (await self._task_manager_view(request))["id"]
-        name = request.match_info["name"]
-        if tm_id not in name:
-            raise web.HTTPNotFound()
-        return self._log_file(name)
+    async def _task_manager_log_file(self, request: web.Request) -> web.Response:
+        return await self._task_manager_text(request.match_info["tm_id"], request.match_info["name"])
 
-    async def _task_manager_log(self, request: web.Request) -> web.StreamResponse:
-        tm_id = (await self._task_manager_view(request))["id"]
-        return self._log_file(f"{tm_id}.log", missing_ok=True)
+    async def _task_manager_log(self, request: web.Request) -> web.Response:
+        return await self._task_manager_text(request.match_info["tm_id"], None)
+
+    async def _task_manager_text(self, tm_id: str, name: str | None) -> web.Response:
+        """The TaskManager's file ``name`` (None: its own log) as text; 404 when it has no such file, empty for its
+        own log before it exists (a TaskManager without logs to show, too)."""
+        served = None
+        if self._tm_log_source is not None:
+            try:
+                served = await self._tm_log_source.request_task_manager_log_file(tm_id, name)
+            except (UnknownTaskExecutorError, RpcError) as exc:
+                return _task_manager_error(tm_id, exc)
+        if served is not None:
+            return web.Response(text=served["text"], content_type="text/plain")
+        if name is None:
+            return web.Response(text="", content_type="text/plain")
+        raise web.HTTPNotFound()
 
     async def _task_manager_view(self, request: web.Request) -> dict[str, Any]:
         tm_id = request.match_info["tm_id"]
@@ -215,6 +251,14 @@ class DashboardViews:
                 return web.Response(text="", content_type="text/plain")
             raise web.HTTPNotFound()
         return web.FileResponse(path, headers={"Content-Type": "text/plain; charset=utf-8"})
+
+
+def _task_manager_error(tm_id: str, error: UnknownTaskExecutorError | RpcError) -> web.Response:
+    """404 when the TaskManager is not registered (it ended, or never was), 503 when it did not answer within the ask
+    timeout or failed; each with a message the dashboard shows."""
+    if isinstance(error, UnknownTaskExecutorError):
+        return web.json_response({"errors": [str(error)]}, status=404)
+    return web.json_response({"errors": [f"TaskManager {tm_id} did not hand out its logs: {error}"]}, status=503)
 
 
 def _of_vertex(request: web.Request, view: Callable[[str], dict[str, Any]]) -> dict[str, Any]:

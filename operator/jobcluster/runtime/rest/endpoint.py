@@ -33,7 +33,7 @@ from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
 from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
 from jobcluster.runtime.rest import flink_bodies
 from jobcluster.runtime.rest.dashboard import add_dashboard_routes
-from jobcluster.runtime.rest.dashboard_views import DashboardViews
+from jobcluster.runtime.rest.dashboard_views import DashboardViews, TaskManagerLogSource
 from jobcluster.runtime.rest.serialized_throwable import failure_cause
 from jobcluster.runtime.rest.spark_ui import SparkUiProxy
 from jobcluster.security import token_matches
@@ -170,6 +170,10 @@ class RestEndpoint:
         self._resource_overview = resource_overview
         self._task_manager_metrics = task_manager_metrics
         self._job_manager_metrics = job_manager_metrics
+
+    def serve_task_manager_logs(self, source: TaskManagerLogSource) -> None:
+        """Answer the TaskManagers' log paths from ``source`` (the ResourceManager, which asks each TaskExecutor)."""
+        self._views.serve_task_manager_logs(source)
 
     async def stop(self) -> None:
         if self._runner is not None:

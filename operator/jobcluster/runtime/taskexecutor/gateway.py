@@ -43,3 +43,9 @@ class TaskExecutorGateway(RpcGateway):
 
     async def shutdown(self, cause: str) -> None:
         await self.call("shutdown", cause=cause)
+
+    async def request_log_list(self) -> list[dict[str, Any]]:
+        return cast(list[dict[str, Any]], await self.call("request_log_list"))
+
+    async def request_log_file(self, name: str | None) -> dict[str, Any] | None:
+        return cast(dict[str, Any] | None, await self.call("request_log_file", name=name))

@@ -29,6 +29,7 @@ from jobcluster.processes import PRIVATE_UMASK
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.entrypoint import layout
 from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunch
+from jobcluster.runtime.taskexecutor.log_files import TaskExecutorLogs, log_to_own_file, spark_work_dir, spark_worker_name
 from jobcluster.runtime.taskexecutor.task_executor import TaskExecutor, TaskExecutorSettings
 from jobcluster.security import spark_secret
 from jobcluster.spark.jvm_metrics import EXECUTOR_INSTANCE, JvmMetricsReceiver, flink_task_manager_metrics
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict[str, str]) -> int:
     """Run the TaskExecutor of ``launch`` until it must end (its ResourceManager is gone, a signal); returns 0."""
     cluster_dir, host, resource_id = launch.location.cluster_dir, launch.location.bind_host, launch.resource_id
+    own_log = log_to_own_file(launch.location.log_dir)  # first: where its stderr is no file, the file has every line
     config = load_configuration(cluster_dir, dynamic_properties)
     spec = task_executor_process_spec_from_config(config)
     log.info("TaskExecutor %s: %d slots, JVM options for Spark executors %s", resource_id, spec.num_slots, spec.jvm_args())
@@ -75,6 +77,7 @@ async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict
         on_fatal,
         spark_master=launch.settings.spark_master,
         metrics=lambda: flink_task_manager_metrics(jvm_metrics.latest(), spec.managed),
+        logs=TaskExecutorLogs(launch.location.log_dir, resource_id, own_log, host),
     )
     for sig in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(sig, functools.partial(_end, done, f"received {sig.name}"))
@@ -111,10 +114,10 @@ def _spark_worker_factory(
             master,
             cores=sizing.worker_cores,
             memory_mib=sizing.worker_memory_mib,
-            work_dir=log_dir / f"{resource_id}-work",
+            work_dir=spark_work_dir(log_dir, resource_id),
             log_dir=log_dir,
             daemon_env={**sizing.worker_env(), **layout.scratch_env(scratch), **spark_security_env},
-            name=f"spark-worker-{resource_id}",
+            name=spark_worker_name(resource_id),
         )
 
     return spark_worker

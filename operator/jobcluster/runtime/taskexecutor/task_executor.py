@@ -9,7 +9,8 @@ starts while the slots are being assigned. When the SlotManager assigns one of
 its slots to a job, it connects to that job's JobMaster, makes sure the worker
 runs and is registered at the job's Spark master, and only then offers the
 slot: an offered slot is capacity Spark can use. If the ResourceManager stops sending heartbeats, the
-TaskExecutor shuts down, so no worker outlives its cluster.
+TaskExecutor shuts down, so no worker outlives its cluster. It lists and hands out its log files
+(log_files.py) when the ResourceManager asks for them, for the dashboard's TaskManager pages.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT, JobMasterG
 from jobcluster.runtime.messages import SlotID, SlotOffer, TaskExecutorRegistration
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
 from jobcluster.runtime.taskexecutor.gateway import TASK_EXECUTOR_ENDPOINT
+from jobcluster.runtime.taskexecutor.log_files import TaskExecutorLogs
 from jobcluster.runtime.taskexecutor.task_slot_table import TaskSlotTable
 from jobcluster.spark.processes import SparkMasterAddress, SparkWorker, wait_until_alive
 
@@ -52,7 +54,8 @@ class TaskExecutorSettings:
 class TaskExecutor(RpcEndpoint):
     """One TaskExecutor; ``on_fatal`` is awaited when it must end (lost ResourceManager, failed registration);
     ``spark_master``: the job's Spark master, when known at start (its worker then starts right away);
-    ``metrics``: its Spark executor's latest metrics, Flink's names (``spark/jvm_metrics.py``)."""
+    ``metrics``: its Spark executor's latest metrics, Flink's names (``spark/jvm_metrics.py``);
+    ``logs``: its log files, None when it has none to show."""
 
     def __init__(
         self,
@@ -66,9 +69,11 @@ class TaskExecutor(RpcEndpoint):
         on_fatal: Callable[[str], Awaitable[None]],
         spark_master: SparkMasterAddress | None = None,
         metrics: Callable[[], dict[str, int]] = dict,
+        logs: TaskExecutorLogs | None = None,
     ) -> None:
         super().__init__(TASK_EXECUTOR_ENDPOINT)
         self._metrics = metrics
+        self._logs = logs
         self._spark_master = spark_master
         self._rpc = rpc_service
         self.resource_id = resource_id
@@ -182,6 +187,22 @@ class TaskExecutor(RpcEndpoint):
     async def shutdown(self, cause: str) -> None:
         log.info("shutting down: %s", cause)
         self.spawn(self._on_fatal(cause), "shutdown")
+
+    @rpc
+    async def request_log_list(self) -> list[dict[str, Any]]:
+        """Flink's LogInfo (``name``, ``size`` bytes, ``mtime`` ms) of each log file it serves (log_files.py)."""
+        if self._logs is None:
+            return []
+        return await asyncio.to_thread(self._logs.log_list)
+
+    @rpc
+    async def request_log_file(self, name: str | None) -> dict[str, Any] | None:
+        """The log file ``name`` of :meth:`request_log_list` (None: its own log) as ``{"text", "size", "truncated"}``
+        (log_files.LogText), its end when large; None when it has no such file. An unreadable file fails the call."""
+        if self._logs is None:
+            return None
+        text = await asyncio.to_thread(self._logs.read, name)
+        return text.to_dict() if text is not None else None
 
     def _check_resource_manager(self, resource_manager_id: str) -> None:
         if resource_manager_id != self._rm.fencing_token:
