@@ -168,6 +168,17 @@ def test_what_sparks_scripts_ask_behind_yarns_proxy_reaches_the_driver(driver_ui
     with_endpoint(scenario, running(driver_ui))
 
 
+def test_an_application_id_the_jobmaster_has_not_read_yet_is_asked_of_the_driver(driver_ui):
+    # the JobMaster reads Spark's application id at its first poll, some seconds after the SparkContext starts
+    def scenario(url, dispatcher):
+        assert requests.get(f"{url}/api/v1/applications/{YARN_APP}/allexecutors", timeout=5).status_code == 200
+        assert [p for _, p, _ in DriverUi.asked] == ["/api/v1/applications", "/api/v1/applications/driver/allexecutors"]
+
+    dispatcher = StandInDispatcher()
+    dispatcher.ui = SparkUi(driver_ui, None)
+    with_endpoint(scenario, dispatcher)
+
+
 def test_a_redirect_off_the_driver_is_passed_on_and_a_redirect_loop_is_an_error_page(driver_ui):
     def scenario(url, dispatcher):
         away = requests.get(f"{url}/spark/elsewhere", allow_redirects=False, timeout=5)

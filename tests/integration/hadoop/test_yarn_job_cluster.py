@@ -22,6 +22,9 @@ from urllib.parse import urlsplit
 import psutil
 import pytest
 import requests
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.staging import STAGING_ROOT, HdfsPaths
@@ -31,11 +34,11 @@ from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
 from jobcluster.memory.size import MiB
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.runtime.rest.dashboard import FLINK_WEB_VERSION
-from tests.e2e.test_web_dashboard import KNOWN_MISSING
+from tests.e2e.test_web_dashboard import KNOWN_MISSING, SPARK_UI_LINK
 from tests.infra.hadoop.cluster import HadoopCluster
 from tests.integration.hadoop.test_wordcount_hdfs import CORPUS, count_words
 from tests.integration.hadoop.test_yarn_client import hadoop_conf, paths, yarn  # noqa: F401 - fixtures
-from tests.support.browser import headless_chromium
+from tests.support.browser import Browser, headless_chromium
 
 pytestmark = pytest.mark.hadoop
 
@@ -430,8 +433,9 @@ def _dashboard_and_task_manager_logs_through_yarns_proxy(
     def before_the_slash(url: str) -> bool:
         # the page opened at /proxy/<application>: Chromium's preload scanner asks for its module scripts one level up
         # (/proxy/runtime.<hash>.js, which YARN's proxy refuses, 500) before the page's first script moves it to .../
+        # (and jobcluster's own script: /proxy/jobcluster/spark-ui-link.js)
         path = urlsplit(url).path
-        return path.startswith("/proxy/") and path.count("/") == 2 and path != f"/proxy/{application}"
+        return path.startswith("/proxy/") and path != f"/proxy/{application}" and not path.startswith(f"/proxy/{application}/")
 
     with headless_chromium(artefacts) as browser:
         browser.open(tracking.rstrip("/"))
@@ -442,10 +446,45 @@ def _dashboard_and_task_manager_logs_through_yarns_proxy(
         browser.wait_for_text("PySpark: waits.py", PAGE_TIMEOUT)
         browser.wait_for_text("RUNNING", PAGE_TIMEOUT)
         browser.screenshot("yarn-proxy-job")
+        _spark_ui_through_yarns_proxy(browser, tracking, application)
 
         errors = [e for e in browser.console_errors() if not before_the_slash(e.message.split(" ", 1)[0])]
         assert errors == [], "the dashboard logged errors"
         failed = [(r.method, r.url, r.status) for r in browser.requests() if r.status is not None and r.status >= 400]
         assert [f for f in failed if not KNOWN_MISSING.search(f[1]) and not before_the_slash(f[1])] == [], "paths not answered"
         asked = browser.paths(tracking)
-        assert {"/config", "/overview", "/jobs/overview", f"/jobs/{job_id}"} <= asked, asked
+        assert {"/config", "/overview", "/jobs/overview", f"/jobs/{job_id}", "/spark/", "/spark/executors/"} <= asked, asked
+    _jvm_metrics_through_yarns_proxy(tracking, manager)
+
+
+def _spark_ui_through_yarns_proxy(browser: Browser, tracking: str, application: str) -> None:
+    """The job page's link to Spark's UI, behind YARN's proxy: Spark's pages link relative to the URL the browser
+    shows, and its Executors page, whose script asks for Spark's API at the proxy's root with YARN's application id,
+    lists the driver."""
+    link = WebDriverWait(browser.driver, PAGE_TIMEOUT).until(expected_conditions.visibility_of_element_located((By.ID, SPARK_UI_LINK)))
+    link.click()
+    browser.wait_for_text("Spark Jobs", PAGE_TIMEOUT)
+    assert urlsplit(browser.driver.current_url).path == f"/proxy/{application}/spark/", browser.driver.current_url
+    browser.driver.find_element(By.LINK_TEXT, "Executors").click()
+    driver_row = "//table[@id='active-executors-table']//td[text()='driver']"
+    WebDriverWait(browser.driver, PAGE_TIMEOUT).until(expected_conditions.presence_of_element_located((By.XPATH, driver_row)))
+    assert urlsplit(browser.driver.current_url).path == f"/proxy/{application}/spark/executors/", browser.driver.current_url
+    browser.screenshot("yarn-proxy-spark-executors")
+
+
+def _jvm_metrics_through_yarns_proxy(tracking: str, manager: str) -> None:
+    """The Spark driver's JVM (in the ApplicationMaster's container) and an executor's (in a TaskManager's) report their
+    metrics on YARN too."""
+
+    def driver() -> dict[str, int]:
+        answer = requests.get(f"{tracking}jobmanager/metrics", params={"get": "Status.JVM.Memory.Heap.Used"}, timeout=10).json()
+        return {m["id"]: int(m["value"]) for m in answer}
+
+    assert wait_for(driver, "the driver's JVM metrics", PAGE_TIMEOUT)["Status.JVM.Memory.Heap.Used"] > 0
+
+    def reported() -> dict | None:
+        metrics = requests.get(f"{tracking}taskmanagers/{manager}", timeout=10).json()["metrics"]
+        return metrics if metrics["heapUsed"] else None
+
+    executor = wait_for(reported, "an executor's JVM metrics", PAGE_TIMEOUT)
+    assert 0 < executor["heapUsed"] <= executor["heapMax"]

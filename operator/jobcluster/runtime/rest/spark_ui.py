@@ -194,8 +194,9 @@ class SparkUiProxy:
             return unavailable_page(self._why_no_driver(), path)
         below = path[len(MOUNT) :] if path == MOUNT or path.startswith(MOUNT + "/") else path
         query = request.rel_url.raw_query_string
-        target = URL(ui.url + (driver_path(below, ui.app_id) or "/") + (f"?{query}" if query else ""), encoded=True)
         try:
+            app_id = ui.app_id if ui.app_id is not None or not _APPLICATION_PATH.search(below) else await self._app_id(ui.url)
+            target = URL(ui.url + (driver_path(below, app_id) or "/") + (f"?{query}" if query else ""), encoded=True)
             upstream = await self._fetch(request.method, target, request_headers(request.headers, ui_root(path)))
         except TimeoutError:
             reason = f"Spark's UI did not answer in time ({CONNECT_TIMEOUT:.0f} s to connect, {READ_TIMEOUT:.0f} s between reads)."
@@ -210,6 +211,17 @@ class SparkUiProxy:
             return await _relay(request, upstream)
         finally:
             upstream.release()
+
+    async def _app_id(self, ui_url: str) -> str | None:
+        """The driver's Spark application id, from its own API: asked when the JobMaster has not read it yet (its first
+        poll of the driver's UI comes some seconds after the SparkContext starts). Raises aiohttp.ClientError, TimeoutError."""
+        assert self._session is not None
+        async with self._session.get(f"{ui_url}/api/v1/applications") as answer:
+            try:
+                applications = await answer.json(content_type=None) if answer.status == 200 else []
+            except ValueError:
+                return None  # the UI answers with a page until it has attached its API
+        return applications[0]["id"] if applications else None
 
     async def _fetch(self, method: str, url: URL, headers: CIMultiDict[str]) -> aiohttp.ClientResponse:
         """The driver's answer to ``method url``, its own redirects followed (see the module's docstring)."""
