@@ -9,6 +9,7 @@ plays Maven Central, because a download whose checksum does not match cannot be 
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import http.server
 import io
@@ -21,6 +22,7 @@ import pytest
 import requests
 
 from jobcluster.errors import RpcError, UnknownTaskExecutorError
+from jobcluster.runtime.rest import dashboard
 from jobcluster.runtime.rest.dashboard import dashboard_installed, fetch_dashboard
 from jobcluster.runtime.rest.dashboard_additions import STATIC_DIR, with_additions
 from jobcluster.runtime.rest.flink_bodies import PROGRAM_FAILURE_NAME
@@ -276,3 +278,16 @@ def test_a_checkpoints_details_are_its_committed_micro_batch_under_the_programs_
         assert requests.get(f"{url}/jobs/{JOB_ID}/checkpoints/details/8", timeout=5).status_code == 404
 
     with_endpoint(scenario, dispatcher)
+
+
+def test_the_module_that_fetches_the_dashboard_runs_alone_as_the_image_build_runs_it(tmp_path):
+    # entrypoints/Dockerfile copies dashboard.py alone and runs it before jobcluster is installed: it imports nothing of it
+    source = Path(dashboard.__file__).read_text()
+    imported = {
+        alias.name if isinstance(node, ast.Import) else node.module
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in (node.names if isinstance(node, ast.Import) else [node])
+    }
+    assert not [name for name in imported if name and name.startswith("jobcluster")], imported
+    assert "COPY operator/jobcluster/runtime/rest/dashboard.py" in (Path(__file__).parents[2] / "entrypoints" / "Dockerfile").read_text()

@@ -39,12 +39,11 @@ import shutil
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import requests
 from aiohttp import web
-
-from jobcluster.runtime.rest.dashboard_additions import add_addition_routes, with_additions
 
 #: The pinned dashboard: Flink's release whose REST API the endpoint speaks (Flink's CLI of tests/infra/flink too).
 FLINK_WEB_VERSION = "1.20.3"
@@ -120,9 +119,11 @@ def fetch_dashboard(directory: Path | None = None, url: str = FLINK_WEB_URL, sha
     return target
 
 
-def add_dashboard_routes(app: web.Application, directory: Path) -> None:
-    """Serve the dashboard in ``directory`` at ``/`` and every file below it; register after the REST routes (a REST
-    path wins over a file of the same name, as in Flink)."""
+def add_dashboard_routes(app: web.Application, directory: Path, additions: Callable[[str], str] = str) -> None:
+    """Serve the dashboard in ``directory`` at ``/`` and every file below it, its ``index.html`` (text) through
+    ``additions`` (jobcluster's scripts, ``dashboard_additions.py``, given by the caller: this module imports
+    nothing of jobcluster, so that the image can run it alone); register after the REST routes (a REST path wins
+    over a file of the same name, as in Flink)."""
     root = directory.resolve()
 
     async def serve(request: web.Request) -> web.StreamResponse:
@@ -134,12 +135,11 @@ def add_dashboard_routes(app: web.Application, directory: Path) -> None:
             return web.Response(status=403, text="Forbidden.")
         if not path.is_file():
             raise web.HTTPNotFound()  # what an unknown REST path gets too: Flink's JSON error
-        if name == "index.html":  # with the trailing-slash line first and jobcluster's scripts last (dashboard_additions.py)
-            html = with_additions((await asyncio.to_thread(index_html, path)).decode("utf-8"))
+        if name == "index.html":  # with the trailing-slash line first and jobcluster's scripts last
+            html = additions((await asyncio.to_thread(index_html, path)).decode("utf-8"))
             return web.Response(text=html, content_type="text/html", headers={"Cache-Control": CACHE_CONTROL})
         return web.FileResponse(path, headers={"Cache-Control": CACHE_CONTROL})
 
-    add_addition_routes(app, CACHE_CONTROL)
     app.router.add_get("/", serve)
     app.router.add_get("/{path:.+}", serve)
 

@@ -32,7 +32,8 @@ from jobcluster.errors import DeploymentError, JobNotFoundError, RpcError
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
 from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
 from jobcluster.runtime.rest import flink_bodies
-from jobcluster.runtime.rest.dashboard import add_dashboard_routes
+from jobcluster.runtime.rest.dashboard import CACHE_CONTROL, add_dashboard_routes
+from jobcluster.runtime.rest.dashboard_additions import add_addition_routes, with_additions
 from jobcluster.runtime.rest.dashboard_views import DashboardViews, TaskManagerLogSource
 from jobcluster.runtime.rest.serialized_throwable import failure_cause
 from jobcluster.runtime.rest.spark_ui import SparkUiProxy
@@ -134,7 +135,8 @@ class RestEndpoint:
             app.router.add_route(method, API_VERSION_PREFIX + path, handler)
         self._spark_ui.install(app)  # Spark's own UI under /spark/
         if self._dashboard is not None:
-            add_dashboard_routes(app, self._dashboard)  # last: every REST path wins over a file
+            add_addition_routes(app, CACHE_CONTROL)
+            add_dashboard_routes(app, self._dashboard, with_additions)  # last: every REST path wins over a file
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         for host in self.bind_hosts:
