@@ -305,9 +305,11 @@ class ResourceManager(FencedRpcEndpoint):
     async def request_task_manager_metrics(self, resource_id: str) -> dict[str, int]:
         """The metrics of TaskExecutor ``resource_id`` (Flink's names; see TaskExecutor.request_metrics).
 
-        Raises KeyError when it is not registered, RpcError when it does not answer within the ask timeout.
+        Raises:
+            UnknownTaskExecutorError: no such TaskExecutor is registered.
+            RpcError: it did not answer within the ask timeout, or failed.
         """
-        return await self._task_executors[resource_id].gateway.request_metrics()
+        return await self._task_executor_gateway(resource_id).request_metrics()
 
     @rpc
     async def request_task_manager_log_list(self, resource_id: str) -> list[dict[str, Any]]:
