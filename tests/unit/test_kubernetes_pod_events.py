@@ -16,9 +16,11 @@ from jobcluster.backends.kubernetes.taskmanager import attempt_of_pod, task_mana
 SCHEDULED = [{"type": "PodScheduled", "status": "True"}]
 
 
-def pod(name: str, phase: str = "Running", *, scheduled: bool = True, exited: int | None = None, deleting: bool = False) -> dict:
+def pod(
+    name: str, phase: str = "Running", *, scheduled: bool = True, exited: int | None = None, deleting: bool = False, owner: str = "jm-uid"
+) -> dict:
     state = {"terminated": {"exitCode": exited, "reason": "Error"}} if exited is not None else {"running": {}}
-    metadata: dict = {"name": name}
+    metadata: dict = {"name": name, "ownerReferences": [{"kind": "Deployment", "name": "wc", "uid": owner}]}
     if deleting:
         metadata["deletionTimestamp"] = "2026-11-23T19:00:00Z"
     return {
@@ -79,6 +81,14 @@ def test_a_new_attempt_keeps_live_scheduled_pods_deletes_the_rest_and_counts_on(
     assert recovery.recovered == ["wc-taskmanager-1-1", "wc-taskmanager-2-1"]
     assert recovery.to_delete == ["wc-taskmanager-2-2", "wc-taskmanager-2-3", "wc-taskmanager-2-4"]
     assert recovery.attempt == 3
+
+
+def test_pods_of_a_removed_cluster_of_the_same_id_are_neither_recovered_nor_deleted_and_their_names_stay_theirs():
+    # an upgrade: the operator removed the cluster "wc" (its pods await the garbage collector) and deployed a new "wc"
+    old = [pod("wc-taskmanager-1-1", owner="old-uid"), pod("wc-taskmanager-1-2", owner="old-uid")]
+    recovery = plan_recovery(old, owner_uid="new-uid")
+    assert (recovery.recovered, recovery.to_delete, recovery.attempt) == ([], [], 2)
+    assert plan_recovery(old, owner_uid="old-uid").recovered == ["wc-taskmanager-1-1", "wc-taskmanager-1-2"], "its own attempt's"
 
 
 def test_the_attempt_counts_from_ended_pods_too_and_starts_at_one():
