@@ -180,3 +180,12 @@ def test_output_rotated_away_is_said_in_one_line(capsys):
         "[jobcluster] 12,345 bytes of the program's stdout were rotated away before they could be read "
         "(see jobcluster.driver.output.max-files); resuming at byte 12,445\n"
     )
+
+
+def test_the_terminal_details_say_a_last_loss_but_not_the_end_which_the_result_says(capsys):
+    printer = ProgressPrinter()
+    printer.update(job("RUNNING", 4), [])
+    capsys.readouterr()
+    printer.update({**job("FAILED", 0), "lost-taskmanagers": [{"id": "tm-1-1", "cause": "worker terminated: OOMKilled"}]}, [])
+    said = capsys.readouterr().err.splitlines()
+    assert said == ["TaskExecutor tm-1-1 lost: worker terminated: OOMKilled", "Slots offered to the job: 0/4"]

@@ -26,6 +26,7 @@ from jobcluster.client.job_client import JobClient, JobExecutionResult
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
+from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 from jobcluster.jobgraph.model import JobGraph
 
 
@@ -110,7 +111,7 @@ class ProgressPrinter:
         if slots != self._slots:
             self._slots = slots
             _say(f"Slots offered to the job: {slots[0]}/{slots[1]}")
-        if job["state"] != self._state:
+        if job["state"] != self._state and job["state"] not in TERMINAL_JOB_STATES:  # the end is said by result()
             self._state = job["state"]
             _say(f"Job {job['jid']} is {job['state']}")
         if job.get("job-type") == "STREAMING":
