@@ -315,6 +315,7 @@ class ResourceManager(FencedRpcEndpoint):
         self._awaiting_replacement.append(_EndedWorker(resource_id, termination.summary))
         if pending:
             self._warnings.pop(resource_id, None)
+            self._replacements.pop(resource_id, None)
             self._notify_job_masters_lost(resource_id, cause, termination)
             self.slot_manager.worker_start_failed(resource_id)
         else:
