@@ -31,7 +31,7 @@ def test_a_task_executor_over_its_size_is_warned_of_with_the_option_to_change_an
     assert len(warnings) == 1, result.stderr
     task_executor, warning = warnings[0]
     used = re.match(
-        r"its processes \(.*\) use (\d+) MiB resident, more than its container's 2560 MiB \(taskmanager\.memory\.process\.size\)", warning
+        r"its processes \(.*\) use (\d+) MiB resident, more than its 2560 MiB process size \(taskmanager\.memory\.process\.size\)", warning
     )
     assert used and int(used.group(1)) > 2560, warning  # the first measurement over it: while the task writes its memory
     assert "on local nothing limits it, it runs on" in warning

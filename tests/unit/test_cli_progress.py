@@ -54,7 +54,7 @@ def test_a_replacement_says_why_the_one_it_replaces_ended_and_a_warning_is_said_
     replacement = {
         **task_manager("tm-1-2"),
         "replaces": {"id": "tm-1-1", "cause": "exit code 137: killed by SIGKILL"},
-        "warnings": ["its processes use 2700 MiB resident, more than its container's 2560 MiB"],
+        "warnings": ["its processes use 2700 MiB resident, more than its 2560 MiB process size"],
     }
     printer.update(job("RUNNING", 4), [replacement])
     printer.update(job("RUNNING", 4), [replacement])
@@ -62,7 +62,7 @@ def test_a_replacement_says_why_the_one_it_replaces_ended_and_a_warning_is_said_
     assert said[:2] == [
         "TaskExecutor tm-1-2 registered: 2 slots, process 2560 MiB (task heap ?, managed ?, network ?); "
         "it replaces tm-1-1, which ended with exit code 137: killed by SIGKILL",
-        "TaskExecutor tm-1-2: WARNING: its processes use 2700 MiB resident, more than its container's 2560 MiB",
+        "TaskExecutor tm-1-2: WARNING: its processes use 2700 MiB resident, more than its 2560 MiB process size",
     ]
     assert len(said) == 4, said
     printer.update(job("RUNNING", 4), [{**replacement, "warnings": [*replacement["warnings"], "another"]}])

@@ -110,7 +110,7 @@ def test_a_worker_over_its_size_is_warned_of_once_and_its_sigkill_is_reported_as
     handler = asyncio.run(scenario())
     ((resource_id, warning),) = handler.warnings
     assert resource_id == "local-1-taskmanager-1"
-    assert re.search(r"use \d+ MiB resident, more than its container's 32 MiB \(taskmanager.memory.process.size\)", warning), warning
+    assert re.search(r"use \d+ MiB resident, more than its 32 MiB process size \(taskmanager.memory.process.size\)", warning), warning
     assert "raise taskmanager.memory.jvm-overhead.min to at least" in warning
     ((_, ended),) = handler.terminated
     assert ended.status == "signal SIGKILL" and ended.memory_kill is not None

@@ -28,7 +28,7 @@ def test_the_first_measurement_over_the_size_warns_once_with_the_numbers_and_the
     assert warning is not None and check.over and check.peak == 130 * MiB + 5
     assert warning.startswith(
         "its processes (the TaskExecutor, its Spark worker and executor JVMs, the PySpark workers) use 130 MiB resident, "
-        "more than its container's 100 MiB (taskmanager.memory.process.size)"
+        "more than its 100 MiB process size (taskmanager.memory.process.size)"
     )
     assert "on local nothing limits it, it runs on" in warning
     assert "raise taskmanager.memory.jvm-overhead.min to at least 33m" in warning, "the 2 MiB overhead + the 30 MiB (and 5 bytes) over"
@@ -47,7 +47,7 @@ def test_a_sigkill_after_being_over_its_size_is_reported_as_a_likely_memory_kill
     assert ended.summary.startswith("signal SIGKILL: killed by SIGKILL")
     assert ended.memory_kill is not None and ended.memory_kill.excess_bytes == 50 * MiB
     assert ended.memory_kill.words == (
-        "its processes had used up to 150 MiB resident, more than its container's 100 MiB: likely the kernel's out-of-memory killer"
+        "its processes had used up to 150 MiB resident, more than its 100 MiB process size: likely the kernel's out-of-memory killer"
     )
     assert process_termination(3, tmp_path / "tm-1.log", over).memory_kill is None, "an exit of its own is no memory kill"
     assert process_termination(3, tmp_path / "tm-1.log", over).diagnostics == f"process exited with code 3; see {tmp_path / 'tm-1.log'}"

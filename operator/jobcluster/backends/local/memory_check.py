@@ -1,4 +1,4 @@
-"""How much memory a local TaskExecutor's processes use, against its container's size, which nothing enforces on ``local``.
+"""How much memory a local TaskExecutor's processes use, against its process size, which nothing enforces on ``local``.
 
 On YARN (physical-memory check) and Kubernetes (the container's memory limit)
 a TaskExecutor whose processes outgrow its Total Process Memory is killed; on
@@ -67,11 +67,11 @@ class MemoryCheck:
         return self.warning(rss)
 
     def warning(self, rss: int) -> str:
-        """``its processes use 2712 MiB resident, more than its 2560m container ...``, with the option to change."""
+        """``its processes ... use 2712 MiB resident, more than its 2560 MiB process size ...``, with the option to change."""
         limit = self.spec.total_process
         return (
             f"its processes (the TaskExecutor, its Spark worker and executor JVMs, the PySpark workers) use {rss // _MiB} MiB "
-            f"resident, more than its container's {limit // _MiB} MiB (taskmanager.memory.process.size): YARN's physical-memory "
+            f"resident, more than its {limit // _MiB} MiB process size (taskmanager.memory.process.size): YARN's physical-memory "
             "check or a Kubernetes memory limit of that size would kill it; on local nothing limits it, it runs on. "
             f"{memory_hint(self.spec, rss - limit)}"
         )
@@ -82,6 +82,6 @@ class MemoryCheck:
         if not self.over:
             return None
         return (
-            f"its processes had used up to {self.peak // _MiB} MiB resident, more than its container's "
-            f"{self.spec.total_process // _MiB} MiB: likely the kernel's out-of-memory killer"
+            f"its processes had used up to {self.peak // _MiB} MiB resident, more than its "
+            f"{self.spec.total_process // _MiB} MiB process size: likely the kernel's out-of-memory killer"
         )
