@@ -41,17 +41,23 @@ def test_a_running_or_pending_pod_ends_nothing():
 
 
 def test_an_exited_container_ends_the_worker_with_its_exit_code_and_reason():
-    diagnostics = worker_termination(MODIFIED, pod("wc-taskmanager-1-1", "Failed", exited=7))
-    assert diagnostics is not None
-    assert diagnostics.startswith("Pod terminated, container termination statuses: [jobcluster-main-container(exitCode=7, reason=Error")
-    assert "pod deleted" not in diagnostics
+    ended = worker_termination(MODIFIED, pod("wc-taskmanager-1-1", "Failed", exited=7))
+    assert ended is not None
+    assert ended.summary == "Error, exit code 7: exited with an error of its own (see its log)"
+    assert ended.diagnostics.startswith(
+        "Pod terminated, container termination statuses: [jobcluster-main-container(exitCode=7, reason=Error"
+    )
+    assert "pod deleted" not in ended.diagnostics and ended.memory_kill is None
 
 
 def test_a_deleted_pod_ends_the_worker_whatever_its_state():
     running = worker_termination(DELETED, pod("wc-taskmanager-1-1"))
-    assert running == "Pod deleted before its container terminated, container termination statuses: []"
+    assert running is not None
+    assert running.diagnostics == "Pod deleted before its container terminated, container termination statuses: []"
+    assert running.summary.startswith("pod deleted: deleted while its container ran")
     exited = worker_termination(DELETED, pod("wc-taskmanager-1-1", "Failed", exited=143))
-    assert exited is not None and "exitCode=143" in exited and exited.endswith(", pod deleted")
+    assert exited is not None and "exitCode=143" in exited.diagnostics and exited.diagnostics.endswith(", pod deleted")
+    assert exited.summary.startswith("Error, exit code 143: stopped by SIGTERM")
 
 
 def test_a_relist_after_expiry_shows_every_pod_and_the_ones_that_went_missing():

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobcluster.backends.kubernetes.labels import ANNOTATION_ATTEMPT
-from jobcluster.backends.kubernetes.pod_status import is_scheduled, is_terminated, max_attempt, termination_diagnostics
+from jobcluster.backends.kubernetes.pod_status import is_scheduled, is_terminated, max_attempt, pod_termination, termination_diagnostics
 from jobcluster.backends.kubernetes.taskmanager import attempt_of_pod
+from jobcluster.runtime.resourcemanager.worker_termination import WorkerTermination
 
 #: Watch event types (``watch.Event.type``) the API server sends for objects.
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
@@ -28,18 +29,19 @@ def pod_name(pod: Mapping[str, Any]) -> str:
     return str((pod.get("metadata") or {}).get("name", ""))
 
 
-def worker_termination(event_type: str, pod: Mapping[str, Any]) -> str | None:
-    """The diagnostics of the worker this event ends, or None if the pod is still alive.
+def worker_termination(event_type: str, pod: Mapping[str, Any]) -> WorkerTermination | None:
+    """Why the worker this event ends ended (``pod_status.pod_termination``), or None if the pod is still alive.
 
-    A terminated pod gives Flink's text (container exit codes and reasons, the
-    pod's failure); a pod deleted before its container ended says so, with
-    whatever container states it had.
+    The diagnostics of a terminated pod are Flink's text (container exit codes
+    and reasons, the pod's failure); a pod deleted before its container ended
+    says so, with whatever container states it had.
     """
     if is_terminated(pod):
         suffix = ", pod deleted" if event_type == DELETED else ""
-        return termination_diagnostics(pod) + suffix
+        return pod_termination(pod, termination_diagnostics(pod) + suffix)
     if event_type == DELETED:
-        return "Pod deleted before its container terminated, " + termination_diagnostics(pod)[len("Pod terminated, ") :]
+        statuses = termination_diagnostics(pod)[len("Pod terminated, ") :]
+        return pod_termination(pod, f"Pod deleted before its container terminated, {statuses}")
     return None
 
 
