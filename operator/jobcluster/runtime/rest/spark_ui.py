@@ -259,7 +259,7 @@ async def _relay(request: web.Request, upstream: aiohttp.ClientResponse) -> web.
             async for chunk in upstream.content.iter_chunked(CHUNK):
                 await response.write(chunk)
         await response.write_eof()
-    except ConnectionResetError:
+    except ConnectionError:  # reset, or lost while the answer waited to be sent
         # the browser went away mid-answer (a page left while it loaded): nothing to tell anyone
         log.debug("the client of %s left before Spark's answer was written", request.path)
     return response
