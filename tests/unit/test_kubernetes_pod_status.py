@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from jobcluster.backends.kubernetes.pod_status import (
+    exit_code,
     is_scheduled,
     is_terminated,
     max_attempt,
@@ -45,6 +46,8 @@ def test_diagnostics_in_flinks_format():
         ", pod status: Failed(reason=Evicted, message=low memory)"
     )
     assert termination_diagnostics(RUNNING) == "Pod terminated, container termination statuses: []"
+    assert exit_code(EXITED) == 137
+    assert exit_code(RUNNING) is None
 
 
 def test_max_attempt_of_previous_pods():

@@ -59,6 +59,15 @@ def termination_diagnostics(pod: Mapping[str, Any]) -> str:
     return text
 
 
+def exit_code(pod: Mapping[str, Any]) -> int | None:
+    """The exit code of the first terminated container, or None."""
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated")
+        if terminated and terminated.get("exitCode") is not None:
+            return int(terminated["exitCode"])
+    return None
+
+
 def max_attempt(pod_names: Iterable[str]) -> int:
     """The highest JobManager attempt among TaskManager pod names, 0 if none (the next attempt is this + 1)."""
     return max((attempt for name in pod_names if (attempt := attempt_of_pod(name)) is not None), default=0)
