@@ -86,7 +86,8 @@ def test_a_container_past_its_physical_memory_is_killed_with_exit_status_104(
     pid, beyond = int(limit.group(1)), int(limit.group(2))
     used_mib = float(limit.group(3)) * (1024 if limit.group(4) == "G" else 1)
     assert int(limit.group(5)) == MIN_ALLOCATION_MB
-    assert beyond > MIN_ALLOCATION_MB << 20 and used_mib >= HOG_MIB, report.diagnostics
+    # The monitor may look while the hog is still being written: past the size is all that must hold.
+    assert used_mib > MIN_ALLOCATION_MB and abs((beyond >> 20) - (used_mib - MIN_ALLOCATION_MB)) <= 1, report.diagnostics
     assert "Killing container." in report.diagnostics, report.diagnostics
     assert elapsed < 60, f"killed only after {elapsed:.0f} s (the process would have slept 90 s)"
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, "the killed process tree lives on"
