@@ -47,6 +47,7 @@ from jobcluster.config.loader import load_configuration
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.jobgraph.model import JobGraph, read_job_graph
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
+from jobcluster.memory.managed import ManagedMemoryConsumers
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
@@ -135,7 +136,9 @@ class JobClusterEntrypoint:
     async def _run_cluster(self, stack: AsyncExitStack, config: Configuration, graph: JobGraph) -> ApplicationStatus:
         ctx = self.context
         jm_sizing = spark_sizing_for_job_manager(job_manager_process_spec_from_config(config))
-        tm_spec = task_executor_process_spec_from_config(config)
+        tm_sizing = spark_sizing_for_task_executor(
+            task_executor_process_spec_from_config(config), ManagedMemoryConsumers.from_config(config)
+        )
 
         rest = await self._start_rest(stack, config)
         if not config.get(options.CLUSTER_STAGING_KEEP):
@@ -159,7 +162,7 @@ class JobClusterEntrypoint:
             user_spark_conf(config),
             {
                 **_with_tmpdir(jm_sizing.driver_conf(), scratch),
-                **spark_sizing_for_task_executor(tm_spec).executor_conf(),
+                **tm_sizing.executor_conf(),
                 "spark.local.dir": str(scratch),
             },
         )
