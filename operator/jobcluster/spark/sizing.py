@@ -179,15 +179,16 @@ class PySparkMemory:
             return "spark.executor.pyspark.memory not set (Python uses overhead)"
         return f"spark.executor.pyspark.memory={_mib(self.per_worker_mib)}: per worker, {self.workers} at once"
 
-    def source(self) -> str:
-        """Where the budget comes from, e.g. ``PYTHON's share of managed memory (weights OPERATOR:70,...) + task off-heap 0 B``."""
+    def source(self, weights: bool = True) -> str:
+        """Where the budget comes from, e.g. ``PYTHON's share of managed memory (weights OPERATOR:70,...) + task
+        off-heap 0 B``; without ``weights`` the configured weights are left out."""
         consumers = self.consumers
         if not consumers.python_uses_managed:
             managed = f"no managed memory ({o.PYTHON_USE_MANAGED_MEMORY.key}: false)"
         elif not consumers.python_weight:
             managed = f"no managed memory (PYTHON weighs 0 in {consumers.configured})"
         else:
-            managed = f"PYTHON's share of managed memory (weights {consumers.configured})"
+            managed = "PYTHON's share of managed memory" + (f" (weights {consumers.configured})" if weights else "")
         return f"{managed} + task off-heap {format_binary(self.task_off_heap)}"
 
     def options_to_raise(self) -> str:
@@ -212,8 +213,8 @@ class PySparkMemory:
         return (
             f"A PySpark worker ran out of its memory limit: each may use {self.per_worker_mib} MiB of address space "
             f"(spark.executor.pyspark.memory={_mib(self.per_worker_mib)}: the TaskManager's Python budget of "
-            f"{format_binary(self.budget)} over its {self.workers} slot(s); {self.source()}). To give each worker "
-            f"more, {self.options_to_raise()}. See `jobcluster memory`."
+            f"{format_binary(self.budget)}, {self.source(weights=False)}, over its {self.workers} slot(s)). "
+            f"To give each worker more, {self.options_to_raise()}. See `jobcluster memory`."
         )
 
 
