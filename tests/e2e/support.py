@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -68,6 +69,20 @@ def jobcluster(*args: str, timeout: float = CLI_TIMEOUT, check: bool = False) ->
     if check and result.returncode != 0:
         raise AssertionError(f"jobcluster {' '.join(args)} exited {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")
     return result
+
+
+def run_timing_stderr(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, str, list[tuple[float, str]]]:
+    """Run ``argv`` to its end; its exit code, its stdout and each line of its stderr with the time it was read
+    (``time.monotonic()``), to tell how long after one line of the client's progress another one came."""
+    lines: list[tuple[float, str]] = []
+    with subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        assert process.stdout is not None and process.stderr is not None
+        # stdout is read after stderr: a program that fills the pipe's buffer would block, but the CLI's stdout is
+        # the program's, which the tests that use this keep short
+        for line in process.stderr:
+            lines.append((time.monotonic(), line))
+        stdout = process.stdout.read()
+    return process.returncode, stdout, lines
 
 
 def staging_dirs(home: Path) -> list[Path]:
