@@ -26,10 +26,10 @@ def cluster_specification(config: Configuration) -> ClusterSpecification:
     """Container sizes from the memory model, after checking what the cluster will give Spark.
 
     Raises:
-        IllegalConfigurationError: Flink's memory model rejects the sizes or the managed memory
-            consumer weights, the parallelism
-            cannot be reached within ``slotmanager.number-of-slots.max``, or a ``spark.*``
-            key sets something the cluster decides.
+        IllegalConfigurationError: Flink's memory model rejects the sizes or the managed
+            memory consumer weights, the parallelism cannot be reached within
+            ``slotmanager.number-of-slots.max``, or a ``spark.*`` key sets something the
+            cluster decides.
         SparkError: a container misses Spark's minimums.
     """
     jm = job_manager_process_spec_from_config(config)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from jobcluster.config import options as o
 from jobcluster.config.configuration import Configuration, InvalidValueError
+from jobcluster.config.values import map_text
 from jobcluster.errors import IllegalConfigurationError
 
 OPERATOR = "OPERATOR"
@@ -105,7 +106,7 @@ class ManagedMemoryConsumers:
             operator_weight=weights[OPERATOR],
             python_weight=weights[PYTHON] if python_uses_managed else 0,
             python_uses_managed=python_uses_managed,
-            configured=",".join(f"{name}:{weight}" for name, weight in configured.items()),
+            configured=map_text(configured),
         )
 
     @property

@@ -2,10 +2,11 @@
 
 Why: Flink's memory model sizes a container; inside ours run Spark JVMs and
 Python processes.  For the container to be honest, every Flink component
-becomes exactly one explicit limit of one of them, so that the sum of all
-limits plus the JVM overhead never exceeds the container (the overhead
-stays the only unlimited budget: thread stacks, code caches, GC structures
-and the Python processes).  A configuration that Spark itself would refuse is
+becomes explicit limits of them (one limit, or fixed shares of one component
+for two: metaspace, managed memory), so that the sum of all limits plus the
+JVM overhead never exceeds the container (the overhead stays the only
+unlimited budget: thread stacks, code caches, GC structures, the
+TaskExecutor's and PySpark's daemon's Python processes).  A configuration that Spark itself would refuse is
 refused here, before anything is deployed, with the option to change.
 
 TaskExecutor container (Spark worker daemon + one executor of the job, with the cores
