@@ -34,12 +34,21 @@ others() {
     bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/flink/build.sh && "${pytest[@]}" -m "not ($KUBERNETES_STREAM)"
 }
 
-# run <name> <function>: the function's output, each line prefixed with [name]; its exit code in <name>.rc
+# run <name> <function>: the function's output, each line prefixed with [name] (and kept in <name>.log);
+# its exit code in <name>.rc
 run() {
     local start=$SECONDS
-    "$2" 2>&1 | sed -u "s/^/[$1] /"
+    "$2" 2>&1 | sed -u "s/^/[$1] /" | tee "$results/$1.log"
     local code=${PIPESTATUS[0]}
     echo "$code $((SECONDS - start))" >"$results/$1.rc"
+}
+
+# failures <name>: a failed stream's failed tests again (the streams interleave, the end of a log is what
+# is read first), or, when pytest never ran, the stream's last lines
+failures() {
+    local log="$results/$1.log"
+    grep -E "^\[$1\] (FAILED|ERROR)[ :]" "$log" | cut -c1-400 >"$log.failed"
+    if [[ -s $log.failed ]]; then cat "$log.failed"; else tail -n 20 "$log"; fi
 }
 
 results=$(mktemp -d)
@@ -53,5 +62,6 @@ for name in kubernetes others; do
     read -r code seconds <"$results/$name.rc" || { code=1 seconds=?; }
     if [[ $code == 0 ]]; then verdict=passed; else verdict="FAILED (exit $code)"; status=1; fi
     echo "stream $name: $verdict after $seconds s"
+    [[ $code == 0 ]] || failures "$name"
 done
 exit $status

@@ -249,6 +249,12 @@ def test_killed_task_executor_is_replaced_and_the_job_finishes(home, corpus, tmp
     assert proc.returncode == 0, stderr
     registered = set(re.findall(r"TaskExecutor (\S+) registered", stderr))
     assert len(registered) == 3 and victim["id"] in registered, stderr
+    # why it ended, as the job's details have it, and again with the TaskExecutor that replaces it
+    sigkill = "signal SIGKILL: killed by SIGKILL (a kill -9, a memory limit, or the kernel's out-of-memory killer)"
+    assert f"TaskExecutor {victim['id']} lost: worker terminated: {sigkill}" in stderr, stderr
+    replacements = re.findall(r"TaskExecutor (\S+) registered: .*; it replaces (\S+), which ended with (.*)", stderr)
+    assert [(old, why) for _, old, why in replacements] == [(victim["id"], sigkill)], stderr
+    assert replacements[0][0] != victim["id"] and replacements[0][0] in registered
     assert read_word_counts(out) == independent_word_count(corpus)
     progress = [(int(done), int(total)) for done, total in re.findall(r"(\d+)/(\d+) tasks done", stderr)]
     assert progress and all(done <= total for done, total in progress), stderr

@@ -29,6 +29,7 @@ from jobcluster.runtime.resourcemanager.driver import (
     TaskExecutorLaunchContext,
 )
 from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager, ResourceManagerSettings
+from jobcluster.runtime.resourcemanager.worker_termination import WorkerTermination, exit_code_meaning
 from jobcluster.runtime.taskexecutor.gateway import TASK_EXECUTOR_ENDPOINT
 from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings, TaskExecutorLocation
 
@@ -43,17 +44,26 @@ def launch_context(directory: Path, cluster_id: str = "cluster", rm_address: str
     )
 
 
+KILLED = WorkerTermination("exit code 137", exit_code_meaning(137), "process exited with code 137")
+"""A worker killed by SIGKILL, as a driver reports it."""
+
+
 class RecordingEventHandler:
     """The ResourceManager's side of the SPI: what the driver reported, in order; ``changed`` is set on each report."""
 
     def __init__(self) -> None:
-        self.terminated: list[tuple[str, str]] = []
+        self.terminated: list[tuple[str, WorkerTermination]] = []
+        self.warnings: list[tuple[str, str]] = []
         self.recovered: list[list[str]] = []
         self.errors: list[Exception] = []
         self.changed = asyncio.Event()
 
-    async def on_worker_terminated(self, resource_id: str, diagnostics: str) -> None:
-        self.terminated.append((resource_id, diagnostics))
+    async def on_worker_terminated(self, resource_id: str, termination: WorkerTermination) -> None:
+        self.terminated.append((resource_id, termination))
+        self.changed.set()
+
+    async def on_worker_warning(self, resource_id: str, message: str) -> None:
+        self.warnings.append((resource_id, message))
         self.changed.set()
 
     async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None:
@@ -111,10 +121,15 @@ class RecordingDriver(ResourceManagerDriver):
     async def close(self) -> None:
         self.closed += 1
 
-    async def report_terminated(self, resource_id: str, diagnostics: str = "exit code 137") -> None:
-        """The backend reports that ``resource_id`` ended."""
+    async def report_terminated(self, resource_id: str, termination: WorkerTermination = KILLED) -> None:
+        """The backend reports that ``resource_id`` ended (by default: exit code 137, SIGKILL)."""
         assert self.handler is not None, "driver not initialized"
-        await self.handler.on_worker_terminated(resource_id, diagnostics)
+        await self.handler.on_worker_terminated(resource_id, termination)
+
+    async def report_warning(self, resource_id: str, message: str) -> None:
+        """The backend warns of the live worker ``resource_id``."""
+        assert self.handler is not None, "driver not initialized"
+        await self.handler.on_worker_warning(resource_id, message)
 
 
 class TaskExecutorStandIn(RpcEndpoint):
@@ -140,6 +155,10 @@ class TaskExecutorStandIn(RpcEndpoint):
     @rpc
     async def free_slot(self, allocation_id: str, cause: str) -> None:
         self.freed.append(allocation_id)
+
+    @rpc
+    async def request_metrics(self) -> dict[str, int]:
+        return {}
 
 
 #: The configuration of the recorded clusters: 1 GiB TaskExecutors of 2 slots.

@@ -43,6 +43,30 @@ def test_a_lost_task_executor_is_said_once_with_the_platforms_reason(capsys):
     said = capsys.readouterr().err.splitlines()
     assert said.count(f"TaskExecutor tm-1-1 lost: {oom}") == 1
     assert "Slots offered to the job: 2/4" in said
+    # the platform's report after the JobMaster's own (a heartbeat timeout first): said too
+    later = {"lost-taskmanagers": [{"id": "tm-1-1", "cause": "heartbeat timeout"}, {"id": "tm-1-1", "cause": oom}]}
+    printer.update({**job("RUNNING", 2), **later}, [])
+    assert capsys.readouterr().err.splitlines() == ["TaskExecutor tm-1-1 lost: heartbeat timeout"]
+
+
+def test_a_replacement_says_why_the_one_it_replaces_ended_and_a_warning_is_said_once(capsys):
+    printer = ProgressPrinter()
+    replacement = {
+        **task_manager("tm-1-2"),
+        "replaces": {"id": "tm-1-1", "cause": "exit code 137: killed by SIGKILL"},
+        "warnings": ["its processes use 2700 MiB resident, more than its 2560 MiB process size"],
+    }
+    printer.update(job("RUNNING", 4), [replacement])
+    printer.update(job("RUNNING", 4), [replacement])
+    said = capsys.readouterr().err.splitlines()
+    assert said[:2] == [
+        "TaskExecutor tm-1-2 registered: 2 slots, process 2560 MiB (task heap ?, managed ?, network ?); "
+        "it replaces tm-1-1, which ended with exit code 137: killed by SIGKILL",
+        "TaskExecutor tm-1-2: WARNING: its processes use 2700 MiB resident, more than its 2560 MiB process size",
+    ]
+    assert len(said) == 4, said
+    printer.update(job("RUNNING", 4), [{**replacement, "warnings": [*replacement["warnings"], "another"]}])
+    assert capsys.readouterr().err.splitlines() == ["TaskExecutor tm-1-2: WARNING: another"]
 
 
 class Clock:
@@ -156,3 +180,12 @@ def test_output_rotated_away_is_said_in_one_line(capsys):
         "[jobcluster] 12,345 bytes of the program's stdout were rotated away before they could be read "
         "(see jobcluster.driver.output.max-files); resuming at byte 12,445\n"
     )
+
+
+def test_the_terminal_details_say_a_last_loss_but_not_the_end_which_the_result_says(capsys):
+    printer = ProgressPrinter()
+    printer.update(job("RUNNING", 4), [])
+    capsys.readouterr()
+    printer.update({**job("FAILED", 0), "lost-taskmanagers": [{"id": "tm-1-1", "cause": "worker terminated: OOMKilled"}]}, [])
+    said = capsys.readouterr().err.splitlines()
+    assert said == ["TaskExecutor tm-1-1 lost: worker terminated: OOMKilled", "Slots offered to the job: 0/4"]

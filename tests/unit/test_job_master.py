@@ -23,6 +23,7 @@ from jobcluster.memory.managed import ManagedMemoryConsumers
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.entrypoint.job_cluster_entrypoint import _fail_on_fatal_error, job_master_settings
+from jobcluster.runtime.jobmaster import job_master as job_master_module
 from jobcluster.runtime.jobmaster.job_master import JobMaster, JobMasterSettings
 from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.messages import SlotOffer, dump
@@ -177,7 +178,7 @@ def test_a_lost_task_executor_gives_up_its_slots_and_is_named_in_the_details(tmp
             assert job.job_master.status is JobStatus.RUNNING
             await job.job_master.disconnect_task_manager("tm-1", "OOMKilled (exit code 137)")
             assert job.job_master.slot_pool.size == 0
-            assert job.job_master.lost_task_executors == [{"id": "tm-1", "cause": "OOMKilled (exit code 137)"}]
+            assert job.job_master.lost_task_executors == [{"id": "tm-1", "cause": "OOMKilled (exit code 137)", "memory-kill": False}]
             assert await job.task_executor_offers("tm-2", 2) == ["tm-2-a0", "tm-2-a1"], "the replacement's slots are taken"
 
     asyncio.run(scenario())
@@ -191,3 +192,47 @@ def test_the_job_masters_settings_carry_what_a_pyspark_workers_memory_error_mean
     assert hint is not None and hint == sizing.pyspark.memory_error_hint()
     assert "each may use 115 MiB" in hint and "taskmanager.memory.managed.consumer-weights" in hint
     assert job_master_settings(config).pyspark_memory_error_hint is None
+
+
+def test_an_ended_worker_is_named_in_the_details_even_without_slots_and_a_memory_kill_is_marked(tmp_path):
+    async def scenario() -> None:
+        async with running_job(tmp_path) as job:
+            await job.job_master.disconnect_task_manager("tm-0", "idle")  # neither slots nor ended: not a loss
+            await job.job_master.disconnect_task_manager("tm-1", "worker terminated: exit code 1: ...", terminated=True)
+            await job.task_executor_offers("tm-2", 2)
+            oom = "worker terminated: OOMKilled, exit code 137: killed by the kernel ..."
+            await job.job_master.disconnect_task_manager("tm-2", oom, terminated=True, memory_kill=True)
+            assert job.job_master.job_details()["lost-taskmanagers"] == [
+                {"id": "tm-1", "cause": "worker terminated: exit code 1: ...", "memory-kill": False},
+                {"id": "tm-2", "cause": oom, "memory-kill": True},
+            ]
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_programs_cause_waits_for_the_report_of_a_task_executor_that_no_longer_answers(tmp_path, monkeypatch):
+    monkeypatch.setattr(job_master_module, "LOST_REPORT_GRACE", 1.0)
+
+    async def scenario() -> None:
+        async with running_job(tmp_path, parallelism=4) as job:
+            await job.task_executor_offers("tm-1", 2)
+            await job.task_executor_offers("tm-2", 2)
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            await job.job_master._await_lost_reports()
+            assert loop.time() - started < 0.5, "both answer: nothing to wait for"
+
+            await job.services[1].stop()  # tm-2's process is gone; the ResourceManager has not said so yet
+            started = loop.time()
+            await job.job_master._await_lost_reports()
+            assert loop.time() - started >= 1.0, "it waited out the grace for tm-2's report"
+
+            report = loop.call_later(
+                0.3, lambda: asyncio.ensure_future(job.job_master.disconnect_task_manager("tm-2", "gone", terminated=True))
+            )
+            started = loop.time()
+            await job.job_master._await_lost_reports()
+            report.cancel()
+            assert 0.25 <= loop.time() - started < 0.9, "it returned as soon as the report came"
+
+    asyncio.run(scenario())

@@ -16,9 +16,11 @@ from jobcluster.backends.kubernetes.taskmanager import attempt_of_pod, task_mana
 SCHEDULED = [{"type": "PodScheduled", "status": "True"}]
 
 
-def pod(name: str, phase: str = "Running", *, scheduled: bool = True, exited: int | None = None, deleting: bool = False) -> dict:
+def pod(
+    name: str, phase: str = "Running", *, scheduled: bool = True, exited: int | None = None, deleting: bool = False, owner: str = "jm-uid"
+) -> dict:
     state = {"terminated": {"exitCode": exited, "reason": "Error"}} if exited is not None else {"running": {}}
-    metadata: dict = {"name": name}
+    metadata: dict = {"name": name, "ownerReferences": [{"kind": "Deployment", "name": "wc", "uid": owner}]}
     if deleting:
         metadata["deletionTimestamp"] = "2026-11-23T19:00:00Z"
     return {
@@ -39,17 +41,23 @@ def test_a_running_or_pending_pod_ends_nothing():
 
 
 def test_an_exited_container_ends_the_worker_with_its_exit_code_and_reason():
-    diagnostics = worker_termination(MODIFIED, pod("wc-taskmanager-1-1", "Failed", exited=7))
-    assert diagnostics is not None
-    assert diagnostics.startswith("Pod terminated, container termination statuses: [jobcluster-main-container(exitCode=7, reason=Error")
-    assert "pod deleted" not in diagnostics
+    ended = worker_termination(MODIFIED, pod("wc-taskmanager-1-1", "Failed", exited=7))
+    assert ended is not None
+    assert ended.summary == "Error, exit code 7: exited with an error of its own (see its log)"
+    assert ended.diagnostics.startswith(
+        "Pod terminated, container termination statuses: [jobcluster-main-container(exitCode=7, reason=Error"
+    )
+    assert "pod deleted" not in ended.diagnostics and ended.memory_kill is None
 
 
 def test_a_deleted_pod_ends_the_worker_whatever_its_state():
     running = worker_termination(DELETED, pod("wc-taskmanager-1-1"))
-    assert running == "Pod deleted before its container terminated, container termination statuses: []"
+    assert running is not None
+    assert running.diagnostics == "Pod deleted before its container terminated, container termination statuses: []"
+    assert running.summary.startswith("pod deleted: deleted while its container ran")
     exited = worker_termination(DELETED, pod("wc-taskmanager-1-1", "Failed", exited=143))
-    assert exited is not None and "exitCode=143" in exited and exited.endswith(", pod deleted")
+    assert exited is not None and "exitCode=143" in exited.diagnostics and exited.diagnostics.endswith(", pod deleted")
+    assert exited.summary.startswith("Error, exit code 143: stopped by SIGTERM")
 
 
 def test_a_relist_after_expiry_shows_every_pod_and_the_ones_that_went_missing():
@@ -79,6 +87,14 @@ def test_a_new_attempt_keeps_live_scheduled_pods_deletes_the_rest_and_counts_on(
     assert recovery.recovered == ["wc-taskmanager-1-1", "wc-taskmanager-2-1"]
     assert recovery.to_delete == ["wc-taskmanager-2-2", "wc-taskmanager-2-3", "wc-taskmanager-2-4"]
     assert recovery.attempt == 3
+
+
+def test_pods_of_a_removed_cluster_of_the_same_id_are_neither_recovered_nor_deleted_and_their_names_stay_theirs():
+    # an upgrade: the operator removed the cluster "wc" (its pods await the garbage collector) and deployed a new "wc"
+    old = [pod("wc-taskmanager-1-1", owner="old-uid"), pod("wc-taskmanager-1-2", owner="old-uid")]
+    recovery = plan_recovery(old, owner_uid="new-uid")
+    assert (recovery.recovered, recovery.to_delete, recovery.attempt) == ([], [], 2)
+    assert plan_recovery(old, owner_uid="old-uid").recovered == ["wc-taskmanager-1-1", "wc-taskmanager-1-2"], "its own attempt's"
 
 
 def test_the_attempt_counts_from_ended_pods_too_and_starts_at_one():

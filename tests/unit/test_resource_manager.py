@@ -26,7 +26,8 @@ from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
 from jobcluster.runtime.messages import SlotID, SlotReport, SlotStatus, TaskExecutorRegistration, dump
 from jobcluster.runtime.resourcemanager import resource_manager as rm_module
 from jobcluster.runtime.resourcemanager.resource_manager import ResourceManager
-from tests.support.fakes import CLUSTER_CONFIG, RecordingDriver, TaskExecutorStandIn, until
+from jobcluster.runtime.resourcemanager.worker_termination import MemoryKill, WorkerTermination
+from tests.support.fakes import CLUSTER_CONFIG, KILLED, RecordingDriver, TaskExecutorStandIn, until
 from tests.support.fakes import resource_manager as make_resource_manager
 
 SECRET = "s3cr3t"
@@ -40,10 +41,16 @@ class JobMasterStandIn(FencedRpcEndpoint):
     def __init__(self, job_master_id: str) -> None:
         super().__init__(JOB_MASTER_ENDPOINT, job_master_id)
         self.lost: list[tuple[str, str]] = []
+        self.terminated: list[str] = []  # of them, those whose worker ended
+        self.memory_kills: list[str] = []  # of those, the ones killed for memory
 
     @rpc
-    async def disconnect_task_manager(self, resource_id: str, cause: str) -> None:
+    async def disconnect_task_manager(self, resource_id: str, cause: str, terminated: bool = False, memory_kill: bool = False) -> None:
         self.lost.append((resource_id, cause))
+        if terminated:
+            self.terminated.append(resource_id)
+        if memory_kill:
+            self.memory_kills.append(resource_id)
 
     @rpc
     async def heartbeat_from_resource_manager(self, resource_manager_id: str) -> None:
@@ -156,14 +163,20 @@ def test_a_refused_request_is_made_again(tmp_path, monkeypatch):
     run(scenario)
 
 
-def test_a_worker_that_ends_before_it_registers_is_replaced(tmp_path):
+def test_a_worker_that_ends_before_it_registers_is_replaced_and_its_replacement_says_why_it_ended(tmp_path):
     async def scenario() -> None:
         async with started(tmp_path) as c:
             await c.declare(2)
-            await c.driver.report_terminated("worker-1", "OOMKilled (exit code 137)")
+            await c.driver.report_terminated("worker-1")
             await until(lambda: c.driver.started == ["worker-1", "worker-2"])
             assert (await c.overview())["pending-taskmanagers"] == 1
-            assert c.job_master.lost == [], "a worker that never registered held no slot of the job"
+            await until(lambda: bool(c.job_master.lost))
+            assert c.job_master.lost == [("worker-1", f"worker terminated: {KILLED.summary}")], "told, though it held no slot"
+            assert c.job_master.terminated == ["worker-1"] and c.job_master.memory_kills == []
+            await c.register("worker-2")
+            (info,) = await c.rm.request_task_manager_info()
+            assert info["replaces"] == {"id": "worker-1", "cause": "exit code 137: " + KILLED.meaning}
+            assert "killed by SIGKILL" in KILLED.meaning
 
     run(scenario)
 
@@ -173,12 +186,60 @@ def test_a_registered_worker_that_ends_is_reported_to_the_job_master_and_replace
         async with started(tmp_path) as c:
             await c.declare(2)
             await c.register("worker-1")
-            await c.driver.report_terminated("worker-1", "OOMKilled (exit code 137)")
+            assert "replaces" not in (await c.rm.request_task_manager_info())[0], "a first worker replaces none"
+            await c.driver.report_terminated("worker-1")
             await until(lambda: len(c.driver.started) == 2 and bool(c.job_master.lost))
             ((lost, cause),) = c.job_master.lost
-            assert lost == "worker-1" and "OOMKilled" in cause
+            assert lost == "worker-1" and cause == f"worker terminated: {KILLED.summary}"
             overview = await c.overview()
             assert overview["taskmanagers"] == 0 and overview["pending-taskmanagers"] == 1
+            await c.register("worker-2")
+            (info,) = await c.rm.request_task_manager_info()
+            assert info["replaces"] == {"id": "worker-1", "cause": KILLED.summary}
+
+    run(scenario)
+
+
+def test_a_memory_kill_reaches_the_job_master_with_the_platforms_numbers_and_the_option_to_change(tmp_path):
+    yarn_kill = WorkerTermination(
+        "exit status -104 (KILLED_EXCEEDED_PMEM)",
+        "killed by YARN for exceeding its physical memory limit",
+        "Container container_1_0001_01_000002 was killed by YARN ... Dump of the process-tree ...",
+        MemoryKill("Current usage: 1.2 GB of 1 GB physical memory used", excess_bytes=(200 << 20) + 1),
+    )
+
+    async def scenario() -> None:
+        async with started(tmp_path) as c:
+            await c.declare(2)
+            await c.register("worker-1")
+            await c.driver.report_terminated("worker-1", yarn_kill)
+            await until(lambda: bool(c.job_master.lost))
+            ((_, cause),) = c.job_master.lost
+            assert c.job_master.memory_kills == ["worker-1"]
+            assert cause.startswith(
+                "worker terminated: exit status -104 (KILLED_EXCEEDED_PMEM): killed by YARN for exceeding its physical memory "
+                "limit (Current usage: 1.2 GB of 1 GB physical memory used). The JVM overhead"
+            )
+            overhead = SPEC.jvm_overhead >> 20
+            # the overhead and the container grown by the excess, rounded up to whole MiB
+            assert f"raise taskmanager.memory.jvm-overhead.min to at least {overhead + 201}m" in cause
+            assert f"raise taskmanager.memory.process.size by as much too (to at least {(SPEC.total_process >> 20) + 201}m)" in cause
+            assert "Dump of the process-tree" not in cause, "YARN's whole diagnostics stay in the JobManager's log"
+
+    run(scenario)
+
+
+def test_a_drivers_warning_is_shown_with_its_task_manager(tmp_path):
+    async def scenario() -> None:
+        async with started(tmp_path) as c:
+            await c.declare(2)
+            await c.driver.report_warning("worker-1", "its processes use too much")  # before it registered: kept
+            await c.register("worker-1")
+            (info,) = await c.rm.request_task_manager_info()
+            assert info["warnings"] == ["its processes use too much"]
+            await c.driver.report_warning("worker-1", "again")
+            (info,) = await c.rm.request_task_manager_info()
+            assert info["warnings"] == ["its processes use too much", "again"]
 
     run(scenario)
 

@@ -11,10 +11,14 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
+import logging
 import socket
+import struct
 import threading
+import time
 from collections.abc import Iterator
 from typing import ClassVar
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -27,6 +31,7 @@ from tests.support.rest_standin import TOKEN, StandInDispatcher, with_endpoint
 APP_ID = "app-20260101000000-0000"
 YARN_APP = "application_1700000000000_0001"
 PAGE = "<!doctype html><title>Spark Jobs</title>"
+BIG = 32 << 20  # bytes of an answer that cannot all be in flight when the browser leaves
 
 
 @pytest.mark.parametrize(
@@ -87,6 +92,8 @@ class DriverUi(http.server.BaseHTTPRequestHandler):
             self._answer(302, b"", {"Location": "http://example.invalid/x"})
         elif self.path == "/loop":
             self._answer(302, b"", {"Location": "/loop"})
+        elif self.path == "/big":
+            self._answer(200, b"x" * BIG, {"Content-Type": "text/plain"})
         elif self.path.startswith("/static/"):
             self._answer(200, gzip.compress(b"var uiRoot;" * 100), {"Content-Type": "application/javascript", "Content-Encoding": "gzip"})
         elif self.path.startswith("/api/"):
@@ -177,6 +184,22 @@ def test_an_application_id_the_jobmaster_has_not_read_yet_is_asked_of_the_driver
     dispatcher = StandInDispatcher()
     dispatcher.ui = SparkUi(driver_ui, None)
     with_endpoint(scenario, dispatcher)
+
+
+def test_a_browser_that_leaves_mid_answer_is_no_error(driver_ui, caplog):
+    def scenario(url, dispatcher):
+        address = urlsplit(url)
+        with socket.create_connection((address.hostname, address.port)) as conn:
+            conn.sendall(b"GET /spark/big HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert conn.recv(1024).startswith(b"HTTP/1.1 200")
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset, as a closed tab sends
+        assert requests.get(f"{url}/spark/jobs/", timeout=5).status_code == 200, "the endpoint goes on"
+        time.sleep(0.5)  # the relay notices the reset on its next write
+
+    with caplog.at_level(logging.DEBUG):
+        with_endpoint(scenario, running(driver_ui))
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert any("left before Spark's answer was written" in r.getMessage() for r in caplog.records)
 
 
 def test_a_redirect_off_the_driver_is_passed_on_and_a_redirect_loop_is_an_error_page(driver_ui):

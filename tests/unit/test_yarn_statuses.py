@@ -60,3 +60,57 @@ def test_job_state_of_final_status_reverses_the_mapping(final, state):
 def test_finish_time_is_rfc3339_utc_once_ended():
     assert s.finish_time_of(1_795_510_847_606) == "2026-11-24T09:00:47Z"
     assert s.finish_time_of(0) == "" and s.finish_time_of(None) == ""
+
+
+# What a NodeManager of Hadoop 3 writes for a container killed by its physical-memory check (ContainersMonitorImpl),
+# as the completed container's diagnostics reach the ApplicationMaster.
+PMEM_DIAGNOSTICS = (
+    f"[2026-11-26 14:00:01.000]Container [pid=4242,containerID={CID}] is running 231735296B beyond the 'PHYSICAL' memory limit. "
+    "Current usage: 2.7 GB of 2.5 GB physical memory used; 5.1 GB of 5.3 GB virtual memory used. Killing container.\n"
+    f"Dump of the process-tree for {CID} :\n\t|- PID PPID PGRPID SESSID CMD_NAME ...\n"
+    "[2026-11-26 14:00:01.100]Container killed on request. Exit code is 143\n"
+    "[2026-11-26 14:00:01.100]Container exited with a non-zero exit code 143. \n"
+)
+
+
+def test_a_physical_memory_kill_carries_yarns_numbers():
+    ended = s.container_termination(CID, -104, PMEM_DIAGNOSTICS)
+    assert ended.summary == "exit status -104 (KILLED_EXCEEDED_PMEM): killed by YARN for exceeding its physical memory limit"
+    assert ended.memory_kill is not None
+    assert ended.memory_kill.words == "Current usage: 2.7 GB of 2.5 GB physical memory used"
+    assert ended.memory_kill.excess_bytes == 231735296 and not ended.memory_kill.virtual
+    assert ended.diagnostics.startswith(f"Container {CID} was killed by YARN for exceeding its physical memory limit. Diagnostics: [")
+    assert ended.diagnostics.endswith(PMEM_DIAGNOSTICS)
+
+
+def test_a_virtual_memory_kill_names_the_usage_of_the_virtual_limit_and_hadoop_2s_words_parse_too():
+    hadoop2 = (
+        f"Container [pid=1,containerID={CID}] is running beyond virtual memory limits. Current usage: 1.1 GB of 2 GB physical "
+        "memory used; 4.6 GB of 4.2 GB virtual memory used. Killing container."
+    )
+    kill = s.memory_kill_of(-103, hadoop2)
+    assert kill is not None and kill.virtual
+    assert (kill.words, kill.excess_bytes) == ("Current usage: 4.6 GB of 4.2 GB virtual memory used", None)
+    assert s.memory_kill_of(-104, "no numbers").words == "YARN's diagnostics give no usage"  # type: ignore[union-attr]
+    assert s.memory_kill_of(-100, PMEM_DIAGNOSTICS) is None and s.memory_kill_of(143, PMEM_DIAGNOSTICS) is None
+
+
+@pytest.mark.parametrize(
+    ("exit_status", "status", "meaning"),
+    [
+        (-100, "exit status -100 (ABORTED)", "released by the application or lost with its node"),
+        (-102, "exit status -102 (PREEMPTED)", "preempted by YARN for another application"),
+        (-103, "exit status -103 (KILLED_EXCEEDED_VMEM)", "killed by YARN for exceeding its virtual memory limit"),
+        (-105, "exit status -105 (KILLED_BY_APPMASTER)", "killed at the ApplicationMaster's request"),
+        (-107, "exit status -107 (KILLED_AFTER_APP_COMPLETION)", "killed because its application ended"),
+        (-1000, "exit status -1000 (INVALID)", "the container never ran"),
+        (143, "exit code 143", "stopped by SIGTERM (asked to stop: by its platform, an operator or a shutdown)"),
+        (137, "exit code 137", "killed by SIGKILL (a kill -9, a memory limit, or the kernel's out-of-memory killer)"),
+        (1, "exit code 1", "exited with an error of its own (see its log)"),
+        (-42, "signal 42", "a status of YARN's this client does not know"),
+    ],
+)
+def test_each_exit_status_has_yarns_name_and_its_meaning(exit_status, status, meaning):
+    ended = s.container_termination(CID, exit_status, "d")
+    assert (ended.status, ended.meaning) == (status, meaning)
+    assert (ended.memory_kill is not None) == s.is_killed_for_memory(exit_status)

@@ -1,7 +1,8 @@
 """What an attached ``jobcluster run`` prints while the job runs.
 
 Progress goes to stderr, one line per change (cluster, TaskExecutors registered
-or lost, with the platform's reason, slots, job state, Spark progress). A
+or lost, with the platform's reason, a replacement with why the one it
+replaces ended, a TaskExecutor's warnings, slots, job state, Spark progress). A
 streaming job's Spark counts change with every micro-batch, so for it one line
 per query is printed at a steady pace instead (every
 ``jobcluster.client.streaming-progress-interval``), and at once when a query
@@ -25,6 +26,7 @@ from jobcluster.client.job_client import JobClient, JobExecutionResult
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
+from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
 from jobcluster.jobgraph.model import JobGraph
 
 
@@ -54,7 +56,8 @@ class ProgressPrinter:
         self._stopped_queries: set[str] = set()  # runIds whose stop was said
         self._next_query_lines: float | None = None  # clock() at which the queries' lines are due; None: no query runs
         self._task_managers: set[str] = set()
-        self._lost: set[str] = set()  # TaskExecutors reported lost
+        self._lost: set[tuple[str, str]] = set()  # TaskExecutors reported lost, with the cause said
+        self._warned: set[tuple[str, str]] = set()  # TaskExecutors' warnings said
         self._state: str | None = None
         self._slots: tuple[int, int] | None = None
         self._spark: tuple[Any, ...] | None = None
@@ -89,20 +92,26 @@ class ProgressPrinter:
             if tm["id"] not in self._task_managers:
                 self._task_managers.add(tm["id"])
                 spec = tm.get("memoryConfiguration", {})
+                replaces = tm.get("replaces")
                 _say(
                     f"TaskExecutor {tm['id']} registered: {tm['slotsNumber']} slots, process {_mib(spec.get('totalProcessMemory'))} "
                     f"(task heap {_mib(spec.get('taskHeap'))}, managed {_mib(spec.get('managedMemory'))}, "
                     f"network {_mib(spec.get('networkMemory'))})"
+                    + (f"; it replaces {replaces['id']}, which ended with {replaces['cause']}" if replaces else "")
                 )
+            for warning in tm.get("warnings") or []:
+                if (tm["id"], warning) not in self._warned:
+                    self._warned.add((tm["id"], warning))
+                    _say(f"TaskExecutor {tm['id']}: WARNING: {warning}")
         for lost in job.get("lost-taskmanagers") or []:
-            if lost["id"] not in self._lost:
-                self._lost.add(lost["id"])
+            if (lost["id"], lost["cause"]) not in self._lost:
+                self._lost.add((lost["id"], lost["cause"]))
                 _say(f"TaskExecutor {lost['id']} lost: {lost['cause']}")
         slots = (job["slots"]["held"], job["slots"]["required"])
         if slots != self._slots:
             self._slots = slots
             _say(f"Slots offered to the job: {slots[0]}/{slots[1]}")
-        if job["state"] != self._state:
+        if job["state"] != self._state and job["state"] not in TERMINAL_JOB_STATES:  # the end is said by result()
             self._state = job["state"]
             _say(f"Job {job['jid']} is {job['state']}")
         if job.get("job-type") == "STREAMING":

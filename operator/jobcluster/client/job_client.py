@@ -59,7 +59,7 @@ class JobClient:
         on_relocate: Callable[[str], None] | None = None,
         on_output_gap: OutputGap | None = None,
     ) -> JobExecutionResult:
-        """Poll until the job is terminal; ``on_update(job_details, task_managers)`` after each poll.
+        """Poll until the job is terminal; ``on_update(job_details, task_managers)`` after each poll, the terminal one included.
 
         ``on_output(stream, data)`` receives the program's stdout and stderr
         as they are written (see :class:`DriverOutputFollower`), all of it
@@ -82,7 +82,7 @@ class JobClient:
             try:
                 details = self.details()
                 terminal = details["state"] in TERMINAL_JOB_STATES
-                if on_update is not None and not terminal:
+                if on_update is not None:  # the terminal details too: a TaskManager lost just before the end is in them
                     on_update(details, self.cluster_client.task_managers())
                 if output is not None:
                     output.poll()

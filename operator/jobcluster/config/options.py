@@ -515,6 +515,16 @@ CLIENT_STREAMING_PROGRESS_INTERVAL = ConfigOption(
     "counts (seconds; Flink duration syntax, e.g. 30s). A query starting or stopping is printed at once.",
     positive=True,
 )
+LOCAL_MEMORY_CHECK_INTERVAL = ConfigOption(
+    "jobcluster.local.memory-check-interval",
+    "duration",
+    3.0,
+    description="On the local target, how often the JobManager measures each TaskExecutor's process tree (the TaskExecutor, "
+    "its Spark worker and executor JVMs, the PySpark workers: the sum of their resident memory, as YARN's NodeManager "
+    "measures a container) against its taskmanager.memory.process.size, which nothing enforces there; the first time it is "
+    "over, a warning names the option to change (seconds; YARN's default container-monitor interval; 0 = never).",
+    minimum=0,
+)
 
 SECURITY_ENCRYPT_DATA_PLANE = ConfigOption(
     "jobcluster.security.encrypt-data-plane",

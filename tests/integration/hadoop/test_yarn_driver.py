@@ -87,6 +87,7 @@ def test_driver_registers_allocates_launches_releases_and_unregisters(
     # staged payload; without it the command exits 1), the released one is not.
     assert list(result["terminated"]) == [result["completed"]]
     assert "Exit code:3." in result["terminated"][result["completed"]], result["terminated"]
+    assert result["terminated"][result["completed"]].startswith("exit code 3: exited with an error of its own"), result["terminated"]
     assert result["held_after"] == []
     # A container larger than YARN's maximum is refused before YARN is asked, naming what to change.
     assert "exceeds the maximum container" in result["oversized_error"], result["oversized_error"]

@@ -36,6 +36,7 @@ from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.runtime.entrypoint.layout import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
 from jobcluster.runtime.resourcemanager.driver import TaskExecutorLaunchContext
+from jobcluster.runtime.resourcemanager.worker_termination import WorkerTermination
 from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings, TaskExecutorLocation
 
 TASK_EXECUTOR_COMMAND = (
@@ -60,9 +61,12 @@ class Recorder:
         self.errors: list[str] = []
         self.changed = asyncio.Event()
 
-    async def on_worker_terminated(self, resource_id: str, diagnostics: str) -> None:
-        self.terminated[resource_id] = diagnostics
+    async def on_worker_terminated(self, resource_id: str, termination: WorkerTermination) -> None:
+        self.terminated[resource_id] = f"{termination.summary}\n{termination.diagnostics}"
         self.changed.set()
+
+    async def on_worker_warning(self, resource_id: str, message: str) -> None:
+        pass
 
     async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None:
         self.recovered += resource_ids

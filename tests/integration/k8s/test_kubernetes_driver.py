@@ -195,7 +195,8 @@ def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(
         (entrypoint_dir / f"exit-{first}").touch()
         await until(lambda: recorder.terminated, what="a terminated worker")
         assert recorder.terminated[0][0] == first
-        assert f"exitCode={EXIT_CODE}" in recorder.terminated[0][1]
+        assert f"exitCode={EXIT_CODE}" in recorder.terminated[0][1].diagnostics
+        assert recorder.terminated[0][1].summary == f"Error, exit code {EXIT_CODE}: exited with an error of its own (see its log)"
         await until(lambda: read_pod(core, k8s_namespace, first) is None, what=f"{first} deleted by the driver")
 
         # the second worker's pod is deleted by someone else: reported once too
@@ -203,7 +204,9 @@ def test_two_workers_one_exits_one_is_deleted_then_the_cluster_is_gone(
         await until(lambda: len(recorder.terminated) == 2, what="the deleted worker reported")
         assert recorder.terminated[1][0] == second
         # the kubelet's SIGTERM (passed on by tini), seen before the DELETED event
-        assert "exitCode=143" in recorder.terminated[1][1]
+        assert "exitCode=143" in recorder.terminated[1][1].diagnostics
+        sigterm = "exit code 143: stopped by SIGTERM (asked to stop: by its platform, an operator or a shutdown)"
+        assert recorder.terminated[1][1].summary.endswith(sigterm), recorder.terminated[1][1]
 
         # more watch rounds (each lasts 3 s) report nothing again
         await asyncio.sleep(7)
@@ -275,7 +278,7 @@ def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_na
         # a recovered worker that ends is reported like any other
         (entrypoint_dir / f"exit-{kept}").touch()
         await until(lambda: recorder.terminated, what="the recovered worker reported")
-        assert recorder.terminated[0][0] == kept and f"exitCode={EXIT_CODE}" in recorder.terminated[0][1]
+        assert recorder.terminated[0][0] == kept and f"exitCode={EXIT_CODE}" in recorder.terminated[0][1].diagnostics
 
         await later.release_all_workers()
         await until(

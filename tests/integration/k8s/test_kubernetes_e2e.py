@@ -418,8 +418,9 @@ def test_task_manager_driven_past_its_memory_limit_is_reported_oom_killed_and_re
     k8s_cluster, k8s_api, k8s_image, namespace, cli_env, tmp_path
 ):
     """A TaskManager container that outgrows its memory limit while tasks run is killed by the kernel: the CLI
-    reports its pod with Kubernetes' words (OOMKilled, exit code 137), a new TaskManager pod (the next number)
-    takes its place, and the job finishes with exact counts."""
+    reports its pod with Kubernetes' words (OOMKilled, exit code 137), the limit from its spec and the option to
+    change, a new TaskManager pod (the next number) takes its place, saying why the one it replaces ended, and the
+    job finishes with exact counts."""
     data = tmp_path / "data"
     source, out = corpus(data / "corpus"), data / "out"
     cluster_id = f"oom-{uuid.uuid4().hex[:6]}"
@@ -445,7 +446,18 @@ def test_task_manager_driven_past_its_memory_limit_is_reported_oom_killed_and_re
         out_text, err_text = cli.stdout, cli.stderr
     print(f"slow WordCount with one TaskManager killed for memory took {time.monotonic() - started:.1f} s; the CLI said: {lost}")
     assert code == 0, f"stdout:\n{out_text}\nstderr:\n{err_text}"
-    assert re.search(r"exitCode=137, reason=OOMKilled", lost), lost
+    oom = "OOMKilled, exit code 137: killed by the kernel for exceeding the container's memory limit"
+    assert lost.startswith(
+        f"TaskExecutor {victim} lost: worker terminated: {oom} (OOMKilled: container {MAIN_CONTAINER} reached its memory limit of "
+        f"{TM_MEMORY_MIB}Mi). The JVM overhead (384m of the {TM_MEMORY_MIB}m container) holds all memory no limit of the memory "
+        "model covers"
+    ), lost
+    assert "raise taskmanager.memory.jvm-overhead.min (and .max, if lower)" in lost, lost
+    assert "raise taskmanager.memory.process.size by as much too to keep them" in lost, lost
+    replacement = re.search(
+        rf"TaskExecutor {cluster_id}-taskmanager-1-2 registered: .*; it replaces (\S+), which ended with (.*)", err_text
+    )
+    assert replacement and replacement.groups() == (victim, oom), err_text
     assert read_counts(out) == expected_counts(source)
     registered = re.findall(r"TaskExecutor (\S+) registered", err_text)
     assert registered == [victim, f"{cluster_id}-taskmanager-1-2"], err_text

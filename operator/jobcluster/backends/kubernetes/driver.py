@@ -13,7 +13,8 @@ Flink's ``KubernetesResourceManagerDriver`` with jobcluster's SPI
   (``build_task_manager_pod``) and returns its name, the worker's ResourceID.
 * A watch by label selector (``pod_watch``) sees every pod change; a pod that
   fails, whose container terminates, or that is deleted is reported once to
-  ``on_worker_terminated`` with its exit code and reason, then deleted.
+  ``on_worker_terminated`` with its exit code and reason and their meaning (an
+  ``OOMKilled`` container as a memory kill, with its memory limit), then deleted.
 * ``release_resource`` deletes one pod (idempotent, no report); ``terminate``
   stops the watch and deletes every TaskManager pod; ``deregister_application``
   deletes the Deployment, and the garbage collector everything it owns.
@@ -50,7 +51,7 @@ from jobcluster.backends.kubernetes.pod_events import (
     resync_events,
     worker_termination,
 )
-from jobcluster.backends.kubernetes.pod_status import exit_code, unscheduled_reason
+from jobcluster.backends.kubernetes.pod_status import unscheduled_reason
 from jobcluster.backends.kubernetes.pod_template import load_pod_template
 from jobcluster.backends.kubernetes.pod_watch import WATCH_TIMEOUT_SECONDS, PodWatch, list_pods
 from jobcluster.backends.kubernetes.taskmanager import build_task_manager_pod, task_manager_pod_name
@@ -63,6 +64,7 @@ from jobcluster.runtime.resourcemanager.driver import (
     ResourceManagerDriver,
     TaskExecutorLaunchContext,
 )
+from jobcluster.runtime.resourcemanager.worker_termination import WorkerTermination
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +106,8 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         self._pod_number = 0
         #: Pods that are this driver's live workers: neither reported as terminated nor released.
         self._workers: set[str] = set()
-        #: Pods being created → the diagnostics if they ended before their creation returned.
-        self._creating: dict[str, str | None] = {}
+        #: Pods being created → why, if they ended before their creation returned.
+        self._creating: dict[str, WorkerTermination | None] = {}
         #: Pods whose scheduling failure was logged.
         self._unschedulable: set[str] = set()
         self._queue: asyncio.Queue[_Item] | None = None
@@ -133,7 +135,7 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         try:
             self._owner = await asyncio.to_thread(self._read_owner)
             pods, version = await asyncio.to_thread(list_pods, self._core, self._params.namespace, self._selector)
-            recovery = plan_recovery(pods, recorded_attempt(self._owner))
+            recovery = plan_recovery(pods, recorded_attempt(self._owner), (self._owner.get("metadata") or {}).get("uid"))
             await asyncio.to_thread(self._record_attempt, recovery.attempt)
         except DeploymentError as exc:
             raise ResourceManagerError(f"cannot start the Kubernetes ResourceManager driver: {exc}") from exc
@@ -211,7 +213,7 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
             ended = self._creating.pop(name, None)
         if ended is not None:
             await self._delete_pod(name)
-            raise ResourceManagerError(f"TaskManager pod {name} terminated right away: {ended}")
+            raise ResourceManagerError(f"TaskManager pod {name} terminated right away: {ended.summary}: {ended.diagnostics}")
         self._workers.add(name)
         resources = pod["spec"]["containers"][0]["resources"]
         log.info("created TaskManager pod %s (requests %s, limits %s)", name, resources["requests"], resources["limits"])
@@ -276,22 +278,22 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
 
     async def _on_pod_event(self, event_type: str, pod: dict[str, Any]) -> None:
         name = pod_name(pod)
-        diagnostics = worker_termination(event_type, pod)
-        if diagnostics is None:
+        termination = worker_termination(event_type, pod)
+        if termination is None:
             unscheduled = unscheduled_reason(pod)
             if unscheduled and name not in self._unschedulable:
                 self._unschedulable.add(name)  # once per pod: the scheduler retries, and says so on every try
                 log.warning("TaskManager pod %s cannot be scheduled: %s", name, unscheduled)
             return
         if name in self._creating:
-            self._creating[name] = diagnostics
+            self._creating[name] = termination
             return
         if name not in self._workers:
             return  # released, already reported, or not this driver's
         self._workers.discard(name)
-        log.warning("TaskManager pod %s terminated (exit code %s): %s", name, exit_code(pod), diagnostics)
+        log.warning("TaskManager pod %s terminated (%s): %s", name, termination.summary, termination.diagnostics)
         assert self._handler is not None
-        await self._handler.on_worker_terminated(name, diagnostics)
+        await self._handler.on_worker_terminated(name, termination)
         if event_type != DELETED:
             await self._delete_pod(name)
 

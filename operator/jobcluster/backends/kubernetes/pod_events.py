@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobcluster.backends.kubernetes.labels import ANNOTATION_ATTEMPT
-from jobcluster.backends.kubernetes.pod_status import is_scheduled, is_terminated, max_attempt, termination_diagnostics
+from jobcluster.backends.kubernetes.pod_status import is_scheduled, is_terminated, max_attempt, pod_termination, termination_diagnostics
 from jobcluster.backends.kubernetes.taskmanager import attempt_of_pod
+from jobcluster.runtime.resourcemanager.worker_termination import WorkerTermination
 
 #: Watch event types (``watch.Event.type``) the API server sends for objects.
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
@@ -28,18 +29,19 @@ def pod_name(pod: Mapping[str, Any]) -> str:
     return str((pod.get("metadata") or {}).get("name", ""))
 
 
-def worker_termination(event_type: str, pod: Mapping[str, Any]) -> str | None:
-    """The diagnostics of the worker this event ends, or None if the pod is still alive.
+def worker_termination(event_type: str, pod: Mapping[str, Any]) -> WorkerTermination | None:
+    """Why the worker this event ends ended (``pod_status.pod_termination``), or None if the pod is still alive.
 
-    A terminated pod gives Flink's text (container exit codes and reasons, the
-    pod's failure); a pod deleted before its container ended says so, with
-    whatever container states it had.
+    The diagnostics of a terminated pod are Flink's text (container exit codes
+    and reasons, the pod's failure); a pod deleted before its container ended
+    says so, with whatever container states it had.
     """
     if is_terminated(pod):
         suffix = ", pod deleted" if event_type == DELETED else ""
-        return termination_diagnostics(pod) + suffix
+        return pod_termination(pod, termination_diagnostics(pod) + suffix)
     if event_type == DELETED:
-        return "Pod deleted before its container terminated, " + termination_diagnostics(pod)[len("Pod terminated, ") :]
+        statuses = termination_diagnostics(pod)[len("Pod terminated, ") :]
+        return pod_termination(pod, f"Pod deleted before its container terminated, {statuses}")
     return None
 
 
@@ -70,24 +72,36 @@ class Recovery:
     attempt: int
 
 
-def plan_recovery(pods: Iterable[Mapping[str, Any]], recorded_attempt: int = 0) -> Recovery:
+def plan_recovery(pods: Iterable[Mapping[str, Any]], recorded_attempt: int = 0, owner_uid: str | None = None) -> Recovery:
     """Sort the listed TaskManager pods of earlier attempts (see :class:`Recovery`).
 
-    ``recorded_attempt``: the last attempt the Deployment recorded (0 if none).
+    ``recorded_attempt``: the last attempt the Deployment recorded (0 if none);
+    ``owner_uid``: the uid of this cluster's JobManager Deployment, which owns its pods.
 
     Pods whose name is not ``<cluster-id>-taskmanager-<attempt>-<n>`` are
-    left alone (not ours to recover, not ours to delete).
+    left alone (not ours to recover, not ours to delete). So are pods owned by
+    another Deployment of the same name: a removed cluster's, which the
+    garbage collector is still deleting when the operator deploys a new one
+    under the same cluster id (an upgrade); recovered, they would be waited for
+    in vain. Their attempts still count, so that no new pod takes their names.
     """
-    recovered, to_delete = [], []
+    recovered, to_delete, others = [], [], []
     for pod in pods:
         name = pod_name(pod)
         if attempt_of_pod(name) is None:
             continue
-        if is_terminated(pod) or not is_scheduled(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
+        if owner_uid is not None and not _owned_by(pod, owner_uid):
+            others.append(name)
+        elif is_terminated(pod) or not is_scheduled(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
             to_delete.append(name)
         else:
             recovered.append(name)
-    return Recovery(sorted(recovered), sorted(to_delete), max(max_attempt(recovered + to_delete), recorded_attempt) + 1)
+    attempt = max(max_attempt(recovered + to_delete + others), recorded_attempt) + 1
+    return Recovery(sorted(recovered), sorted(to_delete), attempt)
+
+
+def _owned_by(pod: Mapping[str, Any], uid: str) -> bool:
+    return any(owner.get("uid") == uid for owner in (pod.get("metadata") or {}).get("ownerReferences") or [])
 
 
 def recorded_attempt(deployment: Mapping[str, Any]) -> int:

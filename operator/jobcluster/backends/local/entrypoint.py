@@ -10,14 +10,16 @@ picks the ResourceManagerDriver.
 from __future__ import annotations
 
 from jobcluster.backends.local.driver import LocalProcessDriver
+from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.runtime.entrypoint.bootstrap import run_entrypoint
 from jobcluster.runtime.entrypoint.job_cluster_entrypoint import EntrypointContext
 
 
 def create_driver(config: Configuration, rest_url: str) -> LocalProcessDriver:
-    """The local driver; it needs neither argument: its TaskExecutors are this process's children on this machine."""
-    return LocalProcessDriver()
+    """The local driver, measuring its TaskExecutors' memory every ``jobcluster.local.memory-check-interval``; it needs no
+    address: its TaskExecutors are this process's children on this machine."""
+    return LocalProcessDriver(config.get(options.LOCAL_MEMORY_CHECK_INTERVAL))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ through the py4j gateway:
   ``yarn.heartbeat.container-request-interval`` while requests are pending,
   else every ``yarn.heartbeat.interval``; it is the only way allocations and
   completed containers arrive. Completed containers that were not released
-  are reported with YARN's exit status and diagnostics (``statuses.py``).
+  are reported with YARN's exit status, its meaning and diagnostics, and for a
+  container killed for its memory YARN's numbers (``statuses.py``).
 - ``deregister_application`` unregisters with the final status and
   diagnostics, then deletes the staging directory and stops the JVM.
 
@@ -57,7 +58,7 @@ from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
 from jobcluster.backends.yarn.options import yarn_options
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
-from jobcluster.backends.yarn.statuses import container_completed_diagnostics, final_application_status
+from jobcluster.backends.yarn.statuses import container_termination, final_application_status
 from jobcluster.backends.yarn.yarn_client import java_errors, java_local_resource
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JvmGatewayError, ResourceManagerError
@@ -346,10 +347,10 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
             worker = self._workers.pop(container_id, None)
             if worker is None or worker.released:
                 continue
-            reason = container_completed_diagnostics(container_id, exit_status, diagnostics)
-            log.info("%s", reason)
+            termination = container_termination(container_id, exit_status, diagnostics)
+            log.info("%s", termination.diagnostics)
             # Its own task: a handler that asks for a replacement must not wait on this very heartbeat.
-            self._spawn(self._handler.on_worker_terminated(container_id, reason), f"terminated-{container_id}")
+            self._spawn(self._handler.on_worker_terminated(container_id, termination), f"terminated-{container_id}")
 
     def _spawn(self, callback: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.get_running_loop().create_task(callback, name=name)

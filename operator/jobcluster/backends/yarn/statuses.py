@@ -2,10 +2,14 @@
 
 Pure mappings for the YarnResourceManagerDriver (backends.md §2):
 
-- a completed container's ``ContainerExitStatus`` becomes the diagnostics
-  the ResourceManager logs and reports when the worker terminates, with
-  Flink's wording per cause (normal exit, preempted, invalid, aborted by
-  YARN, bad disks, killed for exceeding its memory, anything else);
+- a completed container's ``ContainerExitStatus`` becomes the
+  :class:`WorkerTermination` the ResourceManager logs and reports when the
+  worker terminates: the status with YARN's name for it (``exit status -104
+  (KILLED_EXCEEDED_PMEM)``) or the process's exit code, its meaning, the
+  diagnostics with Flink's wording per cause (normal exit, preempted, invalid,
+  aborted by YARN, bad disks, killed for exceeding its memory, anything else)
+  and, for a memory kill, the NodeManager's numbers (``Current usage: 2.6 GB
+  of 2.5 GB physical memory used``, and how many bytes beyond the limit);
 - the job's terminal state becomes the ``FinalApplicationStatus`` the
   ApplicationMaster unregisters with (``SUCCEEDED``, ``FAILED``, ``KILLED``
   for a canceled job, else ``UNDEFINED``), and back, for a watcher that
@@ -15,6 +19,9 @@ Pure mappings for the YarnResourceManagerDriver (backends.md §2):
 from __future__ import annotations
 
 import datetime
+import re
+
+from jobcluster.runtime.resourcemanager.worker_termination import MemoryKill, WorkerTermination, exit_code_meaning, exit_code_status
 
 # org.apache.hadoop.yarn.api.records.ContainerExitStatus
 SUCCESS = 0
@@ -27,6 +34,23 @@ KILLED_EXCEEDED_PMEM = -104
 KILLED_BY_APPMASTER = -105
 KILLED_BY_RESOURCEMANAGER = -106
 KILLED_AFTER_APP_COMPLETION = -107
+KILLED_FOR_EXCESS_LOGS = -108
+KILLED_BY_CONTAINER_SCHEDULER = -109
+
+#: YARN's name and meaning of each of its own exit statuses (the javadoc of ``ContainerExitStatus``).
+_EXIT_STATUSES = {
+    INVALID: ("INVALID", "the container never ran"),
+    ABORTED: ("ABORTED", "released by the application or lost with its node"),
+    DISKS_FAILED: ("DISKS_FAILED", "its node's local or log directories went bad"),
+    PREEMPTED: ("PREEMPTED", "preempted by YARN for another application"),
+    KILLED_EXCEEDED_VMEM: ("KILLED_EXCEEDED_VMEM", "killed by YARN for exceeding its virtual memory limit"),
+    KILLED_EXCEEDED_PMEM: ("KILLED_EXCEEDED_PMEM", "killed by YARN for exceeding its physical memory limit"),
+    KILLED_BY_APPMASTER: ("KILLED_BY_APPMASTER", "killed at the ApplicationMaster's request"),
+    KILLED_BY_RESOURCEMANAGER: ("KILLED_BY_RESOURCEMANAGER", "killed by YARN's ResourceManager"),
+    KILLED_AFTER_APP_COMPLETION: ("KILLED_AFTER_APP_COMPLETION", "killed because its application ended"),
+    KILLED_FOR_EXCESS_LOGS: ("KILLED_FOR_EXCESS_LOGS", "killed by YARN for writing too much log"),
+    KILLED_BY_CONTAINER_SCHEDULER: ("KILLED_BY_CONTAINER_SCHEDULER", "killed by the NodeManager's container scheduler"),
+}
 
 
 def container_completed_diagnostics(container_id: str, exit_status: int, diagnostics: str) -> str:
@@ -49,16 +73,61 @@ def container_completed_diagnostics(container_id: str, exit_status: int, diagnos
         )
     if exit_status in (KILLED_EXCEEDED_PMEM, KILLED_EXCEEDED_VMEM):
         kind = "physical" if exit_status == KILLED_EXCEEDED_PMEM else "virtual"
-        return (
-            f"Container {container_id} was killed by YARN for exceeding its {kind} memory limit; the memory model's "
-            f"limits did not hold (raise taskmanager.memory.jvm-overhead.min / .fraction). Diagnostics: {diagnostics}"
-        )
+        return f"Container {container_id} was killed by YARN for exceeding its {kind} memory limit. Diagnostics: {diagnostics}"
     return f"Container {container_id} marked as failed.\n Exit code:{exit_status}.\n Diagnostics:{diagnostics}"
 
 
 def is_killed_for_memory(exit_status: int) -> bool:
     """Whether YARN killed the container for its physical or virtual memory."""
     return exit_status in (KILLED_EXCEEDED_PMEM, KILLED_EXCEEDED_VMEM)
+
+
+def container_exit_status(exit_status: int) -> str:
+    """``exit status -104 (KILLED_EXCEEDED_PMEM)`` for YARN's own statuses; ``exit code 143`` for a process's exit code."""
+    if exit_status in _EXIT_STATUSES:
+        return f"exit status {exit_status} ({_EXIT_STATUSES[exit_status][0]})"
+    return exit_code_status(exit_status)
+
+
+def container_exit_meaning(exit_status: int) -> str:
+    """What a ``ContainerExitStatus`` means: YARN's own (negative) statuses by their javadoc, others as a process's exit code
+    (YARN gives the container's exit code: 143 for SIGTERM, 137 for SIGKILL, ...)."""
+    if exit_status in _EXIT_STATUSES:
+        return _EXIT_STATUSES[exit_status][1]
+    if exit_status < 0:
+        return "a status of YARN's this client does not know"
+    return exit_code_meaning(exit_status)
+
+
+# ContainersMonitorImpl (Hadoop 3): "Container [pid=1,containerID=c] is running 123B beyond the 'PHYSICAL' memory limit.
+# Current usage: 2.6 GB of 2.5 GB physical memory used; 4.6 GB of 5.3 GB virtual memory used. Killing container."
+# Hadoop 2 said "is running beyond physical memory limits" without the bytes.
+_BEYOND = re.compile(r"is running (\d+)B beyond the '(?:PHYSICAL|VIRTUAL)' memory limit")
+_USAGE = re.compile(r"([\d.]+ ?[KMGTPE]?B) of ([\d.]+ ?[KMGTPE]?B) (physical|virtual) memory used")
+
+
+def memory_kill_of(exit_status: int, diagnostics: str) -> MemoryKill | None:
+    """For a container YARN killed for its memory (-104 or -103): YARN's numbers from the NodeManager's diagnostics
+    (``Current usage: 2.6 GB of 2.5 GB physical memory used``, the usage of the limit that was exceeded; the excess in
+    bytes when given); None for any other status."""
+    if not is_killed_for_memory(exit_status):
+        return None
+    kind = "physical" if exit_status == KILLED_EXCEEDED_PMEM else "virtual"
+    usage = next((m for m in _USAGE.finditer(diagnostics) if m.group(3) == kind), None)
+    beyond = _BEYOND.search(diagnostics)
+    words = f"Current usage: {usage.group(0)}" if usage else "YARN's diagnostics give no usage"
+    return MemoryKill(words, int(beyond.group(1)) if beyond else None, virtual=kind == "virtual")
+
+
+def container_termination(container_id: str, exit_status: int, diagnostics: str) -> WorkerTermination:
+    """Why a completed container ended: its status and meaning, Flink's diagnostics with YARN's, and YARN's numbers
+    when it was killed for its memory."""
+    return WorkerTermination(
+        container_exit_status(exit_status),
+        container_exit_meaning(exit_status),
+        container_completed_diagnostics(container_id, exit_status, diagnostics),
+        memory_kill_of(exit_status, diagnostics),
+    )
 
 
 _FINAL_STATUS = {"FINISHED": "SUCCEEDED", "SUCCEEDED": "SUCCEEDED", "FAILED": "FAILED", "CANCELED": "KILLED"}

@@ -19,8 +19,10 @@ class JobMasterGateway(RpcGateway):
         """Returns the allocation ids the JobMaster accepted."""
         return cast(list[str], await self.call("offer_slots", resource_id=resource_id, offers=[dump(o) for o in offers]))
 
-    async def disconnect_task_manager(self, resource_id: str, cause: str) -> None:
-        await self.call("disconnect_task_manager", resource_id=resource_id, cause=cause)
+    async def disconnect_task_manager(self, resource_id: str, cause: str, terminated: bool = False, memory_kill: bool = False) -> None:
+        """The TaskExecutor ``resource_id`` is gone for ``cause``; ``terminated``: its worker ended (then ``memory_kill``: its
+        platform killed it for its memory)."""
+        await self.call("disconnect_task_manager", resource_id=resource_id, cause=cause, terminated=terminated, memory_kill=memory_kill)
 
     async def heartbeat_from_resource_manager(self, resource_manager_id: str) -> None:
         await self.call("heartbeat_from_resource_manager", resource_manager_id=resource_manager_id)

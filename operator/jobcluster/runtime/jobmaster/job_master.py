@@ -17,6 +17,7 @@ savepoints are its CheckpointCoordinator's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,6 +35,7 @@ from jobcluster.runtime.jobmaster.checkpoint_coordinator import CheckpointCoordi
 from jobcluster.runtime.jobmaster.driver_output import MAX_OUTPUT_CHUNK, DriverOutputFiles, last_executor_output
 from jobcluster.runtime.jobmaster.gateway import JOB_MASTER_ENDPOINT
 from jobcluster.runtime.jobmaster.job_result import JobResult
+from jobcluster.runtime.jobmaster.memory_kills import with_memory_kills
 from jobcluster.runtime.jobmaster.rolling_output import OutputChunk
 from jobcluster.runtime.jobmaster.slot_pool import PooledSlot, SlotPool
 from jobcluster.runtime.jobmaster.spark_application import SparkApplication, SparkProgress, SparkUi
@@ -45,6 +47,12 @@ from jobcluster.spark.processes import SparkMasterAddress
 log = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL = 1.0  # seconds between polls of Spark's monitoring API and of the driver agent
+#: Seconds a failed program's cause waits for the ResourceManager's report of a TaskExecutor found gone (its platform's
+#: reason, e.g. a memory kill): YARN reports a completed container at the ApplicationMaster's next heartbeat
+#: (yarn.heartbeat.interval, 5 s) after the NodeManager's (1 s by default); local and Kubernetes report at once.
+LOST_REPORT_GRACE = 10.0
+#: Seconds a TaskExecutor has to answer the probe of whether it is still there.
+REACHABLE_TIMEOUT = 2.0
 
 
 @dataclass(frozen=True)
@@ -117,14 +125,17 @@ class JobMaster(FencedRpcEndpoint):
         self._output = DriverOutputFiles(log_dir, settings.output_max_file_size, settings.output_max_files)
         self._application_task: asyncio.Task[None] | None = None
         self._task_executors: dict[str, TaskExecutorGateway] = {}
+        self._task_executor_released = asyncio.Event()  # set whenever one of them is released
         self._heartbeats = HeartbeatManager(
             "jobmaster", settings.heartbeat_interval, settings.heartbeat_timeout, self._task_executor_timeout
         )
         self._cancel_requested = False
         self._no_executors_cause: str | None = None  # set when the application is stopped for having no executors
-        #: TaskExecutors lost while they held slots of the job, in order: {"id", "cause"} (the platform's words, e.g. a pod's
-        #: OOMKilled), shown in the job's details so that an attached client can tell its user.
-        self.lost_task_executors: list[dict[str, str]] = []
+        #: TaskExecutors lost while they held slots of the job, and workers that ended (registered or not), in order:
+        #: {"id", "cause", "memory-kill"} (the cause in the platform's words, e.g. a pod's OOMKilled, with the exit code or
+        #: status and its meaning; "memory-kill": the platform killed it for its memory), shown in the job's details so
+        #: that an attached client can tell its user.
+        self.lost_task_executors: list[dict[str, Any]] = []
         #: The job's failures, oldest first: {"timestamp" (ms), "cause"}: each one a restart recovered from, and the last
         #: one of a FAILED job (Flink's exception history).
         self.failures: list[dict[str, Any]] = []
@@ -194,8 +205,9 @@ class JobMaster(FencedRpcEndpoint):
         return accepted
 
     @rpc
-    async def disconnect_task_manager(self, resource_id: str, cause: str) -> None:
-        self._release_task_executor(resource_id, cause)
+    async def disconnect_task_manager(self, resource_id: str, cause: str, terminated: bool = False, memory_kill: bool = False) -> None:
+        """The TaskExecutor is gone (see JobMasterGateway.disconnect_task_manager)."""
+        self._release_task_executor(resource_id, cause, terminated=terminated, memory_kill=memory_kill)
 
     @rpc
     async def heartbeat_from_resource_manager(self, resource_manager_id: str) -> None:
@@ -209,13 +221,16 @@ class JobMaster(FencedRpcEndpoint):
         except RpcError as exc:
             log.warning("could not tell the ResourceManager about %s: %s", resource_id, exc)
 
-    def _release_task_executor(self, resource_id: str, cause: str) -> None:
+    def _release_task_executor(self, resource_id: str, cause: str, *, terminated: bool = False, memory_kill: bool = False) -> None:
+        """Give up the slots of ``resource_id``; record it as lost when it held some or its worker ended (``terminated``)."""
         self._task_executors.pop(resource_id, None)
+        self._task_executor_released.set()
         self._heartbeats.unmonitor_target(resource_id)
         lost = self.slot_pool.release_task_executor(resource_id)
         if lost:
             log.warning("lost %d slot(s) of TaskExecutor %s (%s); the ResourceManager will replace them", len(lost), resource_id, cause)
-            self.lost_task_executors.append({"id": resource_id, "cause": cause})
+        if lost or terminated:
+            self.lost_task_executors.append({"id": resource_id, "cause": cause, "memory-kill": memory_kill})
 
     # ---- the program -------------------------------------------------------------------
 
@@ -227,6 +242,7 @@ class JobMaster(FencedRpcEndpoint):
             await self._finish(JobStatus.FAILED, f"the job's Spark master did not start: {exc}")
             return
         while not self._cancel_requested and self.result is None:
+            lost_before = len(self.lost_task_executors)  # the TaskExecutors lost while this attempt runs follow
             agent_settings, agent_secret = self.checkpoints.next_attempt()
             self._application = SparkApplication(
                 self.graph,
@@ -262,7 +278,9 @@ class JobMaster(FencedRpcEndpoint):
             if self._cancel_requested:
                 break
             stopped_by_us = self._no_executors_cause is not None
+            await self._await_lost_reports()
             cause = self._no_executors_cause or self._application.failure_cause(code, self.settings.pyspark_memory_error_hint)
+            cause = with_memory_kills(cause, self.lost_task_executors[lost_before:])
             self._no_executors_cause = None
             self.failures.append({"timestamp": _now_ms(), "cause": cause})
             # a job stopped with a savepoint is over: what it does after its queries stopped is not restarted
@@ -281,6 +299,28 @@ class JobMaster(FencedRpcEndpoint):
             self._set_status(JobStatus.RESTARTING)
             await asyncio.sleep(strategy.delay_seconds)
         await self._finish(JobStatus.CANCELED, None)
+
+    async def _await_lost_reports(self) -> None:
+        """Wait until the ResourceManager has reported each of the job's TaskExecutors that no longer answers, at most
+        LOST_REPORT_GRACE seconds: a program that failed because its executors' containers were killed usually exits
+        before the platform's reason arrives, and the failure cause names it (``memory_kills.py``)."""
+        gateways = dict(self._task_executors)
+        answers = await asyncio.gather(*(self._answers(gateway) for gateway in gateways.values()))
+        gone = [resource_id for resource_id, answered in zip(gateways, answers, strict=True) if not answered]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LOST_REPORT_GRACE
+        while any(resource_id in self._task_executors for resource_id in gone) and loop.time() < deadline:
+            self._task_executor_released.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._task_executor_released.wait(), deadline - loop.time())
+
+    async def _answers(self, gateway: TaskExecutorGateway) -> bool:
+        """Whether the TaskExecutor answers a call that asks nothing of its state (its metrics)."""
+        try:
+            await asyncio.wait_for(gateway.request_metrics(), REACHABLE_TIMEOUT)
+        except (TimeoutError, RpcError):
+            return False
+        return True
 
     async def _follow_progress(self, application: SparkApplication) -> None:
         loop = asyncio.get_running_loop()

@@ -10,7 +10,13 @@ driver does, and nothing more. The contract, for every driver:
   registers with the ResourceManager by itself later; until then it is pending.
 * A worker that ends, for any reason, is reported once through
   ``ResourceEventHandler.on_worker_terminated`` — unless it was released with
-  ``release_resource``, which is idempotent.
+  ``release_resource``, which is idempotent. The report says why, as a
+  :class:`~jobcluster.runtime.resourcemanager.worker_termination.WorkerTermination`:
+  the platform's exit code or status, its meaning, the platform's diagnostics,
+  and whether (and with which numbers) the platform killed it for its memory.
+* What a driver notices about a live worker that the user should know (on
+  ``local``: its processes use more memory than its container's size, which
+  nothing enforces there) goes to ``on_worker_warning``, once per finding.
 * A failure of the backend that the driver cannot recover from (its
   connection to YARN's ResourceManager or to the API server is lost) is
   reported as data through ``on_error``, never raised across the SPI; the
@@ -33,6 +39,7 @@ from typing import Protocol
 
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
+from jobcluster.runtime.resourcemanager.worker_termination import WorkerTermination
 from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings, TaskExecutorLocation
 
 
@@ -60,7 +67,10 @@ class TaskExecutorLaunchContext:
 class ResourceEventHandler(Protocol):
     """Callbacks a driver uses; the ResourceManager implements them on its loop."""
 
-    async def on_worker_terminated(self, resource_id: str, diagnostics: str) -> None: ...
+    async def on_worker_terminated(self, resource_id: str, termination: WorkerTermination) -> None: ...
+
+    async def on_worker_warning(self, resource_id: str, message: str) -> None:
+        """Something the user should know about the live worker ``resource_id`` (one sentence, with what to change)."""
 
     async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None: ...
 

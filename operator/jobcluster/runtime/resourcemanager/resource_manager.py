@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from jobcluster.errors import JobClusterError, RpcError, UnknownTaskExecutorErro
 from jobcluster.heartbeat.manager import HeartbeatManager
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.size import format_memory_size
-from jobcluster.memory.spec import WorkerResourceSpec
+from jobcluster.memory.spec import TaskExecutorProcessSpec, WorkerResourceSpec
 from jobcluster.memory.taskexecutor import process_spec_from_worker_spec
 from jobcluster.rpc.endpoint import FencedRpcEndpoint, rpc
 from jobcluster.rpc.service import RpcService
@@ -32,6 +33,7 @@ from jobcluster.runtime.resourcemanager.driver import (
 )
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT
 from jobcluster.runtime.resourcemanager.slot_manager import SlotManager
+from jobcluster.runtime.resourcemanager.worker_termination import WorkerTermination
 from jobcluster.runtime.taskexecutor.gateway import TaskExecutorGateway
 
 log = logging.getLogger(__name__)
@@ -69,6 +71,14 @@ class _TaskExecutorConnection:
 class _JobMasterConnection:
     job_id: str
     gateway: JobMasterGateway
+
+
+@dataclass(frozen=True)
+class _EndedWorker:
+    """A worker that ended (not released), as its replacement names it: its ResourceID and why it ended."""
+
+    resource_id: str
+    why: str
 
 
 class ResourceManager(FencedRpcEndpoint):
@@ -117,6 +127,12 @@ class ResourceManager(FencedRpcEndpoint):
         self._on_fatal_error = on_fatal_error
         self.fatal_error: Exception | None = None
         self._closing = False  # the job is over: no more workers are requested
+        #: Workers that ended and are not replaced yet, oldest first: the next worker started replaces the first.
+        self._awaiting_replacement: deque[_EndedWorker] = deque()
+        #: Live workers that replace an ended one → that one (shown with the TaskManager: ``replaces``).
+        self._replacements: dict[str, _EndedWorker] = {}
+        #: What the driver warned of about live workers (``on_worker_warning``), per ResourceID, in order.
+        self._warnings: dict[str, list[str]] = {}
 
     async def on_start(self) -> None:
         await self._driver.initialize(self, self._launch_context)
@@ -199,19 +215,28 @@ class ResourceManager(FencedRpcEndpoint):
         self._close_task_executor(resource_id, "heartbeat timeout")
         self.spawn(self._driver.release_resource(resource_id), f"release-{resource_id}")
 
-    def _close_task_executor(self, resource_id: str, cause: str) -> None:
+    def _close_task_executor(self, resource_id: str, cause: str, termination: WorkerTermination | None = None) -> None:
+        """Forget the registered TaskExecutor ``resource_id`` and tell the JobMasters (``termination``: its worker ended so)."""
         conn = self._task_executors.pop(resource_id, None)
         if conn is None:
             return
         log.warning("TaskExecutor %s disconnected: %s", resource_id, cause)
         self._te_heartbeats.unmonitor_target(resource_id)
+        self._replacements.pop(resource_id, None)
+        self._warnings.pop(resource_id, None)
         self.slot_manager.unregister_task_executor(resource_id)
-        for jm in self._job_masters.values():
-            self.spawn(self._notify_job_master_lost(jm, resource_id, cause), f"notify-lost-{resource_id}")
+        self._notify_job_masters_lost(resource_id, cause, termination)
 
-    async def _notify_job_master_lost(self, jm: _JobMasterConnection, resource_id: str, cause: str) -> None:
+    def _notify_job_masters_lost(self, resource_id: str, cause: str, termination: WorkerTermination | None) -> None:
+        for jm in self._job_masters.values():
+            self.spawn(self._notify_job_master_lost(jm, resource_id, cause, termination), f"notify-lost-{resource_id}")
+
+    async def _notify_job_master_lost(
+        self, jm: _JobMasterConnection, resource_id: str, cause: str, termination: WorkerTermination | None
+    ) -> None:
+        memory_kill = termination is not None and termination.memory_kill is not None
         try:
-            await jm.gateway.disconnect_task_manager(resource_id, cause)
+            await jm.gateway.disconnect_task_manager(resource_id, cause, terminated=termination is not None, memory_kill=memory_kill)
         except RpcError as exc:
             log.warning("could not tell JobMaster of job %s that %s is gone: %s", jm.job_id, resource_id, exc)
 
@@ -243,8 +268,12 @@ class ResourceManager(FencedRpcEndpoint):
         self.spawn(self._request_worker(), "request-worker")
         return True
 
+    def _process_spec(self) -> TaskExecutorProcessSpec:
+        """The sizes of every TaskExecutor this ResourceManager starts."""
+        return process_spec_from_worker_spec(self._config, self.worker_resource_spec)
+
     async def _request_worker(self) -> None:
-        spec = process_spec_from_worker_spec(self._config, self.worker_resource_spec)
+        spec = self._process_spec()
         try:
             resource_id = await self._driver.request_resource(spec)
         except JobClusterError as exc:
@@ -259,6 +288,9 @@ class ResourceManager(FencedRpcEndpoint):
         log.info(
             "requested TaskExecutor %s: %d slots, process memory %s", resource_id, spec.num_slots, format_memory_size(spec.total_process)
         )
+        if self._awaiting_replacement:
+            replaced = self._replacements[resource_id] = self._awaiting_replacement.popleft()
+            log.info("TaskExecutor %s replaces %s, which ended: %s", resource_id, replaced.resource_id, replaced.why)
 
     def release_task_executor(self, resource_id: str, reason: str) -> None:
         log.info("releasing TaskExecutor %s (%s)", resource_id, reason)
@@ -272,12 +304,27 @@ class ResourceManager(FencedRpcEndpoint):
 
     # ---- ResourceEventHandler (driver events) ----------------------------------------
 
-    async def on_worker_terminated(self, resource_id: str, diagnostics: str) -> None:
-        log.warning("worker %s terminated: %s", resource_id, diagnostics)
-        if self.slot_manager.is_pending(resource_id):
+    async def on_worker_terminated(self, resource_id: str, termination: WorkerTermination) -> None:
+        """The worker ended: the SlotManager learns it (and asks for a replacement if the job still needs one), the
+        JobMasters are told why, with the option to change for a memory kill; its replacement names it."""
+        cause = f"worker terminated: {termination.cause(self._process_spec())}"
+        log.warning("worker %s terminated: %s\n%s", resource_id, cause, termination.diagnostics)
+        pending = self.slot_manager.is_pending(resource_id)
+        if not pending and resource_id not in self._task_executors:
+            return  # no longer this ResourceManager's (closed already): nothing to replace or report
+        self._awaiting_replacement.append(_EndedWorker(resource_id, termination.summary))
+        if pending:
+            self._warnings.pop(resource_id, None)
+            self._replacements.pop(resource_id, None)
+            self._notify_job_masters_lost(resource_id, cause, termination)
             self.slot_manager.worker_start_failed(resource_id)
         else:
-            self._close_task_executor(resource_id, f"worker terminated: {diagnostics}")
+            self._close_task_executor(resource_id, cause, termination)
+
+    async def on_worker_warning(self, resource_id: str, message: str) -> None:
+        """Log the driver's warning and show it with the TaskManager (``warnings`` of ``/taskmanagers``)."""
+        log.warning("TaskExecutor %s: %s", resource_id, message)
+        self._warnings.setdefault(resource_id, []).append(message)
 
     async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None:
         self.slot_manager.workers_recovered(resource_ids)
@@ -299,15 +346,18 @@ class ResourceManager(FencedRpcEndpoint):
             entry = self.slot_manager.task_managers.get(resource_id)
             free = sum(1 for s in entry.slots.values() if s.job_id is None) if entry else 0
             age = self._te_heartbeats.seconds_since_last_heartbeat(resource_id)
-            infos.append(task_manager_info(conn.registration, free, int((age or 0.0) * 1000), int(conn.registered_at * 1000)))
+            info = task_manager_info(conn.registration, free, int((age or 0.0) * 1000), int(conn.registered_at * 1000))
+            infos.append(info | task_manager_news(self._replacements.get(resource_id), self._warnings.get(resource_id, ())))
         return infos
 
     async def request_task_manager_metrics(self, resource_id: str) -> dict[str, int]:
         """The metrics of TaskExecutor ``resource_id`` (Flink's names; see TaskExecutor.request_metrics).
 
-        Raises KeyError when it is not registered, RpcError when it does not answer within the ask timeout.
+        Raises:
+            UnknownTaskExecutorError: no such TaskExecutor is registered.
+            RpcError: it did not answer within the ask timeout, or failed.
         """
-        return await self._task_executors[resource_id].gateway.request_metrics()
+        return await self._task_executor_gateway(resource_id).request_metrics()
 
     @rpc
     async def request_task_manager_log_list(self, resource_id: str) -> list[dict[str, Any]]:
@@ -359,6 +409,17 @@ _MEMORY_CONFIGURATION_KEYS = {
     "totalFlinkMemory": "total_flink",
     "totalProcessMemory": "total_process",
 }
+
+
+def task_manager_news(replaced: _EndedWorker | None, warnings: Sequence[str]) -> dict[str, Any]:
+    """jobcluster's additions to a TaskManager's ``/taskmanagers`` entry: ``replaces`` (``{"id", "cause"}``: the
+    ended worker it replaces and why that one ended) and ``warnings`` (what its driver warned of), when there are."""
+    news: dict[str, Any] = {}
+    if replaced is not None:
+        news["replaces"] = {"id": replaced.resource_id, "cause": replaced.why}
+    if warnings:
+        news["warnings"] = list(warnings)
+    return news
 
 
 def task_manager_info(

@@ -164,7 +164,7 @@ class DashboardViews:
         return web.json_response({"jvm": jvm, "classpath": sys.path})
 
     async def _job_manager_logs(self, request: web.Request) -> web.Response:
-        return web.json_response({"logs": self._log_files(lambda name: True)})
+        return web.json_response({"logs": self._log_files()})
 
     async def _job_manager_log_file(self, request: web.Request) -> web.StreamResponse:
         return self._log_file(request.match_info["name"])
@@ -231,13 +231,13 @@ class DashboardViews:
                 return view
         raise web.HTTPNotFound(reason=f"TaskManager {tm_id} is not registered")
 
-    def _log_files(self, wanted: Callable[[str], bool]) -> list[dict[str, Any]]:
-        """Flink's LogInfo of each public file of the log directory that ``wanted`` keeps (``size`` bytes, ``mtime`` ms)."""
+    def _log_files(self) -> list[dict[str, Any]]:
+        """Flink's LogInfo of each public file of the log directory (``size`` bytes, ``mtime`` ms)."""
         if self._log_dir is None or not self._log_dir.is_dir():
             return []
         found = []
         for path in sorted(self._log_dir.iterdir()):
-            if path.is_file() and not path.name.startswith(PRIVATE_LOG_PREFIXES) and wanted(path.name):
+            if path.is_file() and not path.name.startswith(PRIVATE_LOG_PREFIXES):
                 stat = path.stat()
                 found.append({"name": path.name, "size": stat.st_size, "mtime": int(stat.st_mtime * 1000)})
         return found

@@ -28,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
-from jobcluster.errors import DeploymentError, JobNotFoundError, RpcError
+from jobcluster.errors import DeploymentError, JobNotFoundError, RpcError, UnknownTaskExecutorError
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
 from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
 from jobcluster.runtime.rest import flink_bodies
@@ -195,7 +195,7 @@ class RestEndpoint:
             return {}
         try:
             return await self._task_manager_metrics(resource_id)
-        except (KeyError, RpcError) as exc:
+        except (UnknownTaskExecutorError, RpcError) as exc:
             log.debug("no metrics of TaskManager %s: %s", resource_id, exc)
             return {}
 

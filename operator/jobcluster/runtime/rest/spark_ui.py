@@ -253,9 +253,13 @@ class SparkUiProxy:
 async def _relay(request: web.Request, upstream: aiohttp.ClientResponse) -> web.StreamResponse:
     """Stream the driver's answer to the browser, chunk by chunk, with :func:`response_headers`."""
     response = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers=response_headers(upstream.headers))
-    await response.prepare(request)
-    if request.method != "HEAD":
-        async for chunk in upstream.content.iter_chunked(CHUNK):
-            await response.write(chunk)
-    await response.write_eof()
+    try:
+        await response.prepare(request)
+        if request.method != "HEAD":
+            async for chunk in upstream.content.iter_chunked(CHUNK):
+                await response.write(chunk)
+        await response.write_eof()
+    except ConnectionError:  # reset, or lost while the answer waited to be sent
+        # the browser went away mid-answer (a page left while it loaded): nothing to tell anyone
+        log.debug("the client of %s left before Spark's answer was written", request.path)
     return response
