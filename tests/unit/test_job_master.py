@@ -190,7 +190,7 @@ def test_the_job_masters_settings_carry_what_a_pyspark_workers_memory_error_mean
     sizing = spark_sizing_for_task_executor(task_executor_process_spec_from_config(config), ManagedMemoryConsumers.from_config(config))
     hint = job_master_settings(config, sizing.pyspark).pyspark_memory_error_hint
     assert hint is not None and hint == sizing.pyspark.memory_error_hint()
-    assert "each may use 115 MiB" in hint and "taskmanager.memory.managed.consumer-weights" in hint
+    assert "each may use 268 MiB" in hint and "taskmanager.memory.managed.consumer-weights" in hint
     assert job_master_settings(config).pyspark_memory_error_hint is None
 
 

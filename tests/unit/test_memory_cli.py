@@ -197,13 +197,13 @@ def test_the_python_budget_has_a_line_of_its_own_in_all_and_per_worker():
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     (budget,) = [line for line in lines if line.startswith("  Python:")]
-    assert budget == "  Python: 230.0 MiB = 2 PySpark workers (one per slot) x 115 MiB each (spark.executor.pyspark.memory=115m)"
+    assert budget == "  Python: 536.0 MiB = 2 PySpark workers (one per slot) x 268 MiB each (RLIMIT_DATA of each)"
     source = lines[lines.index(budget) + 1]
-    assert "PYTHON's share of managed memory (weights OPERATOR:70,STATE_BACKEND:70,PYTHON:30) + task off-heap 0 B" in source
-    assert "Managed              → executor off-heap memory     537.0 MiB  spark.memory.offHeap.size=537m" in result.stdout
-    assert "Managed              → PySpark workers (PYTHON)     230.0 MiB  spark.executor.pyspark.memory=115m" in result.stdout
+    assert "PYTHON's share of managed memory (weights OPERATOR:30,PYTHON:70) + task off-heap 0 B" in source
+    assert "Managed              → executor off-heap memory     230.0 MiB  spark.memory.offHeap.size=230m" in result.stdout
+    assert "Managed              → PySpark workers (PYTHON)     536.0 MiB  RLIMIT_DATA 268m per worker, 2 at once" in result.stdout
     document = json.loads(run("--output", "json").stdout)
-    assert (document["pyspark_memory"], document["pyspark_memory_per_worker"]) == (230 * MiB, 115 * MiB)
+    assert (document["pyspark_memory"], document["pyspark_memory_per_worker"]) == (536 * MiB, 268 * MiB)
 
 
 @pytest.mark.parametrize(
@@ -211,17 +211,17 @@ def test_the_python_budget_has_a_line_of_its_own_in_all_and_per_worker():
     [
         (
             ["-D", "taskmanager.memory.managed.consumer-weights=OPERATOR:1,PYTHON:1", "-D", "taskmanager.numberOfTaskSlots=4"],
-            "  Python: 384.0 MiB = 4 PySpark workers (one per slot) x 96 MiB each (spark.executor.pyspark.memory=96m)",
+            "  Python: 384.0 MiB = 4 PySpark workers (one per slot) x 96 MiB each (RLIMIT_DATA of each)",
             "PYTHON's share of managed memory (weights OPERATOR:1,PYTHON:1)",
         ),
         (
             ["-D", "python.fn-execution.memory.managed=false", "-D", "taskmanager.memory.task.off-heap.size=200m"],
-            "  Python: 200.0 MiB = 2 PySpark workers (one per slot) x 100 MiB each (spark.executor.pyspark.memory=100m)",
+            "  Python: 200.0 MiB = 2 PySpark workers (one per slot) x 100 MiB each (RLIMIT_DATA of each)",
             "no managed memory (python.fn-execution.memory.managed: false) + task off-heap 200.0 MiB",
         ),
         (
             ["-D", "taskmanager.memory.managed.consumer-weights=OPERATOR:70,PYTHON:0"],
-            "  Python: no limit: spark.executor.pyspark.memory not set, the PySpark workers use the JVM overhead",
+            "  Python: no limit: the PySpark workers use the JVM overhead",
             "no managed memory (PYTHON weighs 0 in OPERATOR:70,PYTHON:0)",
         ),
     ],

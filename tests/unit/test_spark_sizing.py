@@ -12,6 +12,7 @@ from jobcluster.memory.managed import ManagedMemoryConsumers
 from jobcluster.memory.spec import JobManagerProcessSpec, TaskExecutorProcessSpec
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.spark.sizing import (
+    PYSPARK_LIMIT_ENV,
     SparkSizingError,
     spark_sizing_for_job_manager,
     spark_sizing_for_task_executor,
@@ -43,6 +44,17 @@ def te_sizing(spec: TaskExecutorProcessSpec, config: dict[str, str] | None = Non
     return spark_sizing_for_task_executor(spec, ManagedMemoryConsumers.from_config(Configuration(config or {})), check=check)
 
 
+def worker_limit_mib(conf: dict[str, str]) -> int | None:
+    """Each PySpark worker's limit in ``conf`` (the executors' Spark configuration), MiB; None without one."""
+    limit = conf.get(f"spark.executorEnv.{PYSPARK_LIMIT_ENV}")
+    if limit is None:
+        assert "spark.python.daemon.module" not in conf
+        return None
+    assert conf["spark.python.daemon.module"] == "jobcluster.spark.pyspark_daemon"
+    assert int(limit) % MiB == 0
+    return int(limit) // MiB
+
+
 def jm_spec(**changes) -> JobManagerProcessSpec:
     values = {"jvm_heap": GiB, "off_heap": 128 * MiB, "jvm_metaspace": 256 * MiB, "jvm_overhead": 192 * MiB}
     values.update(changes)
@@ -65,7 +77,9 @@ def test_task_executor_mapping():
         "spark.memory.offHeap.enabled": "true",
         "spark.memory.offHeap.size": "358m",  # OPERATOR's 70 % of 512 MiB managed memory
         "spark.network.maxRemoteBlockSizeFetchToMem": "128m",
-        "spark.executor.pyspark.memory": "76m",  # PYTHON's 30 % (153.6 MiB) over the 2 slots: each worker's limit
+        # PYTHON's 30 % (153.6 MiB) over the 2 slots: each worker's limit, set by the daemon that forks them
+        "spark.python.daemon.module": "jobcluster.spark.pyspark_daemon",
+        "spark.executorEnv.JOBCLUSTER_PYSPARK_WORKER_MEMORY": str(76 * MiB),
     }
 
 
@@ -86,7 +100,7 @@ NO_MANAGED_PYTHON = {"python.fn-execution.memory.managed": "false"}
 def test_without_managed_memory_for_python_task_off_heap_alone_caps_the_pyspark_workers():
     sizing = te_sizing(te_spec(task_off_heap=512 * MiB + 5), NO_MANAGED_PYTHON)
     # 512 MiB for the two workers that run at once, one per slot
-    assert sizing.executor_conf()["spark.executor.pyspark.memory"] == "256m"
+    assert worker_limit_mib(sizing.executor_conf()) == 256
     assert sizing.executor_conf()["spark.memory.offHeap.size"] == "512m"  # all of managed memory, as before
     assert (sizing.pyspark.budget, sizing.pyspark.total_limit) == (512 * MiB + 5, 512 * MiB)
 
@@ -97,16 +111,15 @@ def test_task_off_heap_adds_to_pythons_share_of_managed_memory():
     )
     conf = sizing.executor_conf()
     assert conf["spark.memory.offHeap.size"] == "600m"
-    assert conf["spark.executor.pyspark.memory"] == "456m"  # (512 + 400) / 2 slots
+    assert worker_limit_mib(conf) == 456  # (512 + 400) / 2 slots
     assert sizing.pyspark.budget == 912 * MiB
 
 
-@pytest.mark.parametrize(("slots", "per_worker"), [(1, "230m"), (2, "115m"), (3, "76m"), (4, "57m")])
+@pytest.mark.parametrize(("slots", "per_worker"), [(1, 230), (2, 115), (3, 76)])
 def test_each_pyspark_worker_gets_the_budget_divided_by_the_slots(slots, per_worker):
-    # Spark divides spark.executor.pyspark.memory by spark.executor.cores, unset here (1): the value is per worker
     sizing = te_sizing(te_spec(managed=805306380, num_slots=slots))
-    assert sizing.executor_conf()["spark.executor.pyspark.memory"] == per_worker
-    assert sizing.pyspark.total_limit == int(per_worker[:-1]) * slots * MiB <= sizing.pyspark.budget
+    assert worker_limit_mib(sizing.executor_conf()) == per_worker
+    assert sizing.pyspark.total_limit == per_worker * slots * MiB <= sizing.pyspark.budget
 
 
 @pytest.mark.parametrize(
@@ -120,7 +133,7 @@ def test_each_pyspark_worker_gets_the_budget_divided_by_the_slots(slots, per_wor
 def test_without_pythons_share_and_task_off_heap_the_pyspark_workers_have_no_limit(config):
     sizing = te_sizing(te_spec(), config)
     conf = sizing.executor_conf()
-    assert "spark.executor.pyspark.memory" not in conf
+    assert worker_limit_mib(conf) is None
     assert conf["spark.memory.offHeap.size"] == "512m"  # all of managed memory goes to Spark's off-heap memory
     assert sizing.pyspark.memory_error_hint() is None
 
@@ -128,14 +141,14 @@ def test_without_pythons_share_and_task_off_heap_the_pyspark_workers_have_no_lim
 def test_operator_weighing_0_leaves_spark_no_off_heap_memory():
     conf = te_sizing(te_spec(), {"taskmanager.memory.managed.consumer-weights": "OPERATOR:0,PYTHON:1"}).executor_conf()
     assert conf["spark.memory.offHeap.enabled"] == "false" and "spark.memory.offHeap.size" not in conf
-    assert conf["spark.executor.pyspark.memory"] == "256m"
+    assert worker_limit_mib(conf) == 256
 
 
 def test_zero_managed_disables_spark_off_heap_and_zero_task_off_heap_leaves_python_uncapped():
     conf = te_sizing(te_spec(managed=MiB - 1, task_off_heap=MiB - 1)).executor_conf()
     assert conf["spark.memory.offHeap.enabled"] == "false"
     assert "spark.memory.offHeap.size" not in conf
-    assert "spark.executor.pyspark.memory" not in conf
+    assert worker_limit_mib(conf) is None
 
 
 def test_a_budget_below_1_mib_per_worker_sets_no_limit():
@@ -145,10 +158,19 @@ def test_a_budget_below_1_mib_per_worker_sets_no_limit():
     assert sizing.pyspark.total_limit == 0 and sizing.pyspark.budget > MiB
 
 
+def test_a_pyspark_worker_limit_too_small_to_run_a_task_is_refused_with_the_options_to_raise():
+    # PYTHON's 30 % of 512 MiB over 4 slots: 38 MiB each, below what a worker needs before its first task
+    with pytest.raises(SparkSizingError, match=r"each PySpark worker's memory limit would be 38 MiB") as refused:
+        te_sizing(te_spec(num_slots=4))
+    assert "taskmanager.memory.managed.consumer-weights" in str(refused.value)
+    assert "fewer slots per TaskManager (taskmanager.numberOfTaskSlots" in str(refused.value)
+    assert te_sizing(te_spec(managed=1024 * MiB, num_slots=4)).pyspark.per_worker_mib == 76
+
+
 def test_the_memory_error_hint_names_the_limit_and_the_options_that_raise_it():
     hint = te_sizing(te_spec(managed=805306380)).pyspark.memory_error_hint()
     assert hint is not None
-    assert "each may use 115 MiB" in hint and "spark.executor.pyspark.memory=115m" in hint and "2 slot(s)" in hint
+    assert "each may use 115 MiB (its RLIMIT_DATA" in hint and "2 slot(s)" in hint
     for option in (
         "PYTHON's weight in taskmanager.memory.managed.consumer-weights (now OPERATOR:70,STATE_BACKEND:70,PYTHON:30)",
         "taskmanager.memory.managed.size",
@@ -171,7 +193,7 @@ def test_sizes_are_floored_to_whole_mib(task_heap, mib):
 
 @pytest.mark.parametrize("slots", [1, 4])
 def test_worker_cores_are_the_slots_and_executors_take_what_spark_grants(slots):
-    sizing = te_sizing(te_spec(num_slots=slots, cpu_cores=Decimal("0.5")))
+    sizing = te_sizing(te_spec(num_slots=slots, cpu_cores=Decimal("0.5")), {"taskmanager.memory.managed.consumer-weights": "PYTHON:1"})
     assert sizing.worker_args()[:2] == ["--cores", str(slots)]
     assert "spark.executor.cores" not in sizing.executor_conf()
 
@@ -316,8 +338,8 @@ def test_shipped_configuration_meets_sparks_minimums(monkeypatch):
     jm = spark_sizing_for_job_manager(job_manager_process_spec_from_config(config))
     assert te.problems() == () and jm.problems() == ()
     assert te.worker_args()[:2] == ["--cores", "2"]
-    # the PySpark workers have a limit: PYTHON's 30 of OPERATOR's 70 + 30 of the 768 MiB managed memory, per slot
-    assert te.executor_conf()["spark.executor.pyspark.memory"] == "115m"
-    assert te.executor_conf()["spark.memory.offHeap.size"] == "537m"
+    # the PySpark workers have a limit: PYTHON's 70 of OPERATOR's 30 + 70 of the 768 MiB managed memory, per slot
+    assert worker_limit_mib(te.executor_conf()) == 268
+    assert te.executor_conf()["spark.memory.offHeap.size"] == "230m"
     # two TaskExecutors and the JobManager fit a 24 GiB machine with room to spare
     assert 2 * te.total_process + jm.total_process < 8 * GiB

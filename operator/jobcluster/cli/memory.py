@@ -143,7 +143,7 @@ def spec_as_json(spec: TaskExecutorProcessSpec | JobManagerProcessSpec) -> dict[
 
 def pyspark_as_json(pyspark: PySparkMemory) -> dict[str, int]:
     """The PySpark workers' memory in bytes: ``pyspark_memory``, what they may use together (their limits'
-    sum), and ``pyspark_memory_per_worker``, each one's limit (``spark.executor.pyspark.memory``; 0: none)."""
+    sum), and ``pyspark_memory_per_worker``, each one's limit (its ``RLIMIT_DATA``; 0: none)."""
     return {"pyspark_memory": pyspark.total_limit, "pyspark_memory_per_worker": pyspark.per_worker_mib * MiB}
 
 
@@ -182,10 +182,10 @@ def pyspark_rows(pyspark: PySparkMemory) -> list[str]:
     if pyspark.per_worker_mib:
         budget = (
             f"  Python: {format_binary(pyspark.total_limit)} = {pyspark.workers} PySpark workers (one per slot) "
-            f"x {pyspark.per_worker_mib} MiB each (spark.executor.pyspark.memory={pyspark.per_worker_mib}m)"
+            f"x {pyspark.per_worker_mib} MiB each (RLIMIT_DATA of each)"
         )
     else:
-        budget = "  Python: no limit: spark.executor.pyspark.memory not set, the PySpark workers use the JVM overhead"
+        budget = "  Python: no limit: the PySpark workers use the JVM overhead"
     return [budget, f"          from {pyspark.source()}"]
 
 

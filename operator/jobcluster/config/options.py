@@ -140,7 +140,7 @@ TASK_MANAGER_TASK_OFF_HEAP_MEMORY = ConfigOption(
     "memory",
     0,
     description="Task Off-Heap Memory of a TaskExecutor; goes to the PySpark workers, whose limit "
-    "(spark.executor.pyspark.memory, per worker) is it plus PYTHON's share of managed memory, divided by the slots.",
+    "(RLIMIT_DATA, per worker) is it plus PYTHON's share of managed memory, divided by the slots.",
 )
 TASK_MANAGER_MANAGED_MEMORY_SIZE = ConfigOption(
     "taskmanager.memory.managed.size",
@@ -149,7 +149,7 @@ TASK_MANAGER_MANAGED_MEMORY_SIZE = ConfigOption(
     deprecated_keys=("taskmanager.memory.size",),
     description="Managed Memory of a TaskExecutor (native memory), shared by its consumers "
     "(taskmanager.memory.managed.consumer-weights): OPERATOR's share becomes Spark's off-heap memory "
-    "(spark.memory.offHeap.size), PYTHON's the PySpark workers' (spark.executor.pyspark.memory). "
+    "(spark.memory.offHeap.size), PYTHON's the PySpark workers' (their RLIMIT_DATA). "
     "Unset: taskmanager.memory.managed.fraction of Total Flink Memory.",
 )
 TASK_MANAGER_MANAGED_MEMORY_FRACTION = ConfigOption(

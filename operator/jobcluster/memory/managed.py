@@ -20,7 +20,9 @@ heap (the default store) or in native memory that Spark does not take from its
 off-heap memory (the RocksDB store), so it counts as Flink counts a state backend
 that does not use managed memory: not at all.  With the default weights
 (``OPERATOR:70,STATE_BACKEND:70,PYTHON:30``) the PySpark workers get 30 % of
-managed memory and Spark's off-heap memory 70 %.
+managed memory and Spark's off-heap memory 70 %; the shipped configuration
+(conf/jobcluster.yaml) turns that round (``OPERATOR:30,PYTHON:70``), since every
+task of a PySpark job runs Python.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ RESERVED_SPARK_KEYS: dict[str, str] = {
     "spark.executor.memoryOverhead": f"{o.TASK_MANAGER_JVM_OVERHEAD_MIN.key}/.max/.fraction",
     "spark.executor.memoryOverheadFactor": f"{o.TASK_MANAGER_JVM_OVERHEAD_MIN.key}/.max/.fraction",
     "spark.executor.pyspark.memory": _PYSPARK_MEMORY,
+    "spark.python.daemon.module": f"nothing: the cluster's daemon sets each PySpark worker's memory limit ({_PYSPARK_MEMORY})",
     "spark.memory.offHeap.enabled": _OFF_HEAP_MEMORY,
     "spark.memory.offHeap.size": _OFF_HEAP_MEMORY,
     "spark.network.maxRemoteBlockSizeFetchToMem": f"{o.TASK_MANAGER_NETWORK_MEMORY_MIN.key}/.max/.fraction",

@@ -32,14 +32,12 @@ memory (``taskmanager.memory.managed.consumer-weights``, only with
 ``python.fn-execution.memory.managed``; see ``memory/managed.py``), as PyFlink's
 Python workers get theirs.  The executor runs at most one PySpark worker per core
 at once, and has at most the worker's cores, the slots; so each worker's limit
-is each part divided by the slots, floored to MiB (unset when < 1 MiB).  That is
-the value of ``spark.executor.pyspark.memory``: Spark divides it by
-``spark.executor.cores`` and makes the quotient each worker's address-space
-limit (``RLIMIT_AS``, set by pyspark/worker.py; an allocation beyond it raises
-``MemoryError`` in the task), and ``spark.executor.cores`` stays unset here
-(parallelism.py), so Spark divides by its default, 1, whatever cores the executor
-has (Spark 3.5 ``PythonRunner``; SPARK-30299).  Were Spark to divide by the
-executor's real cores, the limits would only get smaller.
+is each part divided by the slots, floored to MiB (no limit when < 1 MiB).  Each
+worker gets it as its data-segment limit (``RLIMIT_DATA``), set by the daemon
+that forks the workers (``spark.python.daemon.module``, see ``pyspark_daemon.py``
+for why not Spark's ``spark.executor.pyspark.memory``); an allocation beyond it
+raises ``MemoryError`` in the task.  A limit below ``PYSPARK_MIN_WORKER_MIB`` is
+refused: PySpark's daemon and a worker need about 20 MiB of it before any task.
 
 JobManager container (Spark master daemon + the driver, client mode):
 
@@ -70,6 +68,7 @@ from jobcluster.errors import SparkError
 from jobcluster.memory.managed import ManagedMemoryConsumers
 from jobcluster.memory.size import MiB, floor_mib, format_binary, format_memory_size
 from jobcluster.memory.spec import JobManagerProcessSpec, TaskExecutorProcessSpec
+from jobcluster.spark import pyspark_daemon
 
 #: Spark refuses an executor or driver heap below 1.5 x 300 MiB reserved system memory.
 SPARK_MIN_JVM_HEAP_MIB = 450
@@ -81,6 +80,12 @@ SPARK_MIN_METASPACE_MIB = 64
 SPARK_MIN_EXECUTOR_DIRECT_MIB = 16
 #: Share of JVM metaspace given to the daemon (worker or master); the rest goes to the executor/driver.
 DAEMON_METASPACE_EIGHTHS = 3
+#: Smallest memory limit of a PySpark worker, MiB: PySpark's daemon and a worker take about 20 MiB of it before any
+#: task (measured: the data segment of a Python 3.11 process that imported pyspark.daemon and pyspark.worker).
+PYSPARK_MIN_WORKER_MIB = 64
+#: The daemon that sets each PySpark worker's limit, and the variable it reads it from (bytes).
+PYSPARK_DAEMON_MODULE = pyspark_daemon.__name__
+PYSPARK_LIMIT_ENV = pyspark_daemon.LIMIT_ENV
 #: Shares of the JobManager off-heap memory: master daemon heap and master daemon direct memory
 #: (in eighths); the driver's direct memory gets the rest.
 MASTER_HEAP_EIGHTHS = 4
@@ -175,10 +180,10 @@ class PySparkMemory:
         return floor_mib(part // self.workers)
 
     def setting(self) -> str:
-        """The Spark setting that enforces it, as ``jobcluster memory`` shows it."""
+        """How it is enforced, as ``jobcluster memory`` shows it."""
         if not self.per_worker_mib:
-            return "spark.executor.pyspark.memory not set (Python uses overhead)"
-        return f"spark.executor.pyspark.memory={_mib(self.per_worker_mib)}: per worker, {self.workers} at once"
+            return "no limit (the PySpark workers use the overhead)"
+        return f"RLIMIT_DATA {_mib(self.per_worker_mib)} per worker, {self.workers} at once"
 
     def source(self, weights: bool = True) -> str:
         """Where the budget comes from, e.g. ``PYTHON's share of managed memory (weights OPERATOR:70,...) + task
@@ -212,8 +217,8 @@ class PySparkMemory:
         if not self.per_worker_mib:
             return None
         return (
-            f"A PySpark worker ran out of its memory limit: each may use {self.per_worker_mib} MiB of address space "
-            f"(spark.executor.pyspark.memory={_mib(self.per_worker_mib)}: the TaskManager's Python budget of "
+            f"A PySpark worker ran out of its memory limit: each may use {self.per_worker_mib} MiB "
+            f"(its RLIMIT_DATA: the TaskManager's Python budget of "
             f"{format_binary(self.budget)}, {self.source(weights=False)}, over its {self.workers} slot(s)). "
             f"To give each worker more, {self.options_to_raise()}. See `jobcluster memory`."
         )
@@ -283,8 +288,9 @@ class TaskExecutorSparkSizing(_CappedContainer):
         if self.executor_off_heap_mib > 0:
             conf["spark.memory.offHeap.size"] = _mib(self.executor_off_heap_mib)
         if self.pyspark.per_worker_mib > 0:
-            # each worker's limit, not the executor's: see the module docstring
-            conf["spark.executor.pyspark.memory"] = _mib(self.pyspark.per_worker_mib)
+            # each worker's limit, set by the daemon that forks them: see the module docstring
+            conf["spark.python.daemon.module"] = PYSPARK_DAEMON_MODULE
+            conf[f"spark.executorEnv.{PYSPARK_LIMIT_ENV}"] = str(self.pyspark.per_worker_mib * MiB)
         return conf
 
     def caps(self) -> tuple[MemoryCap, ...]:
@@ -363,6 +369,12 @@ class TaskExecutorSparkSizing(_CappedContainer):
             )
         if self.worker_cores < 1:
             found.append(f"a Spark worker needs at least one core; raise {o.NUM_TASK_SLOTS.key}")
+        if 0 < self.pyspark.per_worker_mib < PYSPARK_MIN_WORKER_MIB:
+            found.append(
+                f"each PySpark worker's memory limit would be {self.pyspark.per_worker_mib} MiB "
+                f"({self.pyspark.source(weights=False)}, over {self.pyspark.workers} slot(s)), below the "
+                f"{PYSPARK_MIN_WORKER_MIB} MiB a worker needs to run a task; {self.pyspark.options_to_raise()}"
+            )
         return tuple(found)
 
 

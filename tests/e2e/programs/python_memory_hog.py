@@ -2,7 +2,7 @@
 
 An ordinary PySpark script (plain ``spark-submit`` runs it). Each of ``--tasks`` tasks fills ``--mib`` MiB
 (default 1,000) and holds it while it reports. With the shipped configuration a PySpark worker may use
-115 MiB (``spark.executor.pyspark.memory``: PYTHON's share of managed memory over 2 slots), so every task
+268 MiB (PYTHON's share of managed memory over 2 slots), so every task
 fails at once with ``MemoryError`` and the job fails; without a limit the workers would fill the container
 (and on YARN or Kubernetes get it killed for memory).
 

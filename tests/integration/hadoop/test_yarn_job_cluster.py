@@ -396,7 +396,7 @@ def test_a_python_task_past_its_pyspark_workers_limit_fails_with_memory_error_an
     yarn_clean: None,
 ) -> None:
     """Issue 27's program with the shipped sizes (-p 2, 2 slots, YARN's physical-memory check on): each Python task
-    fills 1,000 MiB, past the 115 MiB a PySpark worker may use. The tasks fail in seconds with Python's MemoryError,
+    fills 1,000 MiB, past the 268 MiB a PySpark worker may use. The tasks fail in seconds with Python's MemoryError,
     the job's cause (and YARN's diagnostics) says which options raise the limit, the one TaskExecutor container is
     never replaced, and YARN killed no container for memory."""
     argv = [sys.executable, "-m", "jobcluster", "run", "-t", "yarn-per-job", "-p", "2", "-D", "taskmanager.numberOfTaskSlots=2"]
@@ -411,7 +411,7 @@ def test_a_python_task_past_its_pyspark_workers_limit_fails_with_memory_error_an
     assert failed - tasks_started < 60, f"the job failed {failed - tasks_started:.0f} s after its tasks started"
     cause = stderr[stderr.index("Cause: ") :]
     assert "\nMemoryError\n" in cause, cause
-    assert "A PySpark worker ran out of its memory limit: each may use 115 MiB" in cause, cause
+    assert "A PySpark worker ran out of its memory limit: each may use 268 MiB" in cause, cause
     assert "taskmanager.memory.managed.consumer-weights" in cause, cause
     application = application_id_in(stderr)
     yarn_view = f"YARN application {application} FINISHED with final status FAILED: .*MemoryError\nA PySpark worker ran out"
