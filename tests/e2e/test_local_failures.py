@@ -14,7 +14,17 @@ from pathlib import Path
 import psutil
 import pytest
 import requests
-from support import PROGRAMS, REPO, WORDCOUNT, independent_word_count, jobcluster, read_word_counts, run_timing_stderr, staging_dirs
+from support import (
+    PROGRAMS,
+    REPO,
+    WORDCOUNT,
+    independent_word_count,
+    jobcluster,
+    memory_error_cause,
+    read_word_counts,
+    run_timing_stderr,
+    staging_dirs,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -65,20 +75,7 @@ def test_a_python_task_past_its_pyspark_workers_limit_fails_in_seconds_with_memo
     the 768 MiB managed memory, over the slots). Tasks that each fill 1,000 MiB fail with MemoryError as soon as
     they run, the job fails with the limit and the options that raise it in its cause, and the TaskExecutor lives on."""
     argv = [sys.executable, "-m", "jobcluster", "run", "-p", "2", str(PROGRAMS / "python_memory_hog.py"), "--mib", "1000"]
-    code, stdout, lines = run_timing_stderr(argv)
-    stderr = "".join(line for _, line in lines)
-    assert code == 1, stderr
-    assert "HELD" not in stdout
-    tasks_started = next(t for t, line in lines if re.search(r"Spark app-\S+: 0/1 Spark jobs, 0/2 tasks", line))
-    failed = next(t for t, line in lines if re.search(r"Job [0-9a-f]{32} \(python_memory_hog\) FAILED", line))
-    # each attempt fails as soon as its task allocates; the first one waits for its executor's Python to start, which
-    # took 19 s on a loaded 2-core machine (YARN; 4 attempts of each task in all)
-    assert failed - tasks_started < 60, f"the job failed {failed - tasks_started:.0f} s after its tasks started"
-    cause = stderr[stderr.index("Cause: ") :]
-    assert "\nMemoryError\n" in cause, cause
-    assert "A PySpark worker ran out of its memory limit: each may use 268 MiB" in cause, cause
-    for option in ("taskmanager.memory.managed.consumer-weights", "taskmanager.memory.task.off-heap.size"):
-        assert option in cause, cause
+    stderr, _ = memory_error_cause(*run_timing_stderr(argv))
     assert len(re.findall(r"TaskExecutor \S+ registered", stderr)) == 1, "no TaskExecutor was lost or replaced"
     # the limit the daemon that forks the PySpark workers set (its stderr is the executor's), and no address-space
     # limit of Spark's (pyspark/worker.py's "Setting mem limits", from spark.executor.pyspark.memory)

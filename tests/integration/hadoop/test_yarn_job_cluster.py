@@ -34,7 +34,7 @@ from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
 from jobcluster.memory.size import MiB
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.runtime.rest.dashboard import FLINK_WEB_VERSION
-from tests.e2e.support import run_timing_stderr
+from tests.e2e.support import memory_error_cause, run_timing_stderr
 from tests.e2e.test_web_dashboard import KNOWN_MISSING, SPARK_UI_LINK
 from tests.infra.hadoop.cluster import HadoopCluster
 from tests.integration.hadoop.test_wordcount_hdfs import CORPUS, count_words
@@ -400,19 +400,7 @@ def test_a_python_task_past_its_pyspark_workers_limit_fails_with_memory_error_an
     the job's cause (and YARN's diagnostics) says which options raise the limit, the one TaskExecutor container is
     never replaced, and YARN killed no container for memory."""
     argv = [sys.executable, "-m", "jobcluster", "run", "-t", "yarn-per-job", "-p", "2", "-D", "taskmanager.numberOfTaskSlots=2"]
-    code, stdout, lines = run_timing_stderr([*argv, str(PROGRAMS / "python_memory_hog.py"), "--mib", "1000"], cli_env)
-    stderr = "".join(line for _, line in lines)
-    assert code == 1, stderr
-    assert "HELD" not in stdout
-    tasks_started = next(t for t, line in lines if re.search(r"Spark app-\S+: 0/1 Spark jobs, 0/2 tasks", line))
-    failed = next(t for t, line in lines if re.search(r"Job [0-9a-f]{32} \(python_memory_hog\) FAILED", line))
-    # each attempt fails as soon as its task allocates; the first one waits for its executor's Python to start, which
-    # took 19 s on a loaded 2-core machine (YARN; 4 attempts of each task in all)
-    assert failed - tasks_started < 60, f"the job failed {failed - tasks_started:.0f} s after its tasks started"
-    cause = stderr[stderr.index("Cause: ") :]
-    assert "\nMemoryError\n" in cause, cause
-    assert "A PySpark worker ran out of its memory limit: each may use 268 MiB" in cause, cause
-    assert "taskmanager.memory.managed.consumer-weights" in cause, cause
+    stderr, _ = memory_error_cause(*run_timing_stderr([*argv, str(PROGRAMS / "python_memory_hog.py"), "--mib", "1000"], cli_env))
     application = application_id_in(stderr)
     yarn_view = f"YARN application {application} FINISHED with final status FAILED: .*MemoryError\nA PySpark worker ran out"
     assert re.search(yarn_view, stderr, re.DOTALL), stderr

@@ -34,6 +34,7 @@ import requests
 import yaml
 from kubernetes.utils import parse_quantity
 
+from tests.e2e.support import memory_error_cause, run_timing_stderr
 from tests.infra.k8s.cluster import free_port
 from tests.integration.k8s.pods import MAIN_CONTAINER, TEST_NODE_CPU, host_path_template, image_options
 from tests.integration.k8s.test_kubernetes_cluster_objects import objects_of
@@ -392,7 +393,7 @@ def test_memory_limits_are_the_memory_models_and_a_memory_heavy_job_is_not_oom_k
 
 
 def test_a_python_task_past_its_pyspark_workers_limit_fails_with_memory_error_and_no_container_is_killed(
-    k8s_api, k8s_image, namespace, cli_env, tmp_path
+    k8s_api, k8s_image, namespace, cli_env
 ):
     """Issue 27's program in real containers with the shipped sizes (-p 2, one TaskManager of 2 slots, its pod
     limited to its process size): each Python task fills 1,000 MiB, past the 268 MiB a PySpark worker may use (the
@@ -401,14 +402,8 @@ def test_a_python_task_past_its_pyspark_workers_limit_fails_with_memory_error_an
     cluster_id = f"pyhog-{uuid.uuid4().hex[:6]}"
     options = {"taskmanager.numberOfTaskSlots": "2", "kubernetes.taskmanager.cpu.limit-factor": "4"}
     args = ["run", "-t", "kubernetes-application", "-p", "2", *cluster_options(namespace, k8s_image, cluster_id, options)]
-    with Attached(cli_env, [*args, str(PYTHON_MEMORY_HOG), "--mib", "1000"], tmp_path) as cli:
-        code = cli.wait()
-        out_text, err_text = cli.stdout, cli.stderr
-    assert code == 1, f"stdout:\n{out_text}\nstderr:\n{err_text[-6000:]}"
-    assert "HELD" not in out_text
-    cause = err_text[err_text.index("Cause: ") :]
-    assert "\nMemoryError\n" in cause, cause
-    assert "A PySpark worker ran out of its memory limit: each may use 268 MiB" in cause, cause
+    argv = [sys.executable, "-m", "jobcluster", *args, str(PYTHON_MEMORY_HOG), "--mib", "1000"]
+    err_text, _ = memory_error_cause(*run_timing_stderr(argv, cli_env))
     assert len(re.findall(r"TaskExecutor \S+ registered", err_text)) == 1, err_text[-6000:]
     assert "OOMKilled" not in err_text and not re.search(r"TaskExecutor \S+ lost: ", err_text), err_text[-6000:]
     assert_namespace_empty(k8s_api, namespace)
