@@ -1,4 +1,8 @@
-"""Bad input and failures on the local target: a clear error, a non-zero exit, nothing left running or staged."""
+"""Bad input and failures on the local targets: a clear error, a non-zero exit, nothing left running or staged.
+
+The job's own behaviour runs on ``local`` (the MiniCluster); a killed TaskExecutor process on ``local-cluster``,
+the one target whose TaskExecutors are processes of their own.
+"""
 
 from __future__ import annotations
 
@@ -188,7 +192,7 @@ def _cluster_rest_url(home: Path, timeout: float = 120) -> str:
 def test_killed_task_executor_is_replaced_and_the_job_finishes(home, corpus, tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jobcluster", *_slow_run_args(corpus, out)],
+        [sys.executable, "-m", "jobcluster", *_slow_run_args(corpus, out, "-t", "local-cluster")],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
