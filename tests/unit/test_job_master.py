@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from jobcluster.errors import SparkError
 from jobcluster.jobgraph.job_status import JobStatus
@@ -30,6 +31,7 @@ from tests.support.fakes import RecordingDriver, TaskExecutorStandIn, until
 from tests.support.fakes import resource_manager as resource_manager_with_recording
 
 SECRET = "s3cr3t"
+STANDALONE = SparkMasterAddress("spark://127.0.0.1:7077", "http://127.0.0.1:8080")
 
 
 def job_graph(parallelism: int) -> JobGraph:
@@ -63,7 +65,7 @@ async def running_job(
     tmp_path: Path,
     parallelism: int = 2,
     slot_request_timeout: float = 60.0,
-    master: SparkMasterAddress = SparkMasterAddress("spark://127.0.0.1:7077", "http://127.0.0.1:8080"),
+    master: SparkMasterAddress = STANDALONE,
 ) -> AsyncIterator[Job]:
     service = RpcService("127.0.0.1", SECRET, ask_timeout=5.0)
     await service.start()
@@ -134,7 +136,7 @@ def test_slots_that_do_not_arrive_in_time_fail_the_job_and_withdraw_its_requirem
 class HeldProgram:
     """Stands in for the PySpark program (SparkApplication): records its start, runs until stopped."""
 
-    started: list[HeldProgram] = []
+    started: ClassVar[list[HeldProgram]] = []
 
     def __init__(self, *args, **kwargs) -> None:
         self._done = asyncio.Event()
