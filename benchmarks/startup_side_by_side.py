@@ -15,7 +15,10 @@ Each command's phases in seconds from its start (jobcluster: REST up, all
 slots offered, first Spark tasks, job FINISHED, command returned; by hand:
 master up, workers registered, first tasks, job done, stopped), the medians, and the
 ratios the issue sets goals for: ``local`` / ``local[4]`` <= 1.1, ``local-cluster`` /
-by hand <= 1.0.  Nothing is asserted.
+by hand <= 1.0.  Where the time goes: per command, the CPU seconds of its
+processes by kind (sampled every 0.25 s, so a process's last quarter second may
+be missing) and the CPU seconds the machine spent on other processes meanwhile
+(a shared machine's other load).  Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -27,8 +30,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
+
+import psutil
 
 from jobcluster.spark.home import spark_home
 
@@ -92,6 +100,71 @@ def local4(corpus: str, out: str) -> dict[str, float]:
     return {"returned": time.monotonic() - start}
 
 
+# (marker in the command line, kind): the first that matches names a process
+PROCESS_KINDS = (
+    ("jobcluster.backends.local.mini_cluster_entrypoint", "JobManager+TaskExecutors (Python)"),
+    ("jobcluster.backends.local.entrypoint", "JobManager (Python)"),
+    ("jobcluster.runtime.taskexecutor", "TaskExecutor (Python)"),
+    ("deploy.master.Master", "Spark master JVM"),
+    ("deploy.worker.Worker", "Spark worker JVM"),
+    ("CoarseGrainedExecutorBackend", "executor JVM"),
+    ("pyspark.daemon", "PySpark workers"),
+    ("pyspark/daemon", "PySpark workers"),
+    ("SparkSubmit", "driver JVM"),
+    ("jobcluster.spark.driver_agent", "driver (Python)"),
+    ("wordcount.py", "driver (Python)"),
+    ("-m jobcluster", "client (Python)"),
+    ("standalone_cluster.py", "client (Python)"),
+)
+
+
+def process_kind(cmdline: str) -> str:
+    return next((kind for marker, kind in PROCESS_KINDS if marker in cmdline), "other")
+
+
+class CpuSampler:
+    """CPU seconds of this process's descendants by kind, and of the machine's other processes, while it runs."""
+
+    def __init__(self) -> None:
+        self._last: dict[int, tuple[str, float]] = {}
+        self.by_kind: dict[str, float] = defaultdict(float)
+        self.others = 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> CpuSampler:
+        self._machine_start = psutil.cpu_times()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+        end = psutil.cpu_times()
+        busy = sum(getattr(end, f) - getattr(self._machine_start, f) for f in ("user", "system", "nice", "irq", "softirq"))
+        for kind, seconds in self._last.values():
+            self.by_kind[kind] += seconds
+        self.others = max(0.0, busy - sum(self.by_kind.values()))
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self._done.is_set():
+            for proc in me.children(recursive=True):
+                try:
+                    times = proc.cpu_times()
+                    kind = self._last[proc.pid][0] if proc.pid in self._last else process_kind(" ".join(proc.cmdline()))
+                    self._last[proc.pid] = (kind, times.user + times.system)
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    continue
+            self._done.wait(0.25)
+
+
+def timed(command: Callable[[str], dict[str, float]], out: str) -> tuple[dict[str, float], CpuSampler]:
+    with CpuSampler() as cpu:
+        times = command(out)
+    return times, cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input", required=True, help="the corpus directory")
@@ -104,12 +177,16 @@ def main() -> None:
         "by hand 2x2": lambda out: by_hand(args.input, out),
     }
     results: dict[str, list[dict[str, float]]] = {name: [] for name in commands}
+    cpu: dict[str, list[CpuSampler]] = {name: [] for name in commands}
     for run in range(args.runs):
         for name, command in commands.items():
             with tempfile.TemporaryDirectory() as tmp:
-                times = command(os.path.join(tmp, "out"))
+                times, sampled = timed(command, os.path.join(tmp, "out"))
             results[name].append(times)
+            cpu[name].append(sampled)
             print(f"run {run + 1} {name:<17} " + "  ".join(f"{k} {v:.1f}" for k, v in times.items()), flush=True)
+            kinds = sorted(sampled.by_kind.items(), key=lambda kv: -kv[1])
+            print("    CPU s: " + ", ".join(f"{k} {v:.1f}" for k, v in kinds) + f"; other processes {sampled.others:.1f}", flush=True)
     medians = {name: {k: statistics.median(t[k] for t in runs) for k in runs[0]} for name, runs in results.items()}
     print("\nmedians (seconds from the command's start):")
     for name, times in medians.items():
@@ -123,6 +200,13 @@ def main() -> None:
     for name in ("local", "local-cluster 2x2"):
         after = wall[name] - medians[name]["job_finished"]
         print(f"after the job: {name} returns {after:.1f} s after FINISHED")
+    print("\nmedian CPU seconds by kind of process (and of the machine's other processes):")
+    for name, samples in cpu.items():
+        all_kinds = sorted({k for s in samples for k in s.by_kind})
+        medians_cpu = {k: statistics.median(s.by_kind.get(k, 0.0) for s in samples) for k in all_kinds}
+        total = statistics.median(sum(s.by_kind.values()) for s in samples)
+        others = statistics.median(s.others for s in samples)
+        print(f"  {name:<17} total {total:.1f}: " + ", ".join(f"{k} {v:.1f}" for k, v in medians_cpu.items()) + f"; others {others:.1f}")
 
 
 if __name__ == "__main__":
