@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import runpy
 import warnings
 from pathlib import Path
@@ -79,3 +81,16 @@ def test_each_local_descriptor_launches_its_entry_point(monkeypatch, tmp_path: P
     assert argv[1:] == ["-m", module]
     assert kwargs["cwd"] == tmp_path
     assert "JOBCLUSTER_CLUSTER_SECRET" not in kwargs["env"], "the secret is a staged file"
+
+
+def test_both_local_targets_find_every_local_cluster_each_with_its_own_target(tmp_path: Path):
+    # one place for the clusters of both targets: `jobcluster list` and `cancel` reach either without -t
+    for cluster_id, target in (("jobcluster-a", "local"), ("jobcluster-b", "local-cluster")):
+        cluster_dir = tmp_path / "clusters" / cluster_id
+        cluster_dir.mkdir(parents=True)
+        info = {"cluster_id": cluster_id, "target": target, "job_id": "j", "job_name": "wc", "pid": os.getpid(), "log_dir": "x"}
+        (cluster_dir / local_descriptor.CLUSTER_INFO_FILE).write_text(json.dumps(info))
+
+    for descriptor in (local_descriptor.MiniClusterDescriptor, local_descriptor.LocalClusterDescriptor):
+        handles = descriptor(home=tmp_path).list_clusters()
+        assert [(h.cluster_id, h.target) for h in handles] == [("jobcluster-a", "local"), ("jobcluster-b", "local-cluster")]
