@@ -152,7 +152,10 @@ class CpuSampler:
             for proc in me.children(recursive=True):
                 try:
                     times = proc.cpu_times()
-                    kind = self._last[proc.pid][0] if proc.pid in self._last else process_kind(" ".join(proc.cmdline()))
+                    # a launcher script may exec its JVM later under the same pid: the last kind seen names it
+                    kind = process_kind(" ".join(proc.cmdline()))
+                    if kind == "other" and proc.pid in self._last:
+                        kind = self._last[proc.pid][0]
                     self._last[proc.pid] = (kind, times.user + times.system)
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
