@@ -16,17 +16,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from jobcluster.config.loader import load_configuration
 from jobcluster.errors import SparkError
 from jobcluster.jobgraph.job_status import JobStatus
 from jobcluster.jobgraph.model import JobGraph, JobVertex, ResourceProfileSpec, new_job_id
+from jobcluster.memory.managed import ManagedMemoryConsumers
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.service import RpcService
-from jobcluster.runtime.entrypoint.job_cluster_entrypoint import _fail_on_fatal_error
+from jobcluster.runtime.entrypoint.job_cluster_entrypoint import _fail_on_fatal_error, job_master_settings
 from jobcluster.runtime.jobmaster import job_master as job_master_module
 from jobcluster.runtime.jobmaster.job_master import JobMaster, JobMasterSettings
 from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.messages import SlotOffer, dump
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
 from jobcluster.spark.processes import SparkLocalMode, SparkMasterAddress
+from jobcluster.spark.sizing import spark_sizing_for_task_executor
 from tests.support.fakes import RecordingDriver, TaskExecutorStandIn, until
 from tests.support.fakes import resource_manager as resource_manager_with_recording
 
@@ -234,6 +238,16 @@ def test_a_lost_task_executor_gives_up_its_slots_and_is_named_in_the_details(tmp
             assert await job.task_executor_offers("tm-2", 2) == ["tm-2-a0", "tm-2-a1"], "the replacement's slots are taken"
 
     asyncio.run(scenario())
+
+
+def test_the_job_masters_settings_carry_what_a_pyspark_workers_memory_error_means(monkeypatch):
+    monkeypatch.delenv("JOBCLUSTER_CONF_DIR", raising=False)
+    config = load_configuration()
+    sizing = spark_sizing_for_task_executor(task_executor_process_spec_from_config(config), ManagedMemoryConsumers.from_config(config))
+    hint = job_master_settings(config, sizing.pyspark).pyspark_memory_error_hint
+    assert hint is not None and hint == sizing.pyspark.memory_error_hint()
+    assert "each may use 268 MiB" in hint and "taskmanager.memory.managed.consumer-weights" in hint
+    assert job_master_settings(config).pyspark_memory_error_hint is None
 
 
 def test_an_ended_worker_is_named_in_the_details_even_without_slots_and_a_memory_kill_is_marked(tmp_path):

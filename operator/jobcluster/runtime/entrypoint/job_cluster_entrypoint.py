@@ -53,6 +53,7 @@ from jobcluster.config.loader import load_configuration
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.jobgraph.model import JobGraph, read_job_graph
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
+from jobcluster.memory.managed import ManagedMemoryConsumers
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
@@ -70,7 +71,7 @@ from jobcluster.spark.conf import merge_spark_conf, user_spark_conf
 from jobcluster.spark.jvm_metrics import DRIVER_INSTANCE, JvmMetricsReceiver, flink_jvm_metrics
 from jobcluster.spark.processes import SparkLocalMode, SparkMaster, SparkMasterAddress
 from jobcluster.spark.security import SparkSecurity
-from jobcluster.spark.sizing import spark_sizing_for_job_manager, spark_sizing_for_task_executor
+from jobcluster.spark.sizing import PySparkMemory, spark_sizing_for_job_manager, spark_sizing_for_task_executor
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,9 @@ class JobClusterEntrypoint:
     async def _run_cluster(self, stack: AsyncExitStack, config: Configuration, graph: JobGraph) -> ApplicationStatus:
         ctx = self.context
         jm_sizing = spark_sizing_for_job_manager(job_manager_process_spec_from_config(config))
-        tm_spec = task_executor_process_spec_from_config(config)
+        tm_sizing = spark_sizing_for_task_executor(
+            task_executor_process_spec_from_config(config), ManagedMemoryConsumers.from_config(config)
+        )
 
         rest = await self._start_rest(stack, config)
         if not config.get(options.CLUSTER_STAGING_KEEP):
@@ -168,7 +171,8 @@ class JobClusterEntrypoint:
         fatal_error: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
         resource_manager = await self._start_resource_manager(stack, rpc, config, rest.url, spark_master, fatal_error)
 
-        executor_conf = {} if self._spark_local_mode else spark_sizing_for_task_executor(tm_spec).executor_conf()
+        # in local mode no executor runs: the TaskExecutors' Spark sizes and PySpark workers' limits have no process to apply to
+        executor_conf = {} if self._spark_local_mode else tm_sizing.executor_conf()
         sizing_conf = merge_spark_conf(
             user_spark_conf(config),
             {**_with_tmpdir(jm_sizing.driver_conf(), scratch), **executor_conf, "spark.local.dir": str(scratch)},
@@ -187,7 +191,7 @@ class JobClusterEntrypoint:
                 master_ready,
                 ctx.bind_host,
                 sizing_conf,
-                job_master_settings(config),
+                job_master_settings(config, None if self._spark_local_mode else tm_sizing.pyspark),
                 on_terminal,
                 spark_env=spark_env,
             )
@@ -361,8 +365,9 @@ def resource_manager_settings(config: Configuration, slots_per_worker: int) -> R
     )
 
 
-def job_master_settings(config: Configuration) -> JobMasterSettings:
-    """The JobMaster's timeouts and output bounds from ``config`` (each field names its Flink or jobcluster key)."""
+def job_master_settings(config: Configuration, pyspark: PySparkMemory | None = None) -> JobMasterSettings:
+    """The JobMaster's timeouts and output bounds from ``config`` (each field names its Flink or jobcluster key);
+    with ``pyspark``, the TaskExecutors' PySpark worker memory, what a MemoryError of theirs means."""
     return JobMasterSettings(
         heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
         heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
@@ -372,6 +377,7 @@ def job_master_settings(config: Configuration) -> JobMasterSettings:
         checkpointing_timeout=config.get(options.CHECKPOINTING_TIMEOUT),
         output_max_file_size=config.get(options.DRIVER_OUTPUT_MAX_FILE_SIZE),
         output_max_files=config.get(options.DRIVER_OUTPUT_MAX_FILES),
+        pyspark_memory_error_hint=pyspark.memory_error_hint() if pyspark is not None else None,
     )
 
 

@@ -62,7 +62,9 @@ class JobMasterSettings:
     """Seconds: heartbeats [heartbeat.interval / heartbeat.timeout]; slot_request_timeout [slot.request.timeout];
     executor_registration_timeout [jobcluster.executor.registration.timeout]. The program's output, per stream:
     output_max_file_size in bytes [jobcluster.driver.output.max-file-size], output_max_files, the live file
-    included [jobcluster.driver.output.max-files]; savepoints' default directory and timeout."""
+    included [jobcluster.driver.output.max-files]; savepoints' default directory and timeout; what a task's
+    MemoryError in a PySpark worker means, added to the job's cause (None: the workers have no limit; see
+    ``PySparkMemory.memory_error_hint`` in spark/sizing.py)."""
 
     heartbeat_interval: float
     heartbeat_timeout: float
@@ -72,6 +74,7 @@ class JobMasterSettings:
     checkpointing_timeout: float = 600.0  # [execution.checkpointing.timeout], the longest a savepoint may take
     output_max_file_size: int = 10 << 20
     output_max_files: int = 10
+    pyspark_memory_error_hint: str | None = None
 
 
 def _now_ms() -> int:
@@ -283,7 +286,7 @@ class JobMaster(FencedRpcEndpoint):
                 break
             stopped_by_us = self._no_executors_cause is not None
             await self._await_lost_reports()
-            cause = self._no_executors_cause or self._application.failure_cause(code)
+            cause = self._no_executors_cause or self._application.failure_cause(code, self.settings.pyspark_memory_error_hint)
             cause = with_memory_kills(cause, self.lost_task_executors[lost_before:])
             self._no_executors_cause = None
             self.failures.append({"timestamp": _now_ms(), "cause": cause})

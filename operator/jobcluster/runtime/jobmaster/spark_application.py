@@ -58,6 +58,7 @@ from jobcluster.runtime.jobmaster.driver_output import (
     exit_description,
     program_error,
     stderr_tail,
+    with_memory_error_hint,
 )
 from jobcluster.spark.checkpoints import job_checkpoint_root
 from jobcluster.spark.driver_agent.settings import AgentSettings
@@ -337,12 +338,14 @@ class SparkApplication:
     async def stop(self) -> None:
         await self.process.stop()
 
-    def failure_cause(self, exit_code: int) -> str:
-        """How the program ended, with its error from this attempt's stderr (see :func:`program_error`)."""
-        error = program_error(stderr_tail(self.output.stderr, self._stderr_start))
+    def failure_cause(self, exit_code: int, memory_error_hint: str | None = None) -> str:
+        """How the program ended, with its error from this attempt's stderr (see :func:`program_error`), and
+        ``memory_error_hint`` after it when that error is a PySpark worker's MemoryError (see :func:`with_memory_error_hint`)."""
+        stderr = stderr_tail(self.output.stderr, self._stderr_start)
+        error = program_error(stderr)
         how = exit_description(exit_code)
         if error:
-            return f"{how}:\n{error}"
+            return with_memory_error_hint(f"{how}:\n{error}", stderr, memory_error_hint)
         return f"{how} and wrote nothing to stderr (Spark's driver log: {self.spark_log_file})"
 
     async def progress(self) -> SparkProgress | None:
