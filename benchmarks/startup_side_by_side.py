@@ -108,6 +108,7 @@ PROCESS_KINDS = (
     ("deploy.master.Master", "Spark master JVM"),
     ("deploy.worker.Worker", "Spark worker JVM"),
     ("CoarseGrainedExecutorBackend", "executor JVM"),
+    ("jobcluster.spark.pyspark_daemon", "PySpark workers"),
     ("pyspark.daemon", "PySpark workers"),
     ("pyspark/daemon", "PySpark workers"),
     ("SparkSubmit", "driver JVM"),
