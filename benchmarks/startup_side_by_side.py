@@ -108,10 +108,10 @@ PROCESS_KINDS = (
     ("deploy.master.Master", "Spark master JVM"),
     ("deploy.worker.Worker", "Spark worker JVM"),
     ("CoarseGrainedExecutorBackend", "executor JVM"),
+    ("SparkSubmit", "driver JVM"),  # before the daemon's name, which the driver's --conf carries
     ("jobcluster.spark.pyspark_daemon", "PySpark workers"),
     ("pyspark.daemon", "PySpark workers"),
     ("pyspark/daemon", "PySpark workers"),
-    ("SparkSubmit", "driver JVM"),
     ("jobcluster.spark.driver_agent", "driver (Python)"),
     ("wordcount.py", "driver (Python)"),
     ("-m jobcluster", "client (Python)"),
