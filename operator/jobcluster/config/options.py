@@ -42,8 +42,9 @@ EXECUTION_TARGET = ConfigOption(
     "execution.target",
     "str",
     DeploymentTarget.LOCAL.value,
-    description="Where the job cluster runs: 'local' (processes on this machine), "
-    "'yarn-per-job' or 'kubernetes-application'. Picks the PipelineExecutor and ClusterDescriptor.",
+    description="Where the job cluster runs: 'local' (Flink's MiniCluster: the JobManager and the TaskExecutors in one "
+    "process on this machine, the program's Spark in local mode), 'local-cluster' (a cluster of processes on this machine: "
+    "TaskExecutors with Spark workers), 'yarn-per-job' or 'kubernetes-application'. Picks the PipelineExecutor and ClusterDescriptor.",
     choices=tuple(target.value for target in DeploymentTarget),
 )
 EXECUTION_ATTACHED = ConfigOption(
@@ -519,7 +520,8 @@ LOCAL_MEMORY_CHECK_INTERVAL = ConfigOption(
     "jobcluster.local.memory-check-interval",
     "duration",
     3.0,
-    description="On the local target, how often the JobManager measures each TaskExecutor's process tree (the TaskExecutor, "
+    description="On the local-cluster target (not on local, the MiniCluster, whose TaskExecutors are no processes), "
+    "how often the JobManager measures each TaskExecutor's process tree (the TaskExecutor, "
     "its Spark worker and executor JVMs, the PySpark workers: the sum of their resident memory, as YARN's NodeManager "
     "measures a container) against its taskmanager.memory.process.size, which nothing enforces there; the first time it is "
     "over, a warning names the option to change (seconds; YARN's default container-monitor interval; 0 = never).",

@@ -122,7 +122,9 @@ def submit_conf(
     arrived: its SparkContext waits until all those cores have registered
     (``spark.scheduler.minRegisteredResourcesRatio`` 1.0), at most
     ``resources_wait`` seconds (``spark.scheduler.maxRegisteredResourcesWaitingTime``),
-    so no task runs on part of the job's slots. ``sizing_conf`` (the memory
+    so no task runs on part of the job's slots. In Spark's local mode (the
+    MiniCluster's ``local[N]``) there are no executors to wait for or cores to
+    cap: those three settings are left out. ``sizing_conf`` (the memory
     model's settings and the user's ``spark.*`` keys) is applied last.
     """
     p = str(graph.parallelism)
@@ -130,7 +132,6 @@ def submit_conf(
         "spark.master": master.url,
         "spark.submit.deployMode": "client",
         "spark.app.name": graph.job_name,
-        "spark.cores.max": p,
         "spark.default.parallelism": p,
         "spark.sql.shuffle.partitions": p,
         "spark.driver.host": host,
@@ -139,9 +140,13 @@ def submit_conf(
         "spark.pyspark.python": python_command(),
         "spark.pyspark.driver.python": sys.executable,
         "spark.ui.showConsoleProgress": "false",
-        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
-        "spark.scheduler.maxRegisteredResourcesWaitingTime": f"{max(1, round(resources_wait))}s",
     }
+    if not master.local_mode:
+        conf |= {
+            "spark.cores.max": p,
+            "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+            "spark.scheduler.maxRegisteredResourcesWaitingTime": f"{max(1, round(resources_wait))}s",
+        }
     if graph.checkpointing is not None:
         conf["spark.sql.streaming.checkpointLocation"] = job_checkpoint_root(graph.checkpointing.directory, graph.job_id)
     conf.update(sizing_conf)
@@ -300,6 +305,7 @@ class SparkApplication:
             stderr_sink=output.stderr.write,
         )
         self.app_id: str | None = None
+        self._local_mode = master.local_mode
 
     async def start(self) -> None:
         """Start the program; OSError when it cannot be started (e.g. its working directory is gone)."""
@@ -364,7 +370,7 @@ class SparkApplication:
             tasks_completed=sum(completed_tasks(j) for j in jobs),
             tasks_failed=sum(j.get("numFailedTasks", 0) for j in jobs),
             tasks_active=sum(j.get("numActiveTasks", 0) for j in jobs),
-            executors=sum(1 for e in executors if e.get("id") != "driver" and e.get("isActive", True)),
+            executors=active_executors(executors, self._local_mode),
             **stage_io(stages),
         )
 
@@ -378,6 +384,12 @@ def stage_io(stages: list[dict[str, Any]]) -> dict[str, int]:
     """
     keys = {"input_bytes": "inputBytes", "input_records": "inputRecords", "output_bytes": "outputBytes", "output_records": "outputRecords"}
     return {ours: sum(int(stage.get(spark, 0)) for stage in stages) for ours, spark in keys.items()}
+
+
+def active_executors(executors: list[dict[str, Any]], local_mode: bool) -> int:
+    """The active executors of Spark's ``/api/v1/.../executors``: not the driver, except in local mode, where the
+    driver's JVM is the one executor that runs tasks (Spark's ``LocalSchedulerBackend``)."""
+    return sum(1 for e in executors if (local_mode or e.get("id") != "driver") and e.get("isActive", True))
 
 
 def completed_tasks(job: dict[str, Any]) -> int:
