@@ -7,6 +7,7 @@ helpers here serve test_kubernetes_driver.py too).
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from jobcluster.backends.kubernetes.cluster_objects import create_job_manager_objects, delete_cluster
+from jobcluster.backends.kubernetes.kube_client import ObjectExistsError
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters
 from jobcluster.backends.kubernetes.pod_template import load_pod_template
 from jobcluster.backends.kubernetes.staging import CONFIG_MAP_MAX_BYTES
@@ -122,6 +124,48 @@ def test_create_then_delete_the_whole_cluster(k8s_api, k8s_namespace, k8s_image,
     assert delete_cluster(k8s_api, k8s_namespace, "wordcount") is True
     wait_for(lambda: not objects_of(k8s_api, k8s_namespace), timeout=120, what="the cluster's objects to go")
     assert delete_cluster(k8s_api, k8s_namespace, "wordcount") is False
+
+
+def test_a_cluster_id_is_used_again_only_once_the_deleted_clusters_pods_are_gone(
+    k8s_api, k8s_namespace, k8s_image, entrypoint_dir, pod_template
+):
+    # A JobManager pod of the deleted Deployment that still ran would read the new Deployment by its name and start
+    # TaskManagers for it. A finalizer keeps the old pod, deleted, for as long as the test wants.
+    p, core = params(k8s_namespace, entrypoint_dir, k8s_image, pod_template), kubernetes.client.CoreV1Api(k8s_api)
+    create_job_manager_objects(k8s_api, p, FILES, "s3cr3t", template_of(pod_template))
+    (old_pod,) = wait_for(lambda: running_pods(k8s_api, k8s_namespace), what="the JobManager pod Running")
+    hold = {"metadata": {"finalizers": ["jobcluster.io/test-hold"]}}
+    core.patch_namespaced_pod(old_pod, k8s_namespace, hold, _request_timeout=TIMEOUT)
+    release = threading.Timer(5, _release, (core, k8s_namespace, old_pod))
+    try:
+        assert delete_cluster(k8s_api, k8s_namespace, "wordcount") is True
+
+        with pytest.raises(ObjectExistsError, match=rf"pod/{old_pod} of a deleted job cluster wordcount still exist .* after 2 s"):
+            create_job_manager_objects(k8s_api, p, FILES, "s3cr3t", template_of(pod_template), previous_cluster_timeout=2)
+        assert objects_of(k8s_api, k8s_namespace) == [f"pod/{old_pod}"]  # nothing created, the rest collected
+
+        release.start()  # the old pod goes while the next deployment waits for it
+        created = create_job_manager_objects(k8s_api, p, FILES, "s3cr3t", template_of(pod_template))
+        assert old_pod not in [pod.metadata.name for pod in core.list_namespaced_pod(k8s_namespace, _request_timeout=TIMEOUT).items]
+        (new_pod,) = wait_for(lambda: running_pods(k8s_api, k8s_namespace), what="the new JobManager pod Running")
+        replica_set = core.read_namespaced_pod(new_pod, k8s_namespace, _request_timeout=TIMEOUT).metadata.owner_references[0].name
+        apps = kubernetes.client.AppsV1Api(k8s_api)
+        owner = apps.read_namespaced_replica_set(replica_set, k8s_namespace, _request_timeout=TIMEOUT).metadata.owner_references[0]
+        assert owner.uid == created["metadata"]["uid"]
+    finally:
+        release.cancel()
+        _release(core, k8s_namespace, old_pod)
+    delete_cluster(k8s_api, k8s_namespace, "wordcount")
+    wait_for(lambda: not objects_of(k8s_api, k8s_namespace), timeout=120, what="the cluster's objects to go")
+
+
+def _release(core: kubernetes.client.CoreV1Api, namespace: str, pod: str) -> None:
+    """Remove the pod's finalizers (if it is still there): a deleted pod then goes."""
+    try:
+        core.patch_namespaced_pod(pod, namespace, {"metadata": {"finalizers": None}}, _request_timeout=TIMEOUT)
+    except kubernetes.client.ApiException as exc:
+        if exc.status != 404:
+            raise
 
 
 def test_a_namespace_that_does_not_exist(k8s_api, k8s_image, entrypoint_dir, pod_template):

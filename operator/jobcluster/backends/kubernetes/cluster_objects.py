@@ -7,11 +7,18 @@ deletion of the Deployment removes everything, and that is also the cleanup
 when a later step fails: nothing of a failed deployment stays in the namespace.
 Checks that need no API server (file names, ConfigMap size) run before the
 first object is created.
+
+A cluster id is reused only once the garbage collector has removed every pod,
+ReplicaSet and the Service of the cluster deleted under it, as Flink's operator waits for
+a cluster's shutdown before it redeploys: a JobManager pod of the old
+Deployment that still starts would read the new Deployment by its name, take
+it for its owner and start TaskManagers for it.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,11 +28,16 @@ from jobcluster.backends.kubernetes import object_names
 from jobcluster.backends.kubernetes.config_options import KUBERNETES_CLUSTER_ID, KUBERNETES_NAMESPACE
 from jobcluster.backends.kubernetes.jobmanager import build_job_manager_deployment, build_rest_service
 from jobcluster.backends.kubernetes.kube_client import ObjectExistsError, api_call
+from jobcluster.backends.kubernetes.labels import common_labels, selector_text
 from jobcluster.backends.kubernetes.parameters import KubernetesJobManagerParameters
 from jobcluster.backends.kubernetes.staging import build_config_map, build_secret, check_config_map_size, staged_items
 from jobcluster.errors import AlreadyExistsError, DeploymentError, NotFoundError
 
 log = logging.getLogger(__name__)
+
+#: Seconds a new cluster waits for the pods and ReplicaSets of a deleted cluster of the same id to go.
+PREVIOUS_CLUSTER_TIMEOUT = 60.0
+_POLL_SECONDS = 1.0
 
 
 def create_job_manager_objects(
@@ -34,24 +46,29 @@ def create_job_manager_objects(
     files: Mapping[str, bytes],
     secret: str,
     template: dict[str, Any] | None = None,
+    previous_cluster_timeout: float = PREVIOUS_CLUSTER_TIMEOUT,
 ) -> dict[str, Any]:
     """Create the Deployment, then the ConfigMap of ``files``, the Secret and the REST Service; return the Deployment.
 
     ``files``: path below the cluster dir → content (config, JobGraph,
     artifacts); ``secret``: the cluster's secret; ``template``: the JobManager
-    pod template, if any.
+    pod template, if any.  Pods or ReplicaSets left by a deleted cluster of the
+    same id are waited for, up to ``previous_cluster_timeout`` seconds.
 
     Raises:
         DeploymentError: a file name or size a ConfigMap cannot hold (nothing
             created); the cluster id is in use or the namespace does not exist
-            (nothing created); any later failure, after the Deployment was
-            deleted again (its owned objects go with it).
+            (nothing created); an ObjectExistsError (transient) when a deleted
+            cluster's pods are still there after the wait (nothing created);
+            any later failure, after the Deployment was deleted again (its
+            owned objects go with it).
     """
     namespace, cluster_id = params.namespace, params.cluster_id
     items = staged_items(list(files))
     check_config_map_size(cluster_id, files)
     apps, core = kubernetes.client.AppsV1Api(api), kubernetes.client.CoreV1Api(api)
-    _check_unused(core, params)
+    _check_unused(apps, params)
+    _wait_for_deleted_cluster(apps, core, params, previous_cluster_timeout)
     deployment = build_job_manager_deployment(params, items, template)
     try:
         response = api_call("create", "deployments", namespace, apps.create_namespaced_deployment, namespace, deployment)
@@ -101,14 +118,57 @@ def delete_cluster(api: kubernetes.client.ApiClient, namespace: str, cluster_id:
     return True
 
 
-def _check_unused(core: kubernetes.client.CoreV1Api, params: KubernetesJobManagerParameters) -> None:
-    """Flink's check: a REST Service ``<cluster-id>-rest`` means the cluster exists (the Deployment is checked on create)."""
-    name = object_names.rest_service_name(params.cluster_id)
+def _check_unused(apps: kubernetes.client.AppsV1Api, params: KubernetesJobManagerParameters) -> None:
+    """The cluster exists when its Deployment does and is not being deleted (create would refuse it too)."""
+    if _deployment(apps, params, deleted=False) is not None:
+        raise _in_use(params)
+
+
+def _deployment(apps: kubernetes.client.AppsV1Api, params: KubernetesJobManagerParameters, deleted: bool) -> str | None:
+    """``deployment/<name>`` when the cluster's Deployment exists and is (``deleted``) or is not being deleted."""
+    namespace, name = params.namespace, object_names.deployment_name(params.cluster_id)
     try:
-        api_call("get", "services", params.namespace, core.read_namespaced_service, name, params.namespace)
+        found: Any = api_call("get", "deployments", namespace, apps.read_namespaced_deployment, name, namespace)
     except NotFoundError:
-        return
-    raise _in_use(params)
+        return None
+    return f"deployment/{name}" if (found.metadata.deletion_timestamp is not None) == deleted else None
+
+
+def _wait_for_deleted_cluster(
+    apps: kubernetes.client.AppsV1Api, core: kubernetes.client.CoreV1Api, params: KubernetesJobManagerParameters, timeout: float
+) -> None:
+    """Return once nothing of a deleted cluster of the id is left (ObjectExistsError after ``timeout`` seconds)."""
+    namespace, cluster_id = params.namespace, params.cluster_id
+    deadline = time.monotonic() + timeout
+    left = _leftovers(apps, core, params)
+    if left:
+        log.info("waiting up to %g s for %s of the deleted job cluster %s to go", timeout, ", ".join(left), cluster_id)
+    while left:
+        if time.monotonic() >= deadline:
+            raise ObjectExistsError(
+                f"{', '.join(left)} of a deleted job cluster {cluster_id} still exist in namespace {namespace} after "
+                f"{timeout:g} s; deploy again once `kubectl get deployments,replicasets,pods,services -n {namespace} "
+                f"-l app={cluster_id}` shows none, or choose another {KUBERNETES_CLUSTER_ID.key}"
+            )
+        time.sleep(_POLL_SECONDS)
+        left = _leftovers(apps, core, params)
+
+
+def _leftovers(apps: kubernetes.client.AppsV1Api, core: kubernetes.client.CoreV1Api, params: KubernetesJobManagerParameters) -> list[str]:
+    """``kind/name`` of what the garbage collector has yet to remove of a deleted cluster: a Deployment deleted in the
+    foreground, ReplicaSets and pods with the cluster's labels, the REST Service (Flink's sign of a cluster)."""
+    namespace, selector = params.namespace, selector_text(common_labels(params.cluster_id))
+    left = [found] if (found := _deployment(apps, params, deleted=True)) else []
+    for kind, list_call in (("replicaset", apps.list_namespaced_replica_set), ("pod", core.list_namespaced_pod)):
+        listed: Any = api_call("list", f"{kind}s", namespace, list_call, namespace, label_selector=selector)
+        left += [f"{kind}/{item.metadata.name}" for item in listed.items]
+    service = object_names.rest_service_name(params.cluster_id)
+    try:
+        api_call("get", "services", namespace, core.read_namespaced_service, service, namespace)
+        left.append(f"service/{service}")
+    except NotFoundError:
+        pass
+    return left
 
 
 def _in_use(params: KubernetesJobManagerParameters) -> ObjectExistsError:
