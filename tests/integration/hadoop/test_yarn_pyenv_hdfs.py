@@ -1,8 +1,7 @@
-"""Shipping the packed Python environment to the real HDFS: uploaded once, reused, PUBLIC only where YARN allows it."""
+"""Shipping the packed Python environment's parts to the real HDFS: each uploaded once, reused, PUBLIC only where YARN allows it."""
 
 from __future__ import annotations
 
-import posixpath
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +13,7 @@ from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.local_resources import LocalResourceType, LocalResourceVisibility
 from jobcluster.backends.yarn.staging import HdfsPaths, webhdfs_client
 from tests.infra.hadoop.cluster import HadoopCluster
-from tests.unit.test_yarn_pyenv import make_venv
+from tests.unit.test_yarn_pyenv import PY, make_venv
 
 pytestmark = pytest.mark.hadoop
 
@@ -45,39 +44,56 @@ def test_uploaded_once_then_reused(paths: HdfsPaths, base: str, packed: pyenv.Pa
     first = pyenv.ship_environment(paths, base, packed, progress=messages.append)
     second = pyenv.ship_environment(paths, base, packed, progress=messages.append)
 
-    assert first.uploaded and not second.uploaded
-    assert len(messages) == 2  # "Uploading ..." and "Uploaded ...", only the first time
-    remote = f"{base}/.jobcluster/python/{packed.name}"
-    status = paths.client.status(remote)
-    assert first.resource == second.resource  # same file, same timestamp: NodeManagers keep their copy
-    assert first.resource.path == paths.qualify(remote)
-    assert first.resource.key == "environment"
-    assert first.resource.type is LocalResourceType.ARCHIVE
-    assert first.resource.size == packed.path.stat().st_size == status["length"]
-    assert first.resource.modification_time == status["modificationTime"]
-    assert status["permission"] == "644"
-    assert paths.client.list(posixpath.dirname(remote)) == [packed.name]  # no partial upload left
-    with paths.client.read(remote) as reader:
-        assert reader.read() == packed.path.read_bytes()
+    assert first.uploaded == ("environment", "python-jobcluster") and second.uploaded == ()
+    assert len(messages) == 3  # "Uploading ..." per part and "Uploaded ...", only the first time
+    assert first.resources == second.resources  # same files, same timestamps: NodeManagers keep their copies
+    directory = f"{base}/.jobcluster/python"
+    assert sorted(paths.client.list(directory)) == sorted(p.name for p in packed.parts)  # no partial upload left
+    for part, resource in zip(packed.parts, first.resources, strict=True):
+        remote = f"{directory}/{part.name}"
+        status = paths.client.status(remote)
+        assert resource.path == paths.qualify(remote)
+        assert resource.key == part.key
+        assert resource.type is LocalResourceType.ARCHIVE
+        assert resource.size == part.path.stat().st_size == status["length"]
+        assert resource.modification_time == status["modificationTime"]
+        assert status["permission"] == "644"
+        with paths.client.read(remote) as reader:
+            assert reader.read() == part.path.read_bytes()
+
+
+def test_a_changed_part_alone_is_uploaded_again(paths: HdfsPaths, base: str, tmp_path: Path) -> None:
+    venv = make_venv(tmp_path / "venv")
+    first = pyenv.ship_environment(paths, base, pyenv.pack_environment(venv, tmp_path / "cache"))
+    (venv / "lib" / PY / "site-packages" / "mylib.py").write_text("X = 1\n")  # the user installs something
+
+    second = pyenv.ship_environment(paths, base, pyenv.pack_environment(venv, tmp_path / "cache"))
+
+    assert second.uploaded == ("environment",)
+    assert second.resources[0] != first.resources[0] and second.resources[1:] == first.resources[1:]
+    assert len(paths.client.list(f"{base}/.jobcluster/python")) == 3  # both environments, one jobcluster
 
 
 def test_public_when_readable_through_traversable_directories(paths: HdfsPaths, base: str, packed: pyenv.PackedEnvironment) -> None:
-    assert pyenv.ship_environment(paths, base, packed).resource.visibility is LocalResourceVisibility.PUBLIC
+    resources = pyenv.ship_environment(paths, base, packed).resources
+    assert {r.visibility for r in resources} == {LocalResourceVisibility.PUBLIC}
 
 
 def test_private_when_an_ancestor_is_closed_to_others(paths: HdfsPaths, base: str, packed: pyenv.PackedEnvironment) -> None:
     paths.client.set_permission(base, "750")
-    assert pyenv.ship_environment(paths, base, packed).resource.visibility is LocalResourceVisibility.PRIVATE
+    resources = pyenv.ship_environment(paths, base, packed).resources
+    assert {r.visibility for r in resources} == {LocalResourceVisibility.PRIVATE}
 
 
 def test_a_truncated_upload_is_replaced(paths: HdfsPaths, base: str, packed: pyenv.PackedEnvironment) -> None:
-    remote = f"{base}/.jobcluster/python/{packed.name}"
+    part = packed.parts[0]
+    remote = f"{base}/.jobcluster/python/{part.name}"
     paths.client.write(remote, data=b"partial", overwrite=True)
 
     shipped = pyenv.ship_environment(paths, base, packed)
 
-    assert shipped.uploaded
-    assert paths.client.status(remote)["length"] == packed.path.stat().st_size
+    assert "environment" in shipped.uploaded
+    assert paths.client.status(remote)["length"] == part.path.stat().st_size
 
 
 def test_a_preinstalled_python_ships_nothing(paths: HdfsPaths, base: str) -> None:
