@@ -10,11 +10,17 @@ for all applications of all users.
 
 An upload goes to a temporary name first and is renamed: a reader never sees a partial file, and of two
 clients uploading the same content at once, the one whose rename finds the file there keeps that one.
+
+Every job that registers a shared file marks it used by setting its access time (never its modification
+time, which YARN compares with the registered one): ``shared_retention.py`` removes the files no job used
+for a while.
 """
 
 from __future__ import annotations
 
+import logging
 import posixpath
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,6 +29,8 @@ from hdfs.util import HdfsError
 
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType, visibility_for
 from jobcluster.backends.yarn.staging import STAGING_ROOT, HdfsPaths, hdfs_errors
+
+log = logging.getLogger(__name__)
 
 SHARED_PERMISSION = "644"
 """A shared file: readable by everyone (a PUBLIC LocalResource needs it)."""
@@ -79,7 +87,20 @@ def shared_resource(paths: HdfsPaths, remote: str, key: str, type: LocalResource
     Raises:
         StagingError: HDFS refused or is unreachable, or ``remote`` is not a file.
     """
+    mark_used(paths, remote)
     with hdfs_errors(f"cannot read the permissions of {paths.qualify(remote)}"):
         file_permission = paths.client.status(remote)["permission"]
         permissions = [paths.client.status(p)["permission"] for p in ancestors(posixpath.dirname(remote))]
     return paths.describe(remote, key, type, visibility_for(file_permission, permissions))
+
+
+def mark_used(paths: HdfsPaths, remote: str, now_ms: int | None = None) -> bool:
+    """Set the access time of the shared file ``remote`` to now (milliseconds since the epoch), which is what
+    retention reads as its last use; False, and a log line, when HDFS keeps no access times
+    (``dfs.namenode.accesstime.precision`` = 0: then nothing is ever pruned) or refuses."""
+    try:
+        paths.client.set_times(remote, access_time=int(time.time() * 1000) if now_ms is None else now_ms)
+    except HdfsError as error:
+        log.info("cannot mark %s used (its access time): %s", paths.qualify(remote), error)
+        return False
+    return True
