@@ -136,6 +136,34 @@ def test_a_new_pyspark_changes_only_the_pyspark_part(venv: Path, tmp_path: Path)
     assert fingerprints(venv)["environment"] == before["environment"]
 
 
+def big(name: str, records: int = pyenv_parts.PACKAGE_PART_MIN_RECORDS) -> dict[str, str]:
+    return {f"{name}/m{i}.py": f"I = {i}\n" for i in range(records)}
+
+
+def test_a_large_distribution_gets_a_part_of_its_own(venv: Path):
+    add_distribution(venv, "Big_Lib", "2.0", big("biglib"))
+    add_distribution(venv, "smalllib", "1.0", {"smalllib/__init__.py": "\n"})
+    add_distribution(venv, "withpth", "1.0", {**big("withpth"), "withpth.pth": "import os\n"})
+    add_distribution(venv, "nsa", "1.0", big("ns/a"))
+    add_distribution(venv, "nsb", "1.0", {"ns/b/__init__.py": "\n"})  # shares the top-level name ns
+    parts = pyenv.split_environment(venv)
+    assert parts.packages == (pyenv_parts.PackagePart("big-lib", "2.0", frozenset({"biglib", "Big_Lib-2.0.dist-info"})),)
+    assert parts.packages[0].key == "python-packages/big-lib"
+
+
+def test_a_large_package_added_is_a_new_part_and_the_environment_stays(venv: Path):
+    add_pyspark(venv)
+    before = fingerprints(venv)
+    add_distribution(venv, "biglib", "1.0", big("biglib"))
+    after = fingerprints(venv)
+    assert after == before  # the other parts: unchanged
+    parts = pyenv.split_environment(venv)
+    first = pyenv_parts.package_fingerprint(parts, parts.packages[0])
+    (site(venv) / "biglib" / "extra.py").write_text("X = 1\n")  # a file pip did not record: hashed itself
+    assert pyenv_parts.package_fingerprint(parts, parts.packages[0]) != first
+    assert fingerprints(venv) == before
+
+
 def test_editable_paths_outside_the_environment(venv: Path, tmp_path: Path):
     (site(venv) / "inside.pth").write_text(f"{site(venv) / 'numpyish'}\n# comment\nimport os\n")
     (site(venv) / "__editable__.mylib-1.0.pth").write_text(f"{tmp_path / 'src'}\n")
@@ -192,6 +220,7 @@ def unpack_in_container(packed: pyenv.PackedEnvironment, container: Path) -> dic
         with tarfile.open(part.path) as tar:
             names[part.key] = tar.getnames()
             tar.extractall(target, filter="tar")
+        (container / part.key).parent.mkdir(parents=True, exist_ok=True)  # YARN makes a key's directories
         (container / part.key).symlink_to(target)
     return names
 
@@ -200,7 +229,9 @@ def test_the_parts_run_together_from_the_environments_python(venv: Path, tmp_pat
     """jobcluster is not installed in this venv (here it lives in the source tree, editable): its part carries
     the package, and the environment's Python finds it, and pyspark, in the sibling parts, from any directory."""
     add_pyspark(venv)
+    add_distribution(venv, "biglib", "1.0", {**big("biglib"), "biglib/__init__.py": "VALUE = 'big'\n"})
     packed = pyenv.pack_environment(venv, tmp_path / "cache")
+    assert [p.key for p in packed.parts] == ["environment", "python-pyspark", "python-packages/biglib", "python-jobcluster"]
     container = tmp_path / "container"
     container.mkdir()
     names = unpack_in_container(packed, container)
@@ -213,8 +244,8 @@ def test_the_parts_run_together_from_the_environments_python(venv: Path, tmp_pat
         [
             str(container / "environment" / "bin" / "python"),
             "-c",
-            "import sys, jobcluster, numpyish, pyspark, py4j; print(sys.prefix); print(jobcluster.__file__); "
-            "print(pyspark.__file__); print(numpyish.VALUE)",
+            "import sys, jobcluster, numpyish, pyspark, py4j, biglib; print(sys.prefix); print(jobcluster.__file__); "
+            "print(pyspark.__file__); print(numpyish.VALUE); print(biglib.__file__)",
         ],
         capture_output=True,
         text=True,
@@ -226,6 +257,7 @@ def test_the_parts_run_together_from_the_environments_python(venv: Path, tmp_pat
     assert out[1] == str(container / "python-jobcluster" / "jobcluster" / "__init__.py")
     assert out[2] == str(container / "python-pyspark" / "pyspark" / "__init__.py")
     assert out[3] == "42"
+    assert out[4] == str(container / "python-packages" / "biglib" / "biglib" / "__init__.py")
 
 
 def test_an_editable_package_besides_jobcluster_is_refused(venv: Path, tmp_path: Path):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from jobcluster.backends.yarn import pyenv
+from jobcluster.backends.yarn import pyenv, shared_retention
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.local_resources import LocalResourceType, LocalResourceVisibility
 from jobcluster.backends.yarn.staging import HdfsPaths, webhdfs_client
@@ -100,3 +101,21 @@ def test_a_preinstalled_python_ships_nothing(paths: HdfsPaths, base: str) -> Non
     python = pyenv.container_python("/opt/python/bin/python3", paths, base)
     assert python == pyenv.ContainerPython(executable="/opt/python/bin/python3", resources=())
     assert paths.client.status(f"{base}/.jobcluster", strict=False) is None
+
+
+def test_registering_marks_use_and_retention_keeps_what_an_active_application_may_use(
+    paths: HdfsPaths, base: str, packed: pyenv.PackedEnvironment
+) -> None:
+    shipped = pyenv.ship_environment(paths, base, packed)
+    now_ms = int(time.time() * 1000)
+    (environment, jobcluster_part) = shared_retention.shared_files(paths, base)
+    assert abs(environment.last_used - now_ms) < 60_000 and abs(jobcluster_part.last_used - now_ms) < 60_000
+    modification_times = {paths.client.status(f.path)["modificationTime"] for f in (environment, jobcluster_part)}
+    assert modification_times == {r.modification_time for r in shipped.resources}  # YARN's timestamp untouched
+
+    later = now_ms + 10 * 86_400_000  # ten days on, with no job using them since
+    an_application_started_before_they_were_used = now_ms - 60_000
+    assert shared_retention.prune_shared_files(paths, base, 7 * 86_400.0, an_application_started_before_they_were_used, later) == []
+    removed = shared_retention.prune_shared_files(paths, base, 7 * 86_400.0, None, later)
+    assert sorted(removed) == sorted(r.path for r in shipped.resources)
+    assert paths.client.list(f"{base}/.jobcluster/python") == []

@@ -78,8 +78,8 @@ from jobcluster.backends.yarn import pyenv_parts
 from jobcluster.backends.yarn.config_options import YARN_PYTHON
 from jobcluster.backends.yarn.errors import PythonEnvironmentError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType
-from jobcluster.backends.yarn.pyenv_parts import JOBCLUSTER_KEY, PARTS_MODULE, PARTS_PTH, PYSPARK_KEY, Split
-from jobcluster.backends.yarn.shared_files import is_complete, shared_directory, shared_resource, upload_atomically
+from jobcluster.backends.yarn.pyenv_parts import JOBCLUSTER_KEY, PARTS_MODULE, PARTS_PTH, PYSPARK_KEY, PackagePart, Split
+from jobcluster.backends.yarn.shared_files import is_complete, listing, shared_directory, shared_resources, upload_atomically
 from jobcluster.backends.yarn.staging import HdfsPaths, hdfs_errors
 
 ENVIRONMENT_KEY = "environment"
@@ -99,8 +99,8 @@ COMPRESS_LEVEL = 1
 development venv packed whole: level 1 gives 386-405 MB in 38-54 s, level 4 (venv-pack's default) 393 MB in 83 s,
 no compression 679 MB in 13 s; most of that was pyspark's jars, now an uncompressed part of their own."""
 
-ARCHIVE_PREFIXES = {ENVIRONMENT_KEY: "python-env-", PYSPARK_KEY: "pyspark-", JOBCLUSTER_KEY: "jobcluster-"}
-"""How each part's archive is named (then its version where it has one, and its fingerprint)."""
+ARCHIVE_PREFIXES = ("python-env-", "pyspark-", "jobcluster-", "dist-")
+"""How each kind of part's archive is named (then its name and version where it has them, and its fingerprint)."""
 
 Progress = Callable[[str], None]
 
@@ -279,6 +279,8 @@ def pack_environment(
                 progress,
             )
         )
+    for package_part in parts.packages:
+        packed.append(_package_part(parts, package_part, cache, compress_level, progress))
     editable = {e for e in parts.jobcluster if e.startswith("__editable__")}
     jobcluster_sources = [(package, package.name)] + [
         (parts.site_packages / e, e) for e in sorted(parts.jobcluster - editable - {package.name})
@@ -294,6 +296,17 @@ def pack_environment(
         )
     )
     return PackedEnvironment(tuple(packed))
+
+
+def _package_part(parts: Split, package: PackagePart, cache: Path, compress_level: int, progress: Progress) -> PackedPart:
+    return _cached_or_packed(
+        package.key,
+        cache,
+        lambda: pyenv_parts.package_fingerprint(parts, package),
+        lambda digest: f"dist-{package.name.replace('-', '_')}-{package.version}-{pyenv_parts.python_tag()}-{digest[:24]}.tar.gz",
+        lambda target: _pack_tree(target, [(parts.site_packages / e, e) for e in sorted(package.entries)], compress_level),
+        progress,
+    )
 
 
 def _cached_or_packed(
@@ -356,15 +369,17 @@ def _pack_venv(prefix: Path, parts: Split, cache: Path, target: Path, compress_l
 
 def _keep_recent(archive: Path, keep: int = CACHED_ARCHIVES) -> None:
     """Mark ``archive`` used now and remove all but the ``keep`` most recently used archives of its kind
-    (``python-env-``, ``pyspark-``, ``jobcluster-``) from its cache.
+    (``python-env-``, ``pyspark-``, ``jobcluster-``, ``dist-<name>-``) from its cache.
 
     Every change to a part (a package installed, jobcluster upgraded)
     gives a new archive; the ones not used lately go.
     """
     os.utime(archive)
-    kind = next((p for p in ARCHIVE_PREFIXES.values() if archive.name.startswith(p)), None)
+    kind = next((p for p in ARCHIVE_PREFIXES if archive.name.startswith(p)), None)
     if kind is None:
         return
+    if kind == "dist-":  # one distribution's archives: dist-<name>-<version>-...
+        kind = "-".join(archive.name.split("-")[:2]) + "-"
     archives = sorted(
         (a for a in archive.parent.glob(f"{kind}*") if not a.name.startswith(".")), key=lambda a: a.stat().st_mtime, reverse=True
     )
@@ -416,46 +431,36 @@ def _link_tree(source: Path, target: Path, ignore: Callable[[str, list[str]], se
 # -- shipping ------------------------------------------------------------------
 
 
-def ship_part(
-    paths: HdfsPaths, staging_base: str, part: PackedPart, progress: Progress = _no_progress
-) -> tuple[LocalResourceDescriptor, bool]:
-    """One part on HDFS under ``<staging_base>/.jobcluster/python/``, uploaded unless a file of the same name and
-    size is there already; an ARCHIVE named by the part's key, PUBLIC where HDFS permissions allow
-    (``shared_files.py``); and whether it was uploaded now.
-
-    Raises:
-        StagingError: HDFS refused or is unreachable.
-    """
-    directory = shared_directory(staging_base, SHARED_DIR)
-    remote = posixpath.join(directory, part.name)
-    size = part.path.stat().st_size
-    with hdfs_errors(f"cannot read the status of {paths.qualify(remote)}"):
-        existing = paths.client.status(remote, strict=False)
-    uploaded = not is_complete(existing, size)
-    if uploaded:
-        progress(f"Uploading the Python environment's part {part.key} ({size / (1 << 20):.0f} MiB) to {paths.qualify(directory)} ...")
-        if existing is not None:  # a file of that name but not of that size: an upload cut short before renames were atomic
-            with hdfs_errors(f"cannot replace {paths.qualify(remote)}"):
-                paths.client.delete(remote)
-        upload_atomically(paths, part.path, remote)
-    return shared_resource(paths, remote, part.key, LocalResourceType.ARCHIVE), uploaded
-
-
 def ship_environment(
     paths: HdfsPaths, staging_base: str, packed: PackedEnvironment, progress: Progress = _no_progress
 ) -> ShippedEnvironment:
-    """Every part of ``packed`` on HDFS (:func:`ship_part`).
+    """Every part of ``packed`` on HDFS under ``<staging_base>/.jobcluster/python/``, each uploaded unless a file of
+    the same name and size is there already; ARCHIVEs named by the parts' keys, PUBLIC where HDFS permissions allow
+    (``shared_files.py``).
 
     Raises:
         StagingError: HDFS refused or is unreachable.
     """
     started = time.monotonic()
-    shipped = [(part.key, *ship_part(paths, staging_base, part, progress)) for part in packed.parts]
-    uploaded = tuple(key for key, _, was_uploaded in shipped if was_uploaded)
+    directory = shared_directory(staging_base, SHARED_DIR)
+    existing = listing(paths, directory)
+    uploaded = []
+    for part in packed.parts:
+        remote = posixpath.join(directory, part.name)
+        size = part.path.stat().st_size
+        if is_complete(existing.get(part.name), size):
+            continue
+        progress(f"Uploading the Python environment's part {part.key} ({size / (1 << 20):.0f} MiB) to {paths.qualify(directory)} ...")
+        if part.name in existing:  # a file of that name but not of that size: an upload cut short before renames were atomic
+            with hdfs_errors(f"cannot replace {paths.qualify(remote)}"):
+                paths.client.delete(remote)
+        upload_atomically(paths, part.path, remote)
+        uploaded.append(part.key)
+    resources = shared_resources(paths, directory, [(part.name, part.key) for part in packed.parts], LocalResourceType.ARCHIVE)
     seconds = time.monotonic() - started
     if uploaded:
-        progress(f"Uploaded the Python environment's parts {', '.join(uploaded)} in {seconds:.0f} s")
-    return ShippedEnvironment(tuple(resource for _, resource, _ in shipped), uploaded, seconds)
+        progress(f"Uploaded the Python environment's part(s) {', '.join(uploaded)} in {seconds:.0f} s")
+    return ShippedEnvironment(resources, tuple(uploaded), seconds)
 
 
 def container_python(

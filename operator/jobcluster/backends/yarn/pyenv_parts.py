@@ -4,8 +4,9 @@ Shipping the whole virtual environment as one archive made the first job after
 any change (a package added, jobcluster edited) pack, upload and localize all
 of it: about 390 MiB in 12,410 files, most of whose localization time is the
 NodeManager setting the permissions of every unpacked file, one by one (without
-Hadoop's native library, one ``chmod`` process per file). So it is shipped in
-three parts, each its own ARCHIVE LocalResource named by its content:
+Hadoop's native library, one ``chmod`` process per file: 3-4 ms each on the
+test cluster). So it is shipped in parts, each its own ARCHIVE LocalResource
+named by its content, and a change re-ships only the parts it touches:
 
 - ``pyspark``: the ``pyspark`` and ``py4j`` distributions (Spark's jars: the
   bulk of the bytes), named by pyspark's version and a digest of the two
@@ -14,13 +15,20 @@ three parts, each its own ARCHIVE LocalResource named by its content:
 - ``jobcluster``: the running jobcluster package (and its ``dist-info``);
   small, and new with every upgrade or edit of jobcluster. Key:
   :data:`JOBCLUSTER_KEY`.
+- one part per large third-party distribution (at least
+  :data:`PACKAGE_PART_MIN_RECORDS` files in its ``RECORD``), named by its name,
+  version and a digest of its files: a package the user adds, upgrades or removes
+  changes its own part only. Key: ``python-packages/<name>``. A distribution
+  that shares a top-level name with another one (old-style namespace packages)
+  or installs a ``.pth`` file stays in the environment part, where
+  ``site-packages`` processing works as installed.
 - ``environment``: everything else, with the venv's skeleton (``bin/python``,
-  ``pyvenv.cfg``): the third-party packages the user installed. Key:
+  ``pyvenv.cfg``) and the small distributions (cheap to localize together). Key:
   ``environment``, so ``./environment/bin/python`` stays the container's Python
   as with a single venv-pack archive.
 
 The environment part carries :data:`PARTS_PTH` and :data:`PARTS_MODULE`: the
-``.pth`` file imports the module, which puts the other two parts on
+``.pth`` file imports the module, which puts the other parts on
 ``sys.path``. ``sys.prefix`` of ``<dir>/environment/bin/python`` is
 ``<dir>/environment`` (``site`` takes the executable's path as given, without
 resolving links), so the module's own ``__file__`` is
@@ -58,6 +66,14 @@ JOBCLUSTER_KEY = "python-jobcluster"
 PYSPARK_DISTRIBUTIONS = ("pyspark", "py4j")
 """Distributions in the pyspark part: pyspark pins its py4j, so they change together."""
 
+PACKAGES_KEY = "python-packages"
+"""Directory of the package parts in a container's working directory (``python-packages/<name>``)."""
+
+PACKAGE_PART_MIN_RECORDS = 64
+"""A third-party distribution with at least this many files in its ``RECORD`` gets a part of its own. Measured on
+the development venv: 22 such distributions hold 92% of the environment's 14,705 files and directories; the
+remaining 1,233 (about 4 s of localization on the test cluster) travel with the environment part."""
+
 PARTS_MODULE = "_jobcluster_yarn_parts"
 """The module in the environment part's site-packages that puts the other parts on ``sys.path``."""
 
@@ -80,8 +96,10 @@ def parts_module_text() -> str:
         "import os\n"
         "import sys\n\n"
         "_HERE = os.path.dirname(os.path.abspath(__file__))\n"
-        f"for _key in ({keys}):\n"
-        "    _path = os.path.normpath(os.path.join(_HERE, os.pardir, os.pardir, os.pardir, os.pardir, _key))\n"
+        "_DIR = os.path.normpath(os.path.join(_HERE, os.pardir, os.pardir, os.pardir, os.pardir))\n"
+        f"_PACKAGES = os.path.join(_DIR, {PACKAGES_KEY!r})\n"
+        "_NAMES = sorted(os.listdir(_PACKAGES)) if os.path.isdir(_PACKAGES) else []\n"
+        f"for _path in [os.path.join(_DIR, _key) for _key in ({keys})] + [os.path.join(_PACKAGES, _n) for _n in _NAMES]:\n"
         "    if os.path.isdir(_path) and _path not in sys.path:\n"
         "        sys.path.append(_path)\n"
     )
@@ -130,6 +148,42 @@ def jobcluster_entries(site_packages: Path, package_name: str = "jobcluster") ->
     return entries
 
 
+@dataclass(frozen=True)
+class PackagePart:
+    """A third-party distribution shipped as a part of its own: ``name`` (PEP 503 normalized), ``version``, and its
+    top-level ``entries`` in site-packages."""
+
+    name: str
+    version: str
+    entries: frozenset[str]
+
+    @property
+    def key(self) -> str:
+        return f"{PACKAGES_KEY}/{self.name}"
+
+
+def package_parts(site_packages: Path, taken: Iterable[str] = (), min_records: int = PACKAGE_PART_MIN_RECORDS) -> list[PackagePart]:
+    """The distributions of ``site_packages`` that get a part of their own (see the module docstring), by name;
+    ``taken``: entries of other parts (pyspark's, jobcluster's), whose distributions are not among them."""
+    owners: dict[str, list[str]] = {}
+    candidates = []
+    for info in sorted(site_packages.glob("*.dist-info")):
+        dist = PathDistribution(info)
+        entries = top_level_entries((info, dist), site_packages)
+        name = _normalize(dist.metadata["Name"] or info.name)
+        for entry in entries:
+            owners.setdefault(entry, []).append(name)
+        candidates.append((name, dist, entries))
+    blocked = set(taken)
+    parts = []
+    for name, dist, entries in candidates:
+        if entries & blocked or any(len(owners[e]) > 1 or e.endswith(".pth") for e in entries):
+            continue
+        if len(dist.files or ()) >= min_records:
+            parts.append(PackagePart(name, dist.version, frozenset(entries)))
+    return sorted(parts, key=lambda p: p.name)
+
+
 def pyspark_version(site_packages: Path) -> str | None:
     found = distribution(site_packages, "pyspark")
     return None if found is None else found[1].version
@@ -142,17 +196,20 @@ class Split:
     site_packages: Path
     pyspark: frozenset[str]
     jobcluster: frozenset[str]
+    packages: tuple[PackagePart, ...] = ()
 
     @property
     def excluded(self) -> frozenset[str]:
         """Entries the environment part leaves out."""
-        return self.pyspark | self.jobcluster
+        return self.pyspark | self.jobcluster | frozenset(e for p in self.packages for e in p.entries)
 
 
-def split(site_packages: Path, package_name: str = "jobcluster") -> Split:
+def split(site_packages: Path, package_name: str = "jobcluster", min_records: int = PACKAGE_PART_MIN_RECORDS) -> Split:
     """Split ``site_packages`` into the parts (see the module docstring)."""
     pyspark = pyspark_entries(site_packages)
-    return Split(site_packages, frozenset(pyspark), frozenset(jobcluster_entries(site_packages, package_name) - pyspark))
+    jobcluster = jobcluster_entries(site_packages, package_name) - pyspark
+    packages = package_parts(site_packages, pyspark | jobcluster | {package_name}, min_records)
+    return Split(site_packages, frozenset(pyspark), frozenset(jobcluster), tuple(packages))
 
 
 # -- fingerprints ---------------------------------------------------------------------
@@ -217,6 +274,14 @@ def pyspark_fingerprint(parts: Split) -> str:
     return digest.hexdigest()
 
 
+def package_fingerprint(parts: Split, package: PackagePart) -> str:
+    """A package part's digest: its files (through RECORD) and the Python version its bytecode and extension
+    modules are for."""
+    digest = hashlib.sha256(f"{FINGERPRINT_VERSION}\0package\0{package.name}\0{python_tag()}\0".encode())
+    hash_tree(digest, parts.site_packages, recorded_files(parts.site_packages), keep=package.entries)
+    return digest.hexdigest()
+
+
 def jobcluster_fingerprint(parts: Split, package: Path) -> str:
     """The jobcluster part's digest: every file of the package directory ``package`` and of the site-packages
     entries of the part (its dist-info), by content."""
@@ -234,9 +299,9 @@ def environment_fingerprint(prefix: Path, parts: Split) -> str:
     digest.update((parts_pth_text() + parts_module_text()).encode())
     sp_relative = parts.site_packages.relative_to(prefix).as_posix()
     covered = recorded_files(parts.site_packages, sp_relative)
-    excluded = {f"{sp_relative}/{entry}" for entry in parts.excluded}
+    inside = f"{sp_relative}/"
     for relative, path in files(prefix):
-        if any(relative == e or relative.startswith(e + "/") for e in excluded):
+        if relative.startswith(inside) and relative[len(inside) :].split("/", 1)[0] in parts.excluded:
             continue
         if relative.endswith(".dist-info/RECORD") or relative not in covered:
             hash_file(digest, relative, path)

@@ -27,6 +27,7 @@ from typing import Any
 
 from hdfs.util import HdfsError
 
+from jobcluster.backends.yarn.errors import StagingError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType, visibility_for
 from jobcluster.backends.yarn.staging import STAGING_ROOT, HdfsPaths, hdfs_errors
 
@@ -82,16 +83,58 @@ def ancestors(path: str) -> list[str]:
 
 
 def shared_resource(paths: HdfsPaths, remote: str, key: str, type: LocalResourceType) -> LocalResourceDescriptor:
-    """The shared file ``remote`` as a LocalResource named ``key``: PUBLIC when HDFS permissions allow, else PRIVATE.
+    """The shared file ``remote`` as a LocalResource named ``key``: PUBLIC when HDFS permissions allow, else PRIVATE;
+    marked used (:func:`mark_used`).
 
     Raises:
         StagingError: HDFS refused or is unreachable, or ``remote`` is not a file.
     """
-    mark_used(paths, remote)
-    with hdfs_errors(f"cannot read the permissions of {paths.qualify(remote)}"):
-        file_permission = paths.client.status(remote)["permission"]
-        permissions = [paths.client.status(p)["permission"] for p in ancestors(posixpath.dirname(remote))]
-    return paths.describe(remote, key, type, visibility_for(file_permission, permissions))
+    (resource,) = shared_resources(paths, posixpath.dirname(remote), [(posixpath.basename(remote), key)], type)
+    return resource
+
+
+def shared_resources(
+    paths: HdfsPaths, directory: str, files: list[tuple[str, str]], type: LocalResourceType
+) -> tuple[LocalResourceDescriptor, ...]:
+    """The shared files (name in ``directory``, key) as LocalResources, each marked used (:func:`mark_used`): one
+    listing of ``directory`` and one look at its ancestors' permissions for all of them, whatever their number.
+
+    Raises:
+        StagingError: HDFS refused or is unreachable, or one of them is not a file.
+    """
+    for name, _ in files:
+        mark_used(paths, posixpath.join(directory, name))
+    with hdfs_errors(f"cannot read the permissions of {paths.qualify(directory)}"):
+        permissions = [paths.client.status(p)["permission"] for p in ancestors(directory)]
+    statuses = listing(paths, directory)
+    resources = []
+    for name, key in files:
+        status = statuses.get(name)
+        if status is None or not is_complete(status):
+            raise StagingError(f"{paths.qualify(posixpath.join(directory, name))} is not a file on HDFS")
+        resources.append(
+            LocalResourceDescriptor(
+                key=key,
+                path=paths.qualify(posixpath.join(directory, name)),
+                size=int(status["length"]),
+                modification_time=int(status["modificationTime"]),
+                type=type,
+                visibility=visibility_for(status["permission"], permissions),
+            )
+        )
+    return tuple(resources)
+
+
+def listing(paths: HdfsPaths, directory: str) -> dict[str, dict[str, Any]]:
+    """WebHDFS's status of every entry of ``directory``, by name; empty when it does not exist.
+
+    Raises:
+        StagingError: HDFS refused or is unreachable.
+    """
+    with hdfs_errors(f"cannot list {paths.qualify(directory)}"):
+        if paths.client.status(directory, strict=False) is None:
+            return {}
+        return dict(paths.client.list(directory, status=True))
 
 
 def mark_used(paths: HdfsPaths, remote: str, now_ms: int | None = None) -> bool:

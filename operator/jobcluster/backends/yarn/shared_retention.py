@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from jobcluster.backends.yarn.shared_files import shared_directory
+from jobcluster.backends.yarn.shared_files import listing, shared_directory
 from jobcluster.backends.yarn.staging import HdfsPaths, hdfs_errors
 
 log = logging.getLogger(__name__)
@@ -73,13 +73,9 @@ def shared_files(paths: HdfsPaths, staging_base: str) -> list[SharedFile]:
     found = []
     for kind in SHARED_KINDS:
         directory = shared_directory(staging_base, kind)
-        with hdfs_errors(f"cannot list {paths.qualify(directory)}"):
-            if paths.client.status(directory, strict=False) is None:
-                continue
-            listing = paths.client.list(directory, status=True)
         found += [
             SharedFile(posixpath.join(directory, name), int(status.get("accessTime") or 0))
-            for name, status in listing
+            for name, status in sorted(listing(paths, directory).items())
             if status["type"] == "FILE"
         ]
     return found
