@@ -278,8 +278,9 @@ def jobcluster_run(
     marks: dict[str, float] = {}
     patterns = {
         "id printed": re.compile(r"^Created YARN application (application_\S+)"),
-        "pack start": re.compile(r"^Packing the Python environment"),
-        "upload start": re.compile(r"^Uploading the Python environment"),
+        "pack start": re.compile(r"^Packing the parts of the Python environment"),
+        "pack end": re.compile(r"^Packed \d+ part\(s\) of the Python environment"),
+        "upload start": re.compile(r"^Uploading \d+ part\(s\) of the Python environment"),
         "upload end": re.compile(r"^Uploaded the Python environment"),
         "ACCEPTED": re.compile(r"^YARN application \S+ ACCEPTED"),
         "RUNNING": re.compile(r"^YARN application \S+ RUNNING"),
@@ -293,8 +294,6 @@ def jobcluster_run(
                 marks[key] = now
                 if key == "id printed":
                     run.application_id = match.group(1)
-        if line.startswith("Packed the Python environment"):
-            marks["pack end"] = now  # the last part's
         slots = re.search(r"^Slots offered to the job: (\d+)/(\d+)", line)
         if slots and slots.group(1) == slots.group(2):
             marks.setdefault("all slots offered", now)

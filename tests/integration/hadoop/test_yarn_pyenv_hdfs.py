@@ -46,7 +46,7 @@ def test_uploaded_once_then_reused(paths: HdfsPaths, base: str, packed: pyenv.Pa
     second = pyenv.ship_environment(paths, base, packed, progress=messages.append)
 
     assert first.uploaded == ("environment", "python-jobcluster") and second.uploaded == ()
-    assert len(messages) == 3  # "Uploading ..." per part and "Uploaded ...", only the first time
+    assert len(messages) == 2  # "Uploading ..." and "Uploaded ...", only the first time
     assert first.resources == second.resources  # same files, same timestamps: NodeManagers keep their copies
     directory = f"{base}/.jobcluster/python"
     assert sorted(paths.client.list(directory)) == sorted(p.name for p in packed.parts)  # no partial upload left

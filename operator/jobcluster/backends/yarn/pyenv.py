@@ -257,6 +257,14 @@ def pack_environment(
     cache = cache or cache_dir()
     package = jobcluster_package_dir()
     parts = split_environment(prefix, package)
+    started = time.monotonic()
+    announced: list[str] = []
+
+    def announce(key: str) -> None:
+        if not announced:
+            progress(f"Packing the parts of the Python environment {prefix} that are new, for the YARN containers ...")
+        announced.append(key)
+
     packed = [
         _cached_or_packed(
             ENVIRONMENT_KEY,
@@ -264,7 +272,7 @@ def pack_environment(
             lambda: pyenv_parts.environment_fingerprint(prefix, parts),
             lambda digest: f"python-env-{digest[:32]}.tar.gz",
             lambda target: _pack_venv(prefix, parts, cache, target, compress_level),
-            progress,
+            announce,
         )
     ]
     version = pyenv_parts.pyspark_version(parts.site_packages)
@@ -276,11 +284,11 @@ def pack_environment(
                 lambda: pyenv_parts.pyspark_fingerprint(parts),
                 lambda digest: f"pyspark-{version}-{pyenv_parts.python_tag()}-{digest[:24]}.tar",
                 lambda target: _pack_tree(target, [(parts.site_packages / e, e) for e in sorted(parts.pyspark)], None),
-                progress,
+                announce,
             )
         )
     for package_part in parts.packages:
-        packed.append(_package_part(parts, package_part, cache, compress_level, progress))
+        packed.append(_package_part(parts, package_part, cache, compress_level, announce))
     editable = {e for e in parts.jobcluster if e.startswith("__editable__")}
     jobcluster_sources = [(package, package.name)] + [
         (parts.site_packages / e, e) for e in sorted(parts.jobcluster - editable - {package.name})
@@ -292,20 +300,27 @@ def pack_environment(
             lambda: pyenv_parts.jobcluster_fingerprint(parts, package),
             lambda digest: f"jobcluster-{jobcluster.__version__}-{digest[:24]}.tar.gz",
             lambda target: _pack_tree(target, jobcluster_sources, compress_level),
-            progress,
+            announce,
         )
     )
-    return PackedEnvironment(tuple(packed))
+    result = PackedEnvironment(tuple(packed))
+    if announced:
+        size = sum(p.path.stat().st_size for p in packed if p.packed)
+        progress(
+            f"Packed {len(announced)} part(s) of the Python environment ({', '.join(announced)}): {size / (1 << 20):.0f} MiB "
+            f"in {time.monotonic() - started:.0f} s, into {cache}"
+        )
+    return result
 
 
-def _package_part(parts: Split, package: PackagePart, cache: Path, compress_level: int, progress: Progress) -> PackedPart:
+def _package_part(parts: Split, package: PackagePart, cache: Path, compress_level: int, announce: Callable[[str], None]) -> PackedPart:
     return _cached_or_packed(
         package.key,
         cache,
         lambda: pyenv_parts.package_fingerprint(parts, package),
         lambda digest: f"dist-{package.name.replace('-', '_')}-{package.version}-{pyenv_parts.python_tag()}-{digest[:24]}.tar.gz",
         lambda target: _pack_tree(target, [(parts.site_packages / e, e) for e in sorted(package.entries)], compress_level),
-        progress,
+        announce,
     )
 
 
@@ -315,10 +330,10 @@ def _cached_or_packed(
     digest_of: Callable[[], str],
     name_of: Callable[[str], str],
     pack: Callable[[Path], None],
-    progress: Progress,
+    announce: Callable[[str], None],
 ) -> PackedPart:
     """The part ``key`` from the cache when an archive of its fingerprint is there, else packed into it by ``pack``
-    (through a temporary name: a concurrent client packing the same part is harmless)."""
+    (through a temporary name: a concurrent client packing the same part is harmless), ``announce``d first."""
     started = time.monotonic()
     digest = digest_of()
     archive = cache / name_of(digest)
@@ -326,7 +341,7 @@ def _cached_or_packed(
         _keep_recent(archive)
         return PackedPart(key, archive, digest, packed=False, seconds=time.monotonic() - started)
     cache.mkdir(parents=True, exist_ok=True)
-    progress(f"Packing the Python environment's part {key} for the YARN containers (once per content) ...")
+    announce(key)
     partial = cache / f".{archive.name}.{uuid.uuid4().hex}.partial"
     try:
         pack(partial)
@@ -339,7 +354,6 @@ def _cached_or_packed(
     finally:
         partial.unlink(missing_ok=True)
     seconds = time.monotonic() - started
-    progress(f"Packed the Python environment's part {key}: {archive.stat().st_size / (1 << 20):.0f} MiB in {seconds:.0f} s ({archive})")
     _keep_recent(archive)
     return PackedPart(key, archive, digest, packed=True, seconds=seconds)
 
@@ -444,13 +458,15 @@ def ship_environment(
     started = time.monotonic()
     directory = shared_directory(staging_base, SHARED_DIR)
     existing = listing(paths, directory)
+    missing = [part for part in packed.parts if not is_complete(existing.get(part.name), part.path.stat().st_size)]
+    if missing:
+        size = sum(part.path.stat().st_size for part in missing)
+        keys = ", ".join(part.key for part in missing)
+        target = paths.qualify(directory)
+        progress(f"Uploading {len(missing)} part(s) of the Python environment ({keys}; {size / (1 << 20):.0f} MiB) to {target} ...")
     uploaded = []
-    for part in packed.parts:
+    for part in missing:
         remote = posixpath.join(directory, part.name)
-        size = part.path.stat().st_size
-        if is_complete(existing.get(part.name), size):
-            continue
-        progress(f"Uploading the Python environment's part {part.key} ({size / (1 << 20):.0f} MiB) to {paths.qualify(directory)} ...")
         if part.name in existing:  # a file of that name but not of that size: an upload cut short before renames were atomic
             with hdfs_errors(f"cannot replace {paths.qualify(remote)}"):
                 paths.client.delete(remote)
@@ -459,7 +475,7 @@ def ship_environment(
     resources = shared_resources(paths, directory, [(part.name, part.key) for part in packed.parts], LocalResourceType.ARCHIVE)
     seconds = time.monotonic() - started
     if uploaded:
-        progress(f"Uploaded the Python environment's part(s) {', '.join(uploaded)} in {seconds:.0f} s")
+        progress(f"Uploaded the Python environment's parts in {seconds:.0f} s")
     return ShippedEnvironment(resources, tuple(uploaded), seconds)
 
 
