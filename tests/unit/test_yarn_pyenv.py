@@ -1,4 +1,4 @@
-"""Packing the Python environment for YARN containers: fingerprint, client cache, editable installs, a runnable archive.
+"""Packing the Python environment for YARN in parts: the split, fingerprints per part, the cache, parts that run together.
 
 The environments here are small but real virtual environments (pyvenv.cfg, bin/python linked to this
 interpreter's base), so venv-pack packs them exactly as it packs a user's, and the unpacked archive runs.
