@@ -464,14 +464,14 @@ def changed_environment(work: Path) -> Path:
 
 def print_containers(runs: Iterable[Run]) -> None:
     print("\nper container: peak RSS of its process tree vs. its size")
-    print(f"{'run':<16}{'container':<44}{'role':<20}{'size MiB':>10}{'peak MiB':>10}{'of size':>9}{'exit':>6}")
+    print(f"{'run':<20}{'container':<44}{'role':<20}{'size MiB':>10}{'peak MiB':>10}{'of size':>9}{'exit':>6}")
     for run in runs:
         workers = "TaskExecutor" if run.name.startswith("jobcluster") else "executor"
         for c in run.containers:
             role = "ApplicationMaster" if c.is_application_master else workers
             share = f"{100 * c.peak_rss_mib / c.size_mib:.0f}%" if c.size_mib else "?"
             code = "-" if c.exit_code is None else str(c.exit_code)
-            print(f"{run.name:<16}{c.container_id:<44}{role:<20}{c.size_mib:>10}{c.peak_rss_mib:>10.0f}{share:>9}{code:>6}")
+            print(f"{run.name:<20}{c.container_id:<44}{role:<20}{c.size_mib:>10}{c.peak_rss_mib:>10.0f}{share:>9}{code:>6}")
 
 
 def memory_kills(cluster: HadoopCluster) -> list[str]:
