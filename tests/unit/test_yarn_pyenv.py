@@ -63,8 +63,25 @@ def add_distribution(venv: Path, name: str, version: str, modules: dict[str, str
     (info / "RECORD").write_text("\n".join(lines) + "\n")
 
 
-def add_pyspark(venv: Path, version: str = "3.5.7") -> None:
-    add_distribution(venv, "pyspark", version, {"pyspark/__init__.py": f"__version__ = {version!r}\n", "pyspark/jars/a.jar": "jar"})
+def add_egg_info_distribution(venv: Path, name: str, version: str, modules: dict[str, str]) -> None:
+    """Install ``name`` as a legacy ``setup.py install`` does (pip with an sdist and no ``wheel``): an ``.egg-info``
+    whose ``installed-files.txt`` lists the files relative to itself, and whose SOURCES.txt names the source tree."""
+    sp = site(venv)
+    info = sp / f"{name}-{version}.egg-info"
+    info.mkdir()
+    (info / "PKG-INFO").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "SOURCES.txt").write_text(f"setup.py\nlib/{name}.jar\n" + "".join(f"{r}\n" for r in modules))
+    for relative, text in modules.items():
+        (sp / relative).parent.mkdir(parents=True, exist_ok=True)
+        (sp / relative).write_text(text)
+    listed = [f"../{relative}" for relative in modules] + ["PKG-INFO", "SOURCES.txt", f"../../../../bin/{name}-tool"]
+    (info / "installed-files.txt").write_text("\n".join(listed) + "\n")
+
+
+def add_pyspark(venv: Path, version: str = "3.5.7", egg_info: bool = False) -> None:
+    """pyspark and py4j as wheels install them, or pyspark from its sdist by a legacy install (``egg_info``)."""
+    install = add_egg_info_distribution if egg_info else add_distribution
+    install(venv, "pyspark", version, {"pyspark/__init__.py": f"__version__ = {version!r}\n", "pyspark/jars/a.jar": "jar"})
     add_distribution(venv, "py4j", "0.10.9.7", {"py4j/__init__.py": "\n"})
 
 
@@ -99,11 +116,13 @@ def test_fingerprint_uses_the_hashes_pip_recorded(venv: Path):
     assert fingerprints(venv)["environment"] != before
 
 
-def test_the_split_puts_pyspark_and_py4j_in_their_own_part(venv: Path):
-    add_pyspark(venv)
+@pytest.mark.parametrize("egg_info", [False, True], ids=["wheel", "legacy sdist install"])
+def test_the_split_puts_pyspark_and_py4j_in_their_own_part(venv: Path, egg_info: bool):
+    add_pyspark(venv, egg_info=egg_info)
     add_distribution(venv, "requests", "2.0", {"requests/__init__.py": "\n"})
     parts = pyenv.split_environment(venv)
-    assert parts.pyspark == {"pyspark", "pyspark-3.5.7.dist-info", "py4j", "py4j-0.10.9.7.dist-info"}
+    metadata = "pyspark-3.5.7.egg-info" if egg_info else "pyspark-3.5.7.dist-info"
+    assert parts.pyspark == {"pyspark", metadata, "py4j", "py4j-0.10.9.7.dist-info"}
     assert parts.jobcluster == set()  # this venv does not install jobcluster: the running one is shipped
     assert pyenv_parts.pyspark_version(site(venv)) == "3.5.7"
 
@@ -225,10 +244,12 @@ def unpack_in_container(packed: pyenv.PackedEnvironment, container: Path) -> dic
     return names
 
 
-def test_the_parts_run_together_from_the_environments_python(venv: Path, tmp_path: Path):
+@pytest.mark.parametrize("egg_info", [False, True], ids=["wheel", "legacy sdist install"])
+def test_the_parts_run_together_from_the_environments_python(venv: Path, tmp_path: Path, egg_info: bool):
     """jobcluster is not installed in this venv (here it lives in the source tree, editable): its part carries
-    the package, and the environment's Python finds it, and pyspark, in the sibling parts, from any directory."""
-    add_pyspark(venv)
+    the package, and the environment's Python finds it, and pyspark and py4j, in the sibling parts, from any
+    directory; also where pyspark came from its sdist (the image's venv, which the operator ships)."""
+    add_pyspark(venv, egg_info=egg_info)
     add_distribution(venv, "biglib", "1.0", {**big("biglib"), "biglib/__init__.py": "VALUE = 'big'\n"})
     packed = pyenv.pack_environment(venv, tmp_path / "cache")
     assert [p.key for p in packed.parts] == ["environment", "python-pyspark", "python-packages/biglib", "python-jobcluster"]

@@ -106,23 +106,36 @@ def parts_module_text() -> str:
 
 
 def distribution(site_packages: Path, name: str) -> tuple[Path, Distribution] | None:
-    """The ``.dist-info`` directory and distribution ``name`` (PEP 503 name match) in ``site_packages``, or None."""
+    """The metadata directory and distribution ``name`` (PEP 503 name match) in ``site_packages``, or None: a
+    wheel's ``.dist-info``, or the ``.egg-info`` of a legacy ``setup.py install`` (what pip does with an sdist
+    when the ``wheel`` package is missing, as in the image's venv: pyspark is an sdist)."""
     wanted = _normalize(name)
-    for info in sorted(site_packages.glob("*.dist-info")):
+    for info in sorted([*site_packages.glob("*.dist-info"), *site_packages.glob("*.egg-info")]):
         dist = PathDistribution(info)
-        if _normalize(dist.metadata["Name"] or "") == wanted:
+        if info.is_dir() and _normalize(dist.metadata["Name"] or "") == wanted:
             return info, dist
     return None
 
 
+def installed_paths(info: Path, dist: Distribution) -> list[str]:
+    """The posix paths, relative to site-packages, of the files a distribution installed: a ``.dist-info``'s RECORD,
+    or an ``.egg-info``'s ``installed-files.txt`` (relative to the ``.egg-info``; importlib.metadata of Python 3.11
+    reads SOURCES.txt instead, the source tree's paths)."""
+    installed = info / "installed-files.txt"
+    if info.suffix == ".egg-info" and installed.is_file():
+        lines = installed.read_text(errors="replace").splitlines()
+        return [posixpath.normpath(posixpath.join(info.name, line)) for line in lines if line.strip()]
+    return [file.as_posix() for file in dist.files or ()]
+
+
 def top_level_entries(found: tuple[Path, Distribution], site_packages: Path) -> set[str]:
-    """The names directly in ``site_packages`` that a distribution's RECORD installed (package directories, modules,
-    its ``.dist-info``); files it installed outside site-packages (``../../../bin/...``) are not among them."""
+    """The names directly in ``site_packages`` that a distribution installed (package directories, modules, its
+    metadata directory); files it installed outside site-packages (``../../../bin/...``) are not among them."""
     info, dist = found
     entries = {info.name}
-    for file in dist.files or ():
-        first = file.parts[0] if file.parts else ""
-        if first and first not in ("..", "__pycache__") and (site_packages / first).exists():
+    for path in installed_paths(info, dist):
+        first = path.split("/", 1)[0]
+        if first and first not in ("..", ".", "__pycache__") and (site_packages / first).exists():
             entries.add(first)
     return entries
 
