@@ -1,5 +1,7 @@
 # The two commands of the README:
-#   make run    install everything, fetch the corpus, run WordCount on a local job cluster
+#   make run    install everything, fetch the corpus, run WordCount on a local job cluster: the `local` target,
+#               Flink's MiniCluster (one process, Spark in local mode), the quickest start on one machine;
+#               TARGET=local-cluster runs it as a cluster of processes (Spark workers and executors)
 #   make test   install everything (incl. the YARN/HDFS and Kubernetes test clusters, the project's image and Flink's client),
 #               run the static checks and all tests (two streams at once: tests/run_streams.sh)
 #   make lint   just the static checks: ruff (lint + format), mypy, lint-imports
@@ -14,6 +16,7 @@ CORPUS := $(CACHE)/corpus/python3.11-doc
 OUT ?= $(CURDIR)/out/wordcount
 PARALLELISM ?= 4
 SLOTS ?= 2
+TARGET ?= local
 
 .PHONY: run test venv java corpus dashboard packages infra unit e2e lint docs clean
 
@@ -43,7 +46,7 @@ dashboard: venv
 	@$(PY) -m jobcluster.runtime.rest.dashboard >/dev/null
 
 run: venv java corpus dashboard
-	$(VENV)/bin/jobcluster run -t local -p $(PARALLELISM) -D taskmanager.numberOfTaskSlots=$(SLOTS) \
+	$(VENV)/bin/jobcluster run -t $(TARGET) -p $(PARALLELISM) -D taskmanager.numberOfTaskSlots=$(SLOTS) \
 		examples/wordcount.py --input $(CORPUS)/sources --output $(OUT)
 
 # Debian's packages the test clusters need: the Kubernetes node's runtime (runc), pod network (CNI

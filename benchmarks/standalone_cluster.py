@@ -27,6 +27,7 @@ from pathlib import Path
 
 from jobcluster.config.loader import load_configuration
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
+from jobcluster.memory.managed import ManagedMemoryConsumers
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.spark.home import spark_home
 from jobcluster.spark.sizing import spark_sizing_for_job_manager, spark_sizing_for_task_executor
@@ -87,7 +88,8 @@ def main() -> int:
     parser.add_argument("args", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     config = load_configuration(None, dict(p.split("=", 1) for p in [f"taskmanager.numberOfTaskSlots={args.slots}", *args.properties]))
-    tm = spark_sizing_for_task_executor(task_executor_process_spec_from_config(config))
+    # the same sizes as jobcluster's executors, PySpark workers' limits included (the shipped consumer weights)
+    tm = spark_sizing_for_task_executor(task_executor_process_spec_from_config(config), ManagedMemoryConsumers.from_config(config))
     jm = spark_sizing_for_job_manager(job_manager_process_spec_from_config(config))
     spark_class = str(spark_home() / "bin" / "spark-class")
     work = Path(tempfile.mkdtemp(prefix="standalone-"))

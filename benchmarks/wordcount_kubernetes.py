@@ -1,4 +1,4 @@
-"""Benchmark: WordCount on a Kubernetes job cluster phase by phase, next to the local target in the same run,
+"""Benchmark: WordCount on a Kubernetes job cluster phase by phase, next to the local-cluster target in the same run,
 and each pod's peak memory against its limit.
 
     .venv/bin/python benchmarks/wordcount_kubernetes.py --input CORPUS_DIR [--runs 3] [--attach WORK_DIR] [--keep DIR]
@@ -8,7 +8,8 @@ with the project's image built from the working tree (tests/infra/image/build.sh
 or, with ``--attach``, uses the cluster that ``python -m tests.infra.k8s.cluster
 --work-dir WORK_DIR`` runs (and imports the working tree's image into its node
 first). Makes a namespace of its own with manifests/rbac.yaml, then runs,
-alternately, WordCount on the `local` target (benchmarks/wordcount_local.py) and
+alternately, WordCount on the `local-cluster` target (benchmarks/wordcount_local.py: a cluster of processes, as
+the pods are) and
 on `kubernetes-application`, whose pods are real containers of that image (pull
 policy Never; the program is staged by the CLI as usual). The corpus and the
 output directory are directories of this machine, mounted at their own paths in
@@ -393,12 +394,12 @@ def main() -> None:
             local_rows: list[dict[str, float]] = []
             k8s_runs: list[KubernetesRun] = []
             for run in range(args.runs):
-                local_rows.append(local_run(str(corpus), args.parallelism, args.slots))
+                local_rows.append(local_run(str(corpus), args.parallelism, args.slots, "local-cluster"))
                 k8s_runs.append(kubernetes_run(cluster, namespace, cluster.images[0][0], corpus, args.parallelism, args.slots, run, logs))
         finally:
             cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
         print(f"\nimage {cluster.images[0][0]}, corpus {args.input}, -p {args.parallelism}, {args.slots} slots per TaskManager")
-        table("local", local_rows)
+        table("local-cluster", local_rows)
         table("kubernetes-application", [r.times for r in k8s_runs])
         print_pods(k8s_runs)
         if args.keep:

@@ -1,6 +1,6 @@
 """Benchmark: WordCount on a local job cluster, phase by phase, with the cluster's peak memory.
 
-    .venv/bin/python benchmarks/wordcount_local.py --input CORPUS_DIR [--runs 3]
+    .venv/bin/python benchmarks/wordcount_local.py --input CORPUS_DIR [--runs 3] [--target local|local-cluster]
 
 Measures, per run, the seconds from `jobcluster run` until: the cluster serves
 REST, all slots are offered, the job is RUNNING, the job is terminal, and the
@@ -28,16 +28,21 @@ REPO = Path(__file__).resolve().parents[1]
 
 def cluster_rss_mib(home: Path) -> float:
     total = 0
-    for proc in psutil.process_iter(["cwd", "cmdline"]):
+    for proc in psutil.process_iter(["cwd", "cmdline", "environ"]):
         try:
-            if str(home) in (proc.info["cwd"] or "") or str(home) in " ".join(proc.info["cmdline"] or []):
+            info = proc.info
+            if (
+                str(home) in (info["cwd"] or "")
+                or str(home) in " ".join(info["cmdline"] or [])
+                or str(home) in (info["environ"] or {}).get("JOBCLUSTER_CLUSTER_DIR", "")
+            ):
                 total += proc.memory_info().rss
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return total / (1 << 20)
 
 
-def one_run(corpus: str, parallelism: int, slots: int) -> dict[str, float]:
+def one_run(corpus: str, parallelism: int, slots: int, target: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         env = {**os.environ, "JOBCLUSTER_HOME": str(home)}
@@ -46,6 +51,8 @@ def one_run(corpus: str, parallelism: int, slots: int) -> dict[str, float]:
             "-m",
             "jobcluster",
             "run",
+            "-t",
+            target,
             "-p",
             str(parallelism),
             "-D",
@@ -97,8 +104,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("-p", "--parallelism", type=int, default=4)
     parser.add_argument("--slots", type=int, default=2)
+    parser.add_argument("--target", default="local", choices=["local", "local-cluster"])
     args = parser.parse_args()
-    rows = [one_run(args.input, args.parallelism, args.slots) for _ in range(args.runs)]
+    rows = [one_run(args.input, args.parallelism, args.slots, args.target) for _ in range(args.runs)]
     keys = list(rows[0])
     print("run  " + "  ".join(f"{k:>14}" for k in keys))
     for i, row in enumerate(rows, 1):

@@ -6,6 +6,8 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -68,6 +70,51 @@ def jobcluster(*args: str, timeout: float = CLI_TIMEOUT, check: bool = False) ->
     if check and result.returncode != 0:
         raise AssertionError(f"jobcluster {' '.join(args)} exited {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")
     return result
+
+
+def run_timing_stderr(
+    argv: list[str], env: dict[str, str] | None = None, timeout: float = CLI_TIMEOUT
+) -> tuple[int, str, list[tuple[float, str]]]:
+    """Run ``argv`` to its end (killed after ``timeout`` seconds); its exit code, its stdout and each line of its
+    stderr with the time it was read (``time.monotonic()``), to tell how long after one line of the client's progress
+    another one came."""
+    lines: list[tuple[float, str]] = []
+    with subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        assert process.stdout is not None and process.stderr is not None
+        deadline = threading.Timer(timeout, process.kill)
+        deadline.start()
+        # stdout is read after stderr: a program that fills the pipe's buffer would block, but the CLI's stdout is
+        # the program's, which the tests that use this keep short
+        for line in process.stderr:
+            lines.append((time.monotonic(), line))
+        stdout = process.stdout.read()
+        deadline.cancel()
+    return process.returncode, stdout, lines
+
+
+#: What a job's cause says when a Python task ran past its PySpark worker's limit with the shipped sizes (2 slots).
+PYSPARK_MEMORY_ERROR = "A PySpark worker ran out of its memory limit: each may use 268 MiB"
+
+
+def memory_error_cause(code: int, stdout: str, lines: list[tuple[float, str]]) -> tuple[str, str]:
+    """Check a run of ``programs/python_memory_hog.py`` (``-p 2``, as :func:`run_timing_stderr` returns it): the job
+    failed with a PySpark worker's ``MemoryError`` soon after its tasks started, each attempt failing as its task
+    allocates, not when a container is killed; and its cause names the limit and the options that raise it.
+    Returns the client's stderr and the cause (from ``Cause:`` on)."""
+    stderr = "".join(line for _, line in lines)
+    assert code == 1, stderr
+    assert "HELD" not in stdout
+    tasks_started = next(t for t, line in lines if re.search(r"Spark app-\S+: 0/1 Spark jobs, 0/2 tasks", line))
+    failed = next(t for t, line in lines if re.search(r"Job [0-9a-f]{32} \(python_memory_hog\) FAILED", line))
+    # the first attempt waits for its executor's Python to start, which took 19 s on a loaded 2-core machine (YARN;
+    # 4 attempts of each task in all); a container killed for memory would take its TaskExecutor's heartbeat timeout
+    assert failed - tasks_started < 60, f"the job failed {failed - tasks_started:.0f} s after its tasks started"
+    cause = stderr[stderr.index("Cause: ") :]
+    assert "\nMemoryError\n" in cause, cause
+    assert PYSPARK_MEMORY_ERROR in cause, cause
+    for option in ("taskmanager.memory.managed.consumer-weights", "taskmanager.memory.task.off-heap.size"):
+        assert option in cause, cause
+    return stderr, cause
 
 
 def staging_dirs(home: Path) -> list[Path]:

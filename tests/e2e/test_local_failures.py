@@ -1,4 +1,9 @@
-"""Bad input and failures on the local target: a clear error, a non-zero exit, nothing left running or staged."""
+"""Bad input and failures on the local targets: a clear error, a non-zero exit, nothing left running or staged.
+
+The job's own behaviour runs on ``local`` (the MiniCluster); a killed TaskExecutor process and a PySpark worker's
+memory limit (set for executors, which a MiniCluster has none of) on ``local-cluster``,
+the one target whose TaskExecutors are processes of their own.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,17 @@ from pathlib import Path
 import psutil
 import pytest
 import requests
-from support import PROGRAMS, REPO, WORDCOUNT, independent_word_count, jobcluster, read_word_counts, staging_dirs
+from support import (
+    PROGRAMS,
+    REPO,
+    WORDCOUNT,
+    independent_word_count,
+    jobcluster,
+    memory_error_cause,
+    read_word_counts,
+    run_timing_stderr,
+    staging_dirs,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -57,6 +72,34 @@ def test_program_that_raises_fails_the_job_after_its_restarts(home):
     assert result.returncode == 1
     assert re.search(r"Job [0-9a-f]{32} \(failing\) FAILED in [\d.]+ s, 1 restart\(s\)", result.stderr), result.stderr
     assert "this pipeline fails on purpose" in result.stderr
+    assert staging_dirs(home) == []
+
+
+def test_a_python_task_past_its_pyspark_workers_limit_fails_in_seconds_with_memory_error_and_the_options(home):
+    """The shipped sizes, -p 2 on one TaskExecutor of 2 slots: each PySpark worker may use 268 MiB (PYTHON's share of
+    the 768 MiB managed memory, over the slots). Tasks that each fill 1,000 MiB fail with MemoryError as soon as
+    they run, the job fails with the limit and the options that raise it in its cause, and the TaskExecutor lives on."""
+    argv = [
+        sys.executable,
+        "-m",
+        "jobcluster",
+        "run",
+        "-t",
+        "local-cluster",
+        "-p",
+        "2",
+        str(PROGRAMS / "python_memory_hog.py"),
+        "--mib",
+        "1000",
+    ]
+    stderr, _ = memory_error_cause(*run_timing_stderr(argv))
+    assert len(re.findall(r"TaskExecutor \S+ registered", stderr)) == 1, "no TaskExecutor was lost or replaced"
+    # the limit the daemon that forks the PySpark workers set (its stderr is the executor's), and no address-space
+    # limit of Spark's (pyspark/worker.py's "Setting mem limits", from spark.executor.pyspark.memory)
+    executor_logs = list((home / "log").glob("*/*-work/app-*/*/stderr"))
+    lines = [line for log in executor_logs for line in log.read_text().splitlines()]
+    assert "jobcluster: each PySpark worker's memory limit (RLIMIT_DATA): 268 MiB" in lines, executor_logs
+    assert not [line for line in lines if line.startswith("Setting mem limits")]
     assert staging_dirs(home) == []
 
 
@@ -188,7 +231,7 @@ def _cluster_rest_url(home: Path, timeout: float = 120) -> str:
 def test_killed_task_executor_is_replaced_and_the_job_finishes(home, corpus, tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jobcluster", *_slow_run_args(corpus, out)],
+        [sys.executable, "-m", "jobcluster", *_slow_run_args(corpus, out, "-t", "local-cluster")],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,4 +1,5 @@
-"""On local nothing limits a TaskExecutor's memory: the JobManager measures its process tree and warns, and the job runs on."""
+"""On local-cluster nothing limits a TaskExecutor's memory: the JobManager measures its process tree and warns, and the job
+runs on. (On local, the MiniCluster, a TaskExecutor is no process: there is nothing to measure.)"""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ def test_a_task_executor_over_its_size_is_warned_of_with_the_option_to_change_an
     # TaskExecutor's tree is well over its 2560m (the shipped size), measured every second while the task holds it.
     result = jobcluster(
         "run",
+        "-t",
+        "local-cluster",
         "-p",
         "1",
         "-D",
@@ -34,7 +37,7 @@ def test_a_task_executor_over_its_size_is_warned_of_with_the_option_to_change_an
         r"its processes \(.*\) use (\d+) MiB resident, more than its 2560 MiB process size \(taskmanager\.memory\.process\.size\)", warning
     )
     assert used and int(used.group(1)) > 2560, warning  # the first measurement over it: while the task writes its memory
-    assert "on local nothing limits it, it runs on" in warning
+    assert "on local-cluster nothing limits it, it runs on" in warning
     overhead = re.search(r"raise taskmanager.memory.jvm-overhead.min to at least (\d+)m \(and \.max, if lower\)", warning)
     assert overhead and int(overhead.group(1)) >= 384 + int(used.group(1)) - 2560, warning  # the shipped overhead + the excess
     assert "raise taskmanager.memory.process.size by as much too (to at least" in warning

@@ -1,4 +1,8 @@
-"""Parallelism, resource checks and Spark settings on the local target, through the real CLI and real Spark."""
+"""Parallelism, resource checks and Spark settings on the local targets, through the real CLI and real Spark.
+
+How Spark's executors get the slots' cores, and the machine check of a cluster of processes, on ``local-cluster``;
+on ``local`` (the MiniCluster) the program's Spark runs in local mode on as many threads as the job has slots.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +26,8 @@ def test_parallelism_below_the_slots_of_a_task_executor_runs_on_exactly_its_core
     # -p 1 with 2 slots per TaskExecutor used to wait for ever (spark.cores.max 1 < spark.executor.cores 2)
     result = jobcluster(
         "run",
+        "-t",
+        "local-cluster",
         "-p",
         "1",
         "-D",
@@ -46,7 +52,7 @@ def test_parallelism_below_the_slots_of_a_task_executor_runs_on_exactly_its_core
 
 def test_parallelism_not_a_multiple_of_the_slots_uses_every_task_executor(home):
     # -p 3 with 2 slots: two TaskExecutors, and Spark uses 3 cores on both (it used to run one 2-core executor)
-    result = jobcluster("run", "-p", "3", "-D", "taskmanager.numberOfTaskSlots=2", str(SPARK_CORES), timeout=300)
+    result = jobcluster("run", "-t", "local-cluster", "-p", "3", "-D", "taskmanager.numberOfTaskSlots=2", str(SPARK_CORES), timeout=300)
     assert result.returncode == 0, result.stderr
     assert len(set(re.findall(r"TaskExecutor (\S+) registered", result.stderr))) == 2, result.stderr
     assert reported(result.stdout, "EXECUTOR_CORES") == "3"
@@ -57,8 +63,22 @@ def test_parallelism_not_a_multiple_of_the_slots_uses_every_task_executor(home):
         assert "Lower -p" in result.stderr
 
 
+def test_the_mini_clusters_spark_runs_in_local_mode_on_a_thread_per_slot_of_its_task_executors(home):
+    # -p 3 with 2 slots: two TaskExecutors in the JobManager's process, and the program's Spark in local mode on 3 threads
+    result = jobcluster("run", "-p", "3", "-D", "taskmanager.numberOfTaskSlots=2", str(SPARK_CORES), "spark.master", timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert len(set(re.findall(r"TaskExecutor (\S+) registered: 2 slots", result.stderr))) == 2, result.stderr
+    assert "Slots offered to the job: 3/3" in result.stderr, result.stderr
+    assert reported(result.stdout, "CONF spark.master") == "local[3]"
+    assert reported(result.stdout, "DEFAULT_PARALLELISM") == "3"
+    assert reported(result.stdout, "EXECUTORS") == "0", "no executor of its own: the driver runs the tasks"
+    assert staging_dirs(home) == []
+
+
 def test_cluster_larger_than_the_machine_is_refused_before_anything_starts(home, tmp_path):
-    result = jobcluster("run", "-p", "64", str(WORDCOUNT), "--input", str(tmp_path), "--output", str(tmp_path / "out"), timeout=60)
+    result = jobcluster(
+        "run", "-t", "local-cluster", "-p", "64", str(WORDCOUNT), "--input", str(tmp_path), "--output", str(tmp_path / "out"), timeout=60
+    )
     assert result.returncode == 1, result
     assert "Error: this machine cannot hold the job cluster: 32 TaskExecutor(s) of 2560 MiB" in result.stderr
     for option in ("-p", "taskmanager.numberOfTaskSlots", "taskmanager.memory.process.size"):
@@ -84,6 +104,8 @@ def test_application_without_executors_fails_after_the_bound_with_the_cause(home
     suspended = "-agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=127.0.0.1:0"
     result = jobcluster(
         "run",
+        "-t",
+        "local-cluster",
         "-p",
         "1",
         "-D",

@@ -1,4 +1,4 @@
-"""Security of a running local job cluster, looked at from outside (docs/deployment/security.md).
+"""Security of a running local-cluster job cluster, looked at from outside (docs/deployment/security.md).
 
 One job cluster serves every check: it runs a program that keeps its
 executors busy, with the data plane encrypted, while the test checks every
@@ -98,6 +98,8 @@ def _run_intruder(master_url: str, log: Path) -> str:
 def test_running_cluster_admits_only_itself(home, tmp_path):
     result = jobcluster(
         "run",
+        "-t",
+        "local-cluster",
         "-d",
         "-p",
         "2",

@@ -1,14 +1,17 @@
-"""Streaming with Flink's guarantees on the local target, counted against a real Kafka topic.
+"""Streaming with Flink's guarantees on the local targets, counted against a real Kafka topic.
 
 One chain of job clusters reading one topic, each step checked exactly (no
-record lost, none counted twice) by tests/support/streaming.py: a TaskExecutor
+record lost, none counted twice) by tests/support/streaming.py. The first
+runs on ``local-cluster``, whose TaskExecutors are processes: a TaskExecutor
 and then the program's driver are killed mid-stream (the restart strategy
-resumes on the same checkpoint root); a savepoint is taken while the job
-runs; the job is stopped with a savepoint, refused to a program that renamed
-its query, and restored with another parallelism after more records arrived,
-where Flink 1.20's own CLI lists it, takes a savepoint and disposes of it; the
-running savepoint is restored too, attached, and stopped by Flink's CLI. Bad
-savepoints are refused before anything is deployed.
+resumes on the same checkpoint root), a savepoint is taken while the job
+runs, and the job is stopped with a savepoint. The rest of the chain runs on
+``local`` (the MiniCluster), from those savepoints: the stop's savepoint is
+refused to a program that renamed its query, and restored with another
+parallelism after more records arrived, where Flink 1.20's own CLI lists it,
+takes a savepoint and disposes of it; the running savepoint is restored too,
+attached, and stopped by Flink's CLI. Bad savepoints are refused before
+anything is deployed.
 """
 
 from __future__ import annotations
@@ -94,8 +97,9 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
 
     expected = produce(parts[0])
     job, rest = _run_detached(
-        "-p", "2", "-D", "taskmanager.numberOfTaskSlots=1", "-D", "restart-strategy.type=fixed-delay", *common, *program(out)
-    )
+        "-t", "local-cluster", "-p", "2", "-D", "taskmanager.numberOfTaskSlots=1", "-D", "restart-strategy.type=fixed-delay",
+        *common, *program(out),
+    )  # fmt: skip
     # A TaskExecutor killed mid-stream: Spark carries on with the other, the ResourceManager replaces it.
     wait_for_committed_batch(rest, job, 0, COUNT_TIMEOUT)
     victim = requests.get(f"{rest}/taskmanagers", timeout=5).json()["taskmanagers"][0]

@@ -1,4 +1,4 @@
-"""WordCount through the CLI on the local target: correct counts, the cluster's shape, nothing left behind."""
+"""WordCount through the CLI on the local target (the MiniCluster): correct counts, the cluster's shape, nothing left behind."""
 
 from __future__ import annotations
 
@@ -39,7 +39,9 @@ def test_wordcount_on_two_task_executors_with_two_slots(home, corpus, tmp_path):
     top_word, top_count = sorted(expected.items(), key=lambda wc: (-wc[1], wc[0]))[0]
     assert re.search(rf"^\s+{top_count}\s+{top_word}$", result.stdout, re.M), result.stdout
     assert staging_dirs(home) == [], "the staging directory is removed when the job ends"
-    assert list((home / "log").glob("*/jobmanager.log")), "logs are kept"
+    (log,) = (home / "log").glob("*/jobmanager.log")
+    assert "started TaskExecutor" in log.read_text() and "in this process" in log.read_text(), "TaskExecutors of the MiniCluster"
+    assert not list(log.parent.glob("spark-*.log")), "no Spark master or worker: the program's Spark runs in local mode"
 
 
 def test_parallelism_one_with_one_slot_per_task_executor(home, corpus, tmp_path):

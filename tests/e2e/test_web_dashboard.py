@@ -1,4 +1,7 @@
-"""Flink's web dashboard on a real local job cluster, in a real browser (Debian's headless Chromium).
+"""Flink's web dashboard on a real local-cluster job cluster, in a real browser (Debian's headless Chromium).
+
+On ``local-cluster``: its TaskManager is a process with a Spark executor whose JVM reports the metrics the
+TaskManager's pages show, and whose worker's log it hands out.
 
 One job cluster, deployed attached as the operator deploys (its JobManager waits
 for the result to be fetched, so the page of the ended job can be looked at):
@@ -66,7 +69,7 @@ def test_the_dashboard_shows_a_running_and_an_ended_job_with_its_taskmanager_and
     gate = home / "finish"  # the program finishes once it exists
     program = packaged_program(str(PROGRAMS / "waits.py"), ["600", str(gate)])
     graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
-    client = PipelineExecutor(registry.cluster_descriptor("local", config)).execute(graph, program, config).cluster_client
+    client = PipelineExecutor(registry.cluster_descriptor("local-cluster", config)).execute(graph, program, config).cluster_client
     rest, job = client.rest_url, graph.job_id
     try:
         with headless_chromium(browser_artefacts) as browser:

@@ -36,7 +36,7 @@ import yaml
 
 from jobcluster.cli.main import cli
 from jobcluster.config.config_option import ConfigOption
-from jobcluster.config.values import float32_text, java_double_text
+from jobcluster.config.values import float32_text, java_double_text, map_text
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "manifests" / "crd" / "flinkjobs.jobcluster.io.yaml"
@@ -137,6 +137,8 @@ def value_text(kind: str, value: Any) -> str:
         return duration_text(value)
     if kind == "float":
         return float32_text(value)
+    if kind == "map":
+        return map_text(value)
     if kind == "double":
         return java_double_text(float(value))
     if kind == "bool":

@@ -69,6 +69,8 @@ def test_every_option_is_documented_and_unique():
         (o.RESTART_ATTEMPTS, 1),
         (o.RESTART_DELAY, 1.0),
         (o.CLUSTER_STAGING_KEEP, False),
+        (o.TASK_MANAGER_MANAGED_MEMORY_CONSUMER_WEIGHTS, {"OPERATOR": "70", "STATE_BACKEND": "70", "PYTHON": "30"}),
+        (o.PYTHON_USE_MANAGED_MEMORY, True),
     ],
 )
 def test_defaults_of_an_empty_configuration(option, default):
@@ -76,7 +78,7 @@ def test_defaults_of_an_empty_configuration(option, default):
 
 
 #: The type of each kind's values (ConfigOption[T]'s T, without None), as its constructor's overloads declare it.
-KIND_TYPES = {"memory": int, "int": int, "float": float, "double": float, "duration": float, "str": str, "bool": bool}
+KIND_TYPES = {"memory": int, "int": int, "float": float, "double": float, "duration": float, "str": str, "bool": bool, "map": dict}
 
 
 def test_every_default_and_every_read_value_has_its_kinds_type():
@@ -193,6 +195,9 @@ def test_malformed_memory_names_the_key():
         ("heartbeat.timeout", "1.5 s", o.HEARTBEAT_TIMEOUT),
         ("jobcluster.staging.keep", "yes", o.CLUSTER_STAGING_KEEP),
         ("akka.ask.timeout", "soon", o.RPC_ASK_TIMEOUT),  # names the key actually used
+        ("taskmanager.memory.managed.consumer-weights", "OPERATOR=70", o.TASK_MANAGER_MANAGED_MEMORY_CONSUMER_WEIGHTS),
+        ("taskmanager.memory.managed.consumer-weights", "PYTHON:1:2", o.TASK_MANAGER_MANAGED_MEMORY_CONSUMER_WEIGHTS),
+        ("taskmanager.memory.managed.consumer-weights", ":30", o.TASK_MANAGER_MANAGED_MEMORY_CONSUMER_WEIGHTS),
     ],
 )
 def test_malformed_values_name_the_key(key, text, option):
@@ -230,6 +235,29 @@ def test_durations(text, seconds):
 def test_bad_durations(text):
     with pytest.raises(ValueError, match="duration"):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "mapping"),
+    [
+        ("OPERATOR:70,PYTHON:30", {"OPERATOR": "70", "PYTHON": "30"}),
+        (" OPERATOR : 70 , PYTHON:30, ", {"OPERATOR": "70", "PYTHON": "30"}),
+        ("PYTHON:30,PYTHON:40", {"PYTHON": "40"}),  # the last one wins
+        ("", {}),
+    ],
+)
+def test_maps(text, mapping):
+    option = o.TASK_MANAGER_MANAGED_MEMORY_CONSUMER_WEIGHTS
+    assert Configuration({option.key: text}).get(option) == mapping
+    # written back as Flink writes a map, and read again the same
+    assert Configuration({option.key: mapping}).get_raw(option.key) == ",".join(f"{k}:{v}" for k, v in mapping.items())
+    assert Configuration({option.key: mapping}).get(option) == mapping
+
+
+def test_a_map_options_default_prints_like_flinks():
+    assert o.TASK_MANAGER_MANAGED_MEMORY_CONSUMER_WEIGHTS.flink_text() == (
+        "Key: 'taskmanager.memory.managed.consumer-weights' , default: OPERATOR:70,STATE_BACKEND:70,PYTHON:30 (fallback keys: [])"
+    )
 
 
 @pytest.mark.parametrize(("text", "value"), [("true", True), ("TRUE", True), ("False", False), (" false ", False)])

@@ -46,6 +46,8 @@ def problem(key: str, value: str) -> str:
         ("taskmanager.memory.process.size", "1.5g", ["taskmanager.memory.process.size", "a memory size"]),
         ("taskmanager.memory.managed.fraction", "most", ["taskmanager.memory.managed.fraction", "decimal number"]),
         ("akka.ask.timeout", "soon", ["akka.ask.timeout", "a duration"]),  # a deprecated key is named as given
+        ("taskmanager.memory.managed.consumer-weights", "PYTHON", ["consumer-weights", "'PYTHON'", "key:value entries"]),
+        ("python.fn-execution.memory.managed", "yes", ["python.fn-execution.memory.managed", "'true' or 'false'"]),
         ("yarn.application.priority", "high", ["yarn.application.priority", "'high'", "an integer"]),
         ("yarn.heartbeat.container-request-interval", "often", ["yarn.heartbeat.container-request-interval", "a duration"]),
         ("yarn.heartbeat-delay", "5 s", ["yarn.heartbeat-delay", "'5 s'", "an integer"]),  # YARN's deprecated key

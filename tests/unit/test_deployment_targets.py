@@ -21,14 +21,14 @@ CRDS = [
 
 
 def test_execution_target_accepts_exactly_the_targets_and_defaults_to_local():
-    assert options.EXECUTION_TARGET.choices == ("local", "yarn-per-job", "kubernetes-application")
+    assert options.EXECUTION_TARGET.choices == ("local", "local-cluster", "yarn-per-job", "kubernetes-application")
     assert options.EXECUTION_TARGET.choices == tuple(DeploymentTarget)
     assert options.EXECUTION_TARGET.default == DeploymentTarget.LOCAL
 
 
 def test_registry_has_a_backend_for_every_target():
     assert set(registry.TARGETS) == set(DeploymentTarget)
-    assert registry.known_targets() == ["kubernetes-application", "local", "yarn-per-job"]
+    assert registry.known_targets() == ["kubernetes-application", "local", "local-cluster", "yarn-per-job"]
 
 
 def test_a_target_is_its_name_as_configuration_text():

@@ -14,8 +14,10 @@ from jobcluster.jobgraph.model import ClientPaths, JobGraph, JobVertex, new_job_
 from jobcluster.runtime.jobmaster.driver_output import (
     DriverOutputFiles,
     exit_description,
+    is_pyspark_worker_memory_error,
     program_error,
     stderr_tail,
+    with_memory_error_hint,
 )
 from jobcluster.runtime.jobmaster.spark_application import driver_python_path, driver_submit_args, program_location
 
@@ -51,6 +53,81 @@ Traceback (most recent call last):
   File "b.py", line 7, in <module>
 RuntimeError: boom
 """
+
+
+#: An RDD job whose Python task ran out of its PySpark worker's limit, as the driver's stderr has it (Spark 3.5; its
+#: long lines continued with a backslash).
+WORKER_MEMORY_ERROR = """Traceback (most recent call last):
+  File "/home/u/hog.py", line 9, in <module>
+    print(sc.parallelize(range(2), 2).mapPartitions(hog).collect())
+  File "/venv/lib/python3.11/site-packages/py4j/protocol.py", line 326, in get_return_value
+    raise Py4JJavaError(
+py4j.protocol.Py4JJavaError: An error occurred while calling z:org.apache.spark.api.python.PythonRDD.collectAndServe.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 0.0 failed 4 times, most recent \
+failure: Lost task 0.3 in stage 0.0 (TID 3) (10.0.0.1 executor 0): org.apache.spark.api.python.PythonException: \
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip/pyspark/worker.py", line 1247, in main
+    process()
+  File "/home/u/hog.py", line 5, in hog
+    held = bytearray(1000 << 20)
+MemoryError
+
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:572)
+
+Driver stacktrace:
+Caused by: org.apache.spark.api.python.PythonException: Traceback (most recent call last):
+  File "/home/u/hog.py", line 5, in hog
+    held = bytearray(1000 << 20)
+MemoryError
+
+"""
+
+#: A Python UDF's MemoryError: PySpark converts the Java exception, and its message carries the worker's traceback.
+UDF_MEMORY_ERROR = """Traceback (most recent call last):
+  File "/home/u/hog_udf.py", line 8, in <module>
+    spark.range(2).select(hog("id")).show()
+  File "/venv/lib/python3.11/site-packages/pyspark/errors/exceptions/captured.py", line 185, in deco
+    raise converted from None
+pyspark.errors.exceptions.captured.PythonException:
+  An exception was thrown from the Python worker. Please see the stack trace below.
+Traceback (most recent call last):
+  File "/home/u/hog_udf.py", line 7, in hog
+    return len(bytearray(1000 << 20))
+MemoryError
+"""
+
+#: The program's own process ran out of memory: no PySpark worker's limit was reached.
+DRIVER_MEMORY_ERROR = """Traceback (most recent call last):
+  File "/home/u/job.py", line 4, in <module>
+    rows = sc.parallelize(range(10)).collect() * 10**12
+MemoryError
+"""
+
+HINT = "A PySpark worker ran out of its memory limit: raise PYTHON's weight"
+
+
+@pytest.mark.parametrize(
+    ("stderr", "expected"),
+    [
+        (WORKER_MEMORY_ERROR, True),
+        (UDF_MEMORY_ERROR, True),
+        (DRIVER_MEMORY_ERROR, False),
+        (PY4J_ERROR, False),
+        (CHAINED.replace("RuntimeError: boom", "MemoryError"), False),
+        ("", False),
+    ],
+)
+def test_a_pyspark_workers_memory_error_is_told_from_the_programs_own(stderr, expected):
+    assert is_pyspark_worker_memory_error(stderr) is expected
+
+
+def test_the_memory_error_hint_follows_a_pyspark_workers_memory_error_only():
+    cause = "the PySpark program exited with code 1:\n" + program_error(WORKER_MEMORY_ERROR)
+    assert cause.splitlines()[-1] == "MemoryError", "the worker's MemoryError is part of the error shown"
+    hinted = with_memory_error_hint(cause, WORKER_MEMORY_ERROR, HINT)
+    assert hinted == f"{cause}\n{HINT}"
+    assert with_memory_error_hint(cause, DRIVER_MEMORY_ERROR, HINT) == cause
+    assert with_memory_error_hint(cause, WORKER_MEMORY_ERROR, None) == cause  # the workers have no limit: nothing to raise
 
 
 def test_a_py4j_error_shows_the_java_exception_its_reason_and_causes_without_java_frames():

@@ -14,22 +14,28 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
+from jobcluster.config.loader import load_configuration
 from jobcluster.errors import SparkError
 from jobcluster.jobgraph.job_status import JobStatus
 from jobcluster.jobgraph.model import JobGraph, JobVertex, ResourceProfileSpec, new_job_id
+from jobcluster.memory.managed import ManagedMemoryConsumers
+from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.service import RpcService
-from jobcluster.runtime.entrypoint.job_cluster_entrypoint import _fail_on_fatal_error
+from jobcluster.runtime.entrypoint.job_cluster_entrypoint import _fail_on_fatal_error, job_master_settings
 from jobcluster.runtime.jobmaster import job_master as job_master_module
 from jobcluster.runtime.jobmaster.job_master import JobMaster, JobMasterSettings
 from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.messages import SlotOffer, dump
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
-from jobcluster.spark.processes import SparkMasterAddress
+from jobcluster.spark.processes import SparkLocalMode, SparkMasterAddress
+from jobcluster.spark.sizing import spark_sizing_for_task_executor
 from tests.support.fakes import RecordingDriver, TaskExecutorStandIn, until
 from tests.support.fakes import resource_manager as resource_manager_with_recording
 
 SECRET = "s3cr3t"
+STANDALONE = SparkMasterAddress("spark://127.0.0.1:7077", "http://127.0.0.1:8080")
 
 
 def job_graph(parallelism: int) -> JobGraph:
@@ -59,7 +65,12 @@ class Job:
 
 
 @asynccontextmanager
-async def running_job(tmp_path: Path, parallelism: int = 2, slot_request_timeout: float = 60.0) -> AsyncIterator[Job]:
+async def running_job(
+    tmp_path: Path,
+    parallelism: int = 2,
+    slot_request_timeout: float = 60.0,
+    master: SparkMasterAddress = STANDALONE,
+) -> AsyncIterator[Job]:
     service = RpcService("127.0.0.1", SECRET, ask_timeout=5.0)
     await service.start()
     driver = RecordingDriver()
@@ -77,7 +88,7 @@ async def running_job(tmp_path: Path, parallelism: int = 2, slot_request_timeout
         tmp_path,
         tmp_path,
         ResourceManagerGateway(service, service.address, RESOURCE_MANAGER_ENDPOINT, "rm-1"),
-        SparkMasterAddress("spark://127.0.0.1:7077", "http://127.0.0.1:8080"),
+        master,
         lambda: asyncio.shield(master_ready),
         "127.0.0.1",
         {},
@@ -122,6 +133,55 @@ def test_slots_that_do_not_arrive_in_time_fail_the_job_and_withdraw_its_requirem
             await job.task_executor_offers("tm-9", 2)  # a late TaskExecutor's slots are not taken
             assert job.job_master.slot_pool.size == 0
             assert len(job.driver.started) == requested
+
+    asyncio.run(scenario())
+
+
+class HeldProgram:
+    """Stands in for the PySpark program (SparkApplication): records its start, runs until stopped."""
+
+    started: ClassVar[list[HeldProgram]] = []
+
+    def __init__(self, *args, **kwargs) -> None:
+        self._done = asyncio.Event()
+        self.process = self
+
+    def running(self) -> bool:
+        return not self._done.is_set()
+
+    async def start(self) -> None:
+        HeldProgram.started.append(self)
+
+    async def wait(self) -> int:
+        await self._done.wait()
+        return -15
+
+    async def stop(self) -> None:
+        self._done.set()
+
+    async def progress(self) -> None:
+        return None
+
+    async def wait_for_driver_jvm(self) -> None:
+        pass
+
+
+def test_in_spark_local_mode_the_program_starts_only_once_the_pool_holds_the_slots(tmp_path, monkeypatch):
+    # nothing in Spark's local mode holds the driver until the job's slots are there: the JobMaster does
+    monkeypatch.setattr(job_master_module, "SparkApplication", HeldProgram)
+    HeldProgram.started.clear()
+
+    async def scenario() -> None:
+        async with running_job(tmp_path, parallelism=2, master=SparkLocalMode(2).address) as job:
+            job.master_ready.set_result(None)
+            await asyncio.sleep(0.3)
+            assert HeldProgram.started == [] and job.job_master.status is JobStatus.CREATED
+            await job.task_executor_offers("tm-1", 2)
+            await until(lambda: len(HeldProgram.started) == 1)
+            assert job.job_master.status is JobStatus.RUNNING
+            await job.job_master.cancel()
+            await until(lambda: bool(job.results))
+            assert job.results[0].status is JobStatus.CANCELED
 
     asyncio.run(scenario())
 
@@ -178,6 +238,16 @@ def test_a_lost_task_executor_gives_up_its_slots_and_is_named_in_the_details(tmp
             assert await job.task_executor_offers("tm-2", 2) == ["tm-2-a0", "tm-2-a1"], "the replacement's slots are taken"
 
     asyncio.run(scenario())
+
+
+def test_the_job_masters_settings_carry_what_a_pyspark_workers_memory_error_means(monkeypatch):
+    monkeypatch.delenv("JOBCLUSTER_CONF_DIR", raising=False)
+    config = load_configuration()
+    sizing = spark_sizing_for_task_executor(task_executor_process_spec_from_config(config), ManagedMemoryConsumers.from_config(config))
+    hint = job_master_settings(config, sizing.pyspark).pyspark_memory_error_hint
+    assert hint is not None and hint == sizing.pyspark.memory_error_hint()
+    assert "each may use 268 MiB" in hint and "taskmanager.memory.managed.consumer-weights" in hint
+    assert job_master_settings(config).pyspark_memory_error_hint is None
 
 
 def test_an_ended_worker_is_named_in_the_details_even_without_slots_and_a_memory_kill_is_marked(tmp_path):

@@ -30,7 +30,7 @@ def test_the_first_measurement_over_the_size_warns_once_with_the_numbers_and_the
         "its processes (the TaskExecutor, its Spark worker and executor JVMs, the PySpark workers) use 130 MiB resident, "
         "more than its 100 MiB process size (taskmanager.memory.process.size)"
     )
-    assert "on local nothing limits it, it runs on" in warning
+    assert "on local-cluster nothing limits it, it runs on" in warning
     assert "raise taskmanager.memory.jvm-overhead.min to at least 33m" in warning, "the 2 MiB overhead + the 30 MiB (and 5 bytes) over"
     assert check.observe(140 * MiB) is None and check.observe(50 * MiB) is None, "said once"
     assert check.peak == 140 * MiB

@@ -1,10 +1,11 @@
-"""The local target refuses a cluster that needs more memory than the machine, and warns on cores."""
+"""The local targets refuse a cluster that needs more memory than the machine (local-cluster: every process; local: the
+JobManager's one process), and local-cluster warns on cores."""
 
 from __future__ import annotations
 
 import pytest
 
-from jobcluster.backends.local.machine_fit import ClusterDemand, MachineResources, check_fits, cluster_demand
+from jobcluster.backends.local.machine_fit import ClusterDemand, MachineResources, check_fits, check_job_manager_fits, cluster_demand
 from jobcluster.client.descriptor import ClusterSpecification
 from jobcluster.errors import DeploymentError
 
@@ -43,3 +44,10 @@ def test_more_cores_than_the_machine_is_a_warning():
 
 def test_what_fits_passes_silently():
     assert check_fits(cluster_demand(SHIPPED, 2, 2.0, 2**31 - 1), THIS_MACHINE, SHIPPED) is None
+
+
+def test_a_mini_cluster_is_checked_for_its_one_process_the_job_managers():
+    check_job_manager_fits(SHIPPED, MachineResources(memory=2 * GiB, cores=1))  # no TaskExecutor process to count
+    with pytest.raises(DeploymentError) as refused:
+        check_job_manager_fits(SHIPPED, MachineResources(memory=1 * GiB, cores=1))
+    assert "JobManager's process of 1600 MiB" in str(refused.value) and "jobmanager.memory.process.size" in str(refused.value)

@@ -18,12 +18,17 @@ TASK_EXECUTOR_KEYS = [
     "jvm_overhead",
     "total_flink",
     "total_process",
+    "pyspark_memory",
+    "pyspark_memory_per_worker",
 ]
 
 
 @pytest.fixture(autouse=True)
 def no_conf_dir_env(monkeypatch):
     monkeypatch.delenv("JOBCLUSTER_CONF_DIR", raising=False)
+
+
+MiB = 1 << 20
 
 
 def run(*args: str):
@@ -51,6 +56,9 @@ def test_json_task_executor_flink_default(flink_conf):
         "jvm_overhead": 201326592,
         "total_flink": 1342177280,
         "total_process": 1811939328,
+        # PYTHON's 30 % of the managed memory (153.6 MiB), for the one slot: floored to MiB
+        "pyspark_memory": 153 * MiB,
+        "pyspark_memory_per_worker": 153 * MiB,
     }
     # a Flink-valid configuration Spark cannot run: still exit 0, the warning on stderr
     assert "Spark cannot run this" in result.stderr and "450 MiB" in result.stderr
@@ -182,6 +190,54 @@ def test_table_task_executor(flink_conf):
     assert "spark.executor.memory=383m" in out and "SPARK_DAEMON_MEMORY=128m" in out
     assert "WARNING: Spark cannot run this configuration" in out
     assert "taskmanager.memory.task.heap.size to at least 450m" in out
+
+
+def test_the_python_budget_has_a_line_of_its_own_in_all_and_per_worker():
+    result = run()  # the shipped configuration: 2 slots, 768 MiB managed memory
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    (budget,) = [line for line in lines if line.startswith("  Python:")]
+    assert budget == "  Python: 536.0 MiB = 2 PySpark workers (one per slot) x 268 MiB each (RLIMIT_DATA of each)"
+    source = lines[lines.index(budget) + 1]
+    assert "PYTHON's share of managed memory (weights OPERATOR:30,PYTHON:70) + task off-heap 0 B" in source
+    assert "Managed              → executor off-heap memory     230.0 MiB  spark.memory.offHeap.size=230m" in result.stdout
+    assert "Managed              → PySpark workers (PYTHON)     536.0 MiB  RLIMIT_DATA 268m per worker, 2 at once" in result.stdout
+    document = json.loads(run("--output", "json").stdout)
+    assert (document["pyspark_memory"], document["pyspark_memory_per_worker"]) == (536 * MiB, 268 * MiB)
+
+
+@pytest.mark.parametrize(
+    ("args", "budget", "source"),
+    [
+        (
+            ["-D", "taskmanager.memory.managed.consumer-weights=OPERATOR:1,PYTHON:1", "-D", "taskmanager.numberOfTaskSlots=4"],
+            "  Python: 384.0 MiB = 4 PySpark workers (one per slot) x 96 MiB each (RLIMIT_DATA of each)",
+            "PYTHON's share of managed memory (weights OPERATOR:1,PYTHON:1)",
+        ),
+        (
+            ["-D", "python.fn-execution.memory.managed=false", "-D", "taskmanager.memory.task.off-heap.size=200m"],
+            "  Python: 200.0 MiB = 2 PySpark workers (one per slot) x 100 MiB each (RLIMIT_DATA of each)",
+            "no managed memory (python.fn-execution.memory.managed: false) + task off-heap 200.0 MiB",
+        ),
+        (
+            ["-D", "taskmanager.memory.managed.consumer-weights=OPERATOR:70,PYTHON:0"],
+            "  Python: no limit: the PySpark workers use the JVM overhead",
+            "no managed memory (PYTHON weighs 0 in OPERATOR:70,PYTHON:0)",
+        ),
+    ],
+)
+def test_the_python_line_follows_the_weights_the_slots_and_task_off_heap(args, budget, source):
+    result = run(*args)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert budget in lines
+    assert source in lines[lines.index(budget) + 1]
+
+
+def test_a_negative_weight_exits_1_with_flinks_message():
+    result = run("-D", "taskmanager.memory.managed.consumer-weights=OPERATOR:70,PYTHON:-30")
+    assert result.exit_code == 1
+    assert "Managed memory weight should not be negative. Configured weight for PYTHON is -30" in result.stderr
 
 
 def test_table_job_manager_shows_direct_limit_when_enabled(flink_conf):

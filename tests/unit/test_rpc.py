@@ -1,4 +1,5 @@
-"""RpcService over real HTTP on loopback: fencing tokens, the cluster secret, timeouts, local calls."""
+"""RpcService over real HTTP on loopback, and in-process (a MiniCluster's services): fencing tokens, the cluster secret,
+timeouts, local calls; both transports behave alike."""
 
 from __future__ import annotations
 
@@ -36,17 +37,21 @@ def run(coro):
     return asyncio.run(coro)
 
 
-async def _two_services(secret_b="s3cret"):
-    a = RpcService("127.0.0.1", "s3cret", ask_timeout=1.0)
-    b = RpcService("127.0.0.1", secret_b, ask_timeout=1.0)
+TRANSPORTS = pytest.mark.parametrize("in_process", [False, True], ids=["http", "in-process"])
+
+
+async def _two_services(secret_b="s3cret", in_process=False):
+    a = RpcService("127.0.0.1", "s3cret", ask_timeout=1.0, in_process=in_process)
+    b = RpcService("127.0.0.1", secret_b, ask_timeout=1.0, in_process=in_process)
     await a.start()
     await b.start()
     return a, b
 
 
-def test_remote_call_with_token_runs_on_the_endpoint_loop():
+@TRANSPORTS
+def test_remote_call_with_token_runs_on_the_endpoint_loop(in_process):
     async def scenario():
-        a, b = await _two_services()
+        a, b = await _two_services(in_process=in_process)
         counter = Counter()
         await a.start_endpoint(counter)
         try:
@@ -61,9 +66,10 @@ def test_remote_call_with_token_runs_on_the_endpoint_loop():
     run(scenario())
 
 
-def test_stale_fencing_token_is_refused():
+@TRANSPORTS
+def test_stale_fencing_token_is_refused(in_process):
     async def scenario():
-        a, b = await _two_services()
+        a, b = await _two_services(in_process=in_process)
         counter = Counter()
         await a.start_endpoint(counter)
         try:
@@ -77,9 +83,10 @@ def test_stale_fencing_token_is_refused():
     run(scenario())
 
 
-def test_wrong_secret_is_refused():
+@TRANSPORTS
+def test_wrong_secret_is_refused(in_process):
     async def scenario():
-        a, b = await _two_services(secret_b="other")
+        a, b = await _two_services(in_process=in_process, secret_b="other")
         counter = Counter()
         await a.start_endpoint(counter)
         try:
@@ -93,9 +100,10 @@ def test_wrong_secret_is_refused():
     run(scenario())
 
 
-def test_only_rpc_methods_are_callable():
+@TRANSPORTS
+def test_only_rpc_methods_are_callable(in_process):
     async def scenario():
-        a, b = await _two_services()
+        a, b = await _two_services(in_process=in_process)
         counter = Counter()
         await a.start_endpoint(counter)
         try:
@@ -109,9 +117,10 @@ def test_only_rpc_methods_are_callable():
     run(scenario())
 
 
-def test_calls_time_out():
+@TRANSPORTS
+def test_calls_time_out(in_process):
     async def scenario():
-        a, b = await _two_services()
+        a, b = await _two_services(in_process=in_process)
         counter = Counter()
         await a.start_endpoint(counter)
         try:
@@ -137,6 +146,58 @@ def test_local_calls_skip_the_network_but_keep_the_checks():
                 await RpcGateway(a, a.address, "counter", None).call("add", amount=1)
         finally:
             await a.stop()
+
+    run(scenario())
+
+
+class Failing(RpcEndpoint):
+    def __init__(self) -> None:
+        super().__init__("failing")
+        self.received: dict | None = None
+
+    @rpc
+    async def keep(self, data: dict) -> dict:
+        self.received = data
+        return data
+
+    @rpc
+    async def fail(self) -> None:
+        raise ValueError("bad value")
+
+
+def test_in_process_calls_skip_the_network_and_share_nothing_with_the_caller():
+    async def scenario():
+        a, b = await _two_services(in_process=True)
+        endpoint = Failing()
+        await a.start_endpoint(endpoint)
+        try:
+            await b._session.close()  # no client session: a call over the network would fail
+            sent = {"items": [1, 2]}
+            answer = await RpcGateway(b, a.address, "failing").call("keep", data=sent)
+            assert answer == sent and answer is not sent and endpoint.received is not sent
+            with pytest.raises(RpcError, match="ValueError: bad value"):  # as a remote caller gets it
+                await RpcGateway(b, a.address, "failing").call("fail")
+        finally:
+            await a.stop()
+            await b.stop()
+
+    run(scenario())
+
+
+def test_a_service_not_in_process_is_called_over_the_network():
+    async def scenario():
+        a = RpcService("127.0.0.1", "s3cret", ask_timeout=1.0)
+        b = RpcService("127.0.0.1", "s3cret", ask_timeout=1.0, in_process=True)
+        await a.start()
+        await b.start()
+        await a.start_endpoint(Failing())
+        try:
+            await b._session.close()
+            with pytest.raises(RuntimeError, match="Session is closed"):  # the call went to the client session
+                await RpcGateway(b, a.address, "failing").call("keep", data={})
+        finally:
+            await a.stop()
+            await b.stop()
 
     run(scenario())
 

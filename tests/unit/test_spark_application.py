@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from jobcluster.jobgraph.model import JobGraph, JobVertex, new_job_id
-from jobcluster.runtime.jobmaster.spark_application import driver_env, submit_conf
-from jobcluster.spark.processes import SparkMasterAddress
+from jobcluster.runtime.jobmaster.spark_application import active_executors, driver_env, submit_conf
+from jobcluster.spark.processes import SparkLocalMode, SparkMasterAddress
 
 
 def test_parallelism_reaches_spark():
@@ -31,6 +33,28 @@ def test_the_driver_waits_for_all_of_the_jobs_cores_unless_the_user_says_otherwi
     assert conf["spark.scheduler.maxRegisteredResourcesWaitingTime"] == "120s"
     users = submit_conf(graph, master, "127.0.0.1", 4040, {"spark.scheduler.minRegisteredResourcesRatio": "0.5"})
     assert users["spark.scheduler.minRegisteredResourcesRatio"] == "0.5"
+
+
+def test_in_local_mode_the_job_runs_on_as_many_threads_as_slots_with_no_executors_to_wait_for():
+    graph = JobGraph(
+        job_id=new_job_id(),
+        job_name="wc",
+        vertices=[JobVertex(id=new_job_id(), name="v", program="wc.py", parallelism=4, max_parallelism=128)],
+    )
+    master = SparkLocalMode(graph.required_slots()).address
+    conf = submit_conf(graph, master, "127.0.0.1", 4040, {})
+    assert master.local_mode and conf["spark.master"] == "local[4]"
+    assert conf["spark.default.parallelism"] == conf["spark.sql.shuffle.partitions"] == "4"
+    assert not {"spark.cores.max", "spark.scheduler.minRegisteredResourcesRatio"} & set(conf)
+    with pytest.raises(ValueError, match="at least one core"):
+        SparkLocalMode(0)
+
+
+def test_in_local_mode_the_driver_is_the_executor_that_runs_tasks():
+    executors = [{"id": "driver", "isActive": True}]
+    assert active_executors(executors, local_mode=True) == 1
+    assert active_executors(executors, local_mode=False) == 0
+    assert active_executors([*executors, {"id": "0"}, {"id": "1", "isActive": False}], local_mode=False) == 1
 
 
 def test_the_driver_does_not_take_yarns_web_proxy_path_as_its_uis_root(monkeypatch, tmp_path):

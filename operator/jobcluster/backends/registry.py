@@ -8,7 +8,8 @@ own (``backends/<name>/config_options.py``), which ``config/`` may not import.
 A backend's descriptor is imported only when its target is used (its options
 modules import nothing but ``config/``), so a local run never imports the
 Kubernetes or YARN client libraries.  Each backend package provides
-``create_cluster_descriptor(config)``.  The JobManager's side does not come
+``create_cluster_descriptor(config)`` (the local package's second target,
+``local-cluster``, in a module of its own).  The JobManager's side does not come
 here: each backend's process entry point (``backends/<name>/entrypoint.py``)
 passes its own ResourceManagerDriver factory to the shared bootstrap.
 """
@@ -31,6 +32,7 @@ from jobcluster.errors import IllegalConfigurationError
 
 TARGETS: dict[DeploymentTarget, str] = {
     DeploymentTarget.LOCAL: "jobcluster.backends.local",
+    DeploymentTarget.LOCAL_CLUSTER: "jobcluster.backends.local.local_cluster",
     DeploymentTarget.YARN_PER_JOB: "jobcluster.backends.yarn",
     DeploymentTarget.KUBERNETES_APPLICATION: "jobcluster.backends.kubernetes",
 }

@@ -10,7 +10,9 @@ process spec, 1 (message on stderr, no traceback) when it does not.  A
 configuration that Flink accepts but Spark could not run still exits 0: the
 table shows the mapping with a warning for each Spark minimum missed (with
 ``--output json`` the warning goes to stderr); ``jobcluster run`` is what
-refuses it.
+refuses it.  The PySpark workers' budget (task off-heap plus PYTHON's share of
+managed memory) has a line of its own, in all and per worker, since neither is
+a component of Flink's.
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from jobcluster.config.loader import (
 from jobcluster.config.options import JOB_MANAGER_JVM_DIRECT_MEMORY_LIMIT_ENABLED
 from jobcluster.errors import JobClusterError
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
-from jobcluster.memory.size import format_binary
+from jobcluster.memory.managed import ManagedMemoryConsumers
+from jobcluster.memory.size import MiB, format_binary
 from jobcluster.memory.spec import JobManagerProcessSpec, TaskExecutorProcessSpec
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.spark.sizing import (
     JobManagerSparkSizing,
     MemoryCap,
+    PySparkMemory,
     TaskExecutorSparkSizing,
     spark_sizing_for_job_manager,
     spark_sizing_for_task_executor,
@@ -104,14 +108,17 @@ def memory(conf_dir: Path | None, dynamic_properties: tuple[str, ...], jobmanage
             direct_limit = config.get(JOB_MANAGER_JVM_DIRECT_MEMORY_LIMIT_ENABLED)
         else:
             spec = task_executor_process_spec_from_config(config)
-            sizing = spark_sizing_for_task_executor(spec, check=False)
+            sizing = spark_sizing_for_task_executor(spec, ManagedMemoryConsumers.from_config(config), check=False)
         validate_configuration(config)  # after the model, so memory keys keep Flink's own messages
     except JobClusterError as error:
         click.echo(_describe_error(error), err=True)
         raise click.exceptions.Exit(1) from None
 
     if output == "json":
-        click.echo(json.dumps(spec_as_json(spec), indent=2))
+        document = spec_as_json(spec)
+        if isinstance(sizing, TaskExecutorSparkSizing):
+            document.update(pyspark_as_json(sizing.pyspark))
+        click.echo(json.dumps(document, indent=2))
         for problem in sizing.problems():
             click.echo(f"Warning: Spark cannot run this: {problem}.", err=True)
         return
@@ -132,6 +139,12 @@ def spec_as_json(spec: TaskExecutorProcessSpec | JobManagerProcessSpec) -> dict[
     document["total_flink"] = spec.total_flink
     document["total_process"] = spec.total_process
     return document
+
+
+def pyspark_as_json(pyspark: PySparkMemory) -> dict[str, int]:
+    """The PySpark workers' memory in bytes: ``pyspark_memory``, what they may use together (their limits'
+    sum), and ``pyspark_memory_per_worker``, each one's limit (its ``RLIMIT_DATA``; 0: none)."""
+    return {"pyspark_memory": pyspark.total_limit, "pyspark_memory_per_worker": pyspark.per_worker_mib * MiB}
 
 
 # --------------------------------------------------------------------------
@@ -155,11 +168,25 @@ def task_executor_table(spec: TaskExecutorProcessSpec, sizing: TaskExecutorSpark
         "",
         "Spark in this container (worker daemon + one executor)",
     ]
-    lines += _cap_rows(sizing.caps(), spec.jvm_overhead, "not limited: TaskExecutor process, PySpark workers, JVM native")
+    python = "PySpark daemon" if sizing.pyspark.per_worker_mib else "PySpark daemon and workers"
+    lines += _cap_rows(sizing.caps(), spec.jvm_overhead, f"not limited: TaskExecutor process, {python}, JVM native")
     lines += _sum_row(sizing.total_capped, sizing.jvm_overhead, sizing.total_process)
     lines.append(f"  worker: {' '.join(sizing.worker_args())}")
+    lines += pyspark_rows(sizing.pyspark)
     lines += _problem_rows(sizing.problems())
     return lines
+
+
+def pyspark_rows(pyspark: PySparkMemory) -> list[str]:
+    """The PySpark workers' budget: in all and per worker on a line of its own, then where it comes from."""
+    if pyspark.per_worker_mib:
+        budget = (
+            f"  Python: {format_binary(pyspark.total_limit)} = {pyspark.workers} PySpark workers (one per slot) "
+            f"x {pyspark.per_worker_mib} MiB each (RLIMIT_DATA of each)"
+        )
+    else:
+        budget = "  Python: no limit: the PySpark workers use the JVM overhead"
+    return [budget, f"          from {pyspark.source()}"]
 
 
 def job_manager_table(

@@ -77,7 +77,8 @@ class ProgressPrinter:
     def detached(self, job_client: JobClient, target: str) -> None:
         cluster = job_client.cluster_client
         job = job_client.job_id
-        on_target = "" if target == DeploymentTarget.LOCAL else f" -t {target}"
+        # both local targets keep their clusters in one place, where `jobcluster list` looks by default
+        on_target = "" if target in (DeploymentTarget.LOCAL, DeploymentTarget.LOCAL_CLUSTER) else f" -t {target}"
         logs = f" ({cluster.log_location})" if cluster.log_location else ""
         click.echo(f"Job has been submitted with JobID {job} to job cluster {cluster.cluster_id}")
         click.echo(f"  follow it:  jobcluster list{on_target}   (or GET {cluster.rest_url}/jobs/{job})")

@@ -14,6 +14,7 @@ from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
+from jobcluster.memory.managed import ManagedMemoryConsumers
 from jobcluster.memory.size import MiB
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.spark.conf import user_spark_conf
@@ -25,15 +26,16 @@ def cluster_specification(config: Configuration) -> ClusterSpecification:
     """Container sizes from the memory model, after checking what the cluster will give Spark.
 
     Raises:
-        IllegalConfigurationError: Flink's memory model rejects the sizes, the parallelism
-            cannot be reached within ``slotmanager.number-of-slots.max``, or a ``spark.*``
-            key sets something the cluster decides.
+        IllegalConfigurationError: Flink's memory model rejects the sizes or the managed
+            memory consumer weights, the parallelism cannot be reached within
+            ``slotmanager.number-of-slots.max``, or a ``spark.*`` key sets something the
+            cluster decides.
         SparkError: a container misses Spark's minimums.
     """
     jm = job_manager_process_spec_from_config(config)
     tm = task_executor_process_spec_from_config(config)
     spark_sizing_for_job_manager(jm)
-    spark_sizing_for_task_executor(tm)
+    spark_sizing_for_task_executor(tm, ManagedMemoryConsumers.from_config(config))
     spark_parallelism(config.get(options.PARALLELISM_DEFAULT), tm.num_slots, config.get(options.SLOT_MANAGER_MAX_SLOTS))
     user_spark_conf(config)
     return ClusterSpecification(

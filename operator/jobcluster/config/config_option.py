@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Generic, Literal, TypedDict, TypeVar, Unpack, overload
 
-from jobcluster.config.values import float32_text
+from jobcluster.config.values import float32_text, map_text
 
-OptionKind = Literal["memory", "int", "float", "double", "str", "bool", "duration"]
+OptionKind = Literal["memory", "int", "float", "double", "str", "bool", "duration", "map"]
 IntKind = Literal["memory", "int"]  # an int: bytes, or a count
 FloatKind = Literal["float", "double", "duration"]  # a float: a fraction, a number, or seconds
 
@@ -46,7 +46,8 @@ class ConfigOption(Generic[T_co]):
     ``kind`` decides how the text is parsed, and with the default the value's
     type: ``memory`` (int bytes, Flink size syntax), ``int``, ``float`` (Java
     float, widened exactly to a float), ``double`` (float), ``str``, ``bool``
-    (true/false), ``duration`` (float seconds, Flink syntax); ``None`` as the
+    (true/false), ``duration`` (float seconds, Flink syntax), ``map`` (``dict[str, str]``,
+    Flink's ``key:value,key:value``); ``None`` as the
     default adds ``None`` to the type ("unset unless configured").
     ``fallback_keys`` and then ``deprecated_keys`` are consulted, in order, when
     ``key`` itself is absent; the option's own key always wins.
@@ -82,6 +83,10 @@ class ConfigOption(Generic[T_co]):
     @overload
     def __init__(
         self: ConfigOption[str | None], key: str, kind: Literal["str"], default: None, **details: Unpack[OptionDetails]
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: ConfigOption[dict[str, str]], key: str, kind: Literal["map"], default: dict[str, str], **details: Unpack[OptionDetails]
     ) -> None: ...
     @overload
     def __init__(self: ConfigOption[bool], key: str, kind: Literal["bool"], default: bool, **details: Unpack[OptionDetails]) -> None: ...
@@ -120,6 +125,8 @@ class ConfigOption(Generic[T_co]):
             return float32_text(value)
         if isinstance(value, bool):
             return "true" if value else "false"
+        if isinstance(value, dict):
+            return map_text(value)
         return str(value)
 
 

@@ -14,11 +14,13 @@ from typing import Any, TypeVar
 
 from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.values import (
+    map_text,
     parse_bool,
     parse_double,
     parse_duration,
     parse_float32,
     parse_int,
+    parse_map,
     parse_memory_size,
 )
 from jobcluster.errors import IllegalConfigurationError
@@ -33,6 +35,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "bool": parse_bool,
     "duration": parse_duration,
     "str": str,
+    "map": parse_map,
 }
 
 
@@ -45,9 +48,12 @@ class InvalidValueError(IllegalConfigurationError):
 
 
 def value_to_text(value: Any) -> str:
-    """The configuration text of a Python value: booleans as ``true``/``false``, lists joined by ``;``."""
+    """The configuration text of a Python value: booleans as ``true``/``false``, lists joined by ``;``,
+    mappings as ``key:value,key:value``."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, Mapping):
+        return map_text(value)
     if isinstance(value, (list, tuple)):
         return ";".join(value_to_text(item) for item in value)
     return str(value)

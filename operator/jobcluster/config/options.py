@@ -42,8 +42,9 @@ EXECUTION_TARGET = ConfigOption(
     "execution.target",
     "str",
     DeploymentTarget.LOCAL.value,
-    description="Where the job cluster runs: 'local' (processes on this machine), "
-    "'yarn-per-job' or 'kubernetes-application'. Picks the PipelineExecutor and ClusterDescriptor.",
+    description="Where the job cluster runs: 'local' (Flink's MiniCluster: the JobManager and the TaskExecutors in one "
+    "process on this machine, the program's Spark in local mode), 'local-cluster' (a cluster of processes on this machine: "
+    "TaskExecutors with Spark workers), 'yarn-per-job' or 'kubernetes-application'. Picks the PipelineExecutor and ClusterDescriptor.",
     choices=tuple(target.value for target in DeploymentTarget),
 )
 EXECUTION_ATTACHED = ConfigOption(
@@ -139,16 +140,18 @@ TASK_MANAGER_TASK_OFF_HEAP_MEMORY = ConfigOption(
     "taskmanager.memory.task.off-heap.size",
     "memory",
     0,
-    description="Task Off-Heap Memory of a TaskExecutor; becomes spark.executor.pyspark.memory "
-    "(the PySpark workers' limit) when greater than zero.",
+    description="Task Off-Heap Memory of a TaskExecutor; goes to the PySpark workers, whose limit "
+    "(RLIMIT_DATA, per worker) is it plus PYTHON's share of managed memory, divided by the slots.",
 )
 TASK_MANAGER_MANAGED_MEMORY_SIZE = ConfigOption(
     "taskmanager.memory.managed.size",
     "memory",
     None,
     deprecated_keys=("taskmanager.memory.size",),
-    description="Managed Memory of a TaskExecutor (native memory); becomes Spark's off-heap "
-    "memory (spark.memory.offHeap.size). Unset: taskmanager.memory.managed.fraction of Total Flink Memory.",
+    description="Managed Memory of a TaskExecutor (native memory), shared by its consumers "
+    "(taskmanager.memory.managed.consumer-weights): OPERATOR's share becomes Spark's off-heap memory "
+    "(spark.memory.offHeap.size), PYTHON's the PySpark workers' (their RLIMIT_DATA). "
+    "Unset: taskmanager.memory.managed.fraction of Total Flink Memory.",
 )
 TASK_MANAGER_MANAGED_MEMORY_FRACTION = ConfigOption(
     "taskmanager.memory.managed.fraction",
@@ -156,6 +159,23 @@ TASK_MANAGER_MANAGED_MEMORY_FRACTION = ConfigOption(
     _fraction("0.4"),
     description="Fraction of Total Flink Memory used as Managed Memory when "
     "taskmanager.memory.managed.size is unset (32-bit float, in [0, 1)).",
+)
+TASK_MANAGER_MANAGED_MEMORY_CONSUMER_WEIGHTS = ConfigOption(
+    "taskmanager.memory.managed.consumer-weights",
+    "map",
+    {"OPERATOR": "70", "STATE_BACKEND": "70", "PYTHON": "30"},
+    description="Weights by which the consumers of a job share Managed Memory (non-negative integers; a consumer "
+    "left out weighs 0; DATAPROC stands for both OPERATOR and STATE_BACKEND). A PySpark job has two: OPERATOR "
+    "(Spark's off-heap execution and storage memory) and, with python.fn-execution.memory.managed, PYTHON "
+    "(the PySpark workers); STATE_BACKEND has no consumer in Spark.",
+)
+PYTHON_USE_MANAGED_MEMORY = ConfigOption(
+    "python.fn-execution.memory.managed",
+    "bool",
+    True,
+    description="Whether the PySpark workers take PYTHON's share of Managed Memory "
+    "(taskmanager.memory.managed.consumer-weights) on top of Task Off-Heap Memory. "
+    "If false, they get Task Off-Heap Memory only, and Spark's off-heap memory all of Managed Memory.",
 )
 TASK_MANAGER_NETWORK_MEMORY_MIN = ConfigOption(
     "taskmanager.memory.network.min",
@@ -500,7 +520,8 @@ LOCAL_MEMORY_CHECK_INTERVAL = ConfigOption(
     "jobcluster.local.memory-check-interval",
     "duration",
     3.0,
-    description="On the local target, how often the JobManager measures each TaskExecutor's process tree (the TaskExecutor, "
+    description="On the local-cluster target (not on local, the MiniCluster, whose TaskExecutors are no processes), "
+    "how often the JobManager measures each TaskExecutor's process tree (the TaskExecutor, "
     "its Spark worker and executor JVMs, the PySpark workers: the sum of their resident memory, as YARN's NodeManager "
     "measures a container) against its taskmanager.memory.process.size, which nothing enforces there; the first time it is "
     "over, a warning names the option to change (seconds; YARN's default container-monitor interval; 0 = never).",

@@ -16,10 +16,13 @@ class DeploymentTarget(StrEnum):
 
     Flink's names: ``YarnDeploymentTarget.PER_JOB`` and
     ``KubernetesDeploymentTarget.APPLICATION``; ``local`` runs the job cluster
-    as processes on this machine.  A member is its name (``str``), so it can be
+    in one process on this machine, as Flink's MiniCluster does (``execution.target:
+    local``), and ``local-cluster`` as a cluster of processes on this machine (Spark's
+    ``local-cluster`` master).  A member is its name (``str``), so it can be
     compared with and stored as configuration text directly.
     """
 
     LOCAL = "local"
+    LOCAL_CLUSTER = "local-cluster"
     YARN_PER_JOB = "yarn-per-job"
     KUBERNETES_APPLICATION = "kubernetes-application"

@@ -30,6 +30,7 @@ EXPECTED_FORM = {
     "bool": "'true' or 'false'",
     "duration": "a duration such as '10 s', '500 ms', '2 min' or '7 d' (a plain number is milliseconds)",
     "str": "a text",
+    "map": "key:value entries separated by commas, such as 'OPERATOR:70,PYTHON:30'",
 }
 
 

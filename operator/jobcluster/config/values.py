@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+from collections.abc import Mapping
 from decimal import Decimal
 
 #: Largest value of a Java ``long``; Flink's sizes and products must stay within it.
@@ -140,6 +141,31 @@ def parse_bool(text: str) -> bool:
     if lowered == "false":
         return False
     raise ValueError(f"{text!r} is neither 'true' nor 'false'")
+
+
+def parse_map(text: str) -> dict[str, str]:
+    """Parse a Flink map option value: ``key:value`` entries separated by commas (``OPERATOR:70,PYTHON:30``).
+
+    Keys and values are trimmed; an empty text is the empty map; a key given twice keeps its last value.
+    Flink's quoting of ``,`` and ``:`` inside keys or values is not supported (no option here needs it).
+
+    Raises:
+        ValueError: an entry without exactly one ``:``, or with an empty key.
+    """
+    mapping: dict[str, str] = {}
+    for entry in str(text).split(","):
+        if not entry.strip():
+            continue
+        parts = entry.split(":")
+        if len(parts) != 2 or not parts[0].strip():
+            raise ValueError(f"{entry.strip()!r} is not a key:value entry")
+        mapping[parts[0].strip()] = parts[1].strip()
+    return mapping
+
+
+def map_text(mapping: Mapping[str, object]) -> str:
+    """A map as Flink writes a map option's value: ``key:value`` entries joined by commas, in the map's order."""
+    return ",".join(f"{key}:{value}" for key, value in mapping.items())
 
 
 _DECIMAL_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?")

@@ -23,6 +23,12 @@ _TM_SIZE = f"{o.TASK_MANAGER_TOTAL_PROCESS_MEMORY.key} (see `jobcluster memory`)
 _JM_SIZE = f"{o.JOB_MANAGER_TOTAL_PROCESS_MEMORY.key} (see `jobcluster memory --jobmanager`)"
 _CORES = f"-p ({o.PARALLELISM_DEFAULT.key}) and {o.NUM_TASK_SLOTS.key}"
 _CLUSTER = "it is decided by the job cluster"
+_WEIGHTS = o.TASK_MANAGER_MANAGED_MEMORY_CONSUMER_WEIGHTS.key
+_PYSPARK_MEMORY = (
+    f"PYTHON's weight in {_WEIGHTS} (with {o.PYTHON_USE_MANAGED_MEMORY.key}), {o.TASK_MANAGER_MANAGED_MEMORY_SIZE.key} "
+    f"or {o.TASK_MANAGER_TASK_OFF_HEAP_MEMORY.key}; the PySpark workers' limit is their share divided by the slots"
+)
+_OFF_HEAP_MEMORY = f"{o.TASK_MANAGER_MANAGED_MEMORY_SIZE.key} or OPERATOR's weight in {_WEIGHTS}"
 _UI_ROOT = "the REST endpoint serves the driver's UI under /spark/ and gives it its root with each request"
 
 #: Spark keys the cluster decides, and what to set instead.
@@ -39,9 +45,10 @@ RESERVED_SPARK_KEYS: dict[str, str] = {
     "spark.executor.memory": f"{o.TASK_MANAGER_TASK_HEAP_MEMORY.key} or {_TM_SIZE}",
     "spark.executor.memoryOverhead": f"{o.TASK_MANAGER_JVM_OVERHEAD_MIN.key}/.max/.fraction",
     "spark.executor.memoryOverheadFactor": f"{o.TASK_MANAGER_JVM_OVERHEAD_MIN.key}/.max/.fraction",
-    "spark.executor.pyspark.memory": o.TASK_MANAGER_TASK_OFF_HEAP_MEMORY.key,
-    "spark.memory.offHeap.enabled": o.TASK_MANAGER_MANAGED_MEMORY_SIZE.key,
-    "spark.memory.offHeap.size": o.TASK_MANAGER_MANAGED_MEMORY_SIZE.key,
+    "spark.executor.pyspark.memory": _PYSPARK_MEMORY,
+    "spark.python.daemon.module": f"nothing: the cluster's daemon sets each PySpark worker's memory limit ({_PYSPARK_MEMORY})",
+    "spark.memory.offHeap.enabled": _OFF_HEAP_MEMORY,
+    "spark.memory.offHeap.size": _OFF_HEAP_MEMORY,
     "spark.network.maxRemoteBlockSizeFetchToMem": f"{o.TASK_MANAGER_NETWORK_MEMORY_MIN.key}/.max/.fraction",
     "spark.driver.memory": f"{o.JOB_MANAGER_JVM_HEAP_MEMORY.key} or {_JM_SIZE}",
     "spark.driver.memoryOverhead": f"{o.JOB_MANAGER_JVM_OVERHEAD_MIN.key}/.max/.fraction",

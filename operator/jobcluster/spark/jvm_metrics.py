@@ -63,7 +63,8 @@ _FLINK_JVM_GAUGES = {
 _GC_GAUGE = re.compile(r"^jvm\.(?P<name>[^.]+)\.(?P<what>count|time)$")
 _NOT_COLLECTORS = {"heap", "non-heap", "total", "direct", "mapped"}
 GC_PREFIX = "Status.JVM.GarbageCollector."
-#: Flink's managed memory is Spark's off-heap memory (the memory model sets spark.memory.offHeap.size to it).
+#: Flink's managed memory: Spark's off-heap memory is its OPERATOR share (spark.memory.offHeap.size, see spark/sizing.py);
+#: the PySpark workers' share is not measured, so "used" is Spark's use, of the whole managed memory.
 MANAGED_USED = "Status.Flink.Memory.Managed.Used"
 MANAGED_TOTAL = "Status.Flink.Memory.Managed.Total"
 _MANAGED_USED_GAUGES = ("ExecutorMetrics.OffHeapExecutionMemory", "ExecutorMetrics.OffHeapStorageMemory")
@@ -123,8 +124,8 @@ def flink_jvm_metrics(gauges: Mapping[str, float]) -> dict[str, int]:
 
 
 def flink_task_manager_metrics(gauges: Mapping[str, float], managed_memory: int) -> dict[str, int]:
-    """An executor's Flink metrics: the JVM's, and managed memory (``managed_memory`` bytes, Spark's off-heap
-    memory) with what Spark's execution and storage use of it."""
+    """An executor's Flink metrics: the JVM's, and managed memory (``managed_memory`` bytes, all of it) with what
+    Spark's execution and storage use of their share of it (Spark's off-heap memory)."""
     metrics = flink_jvm_metrics(gauges)
     metrics[MANAGED_TOTAL] = managed_memory
     if any(name in gauges for name in _MANAGED_USED_GAUGES):

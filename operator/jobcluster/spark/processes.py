@@ -32,10 +32,38 @@ POLL_INTERVAL = 0.2  # seconds between two looks at a daemon that starts: what w
 
 @dataclass(frozen=True)
 class SparkMasterAddress:
-    """``url``: ``spark://host:port`` for workers and drivers; ``web_url``: the master UI."""
+    """``url``: ``spark://host:port`` for workers and drivers; ``web_url``: the master UI.
+
+    In Spark's local mode (:class:`SparkLocalMode`) ``url`` is ``local[N]`` and there is no master UI (``web_url`` empty).
+    """
 
     url: str
     web_url: str
+
+    @property
+    def local_mode(self) -> bool:
+        """Whether this is Spark's local mode: the driver's JVM runs the tasks, there are no executors of their own."""
+        return self.url.startswith("local")
+
+
+class SparkLocalMode:
+    """Spark's local mode as the job's master: no daemon; the driver's JVM runs the tasks in ``cores`` threads.
+
+    What the MiniCluster (``-t local``) gives its program instead of a standalone master, as
+    ``spark-submit --master local[N]`` would (Spark's ``LocalSchedulerBackend``). It has the
+    :class:`SparkMaster` methods the JobManager calls, which have nothing to start or stop.
+    """
+
+    def __init__(self, cores: int) -> None:
+        if cores < 1:
+            raise ValueError(f"Spark's local mode needs at least one core, not {cores}")
+        self.address = SparkMasterAddress(f"local[{cores}]", "")
+
+    async def start(self) -> None:
+        """Nothing to start: the driver brings its own scheduler."""
+
+    async def stop(self) -> None:
+        """Nothing to stop: the driver's JVM ends with the program."""
 
 
 async def fetch_json(url: str, timeout: float = STATUS_TIMEOUT) -> Any:  # noqa: ASYNC109 - every network call has a timeout by default

@@ -2,10 +2,11 @@
 
 Why: Flink's memory model sizes a container; inside ours run Spark JVMs and
 Python processes.  For the container to be honest, every Flink component
-becomes exactly one explicit limit of one of them, so that the sum of all
-limits plus the JVM overhead never exceeds the container (the overhead
-stays the only unlimited budget: thread stacks, code caches, GC structures
-and the Python processes).  A configuration that Spark itself would refuse is
+becomes explicit limits of them (one limit, or fixed shares of one component
+for two: metaspace, managed memory), so that the sum of all limits plus the
+JVM overhead never exceeds the container (the overhead stays the only
+unlimited budget: thread stacks, code caches, GC structures, the
+TaskExecutor's and PySpark's daemon's Python processes).  A configuration that Spark itself would refuse is
 refused here, before anything is deployed, with the option to change.
 
 TaskExecutor container (Spark worker daemon + one executor of the job, with the cores
@@ -17,12 +18,26 @@ Flink component     Spark limit
 framework heap      worker daemon heap (``SPARK_DAEMON_MEMORY``)
 framework off-heap  worker daemon ``-XX:MaxDirectMemorySize``
 task heap           ``spark.executor.memory``; also the worker ``--memory``
-task off-heap       ``spark.executor.pyspark.memory`` (unset when < 1 MiB)
+task off-heap       the PySpark workers (below)
 network             executor ``-XX:MaxDirectMemorySize`` (Netty buffers)
-managed             ``spark.memory.offHeap.size`` (disabled when < 1 MiB)
+managed             OPERATOR's share: ``spark.memory.offHeap.size``
+                    (disabled when < 1 MiB); PYTHON's share: the PySpark
+                    workers (below); shares by the consumer weights
 JVM metaspace       3/8 worker daemon, rest executor ``-XX:MaxMetaspaceSize``
-JVM overhead        not limited: TaskExecutor process, PySpark workers, JVM native
+JVM overhead        not limited: TaskExecutor process, PySpark daemon, JVM native
 ==================  =====================================================
+
+The PySpark workers' budget is task off-heap plus PYTHON's share of managed
+memory (``taskmanager.memory.managed.consumer-weights``, only with
+``python.fn-execution.memory.managed``; see ``memory/managed.py``), as PyFlink's
+Python workers get theirs.  The executor runs at most one PySpark worker per core
+at once, and has at most the worker's cores, the slots; so each worker's limit
+is each part divided by the slots, floored to MiB (no limit when < 1 MiB).  Each
+worker gets it as its data-segment limit (``RLIMIT_DATA``), set by the daemon
+that forks the workers (``spark.python.daemon.module``, see ``pyspark_daemon.py``
+for why not Spark's ``spark.executor.pyspark.memory``); an allocation beyond it
+raises ``MemoryError`` in the task.  A limit below ``PYSPARK_MIN_WORKER_MIB`` is
+refused: PySpark's daemon and a worker need about 20 MiB of it before any task.
 
 JobManager container (Spark master daemon + the driver, client mode):
 
@@ -50,8 +65,10 @@ from typing import NamedTuple
 
 from jobcluster.config import options as o
 from jobcluster.errors import SparkError
-from jobcluster.memory.size import MiB, floor_mib, format_memory_size
+from jobcluster.memory.managed import ManagedMemoryConsumers
+from jobcluster.memory.size import MiB, floor_mib, format_binary, format_memory_size
 from jobcluster.memory.spec import JobManagerProcessSpec, TaskExecutorProcessSpec
+from jobcluster.spark import pyspark_daemon
 
 #: Spark refuses an executor or driver heap below 1.5 x 300 MiB reserved system memory.
 SPARK_MIN_JVM_HEAP_MIB = 450
@@ -63,6 +80,12 @@ SPARK_MIN_METASPACE_MIB = 64
 SPARK_MIN_EXECUTOR_DIRECT_MIB = 16
 #: Share of JVM metaspace given to the daemon (worker or master); the rest goes to the executor/driver.
 DAEMON_METASPACE_EIGHTHS = 3
+#: Smallest memory limit of a PySpark worker, MiB: PySpark's daemon and a worker take about 20 MiB of it before any
+#: task (measured: the data segment of a Python 3.11 process that imported pyspark.daemon and pyspark.worker).
+PYSPARK_MIN_WORKER_MIB = 64
+#: The daemon that sets each PySpark worker's limit, and the variable it reads it from (bytes).
+PYSPARK_DAEMON_MODULE = pyspark_daemon.__name__
+PYSPARK_LIMIT_ENV = pyspark_daemon.LIMIT_ENV
 #: Shares of the JobManager off-heap memory: master daemon heap and master daemon direct memory
 #: (in eighths); the driver's direct memory gets the rest.
 MASTER_HEAP_EIGHTHS = 4
@@ -120,6 +143,87 @@ class SparkDaemonSizing:
 DAEMON_JIT_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+@dataclass(frozen=True)
+class PySparkMemory:
+    """The PySpark workers' memory in a TaskExecutor container (see the module docstring).
+
+    ``task_off_heap`` and ``managed`` (bytes): what they get of task off-heap memory (all of it) and of
+    managed memory (PYTHON's share); ``workers``: how many run at once at most (the slots);
+    ``consumers``: how managed memory was shared, for messages.
+    """
+
+    task_off_heap: int
+    managed: int
+    workers: int
+    consumers: ManagedMemoryConsumers
+
+    @property
+    def budget(self) -> int:
+        """task off-heap + PYTHON's share of managed memory, bytes (before the division into per-worker MiB)."""
+        return self.task_off_heap + self.managed
+
+    @property
+    def per_worker_mib(self) -> int:
+        """Each worker's limit, whole MiB: each part divided by the workers and floored (0: no limit)."""
+        return self._per_worker_mib(self.task_off_heap) + self._per_worker_mib(self.managed)
+
+    def limits_from(self, part: int) -> int:
+        """Bytes of the workers' limits, all of them together, that come from ``part`` (``task_off_heap`` or ``managed``)."""
+        return self._per_worker_mib(part) * self.workers * MiB
+
+    @property
+    def total_limit(self) -> int:
+        """Bytes the workers may use together: the per-worker limit times the workers."""
+        return self.per_worker_mib * self.workers * MiB
+
+    def _per_worker_mib(self, part: int) -> int:
+        return floor_mib(part // self.workers)
+
+    def setting(self) -> str:
+        """How it is enforced, as ``jobcluster memory`` shows it."""
+        if not self.per_worker_mib:
+            return "no limit (the PySpark workers use the overhead)"
+        return f"RLIMIT_DATA {_mib(self.per_worker_mib)} per worker, {self.workers} at once"
+
+    def source(self, weights: bool = True) -> str:
+        """Where the budget comes from, e.g. ``PYTHON's share of managed memory (weights OPERATOR:70,...) + task
+        off-heap 0 B``; without ``weights`` the configured weights are left out."""
+        consumers = self.consumers
+        if not consumers.python_uses_managed:
+            managed = f"no managed memory ({o.PYTHON_USE_MANAGED_MEMORY.key}: false)"
+        elif not consumers.python_weight:
+            managed = f"no managed memory (PYTHON weighs 0 in {consumers.configured})"
+        else:
+            managed = "PYTHON's share of managed memory" + (f" (weights {consumers.configured})" if weights else "")
+        return f"{managed} + task off-heap {format_binary(self.task_off_heap)}"
+
+    def options_to_raise(self) -> str:
+        """The options that give each worker more, in the order to try them."""
+        consumers = self.consumers
+        task_off_heap = o.TASK_MANAGER_TASK_OFF_HEAP_MEMORY.key
+        weights = o.TASK_MANAGER_MANAGED_MEMORY_CONSUMER_WEIGHTS.key
+        if not consumers.python_uses_managed:
+            options = [task_off_heap, f"set {o.PYTHON_USE_MANAGED_MEMORY.key}: true (adds PYTHON's share of managed memory)"]
+        elif not consumers.python_weight:
+            options = [f"give PYTHON a weight in {weights} (now {consumers.configured})", task_off_heap]
+        else:
+            managed = f"{o.TASK_MANAGER_MANAGED_MEMORY_SIZE.key} (or {o.TASK_MANAGER_MANAGED_MEMORY_FRACTION.key})"
+            options = [f"PYTHON's weight in {weights} (now {consumers.configured})", managed, task_off_heap]
+        options.append(f"fewer slots per TaskManager ({o.NUM_TASK_SLOTS.key}; the budget is divided by them)")
+        return "raise " + ", ".join(options[:-1]) + ", or use " + options[-1]
+
+    def memory_error_hint(self) -> str | None:
+        """What a task's ``MemoryError`` in a PySpark worker means and which options raise the limit; None without a limit."""
+        if not self.per_worker_mib:
+            return None
+        return (
+            f"A PySpark worker ran out of its memory limit: each may use {self.per_worker_mib} MiB "
+            f"(its RLIMIT_DATA: the TaskManager's Python budget of "
+            f"{format_binary(self.budget)}, {self.source(weights=False)}, over its {self.workers} slot(s)). "
+            f"To give each worker more, {self.options_to_raise()}. See `jobcluster memory`."
+        )
+
+
 class _CappedContainer:
     """What both sizings share: explicit limits (``caps()``) that, with the JVM overhead, fit the container."""
 
@@ -155,7 +259,7 @@ class TaskExecutorSparkSizing(_CappedContainer):
     executor_direct_mib: int
     executor_metaspace_mib: int
     executor_off_heap_mib: int
-    pyspark_memory_mib: int
+    pyspark: PySparkMemory
     jvm_overhead: int
     total_process: int
 
@@ -183,23 +287,21 @@ class TaskExecutorSparkSizing(_CappedContainer):
         }
         if self.executor_off_heap_mib > 0:
             conf["spark.memory.offHeap.size"] = _mib(self.executor_off_heap_mib)
-        if self.pyspark_memory_mib > 0:
-            conf["spark.executor.pyspark.memory"] = _mib(self.pyspark_memory_mib)
+        if self.pyspark.per_worker_mib > 0:
+            # each worker's limit, set by the daemon that forks them: see the module docstring
+            conf["spark.python.daemon.module"] = PYSPARK_DAEMON_MODULE
+            conf[f"spark.executorEnv.{PYSPARK_LIMIT_ENV}"] = str(self.pyspark.per_worker_mib * MiB)
         return conf
 
     def caps(self) -> tuple[MemoryCap, ...]:
         """Every explicit limit in the container, in bytes (zero when a limit is not set)."""
         daemon = self.worker_daemon
         off_heap = (
-            f"spark.memory.offHeap.size={_mib(self.executor_off_heap_mib)}"
+            f"spark.memory.offHeap.size={_mib(self.executor_off_heap_mib)} (OPERATOR's share)"
             if self.executor_off_heap_mib
             else "spark.memory.offHeap.enabled=false"
         )
-        pyspark = (
-            f"spark.executor.pyspark.memory={_mib(self.pyspark_memory_mib)}"
-            if self.pyspark_memory_mib
-            else "spark.executor.pyspark.memory not set (Python uses overhead)"
-        )
+        pyspark = self.pyspark
         return (
             MemoryCap("worker daemon heap", daemon.heap_mib * MiB, "framework_heap", f"SPARK_DAEMON_MEMORY={_mib(daemon.heap_mib)}"),
             MemoryCap(
@@ -233,7 +335,8 @@ class TaskExecutorSparkSizing(_CappedContainer):
                 f"spark.executor.extraJavaOptions -XX:MaxMetaspaceSize={_mib(self.executor_metaspace_mib)}",
             ),
             MemoryCap("executor off-heap memory", self.executor_off_heap_mib * MiB, "managed", off_heap),
-            MemoryCap("PySpark workers", self.pyspark_memory_mib * MiB, "task_off_heap", pyspark),
+            MemoryCap("PySpark workers (PYTHON)", pyspark.limits_from(pyspark.managed), "managed", pyspark.setting()),
+            MemoryCap("PySpark workers", pyspark.limits_from(pyspark.task_off_heap), "task_off_heap", pyspark.setting()),
         )
 
     def problems(self) -> tuple[str, ...]:
@@ -266,6 +369,12 @@ class TaskExecutorSparkSizing(_CappedContainer):
             )
         if self.worker_cores < 1:
             found.append(f"a Spark worker needs at least one core; raise {o.NUM_TASK_SLOTS.key}")
+        if 0 < self.pyspark.per_worker_mib < PYSPARK_MIN_WORKER_MIB:
+            found.append(
+                f"each PySpark worker's memory limit would be {self.pyspark.per_worker_mib} MiB "
+                f"({self.pyspark.source(weights=False)}, over {self.pyspark.workers} slot(s)), below the "
+                f"{PYSPARK_MIN_WORKER_MIB} MiB a worker needs to run a task; {self.pyspark.options_to_raise()}"
+            )
         return tuple(found)
 
 
@@ -359,17 +468,22 @@ class JobManagerSparkSizing(_CappedContainer):
 SparkWorkerSizing = TaskExecutorSparkSizing
 
 
-def spark_sizing_for_task_executor(spec: TaskExecutorProcessSpec, *, check: bool = True) -> TaskExecutorSparkSizing:
-    """Map a TaskExecutor process spec to its Spark worker daemon and executor limits.
+def spark_sizing_for_task_executor(
+    spec: TaskExecutorProcessSpec, consumers: ManagedMemoryConsumers, *, check: bool = True
+) -> TaskExecutorSparkSizing:
+    """Map a TaskExecutor process spec to its Spark worker daemon, executor and PySpark worker limits.
 
-    With ``check`` (the default) a sizing below Spark's minimums is refused;
-    ``check=False`` returns it anyway (for display; see ``problems()``).
+    ``consumers``: how the job's consumers share managed memory
+    (``ManagedMemoryConsumers.from_config``).  With ``check`` (the default) a
+    sizing below Spark's minimums is refused; ``check=False`` returns it anyway
+    (for display; see ``problems()``).
 
     Raises:
         SparkSizingError: Spark cannot run it; the message names the options to raise.
     """
     daemon_metaspace_mib = _eighths(spec.jvm_metaspace, DAEMON_METASPACE_EIGHTHS)
     executor_heap_mib = floor_mib(spec.task_heap)
+    pyspark = PySparkMemory(spec.task_off_heap, consumers.python_share(spec.managed), spec.num_slots, consumers)
     sizing = TaskExecutorSparkSizing(
         worker_daemon=SparkDaemonSizing(
             heap_mib=floor_mib(spec.framework_heap),
@@ -381,8 +495,8 @@ def spark_sizing_for_task_executor(spec: TaskExecutorProcessSpec, *, check: bool
         executor_heap_mib=executor_heap_mib,
         executor_direct_mib=floor_mib(spec.network),
         executor_metaspace_mib=floor_mib(spec.jvm_metaspace - daemon_metaspace_mib * MiB),
-        executor_off_heap_mib=floor_mib(spec.managed),
-        pyspark_memory_mib=floor_mib(spec.task_off_heap),
+        executor_off_heap_mib=floor_mib(consumers.operator_share(spec.managed)),
+        pyspark=pyspark,
         jvm_overhead=spec.jvm_overhead,
         total_process=spec.total_process,
     )

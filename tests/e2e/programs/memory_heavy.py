@@ -6,9 +6,9 @@ its size). What it allocates, with the defaults (``--partitions 8 --mib 24``):
 
 - Python: each task builds a dict of ``MIB`` MiB of 1 KiB random strings (24 MiB of text, about 27 MiB
   with the string headers, the dict and the keys) and holds it until its partition is cached. With 2
-  slots per TaskExecutor two PySpark workers do this at once, roughly 2 x 60 MiB resident, paid from the
-  JVM overhead (the shipped configuration leaves ``taskmanager.memory.task.off-heap.size`` at 0, so
-  PySpark is not capped).
+  slots per TaskExecutor two PySpark workers do this at once, roughly 2 x 60 MiB resident, within their
+  limit: with the shipped configuration each may use 268 MiB (PYTHON's share of managed memory over the
+  2 slots).
 - Executor heap: the records, cached ``MEMORY_ONLY`` (PySpark caches the pickled records in the executor
   JVM): ``PARTITIONS x MIB`` = 192 MiB spread over the executors, within the storage memory of one
   executor of the shipped 2560m TaskManager (``spark.executor.memory`` 703m: (703 - 300) x 0.6 = 241 MiB

@@ -34,6 +34,7 @@ from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
 from jobcluster.memory.size import MiB
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.runtime.rest.dashboard import FLINK_WEB_VERSION
+from tests.e2e.support import memory_error_cause, run_timing_stderr
 from tests.e2e.test_web_dashboard import KNOWN_MISSING, SPARK_UI_LINK
 from tests.infra.hadoop.cluster import HadoopCluster
 from tests.integration.hadoop.test_wordcount_hdfs import CORPUS, count_words
@@ -409,6 +410,24 @@ def test_memory_heavy_job_stays_inside_its_containers(
     assert f"RESULT {records} {checksum}" in result.stdout, result.stdout
     application = application_id_in(result.stderr)
     assert f"YARN application {application} FINISHED with final status SUCCEEDED" in result.stderr, result.stderr
+    assert pmem_kills(hadoop_cluster, application) == []
+
+
+def test_a_python_task_past_its_pyspark_workers_limit_fails_with_memory_error_and_no_container_is_killed(
+    cli_env: dict[str, str],
+    hadoop_cluster: HadoopCluster,
+    yarn_clean: None,
+) -> None:
+    """Issue 27's program with the shipped sizes (-p 2, 2 slots, YARN's physical-memory check on): each Python task
+    fills 1,000 MiB, past the 268 MiB a PySpark worker may use. The tasks fail in seconds with Python's MemoryError,
+    the job's cause (and YARN's diagnostics) says which options raise the limit, the one TaskExecutor container is
+    never replaced, and YARN killed no container for memory."""
+    argv = [sys.executable, "-m", "jobcluster", "run", "-t", "yarn-per-job", "-p", "2", "-D", "taskmanager.numberOfTaskSlots=2"]
+    stderr, _ = memory_error_cause(*run_timing_stderr([*argv, str(PROGRAMS / "python_memory_hog.py"), "--mib", "1000"], cli_env))
+    application = application_id_in(stderr)
+    yarn_view = f"YARN application {application} FINISHED with final status FAILED: .*MemoryError\nA PySpark worker ran out"
+    assert re.search(yarn_view, stderr, re.DOTALL), stderr
+    assert len(re.findall(r"TaskExecutor container_\S+ registered", stderr)) == 1, stderr
     assert pmem_kills(hadoop_cluster, application) == []
 
 

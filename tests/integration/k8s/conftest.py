@@ -7,13 +7,15 @@ one-time build, so it is session-scoped, built before the first test runs
 The node imports the image (its ref: the ``k8s_image`` fixture), so the pods
 run the code under test. Teardown always stops every daemon and container;
 the work dir (logs, pods' logs) is kept, and its path printed, only when a k8s
-test failed.
+test failed; it is not under pytest's base temp dir, whose older sessions pytest
+removes, so that the logs of a failed CI run are still there to read afterwards.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,7 +90,7 @@ def k8s_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         cluster.tag_image(cluster.images[0][0], DEFAULT_IMAGE)
         yield cluster
         return
-    work_dir = tmp_path_factory.mktemp("k8s-cluster")
+    work_dir = Path(tempfile.mkdtemp(prefix="jobcluster-k8s-"))
     request.config.stash[_WORK_DIR] = work_dir
     image = request.config.stash.get(_IMAGE, None) or build_image()
     cluster = KubernetesCluster(work_dir=work_dir, images=[image])

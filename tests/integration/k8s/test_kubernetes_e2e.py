@@ -34,6 +34,7 @@ import requests
 import yaml
 from kubernetes.utils import parse_quantity
 
+from tests.e2e.support import memory_error_cause, run_timing_stderr
 from tests.infra.k8s.cluster import free_port
 from tests.integration.k8s.pods import MAIN_CONTAINER, TEST_NODE_CPU, host_path_template, image_options
 from tests.integration.k8s.test_kubernetes_cluster_objects import objects_of
@@ -47,6 +48,7 @@ PROGRAMS = REPO / "tests" / "e2e" / "programs"
 WAITS = PROGRAMS / "waits.py"
 SLOW_WORDCOUNT = PROGRAMS / "slow_wordcount.py"
 MEMORY_HEAVY = PROGRAMS / "memory_heavy.py"
+PYTHON_MEMORY_HOG = PROGRAMS / "python_memory_hog.py"
 TIMEOUT = (5, 30)
 CLI_TIMEOUT = 600
 GONE_TIMEOUT = 120  # seconds for the garbage collector to remove a deleted cluster's objects
@@ -386,6 +388,23 @@ def test_memory_limits_are_the_memory_models_and_a_memory_heavy_job_is_not_oom_k
     assert (cgroups[jm_name]["limit"], cgroups[tm_name]["limit"]) == (JM_MEMORY_MIB << 20, TM_MEMORY_MIB << 20)
     assert {name: c["oom_kill"] for name, c in cgroups.items()} == {jm_name: 0, tm_name: 0}
     assert [killed for pod in pods.values() for killed in oom_killed(pod)] == []
+    assert "OOMKilled" not in err_text and not re.search(r"TaskExecutor \S+ lost: ", err_text), err_text[-6000:]
+    assert_namespace_empty(k8s_api, namespace)
+
+
+def test_a_python_task_past_its_pyspark_workers_limit_fails_with_memory_error_and_no_container_is_killed(
+    k8s_api, k8s_image, namespace, cli_env
+):
+    """Issue 27's program in real containers with the shipped sizes (-p 2, one TaskManager of 2 slots, its pod
+    limited to its process size): each Python task fills 1,000 MiB, past the 268 MiB a PySpark worker may use (the
+    daemon's RLIMIT_DATA, inherited by the workers). The tasks fail with MemoryError, the job's cause names the
+    limit and the options to raise it, and the kernel killed nothing: the one TaskManager is never lost."""
+    cluster_id = f"pyhog-{uuid.uuid4().hex[:6]}"
+    options = {"taskmanager.numberOfTaskSlots": "2", "kubernetes.taskmanager.cpu.limit-factor": "4"}
+    args = ["run", "-t", "kubernetes-application", "-p", "2", *cluster_options(namespace, k8s_image, cluster_id, options)]
+    argv = [sys.executable, "-m", "jobcluster", *args, str(PYTHON_MEMORY_HOG), "--mib", "1000"]
+    err_text, _ = memory_error_cause(*run_timing_stderr(argv, cli_env))
+    assert len(re.findall(r"TaskExecutor \S+ registered", err_text)) == 1, err_text[-6000:]
     assert "OOMKilled" not in err_text and not re.search(r"TaskExecutor \S+ lost: ", err_text), err_text[-6000:]
     assert_namespace_empty(k8s_api, namespace)
 

@@ -28,6 +28,7 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import kubernetes
 import pytest
@@ -328,4 +329,27 @@ def settle(run: Run, seed: int) -> None:
     try:
         wait_for(lambda: not disagreements(), timeout=SETTLE_TIMEOUT, interval=3, what="every FlinkJob settled")
     except AssertionError:
-        raise AssertionError(f"seed {seed}: not settled: {disagreements()}\nsteps: {run.log}") from None
+        unsettled = disagreements()
+        evidence = "\n".join(what_runs(run, name) for name in unsettled)
+        raise AssertionError(f"seed {seed}: not settled: {unsettled}\nsteps: {run.log}\n{evidence}") from None
+
+
+EVIDENCE_LINES = 40  # lines of each log a failure shows: the test's directories do not outlive the next test sessions
+
+
+def what_runs(run: Run, name: str) -> str:
+    """What a FlinkJob that did not settle has running, for the failure's message: its pods, the last lines of its
+    JobManager's log, and the operator's last lines about it."""
+    kubectl = run.k8s_cluster.kubectl  # type: ignore[attr-defined]
+    pods = kubectl("get", "pods", "-n", run.namespace, "-o", "wide", "-l", f"app={name}", check=False)
+    job_manager = kubectl("logs", "-n", run.namespace, f"deployment/{name}", f"--tail={EVIDENCE_LINES}", check=False, timeout=30)
+    operator_log = Path(run.operator.log).read_text(errors="replace").splitlines()  # type: ignore[attr-defined]
+    about = [line for line in operator_log if name in line][-EVIDENCE_LINES:]
+    return "\n".join(
+        [
+            f"--- {name}: pods\n{pods.stdout}{pods.stderr}",
+            f"--- {name}: the JobManager's last {EVIDENCE_LINES} lines\n{job_manager.stdout}{job_manager.stderr}",
+            f"--- {name}: the operator's last lines about it",
+            *about,
+        ]
+    )

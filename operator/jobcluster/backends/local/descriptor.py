@@ -1,4 +1,13 @@
-"""LocalClusterDescriptor: job clusters as process trees on this machine.
+"""The descriptors of the two local targets: job clusters on this machine.
+
+``local-cluster`` (:class:`LocalClusterDescriptor`, Spark's ``local-cluster``):
+a standalone cluster of processes, an entrypoint process that starts a
+TaskExecutor process per worker, each with its Spark worker. ``local``
+(:class:`MiniClusterDescriptor`, Flink's MiniCluster): one process holding the
+JobManager's components and the TaskExecutors, the program's Spark in local
+mode. Both start their JobManager's process the same way and keep their
+clusters in the same place, so ``jobcluster list``, ``info`` and ``cancel``
+find a cluster of either target.
 
 Each cluster gets a staging directory ``$JOBCLUSTER_HOME/clusters/<cluster-id>``
 (effective config, JobGraph, artifacts; removed when the job ends) and a log
@@ -35,7 +44,7 @@ from typing import Any
 import psutil
 
 from jobcluster.backends.cluster_files import StagedFile, cluster_files
-from jobcluster.backends.local.machine_fit import MachineResources, check_fits, cluster_demand
+from jobcluster.backends.local.machine_fit import MachineResources, check_fits, check_job_manager_fits, cluster_demand
 from jobcluster.backends.local.retention import prune_log_dirs
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram
@@ -64,7 +73,10 @@ def jobcluster_home() -> Path:
 
 
 class LocalClusterDescriptor(ClusterDescriptor):
-    target = DeploymentTarget.LOCAL
+    """``-t local-cluster``: the entrypoint and each TaskExecutor (with its Spark worker and executors) as processes."""
+
+    target = DeploymentTarget.LOCAL_CLUSTER
+    entrypoint_module = "jobcluster.backends.local.entrypoint"  # the JobManager process's ``python -m`` module
 
     def __init__(self, home: Path | None = None, bind_host: str = "127.0.0.1") -> None:
         self.home = home or jobcluster_home()
@@ -140,7 +152,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
         }
         with open(log_dir / "jobmanager.log", "ab", opener=_private_opener) as out:
             return subprocess.Popen(
-                [sys.executable, "-m", "jobcluster.backends.local.entrypoint"],
+                [sys.executable, "-m", self.entrypoint_module],
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -179,7 +191,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
             handles.append(
                 ClusterHandle(
                     info["cluster_id"],
-                    self.target,
+                    info.get("target", self.target),
                     rest_url,
                     info["job_id"],
                     info["job_name"],
@@ -228,6 +240,25 @@ class LocalClusterDescriptor(ClusterDescriptor):
         pid = json.loads(info_file.read_text())["pid"]
         kill_process_tree(pid, 10.0, session_members(pid))
         shutil.rmtree(cluster_dir, ignore_errors=True)
+
+
+class MiniClusterDescriptor(LocalClusterDescriptor):
+    """``-t local`` (the embedded default): Flink's MiniCluster, the whole job cluster in one process.
+
+    Its process holds the JobManager's components and the TaskExecutors
+    (``mini_cluster.py``); the program's Spark runs in local mode, so the only
+    JVM is the driver's. It is staged, started and followed as the
+    local-cluster's entrypoint is. Only the JobManager's process takes memory:
+    the TaskExecutors' sizes are the size of no process, so the machine is
+    checked for the JobManager's process alone.
+    """
+
+    target = DeploymentTarget.LOCAL
+    entrypoint_module = "jobcluster.backends.local.mini_cluster_entrypoint"
+
+    @staticmethod
+    def _check_machine_fits(spec: ClusterSpecification, graph: JobGraph, config: Configuration) -> None:
+        check_job_manager_fits(spec, MachineResources.of_this_machine())
 
 
 def _check_provided(program: PackagedProgram) -> None:

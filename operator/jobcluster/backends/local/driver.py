@@ -1,4 +1,4 @@
-"""LocalProcessDriver: TaskExecutors as processes on this machine (the embedded default).
+"""LocalProcessDriver: TaskExecutors as processes on this machine (the ``local-cluster`` target).
 
 Each requested worker is a ``python -m jobcluster.runtime.taskexecutor``
 process in a session of its own, given the process spec's dynamic configs, so

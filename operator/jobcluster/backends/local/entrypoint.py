@@ -1,4 +1,4 @@
-"""The local target's JobManager process, ``python -m jobcluster.backends.local.entrypoint``.
+"""The ``local-cluster`` target's JobManager process, ``python -m jobcluster.backends.local.entrypoint``.
 
 The JobClusterEntrypoint with the LocalProcessDriver: the LocalClusterDescriptor
 starts this module as a child process of the client, in the cluster directory,

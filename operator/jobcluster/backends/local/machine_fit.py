@@ -1,6 +1,6 @@
-"""Does a job cluster fit this machine? The local target's counterpart of YARN's maximum-allocation check.
+"""Does a job cluster fit this machine? The local targets' counterpart of YARN's maximum-allocation check.
 
-Why: on ``local`` every TaskExecutor is a process on this machine, sized by
+Why: on ``local-cluster`` every TaskExecutor is a process on this machine, sized by
 the memory model.  A parallelism the machine cannot hold (``-p 64`` with 2
 slots per TaskExecutor asks for 32 TaskExecutors of 2.5 GiB) would start
 them all and swap or get killed.  So the client counts the TaskExecutors the
@@ -78,6 +78,22 @@ def check_fits(demand: ClusterDemand, machine: MachineResources, spec: ClusterSp
             f"({o.PARALLELISM_DEFAULT.key}), or {o.NUM_TASK_SLOTS.key} / {o.TASK_MANAGER_CPU_CORES.key}"
         )
     return None
+
+
+def check_job_manager_fits(spec: ClusterSpecification, machine: MachineResources) -> None:
+    """A MiniCluster (``-t local``) is one process, the JobManager's: refuse it when ``machine`` cannot hold that.
+
+    Its TaskExecutors take no memory of their own (they are endpoints in that process, and the program's
+    Spark runs in the driver's JVM), and its tasks are threads of the driver: no cores are requested.
+
+    Raises:
+        DeploymentError: the JobManager's process is larger than the machine's memory.
+    """
+    if spec.master_memory_mib * MiB > machine.memory:
+        raise DeploymentError(
+            f"this machine cannot hold the job cluster: its JobManager's process of {spec.master_memory_mib} MiB "
+            f"is more than the {machine.memory // MiB} MiB of memory it has. Lower {o.JOB_MANAGER_TOTAL_PROCESS_MEMORY.key}"
+        )
 
 
 def _cores(value: float) -> str:

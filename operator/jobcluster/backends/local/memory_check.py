@@ -72,7 +72,7 @@ class MemoryCheck:
         return (
             f"its processes (the TaskExecutor, its Spark worker and executor JVMs, the PySpark workers) use {rss // _MiB} MiB "
             f"resident, more than its {limit // _MiB} MiB process size (taskmanager.memory.process.size): YARN's physical-memory "
-            "check or a Kubernetes memory limit of that size would kill it; on local nothing limits it, it runs on. "
+            "check or a Kubernetes memory limit of that size would kill it; on local-cluster nothing limits it, it runs on. "
             f"{memory_hint(self.spec, rss - limit)}"
         )
 

@@ -26,13 +26,14 @@ from jobcluster.runtime.entrypoint.layout import STARTUP_FAILURE_PREFIX
 log = logging.getLogger(__name__)
 
 
-def run_entrypoint(context: Callable[[], EntrypointContext], create_driver: DriverFactory) -> NoReturn:
+def run_entrypoint(context: Callable[[], EntrypointContext], create_driver: DriverFactory, *, spark_local_mode: bool = False) -> NoReturn:
     """Run a job cluster in this process and exit with its ApplicationStatus code (1 when it cannot start).
 
     ``context`` reads where the cluster is from the process's environment
     (:meth:`EntrypointContext.from_env`, or a platform's own, like YARN's
     ApplicationMaster); ``create_driver(config, rest_url)`` makes the backend's
-    ResourceManagerDriver once the staged configuration is read.
+    ResourceManagerDriver once the staged configuration is read; ``spark_local_mode``: the program runs in
+    Spark's local mode (the MiniCluster, see :class:`JobClusterEntrypoint`).
     """
     os.umask(PRIVATE_UMASK)  # on every target, whatever launched us: the cluster's files are the user's only
     configure_process_logging()
@@ -40,7 +41,7 @@ def run_entrypoint(context: Callable[[], EntrypointContext], create_driver: Driv
     try:
         ctx = context()
         cluster_id = ctx.cluster_id
-        status = asyncio.run(JobClusterEntrypoint(ctx, create_driver).run())
+        status = asyncio.run(JobClusterEntrypoint(ctx, create_driver, spark_local_mode).run())
     except JobClusterError as exc:
         log.exception("job cluster %s failed", cluster_id)
         print(f"{STARTUP_FAILURE_PREFIX}{exc}", file=sys.stderr, flush=True)

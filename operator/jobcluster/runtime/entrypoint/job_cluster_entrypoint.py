@@ -16,6 +16,12 @@ worker as soon as the master is ALIVE, and the JobMaster starts the PySpark
 driver at the same time, which Spark holds until every executor core of the
 job has registered (``spark.scheduler.minRegisteredResourcesRatio``).
 
+In Spark's local mode (``spark_local_mode``: the MiniCluster of ``-t local``,
+whose TaskExecutors run in this process and start no Spark worker) there is
+no Spark master: the program's driver runs the tasks itself, with as many
+threads as the job has slots (``local[N]``), and its JVM is sized as the
+JobManager's driver; the executors' sizes have no process to apply to.
+
 Shutdown: as soon as the job is terminal, the TaskExecutors and the Spark
 master are stopped, at the same time and while the client fetches the result
 (Spark's daemons get a short grace: they hold no state); once the result is
@@ -47,6 +53,7 @@ from jobcluster.config.loader import load_configuration
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.jobgraph.model import JobGraph, read_job_graph
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
+from jobcluster.memory.managed import ManagedMemoryConsumers
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.dispatcher.mini_dispatcher import MiniDispatcher
@@ -62,9 +69,9 @@ from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings, T
 from jobcluster.security import rest_token, spark_secret
 from jobcluster.spark.conf import merge_spark_conf, user_spark_conf
 from jobcluster.spark.jvm_metrics import DRIVER_INSTANCE, JvmMetricsReceiver, flink_jvm_metrics
-from jobcluster.spark.processes import SparkMaster, SparkMasterAddress
+from jobcluster.spark.processes import SparkLocalMode, SparkMaster, SparkMasterAddress
 from jobcluster.spark.security import SparkSecurity
-from jobcluster.spark.sizing import spark_sizing_for_job_manager, spark_sizing_for_task_executor
+from jobcluster.spark.sizing import PySparkMemory, spark_sizing_for_job_manager, spark_sizing_for_task_executor
 
 log = logging.getLogger(__name__)
 
@@ -114,11 +121,13 @@ configuration and the URL the REST endpoint serves at (a driver may register it,
 
 
 class JobClusterEntrypoint:
-    """Runs one job cluster; ``create_driver`` supplies the target's ResourceManagerDriver."""
+    """Runs one job cluster; ``create_driver`` supplies the target's ResourceManagerDriver; ``spark_local_mode``:
+    the program runs in Spark's local mode instead of against a Spark master of the cluster (see the module docstring)."""
 
-    def __init__(self, context: EntrypointContext, create_driver: DriverFactory) -> None:
+    def __init__(self, context: EntrypointContext, create_driver: DriverFactory, spark_local_mode: bool = False) -> None:
         self.context = context
         self._create_driver = create_driver
+        self._spark_local_mode = spark_local_mode
         self.status = ApplicationStatus.UNKNOWN  # what the ResourceManager reports when it deregisters
         self.diagnostics: str | None = None  # and why, when the job did not finish (e.g. YARN's diagnostics)
         self.closed_externally = False  # stopped by a signal: release the workers, but do not deregister
@@ -135,19 +144,26 @@ class JobClusterEntrypoint:
     async def _run_cluster(self, stack: AsyncExitStack, config: Configuration, graph: JobGraph) -> ApplicationStatus:
         ctx = self.context
         jm_sizing = spark_sizing_for_job_manager(job_manager_process_spec_from_config(config))
-        tm_spec = task_executor_process_spec_from_config(config)
+        tm_sizing = spark_sizing_for_task_executor(
+            task_executor_process_spec_from_config(config), ManagedMemoryConsumers.from_config(config)
+        )
 
         rest = await self._start_rest(stack, config)
         if not config.get(options.CLUSTER_STAGING_KEEP):
             stack.callback(shutil.rmtree, ctx.cluster_dir, ignore_errors=True)
         scratch = self._prepare_scratch(stack)
-        rpc = RpcService(ctx.bind_host, ctx.secret, config.get(options.RPC_ASK_TIMEOUT))
+        # a MiniCluster's TaskExecutors share this process: their calls and this service's skip the network
+        rpc = RpcService(ctx.bind_host, ctx.secret, config.get(options.RPC_ASK_TIMEOUT), in_process=self._spark_local_mode)
         await rpc.start()
         stack.push_async_callback(rpc.stop)
 
         spark_env = self._install_spark_security(stack, config)
         jvm_metrics = await _start_jvm_metrics(stack, config, ctx.cluster_dir / SPARK_CONF_DIR_NAME)
-        spark_master = SparkMaster(ctx.bind_host, ctx.log_dir, {**jm_sizing.master_env(), **layout.scratch_env(scratch), **spark_env})
+        spark_master: SparkMaster | SparkLocalMode
+        if self._spark_local_mode:
+            spark_master = SparkLocalMode(graph.required_slots())
+        else:
+            spark_master = SparkMaster(ctx.bind_host, ctx.log_dir, {**jm_sizing.master_env(), **layout.scratch_env(scratch), **spark_env})
         stack.push_async_callback(spark_master.stop)
         master_started = asyncio.create_task(spark_master.start(), name="spark-master-start")
         stack.push_async_callback(_cancel, master_started)
@@ -155,13 +171,11 @@ class JobClusterEntrypoint:
         fatal_error: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
         resource_manager = await self._start_resource_manager(stack, rpc, config, rest.url, spark_master, fatal_error)
 
+        # in local mode no executor runs: the TaskExecutors' Spark sizes and PySpark workers' limits have no process to apply to
+        executor_conf = {} if self._spark_local_mode else tm_sizing.executor_conf()
         sizing_conf = merge_spark_conf(
             user_spark_conf(config),
-            {
-                **_with_tmpdir(jm_sizing.driver_conf(), scratch),
-                **spark_sizing_for_task_executor(tm_spec).executor_conf(),
-                "spark.local.dir": str(scratch),
-            },
+            {**_with_tmpdir(jm_sizing.driver_conf(), scratch), **executor_conf, "spark.local.dir": str(scratch)},
         )
 
         def create_job_master(on_terminal: Callable[[JobResult], Awaitable[None]]) -> JobMaster:
@@ -177,7 +191,7 @@ class JobClusterEntrypoint:
                 master_ready,
                 ctx.bind_host,
                 sizing_conf,
-                job_master_settings(config),
+                job_master_settings(config, None if self._spark_local_mode else tm_sizing.pyspark),
                 on_terminal,
                 spark_env=spark_env,
             )
@@ -218,7 +232,7 @@ class JobClusterEntrypoint:
         rpc: RpcService,
         config: Configuration,
         rest_url: str,
-        spark_master: SparkMaster,
+        spark_master: SparkMaster | SparkLocalMode,
         fatal_error: asyncio.Future[Exception],
     ) -> ResourceManager:
         """The ResourceManager with the target's driver; on the way down it deregisters (``_stop_processes``)."""
@@ -227,7 +241,7 @@ class JobClusterEntrypoint:
         resource_manager = ResourceManager(
             rpc,
             self._create_driver(config, rest_url),
-            self._launch_context(rpc.address, resource_manager_id, spark_master.address),
+            self._launch_context(rpc.address, resource_manager_id, None if self._spark_local_mode else spark_master.address),
             config,
             tm_spec.worker_resource_spec(),
             resource_manager_settings(config, tm_spec.num_slots),
@@ -271,7 +285,7 @@ class JobClusterEntrypoint:
         self._install_signal_handlers(dispatcher)
         return job_master
 
-    async def _stop_processes(self, resource_manager: ResourceManager, spark_master: SparkMaster) -> None:
+    async def _stop_processes(self, resource_manager: ResourceManager, spark_master: SparkMaster | SparkLocalMode) -> None:
         """The TaskExecutors (through the platform) and the Spark master at once: after the job neither holds
         anything anyone needs, and each waits only a short grace before it is killed."""
         await asyncio.gather(self._deregister(resource_manager), spark_master.stop())
@@ -312,7 +326,9 @@ class JobClusterEntrypoint:
         stack.callback(shutil.rmtree, conf_dir, ignore_errors=True)  # even when the staging directory is kept
         return security.install(conf_dir)
 
-    def _launch_context(self, rpc_address: str, resource_manager_id: str, spark_master: SparkMasterAddress) -> TaskExecutorLaunchContext:
+    def _launch_context(
+        self, rpc_address: str, resource_manager_id: str, spark_master: SparkMasterAddress | None
+    ) -> TaskExecutorLaunchContext:
         ctx = self.context
         return TaskExecutorLaunchContext(
             command=[sys.executable, "-m", "jobcluster.runtime.taskexecutor"],
@@ -349,8 +365,9 @@ def resource_manager_settings(config: Configuration, slots_per_worker: int) -> R
     )
 
 
-def job_master_settings(config: Configuration) -> JobMasterSettings:
-    """The JobMaster's timeouts and output bounds from ``config`` (each field names its Flink or jobcluster key)."""
+def job_master_settings(config: Configuration, pyspark: PySparkMemory | None = None) -> JobMasterSettings:
+    """The JobMaster's timeouts and output bounds from ``config`` (each field names its Flink or jobcluster key);
+    with ``pyspark``, the TaskExecutors' PySpark worker memory, what a MemoryError of theirs means."""
     return JobMasterSettings(
         heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
         heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
@@ -360,10 +377,11 @@ def job_master_settings(config: Configuration) -> JobMasterSettings:
         checkpointing_timeout=config.get(options.CHECKPOINTING_TIMEOUT),
         output_max_file_size=config.get(options.DRIVER_OUTPUT_MAX_FILE_SIZE),
         output_max_files=config.get(options.DRIVER_OUTPUT_MAX_FILES),
+        pyspark_memory_error_hint=pyspark.memory_error_hint() if pyspark is not None else None,
     )
 
 
-async def _stop_workers(resource_manager: ResourceManager, spark_master: SparkMaster) -> None:
+async def _stop_workers(resource_manager: ResourceManager, spark_master: SparkMaster | SparkLocalMode) -> None:
     await asyncio.gather(resource_manager.release_all_workers(), spark_master.stop())
 
 

@@ -16,7 +16,9 @@ Java exception and its causes, without the Java stack frames), else the last
 lines (a ``SyntaxError`` in the script, ``sys.exit("message")``), and how the
 process ended (its exit code, or the signal that killed it). When Spark
 started executors that never registered, the last one's output (in the Spark
-workers' work directories) is what the user needs to read instead.
+workers' work directories) is what the user needs to read instead. When a
+task's Python function ran out of its PySpark worker's memory limit
+(``MemoryError``), the cause also says which options raise that limit.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ TRACEBACK_FRAME_LINES = 30  # lines of a traceback's frames shown (the innermost
 EXCEPTION_LINES = 40  # lines of an exception's message shown
 _TRACEBACK_START = "Traceback (most recent call last)"
 _JAVA_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
+_MEMORY_ERROR = re.compile(r"^MemoryError\b")
+#: What Spark writes where it carries a traceback from a PySpark worker to the driver: on the traceback's first line
+#: (a Py4JJavaError's ``org.apache.spark.api.python.PythonException: Traceback ...``) or just before it (PySpark's
+#: ``...captured.PythonException:`` and "An exception was thrown from the Python worker").
+_PYSPARK_WORKER_MARKS = ("PythonException", "from the Python worker")
 
 
 class DriverOutputFiles:
@@ -116,6 +123,27 @@ def program_error(stderr: str) -> str:
     if len(message) > EXCEPTION_LINES:
         message = [*message[:EXCEPTION_LINES], f"... ({len(message) - EXCEPTION_LINES} more lines in {DRIVER_STDERR_FILE})"]
     return "\n".join([block[0], *frames, *message])
+
+
+def is_pyspark_worker_memory_error(stderr: str) -> bool:
+    """Whether the program's ``stderr`` ends in a task's ``MemoryError`` in a PySpark worker: its last traceback that
+    ends in ``MemoryError`` is one Spark carried from a worker. A ``MemoryError`` of the program's own process (the
+    driver's Python, which has no such limit) is not one."""
+    lines = stderr.splitlines()
+    last = next((i for i in range(len(lines) - 1, -1, -1) if _MEMORY_ERROR.match(lines[i])), None)
+    if last is None:
+        return False
+    start = next((i for i in range(last, -1, -1) if _TRACEBACK_START in lines[i]), 0)
+    return any(mark in line for line in lines[max(0, start - 2) : start + 1] for mark in _PYSPARK_WORKER_MARKS)
+
+
+def with_memory_error_hint(cause: str, stderr: str, hint: str | None) -> str:
+    """``cause`` followed by ``hint`` (what the PySpark workers' limit is and which options raise it) on a line of
+    its own, when the program's ``stderr`` shows a PySpark worker's ``MemoryError`` (see
+    :func:`is_pyspark_worker_memory_error`) and there is a hint; else ``cause`` unchanged."""
+    if hint is None or not is_pyspark_worker_memory_error(stderr):
+        return cause
+    return f"{cause.rstrip()}\n{hint}"
 
 
 def last_executor_output(log_dir: Path, app_id: str | None, lines: int = 10) -> tuple[Path, str] | None:

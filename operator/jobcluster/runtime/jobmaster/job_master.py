@@ -6,8 +6,10 @@ The PySpark program starts as soon as the job's Spark master is ALIVE, while
 the slots are still arriving (the job is CREATED): Spark holds it until every
 executor core of the job has registered (``spark.scheduler.minRegisteredResourcesRatio``
 1.0, for at most ``slot.request.timeout``), so the driver's start-up overlaps
-the TaskExecutors' instead of following it. Once the SlotPool holds all
-slots, the job is RUNNING. A failed run is retried as the
+the TaskExecutors' instead of following it. In Spark's local mode (the
+MiniCluster) nothing in Spark would hold it, so the program starts once the
+SlotPool holds all slots (its TaskExecutors share the JobManager's process
+and offer them at once). Once the SlotPool holds all slots, the job is RUNNING. A failed run is retried as the
 restart strategy allows. Slots lost while running are declared again, so the
 ResourceManager replaces the lost TaskExecutor while Spark carries on with
 the executors it still has. A streaming program's queries, checkpoints and
@@ -60,7 +62,9 @@ class JobMasterSettings:
     """Seconds: heartbeats [heartbeat.interval / heartbeat.timeout]; slot_request_timeout [slot.request.timeout];
     executor_registration_timeout [jobcluster.executor.registration.timeout]. The program's output, per stream:
     output_max_file_size in bytes [jobcluster.driver.output.max-file-size], output_max_files, the live file
-    included [jobcluster.driver.output.max-files]; savepoints' default directory and timeout."""
+    included [jobcluster.driver.output.max-files]; savepoints' default directory and timeout; what a task's
+    MemoryError in a PySpark worker means, added to the job's cause (None: the workers have no limit; see
+    ``PySparkMemory.memory_error_hint`` in spark/sizing.py)."""
 
     heartbeat_interval: float
     heartbeat_timeout: float
@@ -70,6 +74,7 @@ class JobMasterSettings:
     checkpointing_timeout: float = 600.0  # [execution.checkpointing.timeout], the longest a savepoint may take
     output_max_file_size: int = 10 << 20
     output_max_files: int = 10
+    pyspark_memory_error_hint: str | None = None
 
 
 def _now_ms() -> int:
@@ -123,6 +128,7 @@ class JobMaster(FencedRpcEndpoint):
         self._application_task: asyncio.Task[None] | None = None
         self._task_executors: dict[str, TaskExecutorGateway] = {}
         self._task_executor_released = asyncio.Event()  # set whenever one of them is released
+        self._slots_or_result = asyncio.Event()  # set once the SlotPool held all slots, or the job ended
         self._heartbeats = HeartbeatManager(
             "jobmaster", settings.heartbeat_interval, settings.heartbeat_timeout, self._task_executor_timeout
         )
@@ -197,8 +203,10 @@ class JobMaster(FencedRpcEndpoint):
             if self.slot_pool.offer(PooledSlot(offer.allocation_id, resource_id, offer.slot_index)):
                 accepted.append(offer.allocation_id)
         log.info("SlotPool holds %d of %d slots", self.slot_pool.size, self.slot_pool.required_slots)
-        if self.slot_pool.has_required_slots() and self.status is JobStatus.CREATED:
-            self._set_status(JobStatus.RUNNING)
+        if self.slot_pool.has_required_slots():
+            self._slots_or_result.set()
+            if self.status is JobStatus.CREATED:
+                self._set_status(JobStatus.RUNNING)
         return accepted
 
     @rpc
@@ -238,6 +246,8 @@ class JobMaster(FencedRpcEndpoint):
         except JobClusterError as exc:
             await self._finish(JobStatus.FAILED, f"the job's Spark master did not start: {exc}")
             return
+        if self.spark_master.local_mode:  # nothing in Spark waits for the slots: the program starts once they are held
+            await self._slots_or_result.wait()
         while not self._cancel_requested and self.result is None:
             lost_before = len(self.lost_task_executors)  # the TaskExecutors lost while this attempt runs follow
             agent_settings, agent_secret = self.checkpoints.next_attempt()
@@ -276,7 +286,7 @@ class JobMaster(FencedRpcEndpoint):
                 break
             stopped_by_us = self._no_executors_cause is not None
             await self._await_lost_reports()
-            cause = self._no_executors_cause or self._application.failure_cause(code)
+            cause = self._no_executors_cause or self._application.failure_cause(code, self.settings.pyspark_memory_error_hint)
             cause = with_memory_kills(cause, self.lost_task_executors[lost_before:])
             self._no_executors_cause = None
             self.failures.append({"timestamp": _now_ms(), "cause": cause})
@@ -400,6 +410,7 @@ class JobMaster(FencedRpcEndpoint):
         if self.result is not None:
             return
         self._set_status(status)
+        self._slots_or_result.set()
         self.result = JobResult(
             job_id=self.graph.job_id,
             job_name=self.graph.job_name,

@@ -58,6 +58,7 @@ from jobcluster.runtime.jobmaster.driver_output import (
     exit_description,
     program_error,
     stderr_tail,
+    with_memory_error_hint,
 )
 from jobcluster.spark.checkpoints import job_checkpoint_root
 from jobcluster.spark.driver_agent.settings import AgentSettings
@@ -121,7 +122,9 @@ def submit_conf(
     arrived: its SparkContext waits until all those cores have registered
     (``spark.scheduler.minRegisteredResourcesRatio`` 1.0), at most
     ``resources_wait`` seconds (``spark.scheduler.maxRegisteredResourcesWaitingTime``),
-    so no task runs on part of the job's slots. ``sizing_conf`` (the memory
+    so no task runs on part of the job's slots. In Spark's local mode (the
+    MiniCluster's ``local[N]``) there are no executors to wait for or cores to
+    cap: those three settings are left out. ``sizing_conf`` (the memory
     model's settings and the user's ``spark.*`` keys) is applied last.
     """
     p = str(graph.parallelism)
@@ -129,7 +132,6 @@ def submit_conf(
         "spark.master": master.url,
         "spark.submit.deployMode": "client",
         "spark.app.name": graph.job_name,
-        "spark.cores.max": p,
         "spark.default.parallelism": p,
         "spark.sql.shuffle.partitions": p,
         "spark.driver.host": host,
@@ -138,9 +140,13 @@ def submit_conf(
         "spark.pyspark.python": python_command(),
         "spark.pyspark.driver.python": sys.executable,
         "spark.ui.showConsoleProgress": "false",
-        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
-        "spark.scheduler.maxRegisteredResourcesWaitingTime": f"{max(1, round(resources_wait))}s",
     }
+    if not master.local_mode:
+        conf |= {
+            "spark.cores.max": p,
+            "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+            "spark.scheduler.maxRegisteredResourcesWaitingTime": f"{max(1, round(resources_wait))}s",
+        }
     if graph.checkpointing is not None:
         conf["spark.sql.streaming.checkpointLocation"] = job_checkpoint_root(graph.checkpointing.directory, graph.job_id)
     conf.update(sizing_conf)
@@ -299,6 +305,7 @@ class SparkApplication:
             stderr_sink=output.stderr.write,
         )
         self.app_id: str | None = None
+        self._local_mode = master.local_mode
 
     async def start(self) -> None:
         """Start the program; OSError when it cannot be started (e.g. its working directory is gone)."""
@@ -331,12 +338,14 @@ class SparkApplication:
     async def stop(self) -> None:
         await self.process.stop()
 
-    def failure_cause(self, exit_code: int) -> str:
-        """How the program ended, with its error from this attempt's stderr (see :func:`program_error`)."""
-        error = program_error(stderr_tail(self.output.stderr, self._stderr_start))
+    def failure_cause(self, exit_code: int, memory_error_hint: str | None = None) -> str:
+        """How the program ended, with its error from this attempt's stderr (see :func:`program_error`), and
+        ``memory_error_hint`` after it when that error is a PySpark worker's MemoryError (see :func:`with_memory_error_hint`)."""
+        stderr = stderr_tail(self.output.stderr, self._stderr_start)
+        error = program_error(stderr)
         how = exit_description(exit_code)
         if error:
-            return f"{how}:\n{error}"
+            return with_memory_error_hint(f"{how}:\n{error}", stderr, memory_error_hint)
         return f"{how} and wrote nothing to stderr (Spark's driver log: {self.spark_log_file})"
 
     async def progress(self) -> SparkProgress | None:
@@ -361,7 +370,7 @@ class SparkApplication:
             tasks_completed=sum(completed_tasks(j) for j in jobs),
             tasks_failed=sum(j.get("numFailedTasks", 0) for j in jobs),
             tasks_active=sum(j.get("numActiveTasks", 0) for j in jobs),
-            executors=sum(1 for e in executors if e.get("id") != "driver" and e.get("isActive", True)),
+            executors=active_executors(executors, self._local_mode),
             **stage_io(stages),
         )
 
@@ -375,6 +384,12 @@ def stage_io(stages: list[dict[str, Any]]) -> dict[str, int]:
     """
     keys = {"input_bytes": "inputBytes", "input_records": "inputRecords", "output_bytes": "outputBytes", "output_records": "outputRecords"}
     return {ours: sum(int(stage.get(spark, 0)) for stage in stages) for ours, spark in keys.items()}
+
+
+def active_executors(executors: list[dict[str, Any]], local_mode: bool) -> int:
+    """The active executors of Spark's ``/api/v1/.../executors``: not the driver, except in local mode, where the
+    driver's JVM is the one executor that runs tasks (Spark's ``LocalSchedulerBackend``)."""
+    return sum(1 for e in executors if (local_mode or e.get("id") != "driver") and e.get("isActive", True))
 
 
 def completed_tasks(job: dict[str, Any]) -> int:

@@ -17,7 +17,7 @@ Why the JVM overhead is what to raise (Flink's own advice for a container
 killed for memory, "Container Memory Exceeded" in Flink's memory
 troubleshooting): every other component of the memory model is an explicit
 limit of a Spark process (heap, direct memory, metaspace, off-heap,
-``spark.executor.pyspark.memory``); only the JVM overhead holds what no limit
+the PySpark workers' ``RLIMIT_DATA``); only the JVM overhead holds what no limit
 covers (native memory of the JVMs, Python processes without a limit), so a
 container whose processes outgrow it did so there.
 """

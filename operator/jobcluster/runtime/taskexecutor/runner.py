@@ -23,6 +23,7 @@ from jobcluster.config import options
 from jobcluster.config.loader import load_configuration, parse_dynamic_property
 from jobcluster.errors import JobClusterError
 from jobcluster.logging_setup import configure_process_logging
+from jobcluster.memory.managed import ManagedMemoryConsumers
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.processes import PRIVATE_UMASK
@@ -49,7 +50,8 @@ async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict
     log.info("TaskExecutor %s: %d slots, JVM options for Spark executors %s", resource_id, spec.num_slots, spec.jvm_args())
     spark_conf_dir = cluster_dir / f"spark-conf-{resource_id}"
     security = SparkSecurity(spark_secret(launch.secret), host, config.get(options.SECURITY_ENCRYPT_DATA_PLANE))
-    spark_worker = _spark_worker_factory(launch, spec, security.install(spark_conf_dir))
+    consumers = ManagedMemoryConsumers.from_config(config)
+    spark_worker = _spark_worker_factory(launch, spec, consumers, security.install(spark_conf_dir))
     metrics_interval = config.get(options.METRICS_FETCHER_UPDATE_INTERVAL)
     jvm_metrics = JvmMetricsReceiver(stale_after=3 * metrics_interval)
     await jvm_metrics.start()
@@ -98,12 +100,12 @@ def _end(done: asyncio.Future[str], reason: str) -> None:
 
 
 def _spark_worker_factory(
-    launch: TaskExecutorLaunch, spec: TaskExecutorProcessSpec, spark_security_env: dict[str, str]
+    launch: TaskExecutorLaunch, spec: TaskExecutorProcessSpec, consumers: ManagedMemoryConsumers, spark_security_env: dict[str, str]
 ) -> Callable[[SparkMasterAddress], SparkWorker]:
     """How this TaskExecutor starts its Spark worker once it knows the job's master: cores = slots, memory from
     the process spec; the worker, its executors and their PySpark workers keep their scratch files in the
     cluster's directory."""
-    sizing = spark_sizing_for_task_executor(spec)
+    sizing = spark_sizing_for_task_executor(spec, consumers)
     log_dir, resource_id = launch.location.log_dir, launch.resource_id
     scratch = layout.scratch_dir(launch.location.cluster_dir, resource_id)
 

@@ -11,6 +11,10 @@ runs and is registered at the job's Spark master, and only then offers the
 slot: an offered slot is capacity Spark can use. If the ResourceManager stops sending heartbeats, the
 TaskExecutor shuts down, so no worker outlives its cluster. It lists and hands out its log files
 (log_files.py) when the ResourceManager asks for them, for the dashboard's TaskManager pages.
+
+In a MiniCluster (``-t local``) the TaskExecutors are endpoints in the JobManager's process and start no
+Spark worker (no ``spark_worker_factory``): the program runs in Spark's local mode, its driver's JVM runs
+the tasks, so a slot is offered as soon as the TaskExecutor has connected to the JobMaster.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class TaskExecutorSettings:
 
 class TaskExecutor(RpcEndpoint):
     """One TaskExecutor; ``on_fatal`` is awaited when it must end (lost ResourceManager, failed registration);
+    ``spark_worker_factory``: how it starts its Spark worker, None for none (a MiniCluster's);
     ``spark_master``: the job's Spark master, when known at start (its worker then starts right away);
     ``metrics``: its Spark executor's latest metrics, Flink's names (``spark/jvm_metrics.py``);
     ``logs``: its log files, None when it has none to show."""
@@ -65,7 +70,7 @@ class TaskExecutor(RpcEndpoint):
         resource_manager_address: str,
         resource_manager_id: str,
         settings: TaskExecutorSettings,
-        spark_worker_factory: SparkWorkerFactory,
+        spark_worker_factory: SparkWorkerFactory | None,
         on_fatal: Callable[[str], Awaitable[None]],
         spark_master: SparkMasterAddress | None = None,
         metrics: Callable[[], dict[str, int]] = dict,
@@ -91,7 +96,7 @@ class TaskExecutor(RpcEndpoint):
 
     async def on_start(self) -> None:
         self.spawn(self._register_at_resource_manager(), "registration")
-        if self._spark_master is not None:
+        if self._spark_master is not None and self._spark_worker_factory is not None:
             self.spawn(self._start_spark_worker_early(self._spark_master), "spark-worker-start")
 
     async def on_stop(self) -> None:
@@ -214,7 +219,8 @@ class TaskExecutor(RpcEndpoint):
         try:
             connection = await job_master.register_task_executor(self.resource_id, self._rpc.address, job_id)
             self._job_masters[job_id] = job_master
-            await self._ensure_spark_worker(SparkMasterAddress(connection["spark_master_url"], connection["spark_master_web_url"]))
+            if self._spark_worker_factory is not None:
+                await self._ensure_spark_worker(SparkMasterAddress(connection["spark_master_url"], connection["spark_master_web_url"]))
             offers = [
                 SlotOffer(allocation_id=s.allocation_id, slot_index=s.index)
                 for s in self.slot_table.slots_of_job(job_id)
@@ -237,6 +243,7 @@ class TaskExecutor(RpcEndpoint):
         log.info("offered %d slot(s) to the JobMaster of job %s; %d accepted", len(offers), job_id, len(accepted))
 
     async def _ensure_spark_worker(self, master: SparkMasterAddress) -> None:
+        assert self._spark_worker_factory is not None, "a TaskExecutor without a Spark worker starts none"
         async with self._spark_worker_lock:
             if self._spark_worker is not None and self._spark_worker.process.running():
                 return
