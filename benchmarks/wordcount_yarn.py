@@ -7,9 +7,15 @@ Run it from the repository root: it starts the Hadoop test cluster itself
 HDFS, and then, one after the other on that cluster and corpus:
 
 1. ``jobcluster run -t yarn-per-job`` on the fresh cluster with a private
-   ``JOBCLUSTER_CACHE``, so the Python environment is really packed and uploaded;
-2. the same command again (environment cached on the client and on HDFS);
-3. ``spark-submit --master yarn --deploy-mode cluster`` of the same
+   ``JOBCLUSTER_CACHE``, so every part of the Python environment is really
+   packed, uploaded and localized (``jobcluster-1st``: the first job ever);
+2. the same command again (``jobcluster-cached``: every part cached on the
+   client, on HDFS and on the node);
+3. the same command from a copy of the environment (hard links, in the
+   benchmark's directory) into which one small package was installed
+   (``jobcluster-changed``: the first job after a change of the user's
+   packages, which ships the environment part again and nothing else);
+4. ``spark-submit --master yarn --deploy-mode cluster`` of the same
    examples/wordcount.py (pyspark's own ``bin/spark-submit``), with as many
    executors as jobcluster has TaskExecutors, as many cores each as slots, and
    the same container sizes (executor and driver memory = jobcluster's
@@ -24,8 +30,10 @@ the job done (jobcluster: its result line; spark-submit: the final status
 set when the driver ended), the application FINISHED at the ResourceManager,
 and the command returned. jobcluster's phases come from its progress lines
 on stderr, spark-submit's from the ResourceManager's REST API polled every
-0.25 s. For the first jobcluster run also the seconds spent packing and
-uploading the Python environment.
+0.25 s. For the jobcluster runs also the seconds spent packing and
+uploading the Python environment's parts. At the end, each jobcluster run's
+time until the command returned as a ratio to spark-submit's (the goals:
+``first`` after a change <= 1.3, ``cached`` <= 1.05).
 
 Per container (ApplicationMaster, TaskExecutors, Spark executors): the peak
 resident memory of its whole process tree (every process whose environment
@@ -257,15 +265,22 @@ def follow(argv: list[str], env: dict[str, str], log: Path, on_line: Callable[[s
 
 
 def jobcluster_run(
-    name: str, watch: YarnWatch, env: dict[str, str], args: argparse.Namespace, input_uri: str, output_uri: str, logs: Path
+    name: str,
+    watch: YarnWatch,
+    env: dict[str, str],
+    args: argparse.Namespace,
+    input_uri: str,
+    output_uri: str,
+    logs: Path,
+    python: str = sys.executable,
 ) -> Run:
     run = Run(name)
     marks: dict[str, float] = {}
     patterns = {
         "id printed": re.compile(r"^Created YARN application (application_\S+)"),
-        "pack start": re.compile(r"^Packing the Python environment"),
-        "pack end": re.compile(r"^Packed the Python environment"),
-        "upload start": re.compile(r"^Uploading the Python environment"),
+        "pack start": re.compile(r"^Packing the parts of the Python environment"),
+        "pack end": re.compile(r"^Packed \d+ part\(s\) of the Python environment"),
+        "upload start": re.compile(r"^Uploading \d+ part\(s\) of the Python environment"),
         "upload end": re.compile(r"^Uploaded the Python environment"),
         "ACCEPTED": re.compile(r"^YARN application \S+ ACCEPTED"),
         "RUNNING": re.compile(r"^YARN application \S+ RUNNING"),
@@ -284,7 +299,7 @@ def jobcluster_run(
             marks.setdefault("all slots offered", now)
 
     argv = [
-        sys.executable,
+        python,
         "-m",
         "jobcluster",
         "run",
@@ -422,16 +437,41 @@ def print_phases(runs: Iterable[Run]) -> None:
             print(f"{run.name}: Python environment " + ", ".join(extra))
 
 
+def print_ratios(runs: Iterable[Run]) -> None:
+    """Each jobcluster run's time until its command returned, as a ratio to spark-submit's."""
+    by_name = {r.name: r for r in runs}
+    reference = by_name.get("spark-submit")
+    if reference is None or "command returned" not in reference.phases:
+        return
+    base = reference.phases["command returned"]
+    print(f"\nuntil the command returned, vs. spark-submit's {base:.1f} s")
+    for run in by_name.values():
+        if run.name != "spark-submit" and "command returned" in run.phases:
+            print(f"{run.name:<20}{run.phases['command returned']:>8.1f} s{run.phases['command returned'] / base:>8.2f}x")
+
+
+def changed_environment(work: Path) -> Path:
+    """A copy of this environment (hard links: nothing of the original changes) with one small package installed,
+    as a user adding a dependency would: its Python."""
+    copy = work / "venv-changed"
+    subprocess.run(["cp", "-al", sys.prefix, str(copy)], check=True)
+    site = next(copy.glob("lib/python*/site-packages"))
+    package = site / "benchmark_added_package"
+    package.mkdir()
+    (package / "__init__.py").write_text("ADDED = True\n")
+    return copy / "bin" / "python"
+
+
 def print_containers(runs: Iterable[Run]) -> None:
     print("\nper container: peak RSS of its process tree vs. its size")
-    print(f"{'run':<16}{'container':<44}{'role':<20}{'size MiB':>10}{'peak MiB':>10}{'of size':>9}{'exit':>6}")
+    print(f"{'run':<20}{'container':<44}{'role':<20}{'size MiB':>10}{'peak MiB':>10}{'of size':>9}{'exit':>6}")
     for run in runs:
         workers = "TaskExecutor" if run.name.startswith("jobcluster") else "executor"
         for c in run.containers:
             role = "ApplicationMaster" if c.is_application_master else workers
             share = f"{100 * c.peak_rss_mib / c.size_mib:.0f}%" if c.size_mib else "?"
             code = "-" if c.exit_code is None else str(c.exit_code)
-            print(f"{run.name:<16}{c.container_id:<44}{role:<20}{c.size_mib:>10}{c.peak_rss_mib:>10.0f}{share:>9}{code:>6}")
+            print(f"{run.name:<20}{c.container_id:<44}{role:<20}{c.size_mib:>10}{c.peak_rss_mib:>10.0f}{share:>9}{code:>6}")
 
 
 def memory_kills(cluster: HadoopCluster) -> list[str]:
@@ -485,9 +525,12 @@ def main() -> None:
             out = f"{cluster.fs_default_fs}/benchmark/out"
             runs: list[Run] = []
             try:
-                for name in ("jobcluster-1st", "jobcluster-2nd"):
+                for name in ("jobcluster-1st", "jobcluster-cached"):
                     print(f"running {name} ...", flush=True)
                     runs.append(jobcluster_run(name, watch, jc_env, args, input_uri, f"{out}/{name}", logs))
+                python = str(changed_environment(work))
+                print("running jobcluster-changed ...", flush=True)
+                runs.append(jobcluster_run("jobcluster-changed", watch, jc_env, args, input_uri, f"{out}/changed", logs, python))
                 first = runs[0]
                 am = next((c.size_mib for c in first.containers if c.is_application_master), 0)
                 te = next((c.size_mib for c in first.containers if not c.is_application_master), 0)
@@ -501,6 +544,7 @@ def main() -> None:
         print()
         print_phases(runs)
         print_containers(runs)
+        print_ratios(runs)
         failed = [f"{r.name} (exit {r.exit_code})" for r in runs if r.exit_code != 0]
         if failed:
             print(f"\nfailed: {', '.join(failed)}; stderr in {logs}")

@@ -63,7 +63,7 @@ def yarn(yarn_jvm: JvmGateway, hadoop_conf: HadoopConfiguration) -> Iterator[Yar
 
 @pytest.fixture(scope="module")
 def environment(tmp_path_factory: pytest.TempPathFactory, paths: HdfsPaths) -> pyenv.ShippedEnvironment:
-    """A small packed venv (with jobcluster inside) on HDFS, as the client ships its own."""
+    """A small packed venv on HDFS in its parts (the environment, jobcluster), as the client ships its own."""
     tmp = tmp_path_factory.mktemp("pyenv")
     packed = pyenv.pack_environment(make_venv(tmp / "venv"), tmp / "cache")
     return pyenv.ship_environment(paths, paths.staging_base(None), packed)
@@ -97,7 +97,7 @@ def shell_am_spec(
         # The NodeManager runs this with bash -c and no escaping: no double quotes (shlex.quote uses single ones).
         "command": f"{sys.executable} shell_am.py --timeout 150 -- /bin/sh -c {shlex.quote(command)} 1><LOG_DIR>/am.out 2><LOG_DIR>/am.err",
         "environment": {"HADOOP_CONF_DIR": str(hadoop_cluster.hadoop_conf_dir)},
-        "local_resources": (am, environment.resource, *extra_resources),
+        "local_resources": (am, *environment.resources, *extra_resources),
         "queue": options.queue,
         "tags": options.tags,
         "attempts": options.attempts,
@@ -135,11 +135,11 @@ def test_new_application_and_what_the_resourcemanager_reports(hadoop_cluster: Ha
 def test_application_master_with_staged_files_and_the_shipped_environment_finishes(
     hadoop_cluster: HadoopCluster, yarn: YarnClient, paths: HdfsPaths, environment, no_leftovers: None
 ) -> None:
-    assert environment.resource.visibility is LocalResourceVisibility.PUBLIC
+    assert {r.visibility for r in environment.resources} == {LocalResourceVisibility.PUBLIC}
     probe = (
         "import sys, jobcluster, numpyish\n"
         "assert numpyish.VALUE == 42\n"
-        "assert 'site-packages/jobcluster' in jobcluster.__file__, jobcluster.__file__\n"
+        "assert '/python-jobcluster/jobcluster/' in jobcluster.__file__, jobcluster.__file__\n"
         "print('shipped python', sys.version.split()[0], jobcluster.__file__)\n"
     )
     states: list[str] = []
@@ -172,7 +172,7 @@ def test_application_master_with_staged_files_and_the_shipped_environment_finish
         assert report.queue == "default"
         assert report.tags == tuple(sorted(("smoke", "jobcluster-job-id:" + "ab" * 16)))
         out = next((hadoop_cluster.log_dir / "userlogs" / report.application_id).glob("*/am.out")).read_text()
-        assert "shipped python" in out and "/site-packages/jobcluster/" in out
+        assert "shipped python" in out and "/python-jobcluster/jobcluster/" in out  # the jobcluster part, linked beside
     finally:
         submitted.staging.remove()  # the ApplicationMaster's job in the real flow
 

@@ -286,6 +286,8 @@ def test_wordcount_on_hdfs_with_exact_counts(
 ) -> None:
     corpus, expected = hdfs_corpus
     output = f"{paths.qualify(paths.staging_base(None))}/wordcount-out"
+    python_dir = f"{paths.staging_base(None)}/{STAGING_ROOT}/python"
+    expired = plant_shared_file(paths, f"{python_dir}/python-env-expired.tar.gz", unused_days=8)  # > the 7 d retention
     slots = ("-D", "taskmanager.numberOfTaskSlots=2")
     result = cli(cli_env, "run", "-t", "yarn-per-job", "-p", "4", *slots, str(WORDCOUNT), "--input", corpus, "--output", output)
     assert result.returncode == 0, result.stderr
@@ -295,6 +297,27 @@ def test_wordcount_on_hdfs_with_exact_counts(
     assert "distinct. Top" in result.stdout, "the program's own stdout reached the client"
     assert hdfs_word_counts(paths, output) == expected
     assert pmem_kills(hadoop_cluster, application) == []
+
+    # The environment went in its parts (the Spark workers imported pyspark and jobcluster from them), and the
+    # deployment removed the archive no job used for longer than the retention.
+    shipped = paths.client.list(python_dir)
+    for prefix in ("python-env-", "pyspark-", "jobcluster-"):
+        assert any(name.startswith(prefix) for name in shipped), shipped
+    assert expired.rsplit("/", 1)[1] not in shipped
+
+    # `jobcluster prune` removes what no job used for --older-than, and keeps what this job used.
+    unused = plant_shared_file(paths, f"{python_dir}/pyspark-0.0-unused.tar", unused_days=1)
+    pruned = cli(cli_env, "prune", "-t", "yarn-per-job", "--older-than", "1 h")
+    assert pruned.returncode == 0, pruned.stderr
+    assert f"Removed {paths.qualify(unused)}" in pruned.stdout, pruned.stdout
+    assert sorted(paths.client.list(python_dir)) == sorted(shipped)
+
+
+def plant_shared_file(paths: HdfsPaths, remote: str, unused_days: float) -> str:  # noqa: F811
+    """A shared file that a job last used ``unused_days`` ago (its access time, which retention reads)."""
+    paths.client.write(remote, data=b"old archive", overwrite=True, permission="644")
+    paths.client.set_times(remote, access_time=int((time.time() - unused_days * 86400) * 1000))
+    return remote
 
 
 def test_missing_input_fails_the_job_with_the_programs_error(

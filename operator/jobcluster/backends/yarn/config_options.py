@@ -5,7 +5,7 @@ only YARN reads live beside the YARN backend; ``backends/registry.py`` collects
 them with every other option, so the client checks them before it deploys and
 ``make docs`` documents them.  Besides the ``yarn.*`` keys: Flink's
 ``env.hadoop.conf.dir`` (the client's Hadoop configuration) and jobcluster's own
-``jobcluster.yarn.python``.  :mod:`jobcluster.backends.yarn.options` reads them
+``jobcluster.yarn.python`` and ``jobcluster.yarn.shared-files.retention``.  :mod:`jobcluster.backends.yarn.options` reads them
 for one deployment.
 """
 
@@ -114,6 +114,17 @@ YARN_PYTHON = ConfigOption(
     None,
     description="Absolute path of a Python (with jobcluster and pyspark installed) present on every YARN node. "
     "Unset: the client's own Python environment is packed, uploaded once to HDFS and shipped to the containers.",
+)
+
+YARN_SHARED_FILES_RETENTION = ConfigOption(
+    "jobcluster.yarn.shared-files.retention",
+    "duration",
+    7 * 86400.0,
+    description="How long a file shared by the jobs on HDFS (the parts of the shipped Python environment and "
+    "Flink's web dashboard, in <staging base>/.jobcluster/python/ and .jobcluster/dashboard/) is kept after a job "
+    "last used it (seconds; Flink duration syntax). Pruned when a job cluster is deployed and by `jobcluster prune "
+    "-t yarn-per-job`; a file that an active application of yarn.application.type may use is never removed.",
+    positive=True,
 )
 
 

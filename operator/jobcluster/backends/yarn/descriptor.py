@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 
 from jobcluster.backends.cluster_files import cluster_files
-from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR
+from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_SHARED_FILES_RETENTION
 from jobcluster.backends.yarn.container_env import (
     ENV_CONTAINER_PYTHON,
     ENV_LOCAL_RESOURCES,
@@ -45,6 +45,7 @@ from jobcluster.backends.yarn.options import YarnOptions, application_id, job_id
 from jobcluster.backends.yarn.pyenv import container_python
 from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
 from jobcluster.backends.yarn.savepoint_files import webhdfs_file_system
+from jobcluster.backends.yarn.shared_retention import oldest_start, prune_shared_files
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, hadoop_user, hdfs_errors, webhdfs_client
 from jobcluster.backends.yarn.statuses import job_state_of_final_status
 from jobcluster.backends.yarn.submission import submit_application_master
@@ -154,6 +155,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
         except BaseException:
             connection.close()
             raise
+        self._prune_shared_after_deployment(connection, job.yarn, submitted.staging.base)
         watch = _ApplicationWatch(connection, submitted.staging)
         return RestClusterClient(
             rest_url_of(report),
@@ -221,6 +223,44 @@ class YarnClusterDescriptor(ClusterDescriptor):
         if directory is None:
             return ()
         return (ship_dashboard(paths, staging_base, directory, self.progress).resource,)
+
+    def _prune_shared_after_deployment(self, connection: _Connection, opts: YarnOptions, staging_base: str) -> None:
+        """Remove the shared files no job used for the retention (``shared_retention.py``); a failure is logged, the
+        job runs."""
+        try:
+            active = connection.yarn.applications([opts.application_type])
+            removed = prune_shared_files(
+                connection.paths,
+                staging_base,
+                self.config.get(YARN_SHARED_FILES_RETENTION),
+                oldest_start(r.start_time_ms for r in active),
+            )
+        except (StagingError, YarnClientError) as error:
+            log.warning("shared files on HDFS not pruned: %s", error)
+            return
+        for path in removed:
+            log.info("Removed %s (unused for %s)", path, YARN_SHARED_FILES_RETENTION.key)
+
+    def prune_shared_files(self, max_age: float | None = None) -> list[str]:
+        """Remove the shared files under ``<staging base>/.jobcluster/`` unused for ``max_age`` seconds (default:
+        ``jobcluster.yarn.shared-files.retention``) and by every active application of ``yarn.application.type``
+        (``shared_retention.py``); returns their paths.
+
+        Raises:
+            YarnConfigurationError: no usable Hadoop configuration.
+            YarnClientError: the ResourceManager cannot be reached or refuses.
+            StagingError: HDFS refused or is unreachable.
+        """
+        opts = yarn_options(self.config, job_name="")
+        rest, paths = self._web_services()
+        try:
+            active = rest.applications(application_types=(opts.application_type,))
+        finally:
+            rest.close()
+        retention = self.config.get(YARN_SHARED_FILES_RETENTION) if max_age is None else max_age
+        return prune_shared_files(
+            paths, paths.staging_base(opts.staging_directory), retention, oldest_start(r.start_time_ms for r in active)
+        )
 
     def _report_state(self, report: ApplicationReport) -> None:
         if report.state == "ACCEPTED":

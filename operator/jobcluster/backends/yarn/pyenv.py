@@ -1,32 +1,41 @@
-"""The Python environment of the YARN containers: the client's own, packed once, uploaded once, cached by YARN.
+"""The Python environment of the YARN containers: the client's own, packed in parts, uploaded once, cached by YARN.
 
 The ApplicationMaster and the TaskExecutors run jobcluster and the user's
 PySpark program, so their containers need a Python with jobcluster, pyspark
 and whatever the program imports. By default the client ships the virtual
 environment it runs in, with everything the user installed into it, the way
-Spark documents for PySpark on YARN: packed with ``venv-pack`` into a
-``.tar.gz`` and registered as an ARCHIVE LocalResource named
-``environment``, so a container runs ``./environment/bin/python``.
+Spark documents for PySpark on YARN (``venv-pack``), but in three parts that
+change at different rates (``pyenv_parts.py``): pyspark with its jars, the rest
+of the environment (``environment``, so a container runs
+``./environment/bin/python``), and jobcluster itself. Each part is an ARCHIVE
+LocalResource named by its content, so a change of the user's packages ships
+only the environment part again, an edit of jobcluster only jobcluster's, and
+a new pyspark only pyspark's.
 
 Three caches keep that cheap after the first job:
 
-1. On the client: the archive is stored under
+1. On the client: each part's archive is stored under
    ``$JOBCLUSTER_CACHE/python-envs/`` (default ``~/.cache/jobcluster``),
-   named by a fingerprint of the environment's content, and only packed when
-   no archive of that fingerprint exists.
-2. On HDFS: the archive is uploaded to ``<staging base>/.jobcluster/python/``
+   named by a fingerprint of its content, and only packed when no archive of
+   that fingerprint exists.
+2. On HDFS: each archive is uploaded to ``<staging base>/.jobcluster/python/``
    under the same name, once; every later job registers the file that is
-   already there.
-3. On the nodes: the file is registered PUBLIC when HDFS permissions allow it
-   (world-readable, every ancestor world-executable; YARN's rule, see
-   ``local_resources.py``), so each NodeManager downloads and unpacks it once
+   already there (and marks it used: ``shared_files.py``, whose retention
+   removes archives no job used for a while).
+3. On the nodes: the files are registered PUBLIC when HDFS permissions allow
+   it (world-readable, every ancestor world-executable; YARN's rule, see
+   ``local_resources.py``), so each NodeManager downloads and unpacks them once
    for all applications (otherwise PRIVATE: once per user).
 
-The fingerprint covers the interpreter version and the content of every file
-that is packed: a wheel-installed file through the sha256 that pip recorded
-in its distribution's ``RECORD``, every other file by hashing it. Compiled
-``__pycache__`` files are packed but not fingerprinted (they derive from the
-sources).
+A fingerprint covers the content of every file of its part: a wheel-installed
+file through the sha256 that pip recorded in its distribution's ``RECORD``,
+every other file by hashing it, and the Python version (the environment part:
+the interpreter's full version). Compiled ``__pycache__`` files are packed
+but not fingerprinted (they derive from the sources).
+
+The pyspark part is an uncompressed ``.tar``: its bytes are mostly jars,
+compressed already, so gzip would cost time for little. The others are
+``.tar.gz`` at :data:`COMPRESS_LEVEL`.
 
 Limits, as for venv-pack itself: the archive links ``bin/python`` to the
 client's interpreter, so every node needs the same Python at the same path
@@ -38,9 +47,10 @@ virtualenv) can be packed.
 Editable installs: venv-pack refuses an environment with packages installed
 in development mode (``pip install -e``), because their code lives outside
 the environment. jobcluster itself is often installed that way while it is
-developed; then the packer works on a hard-linked copy of the environment
-in which jobcluster's package directory sits in ``site-packages`` like a
-normal install. Any other editable package is an error that says what to do.
+developed; its part is packed from wherever its package directory is, and the
+environment part is packed from a hard-linked copy of the environment without
+the other parts and without the editable install's files. Any other editable
+package is an error that says what to do.
 
 Why one module of this size: packing, the client's cache and the upload are one
 idea (the shipped environment), and each step needs the others' names and keys.
@@ -48,11 +58,11 @@ idea (the shipped environment), and each step needs the others' names and keys.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import posixpath
 import shutil
 import sys
+import tarfile
 import tempfile
 import time
 import uuid
@@ -60,35 +70,37 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import venv_pack
 
 import jobcluster
+from jobcluster.backends.yarn import pyenv_parts
 from jobcluster.backends.yarn.config_options import YARN_PYTHON
 from jobcluster.backends.yarn.errors import PythonEnvironmentError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType
-from jobcluster.backends.yarn.shared_files import is_complete, shared_directory, shared_resource, upload_atomically
+from jobcluster.backends.yarn.pyenv_parts import JOBCLUSTER_KEY, PARTS_MODULE, PARTS_PTH, PYSPARK_KEY, PackagePart, Split
+from jobcluster.backends.yarn.shared_files import is_complete, listing, shared_directory, shared_resources, upload_atomically
 from jobcluster.backends.yarn.staging import HdfsPaths, hdfs_errors
 
 ENVIRONMENT_KEY = "environment"
-"""The archive's name in a container's working directory."""
+"""The environment part's name in a container's working directory."""
 
 CONTAINER_PYTHON = f"./{ENVIRONMENT_KEY}/bin/python"
 """The Python a container runs when the environment is shipped (relative to its working directory)."""
 
 SHARED_DIR = "python"
-"""Directory under ``<staging base>/.jobcluster/`` holding the shipped environments of every job."""
+"""Directory under ``<staging base>/.jobcluster/`` holding the shipped parts of every job."""
 
 CACHED_ARCHIVES = 3
-"""Packed environments kept in the client's cache (the most recently used)."""
+"""Packed archives of each part kept in the client's cache (the most recently used)."""
 
 COMPRESS_LEVEL = 1
-"""gzip level of the archive. Most of a PySpark environment is jars, which are compressed already. Measured on
-the shared 2-core machine with the 656 MB development venv: level 1 gives 386-405 MB in 38-54 s, level 4
-(venv-pack's default) 393 MB in 83 s, no compression 679 MB in 13 s."""
+"""gzip level of the environment and jobcluster parts. Measured on the shared 2-core machine with the 656 MB
+development venv packed whole: level 1 gives 386-405 MB in 38-54 s, level 4 (venv-pack's default) 393 MB in 83 s,
+no compression 679 MB in 13 s; most of that was pyspark's jars, now an uncompressed part of their own."""
 
-FINGERPRINT_VERSION = "jobcluster-pyenv-1"
+ARCHIVE_PREFIXES = ("python-env-", "pyspark-", "jobcluster-", "dist-")
+"""How each kind of part's archive is named (then its name and version where it has them, and its fingerprint)."""
 
 Progress = Callable[[str], None]
 
@@ -114,10 +126,12 @@ class ContainerPython:
 
 
 @dataclass(frozen=True)
-class PackedEnvironment:
-    """A packed environment in the client's cache: ``path`` of the archive, its ``fingerprint``,
-    and whether this call ``packed`` it (False: found in the cache) in ``seconds``."""
+class PackedPart:
+    """One part's archive in the client's cache: ``key`` in the container (``environment``,
+    ``python-pyspark``, ``python-jobcluster``), ``path`` of the archive, its ``fingerprint``, and whether this
+    call ``packed`` it (False: found in the cache) in ``seconds``."""
 
+    key: str
     path: Path
     fingerprint: str
     packed: bool
@@ -129,11 +143,27 @@ class PackedEnvironment:
 
 
 @dataclass(frozen=True)
-class ShippedEnvironment:
-    """The archive on HDFS as a LocalResource, and whether this call ``uploaded`` it (in ``seconds``)."""
+class PackedEnvironment:
+    """Every part of one environment, the environment part first."""
 
-    resource: LocalResourceDescriptor
-    uploaded: bool
+    parts: tuple[PackedPart, ...]
+
+    @property
+    def packed(self) -> tuple[str, ...]:
+        """Keys of the parts packed by this call."""
+        return tuple(p.key for p in self.parts if p.packed)
+
+    def part(self, key: str) -> PackedPart | None:
+        return next((p for p in self.parts if p.key == key), None)
+
+
+@dataclass(frozen=True)
+class ShippedEnvironment:
+    """The parts on HDFS as LocalResources (the environment part first), the keys of those this call
+    ``uploaded``, and the ``seconds`` it took."""
+
+    resources: tuple[LocalResourceDescriptor, ...]
+    uploaded: tuple[str, ...]
     seconds: float
 
 
@@ -183,54 +213,28 @@ def jobcluster_package_dir() -> Path:
     return Path(jobcluster.__file__).resolve().parent
 
 
-def fingerprint(prefix: Path, extra_package: Path | None = None) -> str:
-    """A hex digest of what would be packed: see the module docstring."""
-    digest = hashlib.sha256()
-    digest.update(f"{FINGERPRINT_VERSION}\0{sys.version}\0{sys.platform}\0".encode())
-    covered = _recorded_files(prefix)
-    for relative, path in _files(prefix):
-        if relative.endswith(".dist-info/RECORD") or relative not in covered:
-            _hash_file(digest, relative, path)
-    if extra_package is not None:
-        for relative, path in _files(extra_package):
-            _hash_file(digest, f"+{extra_package.name}/{relative}", path)
-    return digest.hexdigest()
+def split_environment(prefix: Path, package: Path | None = None) -> Split:
+    """The parts of the environment at ``prefix`` (``package``: jobcluster's package directory, default: the
+    running one).
 
-
-def _files(root: Path) -> list[tuple[str, Path]]:
-    """Every file and symlink below ``root`` except compiled bytecode, as (posix relative path, path), sorted."""
-    entries: list[tuple[str, Path]] = []
-    top = str(root)
-    for directory, dirs, files in os.walk(top):
-        relative = directory[len(top) + 1 :]
-        prefix = f"{relative}/" if relative else ""
-        links = [d for d in dirs if os.path.islink(os.path.join(directory, d))]
-        dirs[:] = [d for d in dirs if d != "__pycache__" and d not in links]
-        entries.extend((prefix + name, Path(directory, name)) for name in (*files, *links))
-    return sorted(entries)
-
-
-def _recorded_files(prefix: Path) -> set[str]:
-    """Prefix-relative paths whose sha256 pip recorded in a ``RECORD`` (their RECORD is hashed instead)."""
+    Raises:
+        PythonEnvironmentError: not a virtual environment, or another package than jobcluster is editable.
+    """
+    package = package or jobcluster_package_dir()
     sp = site_packages(prefix)
-    sp_relative = sp.relative_to(prefix).as_posix()
-    covered: set[str] = set()
-    for record in sp.glob("*.dist-info/RECORD"):
-        for line in record.read_text(errors="replace").splitlines():
-            # RECORD is CSV (path,hash,size); paths with commas are quoted, and simply stay uncovered.
-            path, _, rest = line.partition(",")
-            if rest.startswith("sha256="):
-                covered.add(posixpath.normpath(f"{sp_relative}/{path}"))
-    return covered
-
-
-def _hash_file(digest: Any, relative: str, path: Path) -> None:
-    digest.update(relative.encode() + b"\0")
-    if path.is_symlink():
-        digest.update(b"->" + os.readlink(path).encode() + b"\0")
-        return
-    with open(path, "rb") as f:
-        digest.update(hashlib.file_digest(f, "sha256").digest())
+    parts = pyenv_parts.split(sp, package.name)
+    foreign = {
+        pth: dirs
+        for pth, dirs in editable_paths(prefix).items()
+        if pth.name not in parts.jobcluster and any(d != package.parent for d in dirs)
+    }
+    if foreign:
+        listing = "; ".join(f"{pth.name}: {', '.join(map(str, dirs))}" for pth, dirs in foreign.items())
+        raise PythonEnvironmentError(
+            f"The environment {prefix} has packages installed in editable mode (pip install -e), which cannot be shipped to "
+            f"YARN ({listing}); install them normally, or set {YARN_PYTHON.key} to a Python prepared on every node."
+        )
+    return parts
 
 
 # -- packing -------------------------------------------------------------------
@@ -242,80 +246,175 @@ def pack_environment(
     compress_level: int = COMPRESS_LEVEL,
     progress: Progress = _no_progress,
 ) -> PackedEnvironment:
-    """The archive of the environment at ``prefix`` (default: this one), from the cache or packed now.
+    """The archives of the parts of the environment at ``prefix`` (default: this one), each from the cache or
+    packed now; no pyspark part when pyspark is not installed in it.
 
     Raises:
         PythonEnvironmentError: not a virtual environment, another editable package than jobcluster,
-            or venv-pack failed.
+            or packing failed.
     """
     prefix = (prefix or current_prefix()).absolute()
     cache = cache or cache_dir()
     package = jobcluster_package_dir()
-    inside = package.is_relative_to(prefix.resolve())
-    extra = None if inside else package
-    foreign = {pth: dirs for pth, dirs in editable_paths(prefix).items() if any(d != package.parent for d in dirs)}
-    if foreign:
-        listing = "; ".join(f"{pth.name}: {', '.join(map(str, dirs))}" for pth, dirs in foreign.items())
-        raise PythonEnvironmentError(
-            f"The environment {prefix} has packages installed in editable mode (pip install -e), which cannot be shipped to "
-            f"YARN ({listing}); install them normally, or set {YARN_PYTHON.key} to a Python prepared on every node."
-        )
+    parts = split_environment(prefix, package)
     started = time.monotonic()
-    digest = fingerprint(prefix, extra)
-    archive = cache / f"python-env-{digest[:32]}.tar.gz"
+    announced: list[str] = []
+
+    def announce(key: str) -> None:
+        if not announced:
+            progress(f"Packing the parts of the Python environment {prefix} that are new, for the YARN containers ...")
+        announced.append(key)
+
+    packed = [
+        _cached_or_packed(
+            ENVIRONMENT_KEY,
+            cache,
+            lambda: pyenv_parts.environment_fingerprint(prefix, parts),
+            lambda digest: f"python-env-{digest[:32]}.tar.gz",
+            lambda target: _pack_venv(prefix, parts, cache, target, compress_level),
+            announce,
+        )
+    ]
+    version = pyenv_parts.pyspark_version(parts.site_packages)
+    if version is not None:
+        packed.append(
+            _cached_or_packed(
+                PYSPARK_KEY,
+                cache,
+                lambda: pyenv_parts.pyspark_fingerprint(parts),
+                lambda digest: f"pyspark-{version}-{pyenv_parts.python_tag()}-{digest[:24]}.tar",
+                lambda target: _pack_tree(target, [(parts.site_packages / e, e) for e in sorted(parts.pyspark)], None),
+                announce,
+            )
+        )
+    for package_part in parts.packages:
+        packed.append(_package_part(parts, package_part, cache, compress_level, announce))
+    editable = {e for e in parts.jobcluster if e.startswith("__editable__")}
+    jobcluster_sources = [(package, package.name)] + [
+        (parts.site_packages / e, e) for e in sorted(parts.jobcluster - editable - {package.name})
+    ]
+    packed.append(
+        _cached_or_packed(
+            JOBCLUSTER_KEY,
+            cache,
+            lambda: pyenv_parts.jobcluster_fingerprint(parts, package),
+            lambda digest: f"jobcluster-{jobcluster.__version__}-{digest[:24]}.tar.gz",
+            lambda target: _pack_tree(target, jobcluster_sources, compress_level),
+            announce,
+        )
+    )
+    result = PackedEnvironment(tuple(packed))
+    if announced:
+        size = sum(p.path.stat().st_size for p in packed if p.packed)
+        progress(
+            f"Packed {len(announced)} part(s) of the Python environment ({', '.join(announced)}): {size / (1 << 20):.0f} MiB "
+            f"in {time.monotonic() - started:.0f} s, into {cache}"
+        )
+    return result
+
+
+def _package_part(parts: Split, package: PackagePart, cache: Path, compress_level: int, announce: Callable[[str], None]) -> PackedPart:
+    return _cached_or_packed(
+        package.key,
+        cache,
+        lambda: pyenv_parts.package_fingerprint(parts, package),
+        lambda digest: f"dist-{package.name.replace('-', '_')}-{package.version}-{pyenv_parts.python_tag()}-{digest[:24]}.tar.gz",
+        lambda target: _pack_tree(target, [(parts.site_packages / e, e) for e in sorted(package.entries)], compress_level),
+        announce,
+    )
+
+
+def _cached_or_packed(
+    key: str,
+    cache: Path,
+    digest_of: Callable[[], str],
+    name_of: Callable[[str], str],
+    pack: Callable[[Path], None],
+    announce: Callable[[str], None],
+) -> PackedPart:
+    """The part ``key`` from the cache when an archive of its fingerprint is there, else packed into it by ``pack``
+    (through a temporary name: a concurrent client packing the same part is harmless), ``announce``d first."""
+    started = time.monotonic()
+    digest = digest_of()
+    archive = cache / name_of(digest)
     if archive.is_file():
         _keep_recent(archive)
-        return PackedEnvironment(archive, digest, packed=False, seconds=time.monotonic() - started)
+        return PackedPart(key, archive, digest, packed=False, seconds=time.monotonic() - started)
     cache.mkdir(parents=True, exist_ok=True)
-    progress(f"Packing the Python environment {prefix} for the YARN containers (once per environment) ...")
+    announce(key)
     partial = cache / f".{archive.name}.{uuid.uuid4().hex}.partial"
     try:
-        with _packable_view(prefix, extra, cache) as view:
-            venv_pack.pack(prefix=str(view), output=str(partial), format="tar.gz", compress_level=compress_level, force=True)
+        pack(partial)
         os.chmod(partial, 0o644)
-        os.replace(partial, archive)  # atomic: a concurrent client packing the same environment is harmless
+        os.replace(partial, archive)
     except venv_pack.VenvPackException as error:
-        raise PythonEnvironmentError(f"venv-pack cannot pack {prefix}: {error}") from error
-    except OSError as error:
-        raise PythonEnvironmentError(f"cannot pack {prefix} into {archive}: {error}") from error
+        raise PythonEnvironmentError(f"venv-pack cannot pack the Python environment: {error}") from error
+    except (OSError, tarfile.TarError) as error:
+        raise PythonEnvironmentError(f"cannot pack the Python environment's part {key} into {archive}: {error}") from error
     finally:
         partial.unlink(missing_ok=True)
     seconds = time.monotonic() - started
-    progress(f"Packed the Python environment: {archive.stat().st_size / (1 << 20):.0f} MiB in {seconds:.0f} s ({archive})")
     _keep_recent(archive)
-    return PackedEnvironment(archive, digest, packed=True, seconds=seconds)
+    return PackedPart(key, archive, digest, packed=True, seconds=seconds)
+
+
+def _pack_tree(target: Path, sources: list[tuple[Path, str]], compress_level: int | None) -> None:
+    """A tar (gzip at ``compress_level``; None: uncompressed) of each (path, name in the archive) with
+    everything below it, symlinks kept, readable by everyone (a PUBLIC archive is unpacked for all users)."""
+
+    def readable(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.mode |= 0o755 if info.isdir() or info.mode & 0o100 else 0o644
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        return info
+
+    mode, options = ("w", {}) if compress_level is None else ("w:gz", {"compresslevel": compress_level})
+    with tarfile.open(target, mode, **options) as archive:  # type: ignore[call-overload]
+        for path, name in sources:
+            archive.add(path, arcname=name, recursive=True, filter=readable)
+
+
+def _pack_venv(prefix: Path, parts: Split, cache: Path, target: Path, compress_level: int) -> None:
+    """venv-pack the environment part: a hard-linked copy of ``prefix`` without the other parts' entries of
+    site-packages, with the ``.pth`` and module that link them."""
+    with _environment_view(prefix, parts, cache) as view:
+        venv_pack.pack(prefix=str(view), output=str(target), format="tar.gz", compress_level=compress_level, force=True)
 
 
 def _keep_recent(archive: Path, keep: int = CACHED_ARCHIVES) -> None:
-    """Mark ``archive`` used now and remove all but the ``keep`` most recently used archives of its cache.
+    """Mark ``archive`` used now and remove all but the ``keep`` most recently used archives of its kind
+    (``python-env-``, ``pyspark-``, ``jobcluster-``, ``dist-<name>-``) from its cache.
 
-    Every change to the environment (a package installed, jobcluster upgraded)
-    gives a new archive of a few hundred MiB; the ones not used lately go.
+    Every change to a part (a package installed, jobcluster upgraded)
+    gives a new archive; the ones not used lately go.
     """
     os.utime(archive)
-    archives = sorted(archive.parent.glob("python-env-*.tar.gz"), key=lambda a: a.stat().st_mtime, reverse=True)
+    kind = next((p for p in ARCHIVE_PREFIXES if archive.name.startswith(p)), None)
+    if kind is None:
+        return
+    if kind == "dist-":  # one distribution's archives: dist-<name>-<version>-...
+        kind = "-".join(archive.name.split("-")[:2]) + "-"
+    archives = sorted(
+        (a for a in archive.parent.glob(f"{kind}*") if not a.name.startswith(".")), key=lambda a: a.stat().st_mtime, reverse=True
+    )
     for old in archives[keep:]:
         old.unlink(missing_ok=True)
 
 
 @contextmanager
-def _packable_view(prefix: Path, package: Path | None, cache: Path) -> Iterator[Path]:
-    """``prefix`` itself, or, when jobcluster lives outside it (editable), a hard-linked copy of it in
-    which the package sits in site-packages and the ``.pth`` that pointed at its source is gone."""
-    if package is None:
-        yield prefix
-        return
+def _environment_view(prefix: Path, parts: Split, cache: Path) -> Iterator[Path]:
+    """A hard-linked copy of ``prefix`` in which site-packages lacks the pyspark and jobcluster parts (and an
+    editable jobcluster's ``.pth``) and has :data:`PARTS_PTH` and its module."""
+    sp = str(parts.site_packages)
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        return {n for n in names if n in parts.excluded} if directory == sp else set()
+
     with tempfile.TemporaryDirectory(prefix="jobcluster-pyenv-", dir=_same_device_tmp(prefix, cache)) as tmp:
         view = Path(tmp) / prefix.name
-        _link_tree(prefix, view)
-        sp = site_packages(view)
-        for pth, dirs in editable_paths(prefix).items():
-            if dirs == [package.parent]:
-                (sp / pth.name).unlink()
-        target = sp / package.name
-        if target.exists() or target.is_symlink():
-            raise PythonEnvironmentError(f"{prefix} has both an installed and an editable {package.name}; uninstall one of them")
-        _link_tree(package, target)
+        _link_tree(prefix, view, ignore)
+        (site_packages(view) / PARTS_PTH).write_text(pyenv_parts.parts_pth_text())
+        (site_packages(view) / f"{PARTS_MODULE}.py").write_text(pyenv_parts.parts_module_text())
         yield view
 
 
@@ -331,7 +430,7 @@ def _same_device_tmp(prefix: Path, cache: Path) -> str | None:
     return None
 
 
-def _link_tree(source: Path, target: Path) -> None:
+def _link_tree(source: Path, target: Path, ignore: Callable[[str, list[str]], set[str]] | None = None) -> None:
     """Copy a tree with hard links (a copy when linking is not possible), keeping symlinks as symlinks."""
 
     def link_or_copy(src: str, dst: str) -> None:
@@ -340,7 +439,7 @@ def _link_tree(source: Path, target: Path) -> None:
         except OSError:
             shutil.copy2(src, dst)
 
-    shutil.copytree(source, target, symlinks=True, copy_function=link_or_copy)
+    shutil.copytree(source, target, symlinks=True, copy_function=link_or_copy, ignore=ignore)
 
 
 # -- shipping ------------------------------------------------------------------
@@ -349,8 +448,8 @@ def _link_tree(source: Path, target: Path) -> None:
 def ship_environment(
     paths: HdfsPaths, staging_base: str, packed: PackedEnvironment, progress: Progress = _no_progress
 ) -> ShippedEnvironment:
-    """The packed environment on HDFS under ``<staging_base>/.jobcluster/python/``, uploaded unless a file of the
-    same name and size is there already; described as an ARCHIVE, PUBLIC where HDFS permissions allow
+    """Every part of ``packed`` on HDFS under ``<staging_base>/.jobcluster/python/``, each uploaded unless a file of
+    the same name and size is there already; ARCHIVEs named by the parts' keys, PUBLIC where HDFS permissions allow
     (``shared_files.py``).
 
     Raises:
@@ -358,22 +457,26 @@ def ship_environment(
     """
     started = time.monotonic()
     directory = shared_directory(staging_base, SHARED_DIR)
-    remote = posixpath.join(directory, packed.name)
-    size = packed.path.stat().st_size
-    with hdfs_errors(f"cannot read the status of {paths.qualify(remote)}"):
-        existing = paths.client.status(remote, strict=False)
-    uploaded = not is_complete(existing, size)
-    if uploaded:
-        progress(f"Uploading the Python environment ({size / (1 << 20):.0f} MiB) to {paths.qualify(directory)} (once per environment) ...")
-        if existing is not None:  # a file of that name but not of that size: an upload cut short before renames were atomic
+    existing = listing(paths, directory)
+    missing = [part for part in packed.parts if not is_complete(existing.get(part.name), part.path.stat().st_size)]
+    if missing:
+        size = sum(part.path.stat().st_size for part in missing)
+        keys = ", ".join(part.key for part in missing)
+        target = paths.qualify(directory)
+        progress(f"Uploading {len(missing)} part(s) of the Python environment ({keys}; {size / (1 << 20):.0f} MiB) to {target} ...")
+    uploaded = []
+    for part in missing:
+        remote = posixpath.join(directory, part.name)
+        if part.name in existing:  # a file of that name but not of that size: an upload cut short before renames were atomic
             with hdfs_errors(f"cannot replace {paths.qualify(remote)}"):
                 paths.client.delete(remote)
-        upload_atomically(paths, packed.path, remote)
-    resource = shared_resource(paths, remote, ENVIRONMENT_KEY, LocalResourceType.ARCHIVE)
+        upload_atomically(paths, part.path, remote)
+        uploaded.append(part.key)
+    resources = shared_resources(paths, directory, [(part.name, part.key) for part in packed.parts], LocalResourceType.ARCHIVE)
     seconds = time.monotonic() - started
     if uploaded:
-        progress(f"Uploaded the Python environment in {seconds:.0f} s")
-    return ShippedEnvironment(resource, uploaded, seconds)
+        progress(f"Uploaded the Python environment's parts in {seconds:.0f} s")
+    return ShippedEnvironment(resources, tuple(uploaded), seconds)
 
 
 def container_python(
@@ -393,4 +496,4 @@ def container_python(
         return ContainerPython(executable=python)
     packed = pack_environment(progress=progress)
     shipped = ship_environment(paths, staging_base, packed, progress=progress)
-    return ContainerPython(executable=CONTAINER_PYTHON, resources=(shipped.resource,))
+    return ContainerPython(executable=CONTAINER_PYTHON, resources=shipped.resources)

@@ -66,13 +66,21 @@ class ResourceManagerRest:
         document = self._get(f"apps/{application_id}")
         return report_of(document["app"]) if document and document.get("app") else None
 
-    def applications(self, tag: str, states: tuple[str, ...] = ACTIVE_STATES) -> list[ApplicationReport]:
-        """The applications carrying ``tag`` (as YARN stores tags: lower case) in one of ``states``.
+    def applications(
+        self, tag: str | None = None, states: tuple[str, ...] = ACTIVE_STATES, application_types: tuple[str, ...] = ()
+    ) -> list[ApplicationReport]:
+        """The applications carrying ``tag`` (as YARN stores tags: lower case; None: any) in one of ``states``, of one
+        of ``application_types`` (empty: any).
 
         Raises:
             YarnClientError: the ResourceManager cannot be reached or refuses.
         """
-        document = self._get("apps", {"applicationTags": tag, "states": ",".join(states)}) or {}
+        query = {"states": ",".join(states)}
+        if tag is not None:
+            query["applicationTags"] = tag
+        if application_types:
+            query["applicationTypes"] = ",".join(application_types)
+        document = self._get("apps", query) or {}
         return [report_of(app) for app in ((document.get("apps") or {}).get("app") or [])]
 
 
@@ -92,4 +100,5 @@ def report_of(app: Mapping[str, Any]) -> ApplicationReport:
         tracking_url=str(app.get("trackingUrl") or ""),
         tags=tuple(t for t in str(app.get("applicationTags") or "").split(",") if t),
         finish_time=finish_time_of(app.get("finishedTime")),
+        start_time_ms=int(app.get("startedTime") or 0),
     )

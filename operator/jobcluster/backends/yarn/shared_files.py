@@ -10,19 +10,28 @@ for all applications of all users.
 
 An upload goes to a temporary name first and is renamed: a reader never sees a partial file, and of two
 clients uploading the same content at once, the one whose rename finds the file there keeps that one.
+
+Every job that registers a shared file marks it used by setting its access time (never its modification
+time, which YARN compares with the registered one): ``shared_retention.py`` removes the files no job used
+for a while.
 """
 
 from __future__ import annotations
 
+import logging
 import posixpath
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from hdfs.util import HdfsError
 
+from jobcluster.backends.yarn.errors import StagingError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType, visibility_for
 from jobcluster.backends.yarn.staging import STAGING_ROOT, HdfsPaths, hdfs_errors
+
+log = logging.getLogger(__name__)
 
 SHARED_PERMISSION = "644"
 """A shared file: readable by everyone (a PUBLIC LocalResource needs it)."""
@@ -74,12 +83,67 @@ def ancestors(path: str) -> list[str]:
 
 
 def shared_resource(paths: HdfsPaths, remote: str, key: str, type: LocalResourceType) -> LocalResourceDescriptor:
-    """The shared file ``remote`` as a LocalResource named ``key``: PUBLIC when HDFS permissions allow, else PRIVATE.
+    """The shared file ``remote`` as a LocalResource named ``key``: PUBLIC when HDFS permissions allow, else PRIVATE;
+    marked used (:func:`mark_used`).
 
     Raises:
         StagingError: HDFS refused or is unreachable, or ``remote`` is not a file.
     """
-    with hdfs_errors(f"cannot read the permissions of {paths.qualify(remote)}"):
-        file_permission = paths.client.status(remote)["permission"]
-        permissions = [paths.client.status(p)["permission"] for p in ancestors(posixpath.dirname(remote))]
-    return paths.describe(remote, key, type, visibility_for(file_permission, permissions))
+    (resource,) = shared_resources(paths, posixpath.dirname(remote), [(posixpath.basename(remote), key)], type)
+    return resource
+
+
+def shared_resources(
+    paths: HdfsPaths, directory: str, files: list[tuple[str, str]], type: LocalResourceType
+) -> tuple[LocalResourceDescriptor, ...]:
+    """The shared files (name in ``directory``, key) as LocalResources, each marked used (:func:`mark_used`): one
+    listing of ``directory`` and one look at its ancestors' permissions for all of them, whatever their number.
+
+    Raises:
+        StagingError: HDFS refused or is unreachable, or one of them is not a file.
+    """
+    for name, _ in files:
+        mark_used(paths, posixpath.join(directory, name))
+    with hdfs_errors(f"cannot read the permissions of {paths.qualify(directory)}"):
+        permissions = [paths.client.status(p)["permission"] for p in ancestors(directory)]
+    statuses = listing(paths, directory)
+    resources = []
+    for name, key in files:
+        status = statuses.get(name)
+        if status is None or not is_complete(status):
+            raise StagingError(f"{paths.qualify(posixpath.join(directory, name))} is not a file on HDFS")
+        resources.append(
+            LocalResourceDescriptor(
+                key=key,
+                path=paths.qualify(posixpath.join(directory, name)),
+                size=int(status["length"]),
+                modification_time=int(status["modificationTime"]),
+                type=type,
+                visibility=visibility_for(status["permission"], permissions),
+            )
+        )
+    return tuple(resources)
+
+
+def listing(paths: HdfsPaths, directory: str) -> dict[str, dict[str, Any]]:
+    """WebHDFS's status of every entry of ``directory``, by name; empty when it does not exist.
+
+    Raises:
+        StagingError: HDFS refused or is unreachable.
+    """
+    with hdfs_errors(f"cannot list {paths.qualify(directory)}"):
+        if paths.client.status(directory, strict=False) is None:
+            return {}
+        return dict(paths.client.list(directory, status=True))
+
+
+def mark_used(paths: HdfsPaths, remote: str, now_ms: int | None = None) -> bool:
+    """Set the access time of the shared file ``remote`` to now (milliseconds since the epoch), which is what
+    retention reads as its last use; False, and a log line, when HDFS keeps no access times
+    (``dfs.namenode.accesstime.precision`` = 0: then nothing is ever pruned) or refuses."""
+    try:
+        paths.client.set_times(remote, access_time=int(time.time() * 1000) if now_ms is None else now_ms)
+    except HdfsError as error:
+        log.info("cannot mark %s used (its access time): %s", paths.qualify(remote), error)
+        return False
+    return True

@@ -3,7 +3,8 @@
 Layout (Flink's ``.flink/<appId>``, backends.md §1.3)::
 
     <base>/.jobcluster/<application id>/   mode 700: program, --py-files, job.graph, config
-    <base>/.jobcluster/python/             shared by every job: packed Python environments (``pyenv.py``)
+    <base>/.jobcluster/python/             shared by every job: the Python environments' parts (``pyenv.py``)
+    <base>/.jobcluster/dashboard/          shared by every job: Flink's web dashboard (``dashboard_files.py``)
 
 ``<base>`` is ``yarn.staging-directory`` (an absolute HDFS path, an
 ``hdfs://`` URI on the default file system, or a path relative to the home

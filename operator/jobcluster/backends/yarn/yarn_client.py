@@ -58,7 +58,8 @@ class ApplicationReport:
     ApplicationMaster unregisters, then ``SUCCEEDED``/``FAILED``/``KILLED``);
     ``host``/``rpc_port``: what the ApplicationMaster registered (jobcluster:
     the REST endpoint); ``tracking_url``: its web URL; ``finish_time``: RFC 3339
-    UTC once it ended, else ``""``.
+    UTC once it ended, else ``""``; ``start_time_ms``: when it was submitted
+    (milliseconds since the epoch; 0 when not known).
     """
 
     application_id: str
@@ -73,6 +74,7 @@ class ApplicationReport:
     tracking_url: str
     tags: tuple[str, ...] = ()
     finish_time: str = ""
+    start_time_ms: int = 0
 
     @property
     def is_terminal(self) -> bool:
@@ -323,4 +325,5 @@ def _report(java: Any) -> ApplicationReport:
         tracking_url=str(java.getTrackingUrl() or ""),
         tags=tuple(sorted(str(t) for t in java.getApplicationTags())),
         finish_time=finish_time_of(int(java.getFinishTime())),
+        start_time_ms=int(java.getStartTime()),
     )
