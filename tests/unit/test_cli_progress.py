@@ -32,6 +32,13 @@ def test_each_change_is_said_once_and_a_new_attempt_is_followed_from_scratch(cap
     assert again[1:] == [first[2], "Slots offered to the job: 4/4", "Job j1 is RUNNING"]
 
 
+def test_the_slots_a_finished_job_frees_are_not_said(capsys):
+    printer = ProgressPrinter()
+    printer.update(job("RUNNING", 4), [])
+    printer.update(job("FINISHED", 0), [])
+    assert capsys.readouterr().err.splitlines() == ["Slots offered to the job: 4/4", "Job j1 is RUNNING"]
+
+
 def test_a_lost_task_executor_is_said_once_with_the_platforms_reason(capsys):
     printer = ProgressPrinter()
     oom = "worker terminated: Pod terminated, container termination statuses: [main(exitCode=137, reason=OOMKilled, message=None)]"
@@ -188,4 +195,4 @@ def test_the_terminal_details_say_a_last_loss_but_not_the_end_which_the_result_s
     capsys.readouterr()
     printer.update({**job("FAILED", 0), "lost-taskmanagers": [{"id": "tm-1-1", "cause": "worker terminated: OOMKilled"}]}, [])
     said = capsys.readouterr().err.splitlines()
-    assert said == ["TaskExecutor tm-1-1 lost: worker terminated: OOMKilled", "Slots offered to the job: 0/4"]
+    assert said == ["TaskExecutor tm-1-1 lost: worker terminated: OOMKilled"]  # the slots the end frees are no news

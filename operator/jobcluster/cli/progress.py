@@ -109,7 +109,7 @@ class ProgressPrinter:
                 self._lost.add((lost["id"], lost["cause"]))
                 _say(f"TaskExecutor {lost['id']} lost: {lost['cause']}")
         slots = (job["slots"]["held"], job["slots"]["required"])
-        if slots != self._slots:
+        if slots != self._slots and job["state"] not in TERMINAL_JOB_STATES:  # slots freed by the end are no news
             self._slots = slots
             _say(f"Slots offered to the job: {slots[0]}/{slots[1]}")
         if job["state"] != self._state and job["state"] not in TERMINAL_JOB_STATES:  # the end is said by result()
