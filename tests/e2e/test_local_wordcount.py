@@ -41,6 +41,8 @@ def test_wordcount_on_two_task_executors_with_two_slots(home, corpus, tmp_path):
     assert staging_dirs(home) == [], "the staging directory is removed when the job ends"
     (log,) = (home / "log").glob("*/jobmanager.log")
     assert "started TaskExecutor" in log.read_text() and "in this process" in log.read_text(), "TaskExecutors of the MiniCluster"
+    offers = re.findall(r"offered (\d+) slot\(s\) to the JobMaster of job \S+; (\d+) accepted", log.read_text())
+    assert sum(int(offered) for offered, _ in offers) == 4 and offers == [(n, n) for n, _ in offers], "each slot offered once"
     assert not list(log.parent.glob("spark-*.log")), "no Spark master or worker: the program's Spark runs in local mode"
 
 

@@ -91,6 +91,9 @@ class TaskExecutor(RpcEndpoint):
         self._spark_worker: SparkWorker | None = None
         self._spark_worker_lock = asyncio.Lock()
         self._job_masters: dict[str, JobMasterGateway] = {}
+        # one offer per job at a time: each allocated slot spawns an offer, and the first offers all slots allocated
+        # by then; the others find theirs offered (Flink's TaskExecutor offers a job's allocated slots together)
+        self._offer_locks: dict[str, asyncio.Lock] = {}
         self._on_fatal = on_fatal
         self.registered = asyncio.Event()
 
@@ -216,6 +219,10 @@ class TaskExecutor(RpcEndpoint):
     # ---- offering slots to the JobMaster -----------------------------------------------
 
     async def _offer_slots(self, job_id: str, job_master: JobMasterGateway) -> None:
+        async with self._offer_locks.setdefault(job_id, asyncio.Lock()):
+            await self._offer_allocated_slots(job_id, job_master)
+
+    async def _offer_allocated_slots(self, job_id: str, job_master: JobMasterGateway) -> None:
         try:
             connection = await job_master.register_task_executor(self.resource_id, self._rpc.address, job_id)
             self._job_masters[job_id] = job_master
