@@ -145,7 +145,9 @@ def test_a_cluster_id_is_used_again_only_once_the_deleted_clusters_pods_are_gone
         assert objects_of(k8s_api, k8s_namespace) == [f"pod/{old_pod}"]  # nothing created, the rest collected
 
         release.start()  # the old pod goes while the next deployment waits for it
-        created = create_job_manager_objects(k8s_api, p, FILES, "s3cr3t", template_of(pod_template))
+        said: list[str] = []
+        created = create_job_manager_objects(k8s_api, p, FILES, "s3cr3t", template_of(pod_template), progress=said.append)
+        assert said == [f"Waiting up to 60 s for pod/{old_pod} of the deleted job cluster wordcount to go"]
         assert old_pod not in [pod.metadata.name for pod in core.list_namespaced_pod(k8s_namespace, _request_timeout=TIMEOUT).items]
         (new_pod,) = wait_for(lambda: running_pods(k8s_api, k8s_namespace), what="the new JobManager pod Running")
         replica_set = core.read_namespaced_pod(new_pod, k8s_namespace, _request_timeout=TIMEOUT).metadata.owner_references[0].name

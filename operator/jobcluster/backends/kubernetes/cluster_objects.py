@@ -47,13 +47,15 @@ def create_job_manager_objects(
     secret: str,
     template: dict[str, Any] | None = None,
     previous_cluster_timeout: float = PREVIOUS_CLUSTER_TIMEOUT,
+    progress: Callable[[str], None] = log.info,
 ) -> dict[str, Any]:
     """Create the Deployment, then the ConfigMap of ``files``, the Secret and the REST Service; return the Deployment.
 
     ``files``: path below the cluster dir → content (config, JobGraph,
     artifacts); ``secret``: the cluster's secret; ``template``: the JobManager
-    pod template, if any.  Pods or ReplicaSets left by a deleted cluster of the
-    same id are waited for, up to ``previous_cluster_timeout`` seconds.
+    pod template, if any.  What the garbage collector has yet to remove of a
+    deleted cluster of the same id is waited for, up to ``previous_cluster_timeout``
+    seconds; ``progress`` is told once when that wait begins.
 
     Raises:
         DeploymentError: a file name or size a ConfigMap cannot hold (nothing
@@ -68,7 +70,7 @@ def create_job_manager_objects(
     check_config_map_size(cluster_id, files)
     apps, core = kubernetes.client.AppsV1Api(api), kubernetes.client.CoreV1Api(api)
     _check_unused(apps, params)
-    _wait_for_deleted_cluster(apps, core, params, previous_cluster_timeout)
+    _wait_for_deleted_cluster(apps, core, params, previous_cluster_timeout, progress)
     deployment = build_job_manager_deployment(params, items, template)
     try:
         response = api_call("create", "deployments", namespace, apps.create_namespaced_deployment, namespace, deployment)
@@ -135,14 +137,18 @@ def _deployment(apps: kubernetes.client.AppsV1Api, params: KubernetesJobManagerP
 
 
 def _wait_for_deleted_cluster(
-    apps: kubernetes.client.AppsV1Api, core: kubernetes.client.CoreV1Api, params: KubernetesJobManagerParameters, timeout: float
+    apps: kubernetes.client.AppsV1Api,
+    core: kubernetes.client.CoreV1Api,
+    params: KubernetesJobManagerParameters,
+    timeout: float,
+    progress: Callable[[str], None],
 ) -> None:
     """Return once nothing of a deleted cluster of the id is left (ObjectExistsError after ``timeout`` seconds)."""
     namespace, cluster_id = params.namespace, params.cluster_id
     deadline = time.monotonic() + timeout
     left = _leftovers(apps, core, params)
     if left:
-        log.info("waiting up to %g s for %s of the deleted job cluster %s to go", timeout, ", ".join(left), cluster_id)
+        progress(f"Waiting up to {timeout:g} s for {', '.join(left)} of the deleted job cluster {cluster_id} to go")
     while left:
         if time.monotonic() >= deadline:
             raise ObjectExistsError(

@@ -138,7 +138,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             load_pod_template(jm.pod_template_file, KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE.key) if jm.pod_template_file else None
         )
         api = self.api
-        create_job_manager_objects(api, jm, files, secret, jm_template)
+        create_job_manager_objects(api, jm, files, secret, jm_template, progress=self.progress)
         self.progress(
             f"Created Deployment {jm.cluster_id} (JobManager: {jm.memory_mib} MiB, {jm.cpu:g} CPU), ConfigMap "
             f"{object_names.config_map_name(jm.cluster_id)}, Secret {object_names.secret_name(jm.cluster_id)} and Service "
