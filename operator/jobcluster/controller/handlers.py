@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 OBSERVE_INTERVAL = 3.0  # seconds between two looks at a FlinkJob
 DELETE_PENDING_DELAY = 5.0  # seconds between two tries of a deletion that waits for a deployment in flight
 DELETE_RETRY_DELAY = 15.0  # seconds between two attempts at a removal that failed: a cluster that may run is never let go
+TIMER_EXIT_POLLING = 2.0  # seconds between two checks that a deleted FlinkJob's timer ended, before its finalizer goes
 API_TIMEOUT = (5.0, 30.0)  # seconds: connect, read of a status patch
 FINALIZER = "jobcluster.io/finalizer"
 ANNOTATION_PREFIX = "jobcluster.io"
@@ -72,6 +73,10 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
         settings.networking.connect_timeout = 10.0
         settings.watching.server_timeout = 300
         settings.watching.client_timeout = 330
+        # kopf releases a deleted FlinkJob's finalizer only once it sees its timer ended. A timer reconciling then is
+        # not cancelled (a deployment's thread would go on unseen by the delete handler, which waits for it), and
+        # kopf looks again only every cancellation_polling seconds: 60 by default, long after the timer ended
+        settings.background.cancellation_polling = TIMER_EXIT_POLLING
 
     @kopf.on.cleanup(registry=registry)
     async def stop(**_: Any) -> None:

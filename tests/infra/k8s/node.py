@@ -354,9 +354,19 @@ def kill_pod_processes(timeout: float = 10.0) -> int:
         time.sleep(0.2)
 
 
-def _kubepods_pids() -> set[int]:
-    pids: set[int] = set()
+def pod_pids(uid: str) -> set[int]:
+    """The processes of every container of the pod with ``uid`` (its cgroup is ``pod<uid>`` below kubepods)."""
     top = CGROUP_ROOT / "memory" / KUBEPODS
+    return {pid for pod in top.rglob(f"pod{uid}") for pid in _cgroup_pids(pod)} if top.is_dir() else set()
+
+
+def _kubepods_pids() -> set[int]:
+    return _cgroup_pids(CGROUP_ROOT / "memory" / KUBEPODS)
+
+
+def _cgroup_pids(top: Path) -> set[int]:
+    """The processes of cgroup ``top`` and of every cgroup below it."""
+    pids: set[int] = set()
     if top.is_dir():
         for procs in top.rglob("cgroup.procs"):
             with contextlib.suppress(OSError):

@@ -462,7 +462,13 @@ def test_helm_install_runs_the_operator_which_runs_the_examples_then_uninstall_l
 
         (replacement,) = operator_pods(core, system)
         assert replacement.metadata.name != pod.metadata.name
-        on_yarn.deleted_mid_run(k8s_cluster, custom, jobs, lambda: restart_the_operator(core, system))
+        on_yarn.deleted_mid_run(
+            k8s_cluster,
+            custom,
+            jobs,
+            lambda: restart_the_operator(core, system),
+            lambda: k8s_cluster.kubectl("logs", "-n", system, "deployment/jobcluster-operator", "--tail=60", check=False).stdout,
+        )
         k8s_cluster.kubectl("delete", "flinkjob", "-n", jobs, "wordcount", on_yarn.name, timeout=60)
     finally:
         k8s_cluster.helm("uninstall", *release, "--wait", check=False)
@@ -535,7 +541,9 @@ class YarnExample:
         assert f"flinkjob-uid:{document['metadata']['uid']}" in report.tags
         assert f"jobcluster-job-id:{status['jobStatus']['jobId']}" in report.tags
 
-    def deleted_mid_run(self, k8s_cluster, custom, namespace: str, restart_operator: Callable[[], None]) -> None:
+    def deleted_mid_run(
+        self, k8s_cluster, custom, namespace: str, restart_operator: Callable[[], None], operator_log: Callable[[], str]
+    ) -> None:
         """A long job on YARN whose FlinkJob is deleted while it runs, after its Hadoop ConfigMap (as ``kubectl delete
         namespace`` does) and with an operator restarted in between (nothing in its memory): the site files kept in
         the status reach YARN; the application is KILLED and its staging directory removed within 30 s, and the
@@ -573,7 +581,7 @@ class YarnExample:
 
         wait_for(killed, timeout=30, interval=0.5, what="the YARN application KILLED and its staging directory removed")
         gone = ["wait", "-n", namespace, "--for=delete", f"flinkjob/{name}", "--timeout=30s"]
-        assert k8s_cluster.kubectl(*gone, timeout=40, check=False).returncode == 0, "the finalizer was released"
+        assert k8s_cluster.kubectl(*gone, timeout=40, check=False).returncode == 0, f"the finalizer was not released:\n{operator_log()}"
 
     def close(self) -> None:
         self.paths.client.delete(self.root, recursive=True)

@@ -16,9 +16,12 @@ test_chart.py runs it as the chart's pod, and there also with FlinkJobs on YARN.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
+import os
 import re
+import signal
 import threading
 import time
 import uuid
@@ -28,6 +31,8 @@ import kubernetes
 import pytest
 import requests
 
+from jobcluster.controller.handlers import OBSERVE_INTERVAL
+from tests.infra.k8s.node import pod_pids
 from tests.integration.k8s.flinkjobs import (
     POD_TEMPLATE,
     REPO,
@@ -213,7 +218,8 @@ def test_flinkjobs_that_cannot_start_fail_with_kubernetes_reason_and_leave_nothi
 def test_suspend_resume_upgrade_faults_and_delete(k8s_cluster, k8s_api, k8s_image, namespace, operator):
     """One long job: suspended (its cluster goes) and resumed; a new restartNonce redeploys (new JobID);
     its JobManager pod deleted (the job runs again) while the operator is killed and restarted (it adopts
-    the cluster and keeps the status true); deleted mid-run, everything of it goes within 30 s."""
+    the cluster and keeps the status true); deleted mid-run while the operator waits for its JobManager,
+    everything of it goes within 30 s, the FlinkJob too."""
     name = "waits"
     apply(
         k8s_cluster,
@@ -270,10 +276,31 @@ def test_suspend_resume_upgrade_faults_and_delete(k8s_cluster, k8s_api, k8s_imag
     status = get(k8s_api, namespace, name)["status"]
     assert status["jobStatus"]["jobId"] == upgraded and status["lifecycleState"] == "STABLE"
 
+    # deleted while the operator looks at it: its JobManager stopped (SIGSTOP) answers no REST call, so the
+    # operator's timer is in the middle of a look (seconds of timeouts) when the deletion comes
+    (jm,) = core.list_namespaced_pod(namespace, label_selector=f"app={name},component=jobmanager", _request_timeout=TIMEOUT).items
+    frozen = signal_all(pod_pids(jm.metadata.uid), signal.SIGSTOP)
+    assert frozen, f"no process of pod {jm.metadata.name} found"
+    time.sleep(2 * OBSERVE_INTERVAL)
     started = time.monotonic()
     k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, name, "--wait=false")
+    time.sleep(1)
+    signal_all(frozen, signal.SIGCONT)  # so that it can take the SIGTERM of its removal
     wait_for(lambda: cluster_objects(k8s_api, namespace, name) == [], timeout=30, interval=0.5, what="every object of the cluster gone")
     print(f"FlinkJob deleted mid-run: its cluster was gone after {time.monotonic() - started:.1f} s")
+    gone = k8s_cluster.kubectl("wait", "-n", namespace, "--for=delete", f"flinkjob/{name}", "--timeout=30s", timeout=40, check=False)
+    assert gone.returncode == 0, f"the finalizer was not released within 30 s: {gone.stderr}"
+    print(f"FlinkJob deleted mid-run: gone after {time.monotonic() - started:.1f} s")
+
+
+def signal_all(pids: set[int], signum: int) -> set[int]:
+    """Send ``signum`` to each of ``pids``; those that were there."""
+    sent = set()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+            sent.add(pid)
+    return sent
 
 
 def test_namespace_not_watched_is_ignored(k8s_cluster, k8s_api, namespace, operator):
