@@ -308,7 +308,7 @@ class ResourceManager(FencedRpcEndpoint):
         """The worker ended: the SlotManager learns it (and asks for a replacement if the job still needs one), the
         JobMasters are told why, with the option to change for a memory kill; its replacement names it."""
         cause = f"worker terminated: {termination.cause(self._process_spec())}"
-        log.warning("worker %s terminated: %s\n%s", resource_id, cause, termination.diagnostics)
+        log.warning("%s: %s\n%s", resource_id, cause, termination.diagnostics)
         pending = self.slot_manager.is_pending(resource_id)
         if not pending and resource_id not in self._task_executors:
             return  # no longer this ResourceManager's (closed already): nothing to replace or report
