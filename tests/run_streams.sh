@@ -8,7 +8,6 @@
 # among them: they need the API server, and this stream starts a Hadoop cluster and a Kafka broker
 # for them); the other resolves the Hadoop jars and Flink's client and runs everything else (unit,
 # local end to end, YARN/HDFS and streaming on YARN, Flink's CLI). The two take about as long.
-# On a cold machine the second waits until the Kubernetes tools are compiled, then both run.
 # Both resolve the Kafka test broker and Spark's Kafka connector (tests/infra/kafka, flock'd and
 # cached: one stream waits for the other's build, a warm cache costs nothing).
 # Each stream starts its own test clusters (the Kubernetes node in one, a Hadoop cluster in each
@@ -38,11 +37,7 @@ kubernetes() {
 }
 
 others() {
-    bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/flink/build.sh || return 1
-    # on a cold machine the node's tools compile first, alone: on 2 cores that is the shortest way through both streams
-    # (compiled beside this stream's Spark jobs, it took twice as long and the other stream ended long before)
-    bash tests/infra/k8s/build.sh --wait
-    "${pytest[@]}" -m "not ($KUBERNETES_STREAM)"
+    bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/flink/build.sh && "${pytest[@]}" -m "not ($KUBERNETES_STREAM)"
 }
 
 # run <name> <function>: the function's output, each line prefixed with [name] (and kept in <name>.log);

@@ -21,12 +21,7 @@
 # stdout: exactly one line, the bin dir. Progress and errors go to stderr.
 # Environment: JOBCLUSTER_CACHE (cache root), GO (go binary), the usual GO* vars
 # (GOMODCACHE, GOCACHE, GOPROXY) are honoured.
-#
-# --wait: build nothing; only wait for a build in progress to end (stdout: nothing). The other test
-# stream uses it to leave the CPU to the compiler, the longest step of a cold run.
 set -euo pipefail
-wait_only=false
-[[ ${1:-} == --wait ]] && wait_only=true
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 tools=(etcd pause kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy
@@ -58,13 +53,6 @@ is_complete() {
 
 if is_complete; then
     echo "$bin"
-    exit 0
-fi
-if $wait_only; then
-    if [[ -f $cache_root/$name/.lock ]] && command -v flock >/dev/null && ! flock -n "$cache_root/$name/.lock" true; then
-        echo "build.sh: waiting for the build of $name to end (it needs both cores)" >&2
-        flock "$cache_root/$name/.lock" true
-    fi
     exit 0
 fi
 
@@ -121,7 +109,7 @@ for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
 done
 
 start=$SECONDS
-echo "build.sh: building $name into $bin with $("$go" env GOVERSION) (cold: ~15-30 min on 2 cores)" >&2
+echo "build.sh: building $name into $bin with $("$go" env GOVERSION) (cold: ~10 min on 2 idle cores, longer beside other work)" >&2
 # One invocation for all control-plane binaries, so shared packages compile once.
 (cd "$here" && "$go" build -ldflags "$k8s_ldflags" -o "$tmp/" \
     ./cmd/etcd \
