@@ -68,12 +68,15 @@ def _option(cmdline: str, name: str) -> str:
 
 
 def _listening(proc: psutil.Process) -> list[tuple[str, int]]:
-    """(ip, port) of every listening TCP socket and every bound UDP socket of ``proc``."""
+    """(ip, port) of every listening TCP socket of ``proc``, and of every bound UDP socket of a Python process (the
+    StatsD receivers of the JVM metrics). A JVM's UDP socket is Spark's StatsD sink sending a report: a fresh,
+    unconnected socket on an ephemeral port of the wildcard address for each report, never read from."""
     try:
         conns = proc.net_connections(kind="inet")
+        receives_udp = proc.name().startswith("python")
     except psutil.NoSuchProcess:
         return []
-    return [(c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN or c.type == socket.SOCK_DGRAM]
+    return [(c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN or (c.type == socket.SOCK_DGRAM and receives_udp)]
 
 
 def _run_intruder(master_url: str, log: Path) -> str:
