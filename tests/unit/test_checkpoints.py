@@ -53,6 +53,17 @@ def test_the_committed_batch_is_the_highest_commit_file():
         ("offsets/.6.9be55246-60cb-420c-97a2-49eb84bf92d9.tmp", False),  # being written
         ("state/0/1/.5.delta.3f2a.tmp", False),
         ("offsets/..6.9be55246.tmp.crc", False),
+        # Spark 4: RocksDB's files under checkpoint format v2 (<version>_<unique id>), and Spark's own checksum files
+        ("state/0/0/6_764e8e10-b791-4381-a76d-eb4db28185f8.zip", True),
+        ("state/0/0/.6_764e8e10-b791-4381-a76d-eb4db28185f8.zip.crc", True),
+        ("state/0/0/7_0084c38e-f02d-4663-85d4-528eaf11c26c.zip", False),
+        ("state/0/0/7_0084c38e-f02d-4663-85d4-528eaf11c26c.changelog", False),
+        ("state/0/0/7_0084c38e-f02d-4663-85d4-528eaf11c26c.zip.crc", False),
+        ("state/0/0/.7_0084c38e-f02d-4663-85d4-528eaf11c26c.zip.crc.crc", False),
+        ("state/0/0/7.zip.crc", False),
+        ("state/0/0/6.changelog.crc", True),
+        ("state/0/_stateSchema/default/0_1b98917c-3392-475d-8d8e-9d832f70470e", True),  # the schema, by batch: kept
+        ("state/0/_metadata/v2/7", True),
     ],
 )
 def test_a_savepoint_is_cut_at_the_last_committed_batch(relative, kept):

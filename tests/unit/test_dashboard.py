@@ -16,6 +16,7 @@ import io
 import re
 import threading
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,9 @@ def test_the_dashboard_is_served_at_the_root_with_flinks_types_and_cache_headers
         missing = requests.get(f"{url}/nothing.js", timeout=5)
         assert missing.status_code == 404 and missing.json() == {"errors": ["Not found: /nothing.js"]}
         assert requests.get(f"{url}/%2E%2E/%2E%2E/etc/passwd", timeout=5).status_code in (403, 404)
-        assert requests.get(f"{url}/config", timeout=5).json()["features"]["web-submit"] is False, "a REST path wins"
+        config = requests.get(f"{url}/config", timeout=5).json()
+        assert config["features"]["web-submit"] is False, "a REST path wins"
+        assert config["spark-version"] == metadata.version("pyspark"), "the Spark the cluster runs"
 
     with_endpoint(scenario, dashboard=installed(tmp_path))
 

@@ -233,3 +233,33 @@ def test_a_query_view_takes_the_last_committed_micro_batch_from_its_progress():
     assert view["lastCommitTime"] == 1795680000000 + 500 and view["lastProgressTime"] == 1795680005000
     assert [h["batchId"] for h in view["history"]] == [4] and view["history"][0]["stateBytes"] == 3072
     assert query_view(Query([ran]), "wc", None)["stateRows"] == 10
+
+
+def test_a_query_through_spark_connect_refuses_savepoints_and_stops_while_the_job_runs_on(tmp_path, capsys):
+    agent = _agent(tmp_path)
+    _checkpoint(tmp_path / "cp" / JOB / "wc", offsets=2, commits=2)
+    classic, connect = Query(), Query()
+    connect.id = "connect-id"
+    agent.starting(None, "wc", None)
+    agent.started(classic, "wc", None)
+    agent.starting_through_connect("remote")
+    agent.started_through_connect(connect, "remote")
+    assert "streaming query remote runs through Spark Connect" in capsys.readouterr().err
+
+    for stop in (False, True):
+        with pytest.raises(SavepointError, match=r"streaming query remote through Spark Connect.*without Spark Connect"):
+            agent.savepoint(str(tmp_path / "sp"), stop=stop, drain=False)
+    assert classic.calls == [] and connect.calls == [], "nothing was stopped: the job runs on"
+    assert not (tmp_path / "sp").exists()
+    assert [v["name"] for v in agent.query_views()] == ["wc", "remote"], "its progress is still shown"
+    waited = threading.Thread(target=agent.after_await)
+    waited.start()
+    waited.join(5)
+    assert not waited.is_alive(), "a refused stop does not hold the program"
+
+
+def test_a_restore_refuses_a_query_that_starts_through_spark_connect(tmp_path):
+    agent = _agent(tmp_path, restore_path=str(tmp_path / "savepoint"))
+    with pytest.raises(SavepointError, match=r"cannot restore streaming query wc from savepoint .*: it starts through Spark Connect"):
+        agent.starting_through_connect("wc")
+    assert agent.query_views() == []

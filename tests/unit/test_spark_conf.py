@@ -73,3 +73,19 @@ def test_cluster_settings_win_and_jvm_options_are_joined_with_the_limits_last():
         "spark.foo": "bar",
         "spark.executor.memory": "703m",
     }
+
+
+@pytest.mark.parametrize(
+    "given",
+    [{"spark.api.mode": "connect"}, {"spark.api.mode": " Connect "}, {"spark.remote": "sc://spark:15002"}, {"spark.remote": "local"}],
+)
+def test_spark_connect_is_refused_before_anything_is_deployed(given):
+    with pytest.raises(IllegalConfigurationError) as refused:
+        user_spark_conf(Configuration(given))
+    message = str(refused.value)
+    assert all(f"{key}={value}" in message for key, value in given.items())
+    assert "Spark Connect: the job's driver runs in the JobManager as a classic PySpark driver" in message
+
+
+def test_the_classic_api_mode_passes():
+    assert user_spark_conf(Configuration({"spark.api.mode": "classic"})) == {"spark.api.mode": "classic"}

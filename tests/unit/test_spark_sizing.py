@@ -68,12 +68,12 @@ def test_task_executor_mapping():
     sizing = te_sizing(te_spec())
     assert sizing.worker_env() == {
         "SPARK_DAEMON_MEMORY": "128m",
-        "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:MaxDirectMemorySize=128m -XX:MaxMetaspaceSize=96m",
+        "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:MaxDirectMemorySize=128m -XX:MaxMetaspaceSize=64m",
     }
     assert sizing.worker_args() == ["--cores", "2", "--memory", "1024m"]
     assert sizing.executor_conf() == {
         "spark.executor.memory": "1024m",
-        "spark.executor.extraJavaOptions": "-XX:MaxDirectMemorySize=256m -XX:MaxMetaspaceSize=160m",
+        "spark.executor.extraJavaOptions": "-XX:MaxDirectMemorySize=256m -XX:MaxMetaspaceSize=192m",
         "spark.memory.offHeap.enabled": "true",
         "spark.memory.offHeap.size": "358m",  # OPERATOR's 70 % of 512 MiB managed memory
         "spark.network.maxRemoteBlockSizeFetchToMem": "128m",
@@ -276,7 +276,7 @@ def test_flink_default_task_executor_is_refused_with_what_to_change():
     [
         ({"task_heap": 450 * MiB - 1}, "taskmanager.memory.task.heap.size"),
         ({"framework_heap": 64 * MiB - 1}, "taskmanager.memory.framework.heap.size"),
-        ({"jvm_metaspace": 100 * MiB}, "taskmanager.memory.jvm-metaspace.size to at least 101m"),
+        ({"jvm_metaspace": 84 * MiB}, "taskmanager.memory.jvm-metaspace.size to at least 85m"),
     ],
 )
 def test_task_executor_minimums(changes, option):
@@ -303,11 +303,11 @@ def test_job_manager_mapping():
     sizing = spark_sizing_for_job_manager(jm_spec())
     assert sizing.driver_conf() == {
         "spark.driver.memory": "1024m",
-        "spark.driver.extraJavaOptions": "-XX:MaxDirectMemorySize=48m -XX:MaxMetaspaceSize=160m",
+        "spark.driver.extraJavaOptions": "-XX:MaxDirectMemorySize=48m -XX:MaxMetaspaceSize=192m",
     }
     assert sizing.master_env() == {
         "SPARK_DAEMON_MEMORY": "64m",
-        "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:MaxDirectMemorySize=16m -XX:MaxMetaspaceSize=96m",
+        "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:MaxDirectMemorySize=16m -XX:MaxMetaspaceSize=64m",
     }
     assert sum(cap.bytes for cap in sizing.caps() if cap.component == "off_heap") == 128 * MiB
 
@@ -317,7 +317,7 @@ def test_job_manager_mapping():
     [
         ({"jvm_heap": 450 * MiB - 1}, "jobmanager.memory.heap.size"),
         ({"off_heap": 127 * MiB}, "jobmanager.memory.off-heap.size to at least 128m"),
-        ({"jvm_metaspace": 100 * MiB}, "jobmanager.memory.jvm-metaspace.size to at least 101m"),
+        ({"jvm_metaspace": 84 * MiB}, "jobmanager.memory.jvm-metaspace.size to at least 85m"),
     ],
 )
 def test_job_manager_minimums(changes, option):

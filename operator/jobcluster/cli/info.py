@@ -12,6 +12,7 @@ from jobcluster.client.executor import cluster_specification
 from jobcluster.client.program import build_job_graph, packaged_program
 from jobcluster.config import options
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
+from jobcluster.spark.home import spark_version
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -24,8 +25,9 @@ from jobcluster.memory.taskexecutor import task_executor_process_spec_from_confi
 def info(
     parallelism: int | None, conf_dir: Path | None, dynamic_properties: tuple[str, ...], program: str, program_args: tuple[str, ...]
 ) -> None:
-    """Print the JobGraph (JSON) and ClusterSpecification PROGRAM would be deployed with."""
+    """Print the JobGraph (JSON), ClusterSpecification and Spark version PROGRAM would be deployed with."""
     config = load_cli_configuration(conf_dir, dynamic_properties, **{options.PARALLELISM_DEFAULT.key: parallelism})
     graph = build_job_graph(packaged_program(program, program_args), config, task_executor_process_spec_from_config(config))
     spec = cluster_specification(config)
-    click.echo(json.dumps({"jobGraph": graph.model_dump(mode="json"), "clusterSpecification": spec.__dict__}, indent=2))
+    plan = {"jobGraph": graph.model_dump(mode="json"), "clusterSpecification": spec.__dict__, "sparkVersion": spark_version()}
+    click.echo(json.dumps(plan, indent=2))

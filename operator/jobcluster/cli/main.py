@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import platform
 
 import click
 
@@ -13,10 +14,15 @@ from jobcluster.cli.memory import memory
 from jobcluster.cli.prune import prune
 from jobcluster.cli.run import run
 from jobcluster.controller.main import operator
+from jobcluster.spark.home import spark_version
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(jobcluster.__version__, prog_name="jobcluster")
+@click.version_option(
+    jobcluster.__version__,
+    prog_name="jobcluster",
+    message=f"%(prog)s %(version)s (Spark {spark_version()}, Python {platform.python_version()})",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log what the client does.")
 def cli(verbose: bool) -> None:
     """Run PySpark pipelines as per-job clusters on this machine, YARN or Kubernetes.

@@ -204,7 +204,7 @@ TASK_MANAGER_JVM_METASPACE = ConfigOption(
     "memory",
     256 * _MiB,
     description="JVM Metaspace of a TaskExecutor container; split between the Spark worker "
-    "daemon (3/8) and the Spark executor (the rest) as -XX:MaxMetaspaceSize.",
+    "daemon (2/8) and the Spark executor (the rest) as -XX:MaxMetaspaceSize.",
 )
 TASK_MANAGER_JVM_OVERHEAD_MIN = ConfigOption(
     "taskmanager.memory.jvm-overhead.min",
@@ -268,7 +268,7 @@ JOB_MANAGER_JVM_METASPACE = ConfigOption(
     "jobmanager.memory.jvm-metaspace.size",
     "memory",
     256 * _MiB,
-    description="JVM Metaspace of the JobManager container; split between the Spark master daemon (3/8) and the Spark driver (the rest).",
+    description="JVM Metaspace of the JobManager container; split between the Spark master daemon (2/8) and the Spark driver (the rest).",
 )
 JOB_MANAGER_JVM_OVERHEAD_MIN = ConfigOption(
     "jobmanager.memory.jvm-overhead.min",

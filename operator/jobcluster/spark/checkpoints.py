@@ -39,7 +39,9 @@ SAVEPOINT_METADATA_FILE = "_metadata"
 _SAVEPOINT_RANDOM_HEX = 12
 
 _BATCH_LOGS = ("offsets", "commits")
-_STATE_VERSION = re.compile(r"^(\d+)\.(delta|snapshot|zip|changelog)$")
+#: A state store version's file: ``6.delta``, ``6.zip`` (RocksDB), ``6_<uuid>.changelog`` (checkpoint format v2,
+#: Spark 4: the commit log names the unique id of each version), with Spark 4's own ``.crc`` checksum file.
+_STATE_VERSION = re.compile(r"^(\d+)(?:_[0-9a-fA-F-]{36})?\.(?:delta|snapshot|zip|changelog)(?:\.crc)?$")
 
 
 class SavepointError(JobClusterError):
@@ -105,7 +107,8 @@ def keep_in_savepoint(relative_path: str, committed: int | None) -> bool:
     """Whether a file of a query's checkpoint (path relative to it, ``/``-separated) belongs in a savepoint cut at ``committed``.
 
     Kept: ``offsets/`` and ``commits/`` up to the committed batch, state store
-    versions up to ``committed + 1`` (each batch writes the next version),
+    versions up to ``committed + 1`` (each batch writes the next version; a
+    version's files under checkpoint format v2 too, ``<version>_<uuid>.*``),
     and everything else (``metadata``, ``sources/``, the state's schema and
     shared files), which a restarted query reconciles with its logs itself.
     Dropped: what a batch that never committed wrote (restored, the query
@@ -120,7 +123,7 @@ def keep_in_savepoint(relative_path: str, committed: int | None) -> bool:
         batch = batch_id_of(parts[1])
         return batch is None or batch <= last
     if parts[0] == "state":
-        version = _STATE_VERSION.match(parts[-1].removeprefix(".").removesuffix(".crc"))
+        version = _STATE_VERSION.match(parts[-1].removeprefix(".").removesuffix(".crc"))  # less Hadoop's checksum
         return version is None or int(version.group(1)) <= last + 1
     return True
 

@@ -68,6 +68,12 @@ RESERVED_SPARK_KEYS: dict[str, str] = {
     "spark.authenticate.secret": f"nothing: {_CLUSTER} (its own secret)",
 }
 
+#: Spark Connect instead of classic PySpark (Spark 4's ``spark.api.mode``, ``spark.remote``), and why a job cluster refuses it.
+_CONNECT = (
+    "Spark Connect: the job's driver runs in the JobManager as a classic PySpark driver, where checkpoints, savepoints, "
+    "stop and -s apply, and serves no Spark Connect endpoint; leave it out, the same DataFrame program runs unchanged"
+)
+
 #: JVM options that would override a limit of the memory model, and the option that sets the limit.
 _RESERVED_JVM_OPTIONS: dict[str, dict[str, str]] = {
     "spark.executor.extraJavaOptions": {
@@ -92,12 +98,16 @@ def user_spark_conf(config: Configuration) -> dict[str, str]:
     """Every ``spark.*`` key of ``config`` with its text, checked.
 
     Raises:
-        IllegalConfigurationError: a key the cluster decides (``RESERVED_SPARK_KEYS``)
-            or JVM options that set a memory limit; the message names each offending
+        IllegalConfigurationError: a key the cluster decides (``RESERVED_SPARK_KEYS``),
+            JVM options that set a memory limit, or Spark Connect (``spark.api.mode``
+            other than ``classic``, ``spark.remote``); the message names each offending
             key and the jobcluster option to use instead.
     """
     conf = {key: config[key] for key in config if key.startswith(SPARK_PREFIX)}
     problems = [f"{key} (set {RESERVED_SPARK_KEYS[key]} instead)" for key in conf if key in RESERVED_SPARK_KEYS]
+    connect = [f"{key}={conf[key]}" for key in ("spark.api.mode", "spark.remote") if key in conf]
+    if "spark.remote" in conf or conf.get("spark.api.mode", "classic").strip().lower() != "classic":
+        problems.append(f"{' and '.join(connect)} ({_CONNECT})")
     for key, reserved in _RESERVED_JVM_OPTIONS.items():
         for flag in conf.get(key, "").split():
             for prefix, instead in reserved.items():

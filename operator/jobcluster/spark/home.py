@@ -7,9 +7,13 @@ when set. Spark needs a Java 17 runtime, found through ``JAVA_HOME`` or ``PATH``
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import shutil
 import sys
+from functools import cache
+from importlib import metadata
 from pathlib import Path
 
 from jobcluster.errors import SparkError
@@ -19,9 +23,36 @@ def spark_home() -> Path:
     """The Spark installation to use (``$SPARK_HOME`` or the pyspark package directory)."""
     if os.environ.get("SPARK_HOME"):
         return Path(os.environ["SPARK_HOME"])
-    import pyspark  # imported late: only processes that launch Spark need it
+    spec = importlib.util.find_spec("pyspark")  # found, not imported: importing pyspark takes a while
+    if spec is None or not spec.submodule_search_locations:
+        raise SparkError("pyspark is not installed in this environment, and SPARK_HOME is not set: pip install 'pyspark[sql]'")
+    return Path(next(iter(spec.submodule_search_locations)))
 
-    return Path(pyspark.__file__).parent
+
+#: Spark's core jar names its Scala line and Spark's version: ``spark-core_2.13-4.3.0.jar``.
+_SPARK_CORE_JAR = re.compile(r"^spark-core_(\d+\.\d+)-(\d[^/]*)\.jar$")
+
+
+@cache
+def spark_version() -> str:
+    """The version of the Spark that this process's Spark processes run (``"4.3.0"``).
+
+    Read off the installation's ``jars/spark-core_<scala>-<version>.jar`` (what
+    :func:`spark_home` runs, ``$SPARK_HOME`` included), else the installed
+    pyspark distribution's version; ``"unknown"`` when neither is there.
+    """
+    try:
+        jars = sorted((spark_home() / "jars").glob("spark-core_*.jar"))
+    except SparkError:
+        jars = []
+    for jar in jars:
+        match = _SPARK_CORE_JAR.match(jar.name)
+        if match:
+            return match.group(2)
+    try:
+        return metadata.version("pyspark")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def python_command() -> str:

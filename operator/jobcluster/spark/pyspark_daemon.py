@@ -56,7 +56,7 @@ def main() -> None:
         print(f"jobcluster: each PySpark worker's memory limit (RLIMIT_DATA): {limit >> 20} MiB", file=sys.stderr, flush=True)
     from pyspark.daemon import manager  # after the limit: the daemon's own memory counts against it too
 
-    manager()  # type: ignore[no-untyped-call]  # PySpark has no annotations
+    manager()  # type: ignore[no-untyped-call,unused-ignore]  # annotated from PySpark 4 on, not in 3.5
 
 
 if __name__ == "__main__":

@@ -28,8 +28,9 @@ connector_pom="$here/spark-connector/pom.xml"
 
 version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom" | head -n1)
 spark_version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' "$connector_pom" | head -n1)
-if [[ -z $version || -z $spark_version ]]; then
-    echo "build.sh: cannot read <kafka.version> from $pom or <spark.version> from $connector_pom" >&2
+scala=$(sed -n 's:.*<scala.binary.version>\(.*\)</scala.binary.version>.*:\1:p' "$connector_pom" | head -n1)
+if [[ -z $version || -z $spark_version || -z $scala ]]; then
+    echo "build.sh: cannot read <kafka.version> from $pom or <spark.version>/<scala.binary.version> from $connector_pom" >&2
     exit 2
 fi
 # Either pom changing makes the cache stale.
@@ -91,7 +92,7 @@ mv "$tmp/classpath.txt.tmp" "$tmp/classpath.txt"
 # Sanity: the broker, and exactly the connector's four jars (a fifth one is a
 # dependency pyspark already ships, which the pom's exclusions missed).
 compgen -G "$tmp/lib/kafka_2.13-$version.jar" >/dev/null || { echo "build.sh: kafka_2.13-$version.jar missing after the build" >&2; exit 1; }
-for a in "spark-sql-kafka-0-10_2.12-$spark_version" "spark-token-provider-kafka-0-10_2.12-$spark_version" "kafka-clients-*" "commons-pool2-*"; do
+for a in "spark-sql-kafka-0-10_$scala-$spark_version" "spark-token-provider-kafka-0-10_$scala-$spark_version" "kafka-clients-*" "commons-pool2-*"; do
     compgen -G "$tmp/spark-connector/$a.jar" >/dev/null || { echo "build.sh: $a.jar missing from the connector after the build" >&2; exit 1; }
 done
 if [[ $(ls "$tmp/spark-connector" | wc -l) != 4 ]]; then

@@ -38,6 +38,7 @@ from jobcluster.runtime.rest.dashboard_views import DashboardViews, TaskManagerL
 from jobcluster.runtime.rest.serialized_throwable import failure_cause
 from jobcluster.runtime.rest.spark_ui import SparkUiProxy
 from jobcluster.security import token_matches
+from jobcluster.spark.home import spark_version
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +251,7 @@ class RestEndpoint:
         return web.json_response(flink_bodies.cluster_overview(resources, states, self._flink_version))
 
     async def _config(self, request: web.Request) -> web.Response:
-        return web.json_response(flink_bodies.dashboard_configuration(self._flink_version))
+        return web.json_response(flink_bodies.dashboard_configuration(self._flink_version, spark_version()))
 
     @property
     def _flink_version(self) -> str:

@@ -253,11 +253,12 @@ def cluster_overview(resources: dict[str, Any], states: list[str], version: str)
     } | {k: v for k, v in resources.items() if k not in ("taskmanagers", "slots-total", "slots-available")}
 
 
-def dashboard_configuration(version: str, refresh_interval_ms: int = 3000) -> dict[str, Any]:
+def dashboard_configuration(version: str, spark_version: str, refresh_interval_ms: int = 3000) -> dict[str, Any]:
     """Flink's ``/config`` (DashboardConfiguration): the JobManager's time zone, version, and the web features.
 
     ``web-cancel`` is true (cancel is served, with the token); submitting,
-    rescaling and a history server are not.
+    rescaling and a history server are not. ``spark-version`` (not Flink's) is
+    the version of the Spark the cluster runs, ``"4.3.0"``.
     """
     now = datetime.datetime.now().astimezone()
     offset = now.utcoffset() or datetime.timedelta(0)
@@ -267,6 +268,7 @@ def dashboard_configuration(version: str, refresh_interval_ms: int = 3000) -> di
         "timezone-offset": int(offset.total_seconds() * 1000),
         "flink-version": version,
         "flink-revision": "",
+        "spark-version": spark_version,
         "features": {"web-submit": False, "web-cancel": True, "web-rescale": False, "web-history": False},
     }
 

@@ -14,6 +14,11 @@ methods through which a streaming query comes to be and is waited for:
   stop-with-savepoint, hold the program until the savepoint is complete and
   the JobMaster has its path, so that the program's end never cuts it short.
 
+A query started through Spark Connect (a program that makes its own Connect
+session) runs in a server the agent cannot reach into: its start is refused
+when the job restores a savepoint, and a savepoint or a stop with one is
+refused while it runs (the job keeps running), never silently incomplete.
+
 The JobMaster reaches the agent through its RPC endpoint (:mod:`endpoint`)
 to read the queries' progress and to take, stop with, or dispose of savepoints.
 Program threads and the endpoint's worker threads share the query registry
@@ -52,15 +57,21 @@ log = logging.getLogger(__name__)
 RESUME_TIMEOUT = 30.0
 #: Completed micro-batches kept per query for the checkpoint history (Flink's ``web.checkpoints.history`` default).
 HISTORY_SIZE = 10
+#: What a program that streams through Spark Connect can do instead.
+_CONNECT_HINT = (
+    "Build the session without Spark Connect (no .remote(...), no spark.api.mode=connect): the job's driver is a classic "
+    "PySpark driver, and the same DataFrame program runs unchanged there, with savepoints."
+)
 
 
 @dataclass
 class _Query:
-    """A query the program started: its PySpark handle, name and checkpoint directory."""
+    """A query the program started: its PySpark handle, name and checkpoint directory; ``connect``: through Spark Connect."""
 
     handle: Any
     name: str | None
     checkpoint: str | None
+    connect: bool = False
 
 
 @dataclass
@@ -134,6 +145,24 @@ class DriverAgent:
                 "starts over after a failover and savepoints leave it out. Set it (-D execution.checkpointing.dir=URI)."
             )
 
+    def starting_through_connect(self, name: str | None) -> None:
+        """Before a query starts through Spark Connect: SavepointError when the job restores a savepoint (it cannot be applied)."""
+        path = self.settings.restore_path
+        if path is not None:
+            raise SavepointError(
+                f"cannot restore streaming query {name or '(unnamed)'} from savepoint {path}: it starts through Spark Connect, "
+                f"whose server keeps its checkpoint out of jobcluster's reach. {_CONNECT_HINT}"
+            )
+
+    def started_through_connect(self, handle: Any, name: str | None) -> None:
+        """A query started through Spark Connect: registered for its progress; savepoints refuse it (:meth:`savepoint`)."""
+        with self._lock:
+            self._queries.append(_Query(handle, name, None, connect=True))
+        _warn(
+            f"streaming query {name or handle.id} runs through Spark Connect: jobcluster cannot take its savepoints or stop it "
+            f"with one (the job can still be cancelled). {_CONNECT_HINT}"
+        )
+
     def before_await(self) -> None:
         """The program waits for its queries: it has started all it will. Refuse a restore that drops a savepoint's query."""
         restore = self._restore
@@ -171,6 +200,12 @@ class DriverAgent:
         queries = self._snapshot()
         if not queries:
             raise SavepointError(f"Job {self.settings.job_id} is not a streaming job: its program has started no streaming query.")
+        through_connect = [q.name or str(q.handle.id) for q in queries if q.connect]
+        if through_connect:  # refused before anything stops: the job keeps running
+            raise SavepointError(
+                f"Job {self.settings.job_id} runs the streaming quer{'y' if len(through_connect) == 1 else 'ies'} "
+                f"{', '.join(through_connect)} through Spark Connect, which jobcluster cannot take a savepoint of. {_CONNECT_HINT}"
+            )
         with self._savepoint_lock:
             if stop:
                 self._program_may_go_on.clear()

@@ -27,14 +27,15 @@ def _explicit_checkpoint(writer: Any, options: Mapping[str, Any]) -> str | None:
     return getattr(writer, _CHECKPOINT, None)
 
 
+def _wrap(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    original = getattr(cls, name)
+    setattr(cls, name, functools.wraps(original)(make(original)))
+
+
 def install(agent: DriverAgent) -> None:
-    """Wrap DataStreamWriter's builders and starts and the queries' waits to report to ``agent``."""
+    """Wrap DataStreamWriter's builders and starts and the queries' waits to report to ``agent``; Spark Connect's too."""
     from pyspark.sql.streaming.query import StreamingQuery, StreamingQueryManager
     from pyspark.sql.streaming.readwriter import DataStreamWriter
-
-    def wrap(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-        original = getattr(cls, name)
-        setattr(cls, name, functools.wraps(original)(make(original)))
 
     def query_name(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(self: Any, queryName: str) -> Any:
@@ -91,10 +92,33 @@ def install(agent: DriverAgent) -> None:
 
         return wrapper
 
-    wrap(DataStreamWriter, "queryName", query_name)
-    wrap(DataStreamWriter, "option", option)
-    wrap(DataStreamWriter, "options", options)
-    wrap(DataStreamWriter, "start", start)
-    wrap(DataStreamWriter, "toTable", start)
-    wrap(StreamingQuery, "awaitTermination", await_termination)
-    wrap(StreamingQueryManager, "awaitAnyTermination", await_any_termination)
+    _wrap(DataStreamWriter, "queryName", query_name)
+    _wrap(DataStreamWriter, "option", option)
+    _wrap(DataStreamWriter, "options", options)
+    _wrap(DataStreamWriter, "start", start)
+    _wrap(DataStreamWriter, "toTable", start)
+    _wrap(StreamingQuery, "awaitTermination", await_termination)
+    _wrap(StreamingQueryManager, "awaitAnyTermination", await_any_termination)
+    _install_connect(agent, query_name)
+
+
+def _install_connect(agent: DriverAgent, query_name: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Wrap Spark Connect's DataStreamWriter starts (Spark 3.5+), where its client is installed (grpcio and friends)."""
+    try:
+        from pyspark.sql.connect.streaming.readwriter import DataStreamWriter
+    except ImportError:  # PySpark's Connect client needs packages of its own: without them no program reaches Connect
+        return
+
+    def start(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any, *args: Any, queryName: str | None = None, **given: Any) -> Any:
+            name = queryName or getattr(self, _NAME, None)
+            agent.starting_through_connect(name)
+            handle = original(self, *args, queryName=queryName, **given)
+            agent.started_through_connect(handle, name)
+            return handle
+
+        return wrapper
+
+    _wrap(DataStreamWriter, "queryName", query_name)
+    _wrap(DataStreamWriter, "start", start)
+    _wrap(DataStreamWriter, "toTable", start)
