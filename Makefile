@@ -3,7 +3,7 @@
 #               Flink's MiniCluster (one process, Spark in local mode), the quickest start on one machine;
 #               TARGET=local-cluster runs it as a cluster of processes (Spark workers and executors)
 #   make test   install everything (incl. the YARN/HDFS and Kubernetes test clusters, the project's image and Flink's client),
-#               run the static checks and all tests (two streams at once: tests/run_streams.sh)
+#               run the static checks and all tests (two streams at once: tests/run_streams.sh), PySpark 3.5's lane too
 #   make lint   just the static checks: ruff (lint + format), mypy, lint-imports
 #   make docs   regenerate the reference pages of docs/reference/ from the code (a unit test fails when one is stale)
 SHELL := /bin/bash
@@ -18,7 +18,7 @@ PARALLELISM ?= 4
 SLOTS ?= 2
 TARGET ?= local
 
-.PHONY: run test venv java corpus dashboard packages infra unit e2e lint docs clean
+.PHONY: run test venv venv-spark35 java corpus dashboard packages infra unit e2e lint docs clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -26,6 +26,17 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $@
+
+# The PySpark 3.5 lane of `make test` (tests/run_streams.sh): jobcluster with the oldest PySpark it supports, in a
+# virtualenv of its own, so that users on Spark 3.5 keep a tested path.
+VENV_SPARK35 := .venv-pyspark3.5
+PYSPARK_35 := 3.5.7
+venv-spark35: $(VENV_SPARK35)/.installed
+$(VENV_SPARK35)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV_SPARK35)
+	$(VENV_SPARK35)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_SPARK35)/bin/python -m pip install --quiet -e '.[test]' 'pyspark[sql,connect]==$(PYSPARK_35)'
 	@touch $@
 
 java:
@@ -84,10 +95,10 @@ docs: venv
 
 # The builds of `infra` happen inside the two streams, each building what its tests need while the other runs.
 test: venv lint java corpus packages dashboard
-	JOBCLUSTER_CORPUS=$(CORPUS)/sources PY=$(PY) bash tests/run_streams.sh
+	JOBCLUSTER_CORPUS=$(CORPUS)/sources PY=$(PY) PY_SPARK35=$(VENV_SPARK35)/bin/python bash tests/run_streams.sh
 
 unit: venv
 	$(PY) -m pytest tests/unit -q
 
 clean:
-	rm -rf $(VENV) out
+	rm -rf $(VENV) $(VENV_SPARK35) out

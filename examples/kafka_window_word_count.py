@@ -15,15 +15,16 @@ The query is named (``window_word_count``), and the program sets no checkpoint
 location: the job cluster's checkpoint root gives it one, so restarts and
 savepoints work as in Flink::
 
-    JARS=spark-sql-kafka-0-10_2.12-3.5.7.jar,spark-token-provider-kafka-0-10_2.12-3.5.7.jar,kafka-clients-3.4.1.jar,commons-pool2-2.11.1.jar
+    JARS=spark-sql-kafka-0-10_2.13-4.3.0.jar,spark-token-provider-kafka-0-10_2.13-4.3.0.jar,kafka-clients-3.9.2.jar,commons-pool2-2.13.1.jar
     jobcluster run -d -D execution.checkpointing.dir=/tmp/checkpoints --jars "$JARS" \
         examples/kafka_window_word_count.py --bootstrap-servers localhost:9092 --topic words --output /tmp/window-counts
     jobcluster stop -p /tmp/savepoints JOB_ID
 
 and the same ``jobcluster run`` with ``-s SAVEPOINT_PATH`` (the path ``stop`` printed)
 resumes it: windows written before the stop are not written again.
-``--jars`` ships Spark's Kafka connector of pyspark's Spark version and what it
-needs (Maven: ``org.apache.spark:spark-sql-kafka-0-10_2.12``).
+``--jars`` ships Spark's Kafka connector of pyspark's exact Spark version and what
+it needs (Maven: ``org.apache.spark:spark-sql-kafka-0-10_2.13`` for Spark 4, ``_2.12``
+for 3.5; docs/deployment/spark-versions.md).
 """
 
 import argparse

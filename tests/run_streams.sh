@@ -7,7 +7,10 @@
 # So one stream builds those and runs the tests marked `k8s` (the operator's FlinkJobs on YARN
 # among them: they need the API server, and this stream starts a Hadoop cluster and a Kafka broker
 # for them); the other resolves the Hadoop jars and Flink's client and runs everything else (unit,
-# local end to end, YARN/HDFS and streaming on YARN, Flink's CLI). The two take about as long.
+# local end to end, YARN/HDFS and streaming on YARN, Flink's CLI), then the PySpark 3.5 lane: the
+# unit tests and the tests marked `spark35` again, in a virtualenv with the oldest PySpark
+# jobcluster supports (made by `make venv-spark35` while the first tests run). The two streams
+# take about as long.
 # Both resolve the Kafka test broker and Spark's Kafka connector (tests/infra/kafka, flock'd and
 # cached: one stream waits for the other's build, a warm cache costs nothing).
 # Each stream starts its own test clusters (the Kubernetes node in one, a Hadoop cluster in each
@@ -15,11 +18,14 @@
 #
 # Each line is prefixed with its stream's name; each stream ends with pytest's own summary. The
 # exit code is 0 only when both streams passed. Extra arguments go to both pytest runs.
-# Environment: PY (the test virtualenv's python), JOBCLUSTER_CORPUS (the corpus), JOBCLUSTER_CACHE.
+# Environment: PY (the test virtualenv's python), PY_SPARK35 (the 3.5 lane's), JOBCLUSTER_CORPUS (the corpus),
+# JOBCLUSTER_CACHE.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}
+PY_SPARK35=${PY_SPARK35:-.venv-pyspark3.5/bin/python}
 pytest=("$PY" -m pytest -ra --durations=15 "$@")
+pytest_spark35=("$PY_SPARK35" -m pytest -ra --durations=5 "$@")
 KUBERNETES_STREAM="k8s"  # the tests of the first stream; the second runs all others
 
 kubernetes() {
@@ -37,7 +43,20 @@ kubernetes() {
 }
 
 others() {
-    bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/flink/build.sh && "${pytest[@]}" -m "not ($KUBERNETES_STREAM)"
+    make --no-print-directory venv-spark35 >"$results/venv-spark35.log" 2>&1 &
+    local lane=$!
+    local passed=0
+    bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/flink/build.sh \
+        && "${pytest[@]}" -m "not ($KUBERNETES_STREAM)" || passed=1
+    if wait "$lane"; then
+        echo "the PySpark 3.5 lane: $("$PY_SPARK35" -m jobcluster --version)"
+        "${pytest_spark35[@]}" tests/unit && "${pytest_spark35[@]}" -m spark35 tests/e2e tests/integration || passed=1
+    else
+        echo "the PySpark 3.5 lane's virtualenv (make venv-spark35) failed:"
+        tail -n 20 "$results/venv-spark35.log"
+        passed=1
+    fi
+    return $passed
 }
 
 # run <name> <function>: the function's output, each line prefixed with [name] (and kept in <name>.log);

@@ -75,6 +75,7 @@ def test_program_that_raises_fails_the_job_after_its_restarts(home):
     assert staging_dirs(home) == []
 
 
+@pytest.mark.spark35
 def test_a_python_task_past_its_pyspark_workers_limit_fails_in_seconds_with_memory_error_and_the_options(home):
     """The shipped sizes, -p 2 on one TaskExecutor of 2 slots: each PySpark worker may use 268 MiB (PYTHON's share of
     the 768 MiB managed memory, over the slots). Tasks that each fill 1,000 MiB fail with MemoryError as soon as
@@ -160,6 +161,7 @@ def _slow_run_args(corpus: Path, out: Path, *extra: str) -> list[str]:
     ]
 
 
+@pytest.mark.spark35
 def test_detached_run_list_and_cancel(home, corpus, tmp_path, flink_client):
     """A detached job is listed by jobcluster's CLI and by Flink's, read by Flink's RestClusterClient, and cancelled by Flink's CLI."""
     result = jobcluster(*_slow_run_args(corpus, tmp_path / "out", "-d"), check=True)

@@ -10,6 +10,7 @@ from support import WORDCOUNT, independent_word_count, jobcluster, read_word_cou
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.spark35
 def test_wordcount_on_two_task_executors_with_two_slots(home, corpus, tmp_path):
     out = tmp_path / "out"
     result = jobcluster(

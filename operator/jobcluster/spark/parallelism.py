@@ -10,7 +10,7 @@ So ``spark.executor.cores`` stays unset.  Spark's standalone Master then starts
 one executor per worker and an application and hands out cores one at a time,
 round-robin over the workers with free cores, until ``spark.cores.max`` is
 reached (``Master.scheduleExecutorsOnWorkers`` with ``spark.deploy.spreadOut``;
-Spark 3.5).  Every worker has as many cores as its TaskExecutor has slots, the
+Spark 3.5 and 4.x).  Every worker has as many cores as its TaskExecutor has slots, the
 cluster has ``ceil(p / slots)`` TaskExecutors, so their cores are at least
 ``p`` and Spark grants exactly ``p``.  Memory stays within each container: a
 worker offers exactly one executor heap (``--memory`` = ``spark.executor.memory``),

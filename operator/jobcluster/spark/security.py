@@ -7,8 +7,8 @@ workers and executors. Spark's shared-secret authentication
 (``spark.network.crypto.enabled``) can be added with
 ``jobcluster.security.encrypt-data-plane``.
 
-How the secret reaches each process, without a command line (Spark 3.5's
-``SecurityManager``):
+How the secret reaches each process, without a command line (Spark's
+``SecurityManager``, 3.5 and 4.x):
 
 - the master, the workers and the driver read ``spark-defaults.conf`` from
   ``SPARK_CONF_DIR``; :meth:`SparkSecurity.install` writes it with mode 0600

@@ -277,6 +277,7 @@ def pmem_kills(hadoop_cluster: HadoopCluster, application_id: str) -> list[str]:
     return [line for line in log.splitlines() if suffix in line and "beyond the 'PHYSICAL' memory limit" in line]
 
 
+@pytest.mark.spark35
 def test_wordcount_on_hdfs_with_exact_counts(
     cli_env: dict[str, str],
     hadoop_cluster: HadoopCluster,

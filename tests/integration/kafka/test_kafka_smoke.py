@@ -87,18 +87,23 @@ def test_a_second_listener_advertises_its_own_address_and_stop_leaves_nothing():
     assert not cluster.base.exists(), "a cluster that made its own directory removes it"
 
 
-def test_spark_connector_is_the_pinned_sparks_with_only_what_pyspark_lacks():
+def test_spark_connector_is_of_pysparks_spark_line_with_only_what_pyspark_lacks():
     import pyspark
 
     jars = spark_kafka_connector_jars()
     names = sorted(j.name for j in jars)
+    (core,) = (Path(pyspark.__file__).parent / "jars").glob("spark-core_*.jar")
+    scala = core.name.removeprefix("spark-core_").split("-")[0]  # 2.13 for Spark 4, 2.12 for 3.5
     assert [n.rsplit("-", 1)[0] for n in names] == [
         "commons-pool2",
         "kafka-clients",
-        "spark-sql-kafka-0-10_2.12",
-        "spark-token-provider-kafka-0-10_2.12",
+        f"spark-sql-kafka-0-10_{scala}",
+        f"spark-token-provider-kafka-0-10_{scala}",
     ]
-    assert f"spark-sql-kafka-0-10_2.12-{pyspark.__version__}.jar" in names
+    # pyspark's own version where Maven Central serves it; here 4.2.0 beside 4.3.0 (spark-connector/pom.xml)
+    connector = names[2].removeprefix(f"spark-sql-kafka-0-10_{scala}-").removesuffix(".jar")
+    assert connector.split(".")[0] == pyspark.__version__.split(".")[0], "a connector of pyspark's Spark line"
+    assert tuple(map(int, connector.split("."))) <= tuple(map(int, pyspark.__version__.split(".")[:3]))
     # by artifact, not file name: a second copy of a jar pyspark ships, at any version, must not be among them
     shipped = {p.name.rsplit("-", 1)[0] for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     assert not shipped & {n.rsplit("-", 1)[0] for n in names}

@@ -7,7 +7,7 @@ what a user reaches (a port-forward, YARN's web proxy), and the dashboard links
 here (``static/spark-ui-link.js``).
 
 The UI's root. Spark starts every link of its pages with the page's UI root
-(Spark 3.5's ``UIUtils.uiRoot``: the system property ``spark.ui.proxyBase``,
+(Spark's ``UIUtils.uiRoot``, 3.5 and 4.x: the system property ``spark.ui.proxyBase``,
 else the environment's ``APPLICATION_WEB_PROXY_BASE``, else the request's
 ``X-Forwarded-Context``). No fixed root fits every way in: the UI is at
 ``/spark/`` opened directly or through a port-forward, and at
