@@ -165,6 +165,9 @@ def _spark_ui_through_the_link(browser: Browser, rest: str, home: Path) -> None:
     browser.screenshot("spark-ui")
 
     browser.driver.find_element(By.LINK_TEXT, "Environment").click()
+    browser.wait_for_text("Spark Properties", PAGE_TIMEOUT)
+    for tab in browser.driver.find_elements(By.ID, "spark-props-tab"):  # Spark 4's page: a tab per table
+        tab.click()
     shown = browser.wait_for_text("spark.authenticate.secret", PAGE_TIMEOUT)
     assert re.search(r"spark\.authenticate\.secret \*+\(redacted\)", shown), "Spark redacts the cluster's Spark secret"
     (spark_defaults,) = home.glob(f"clusters/*/{SPARK_CONF_DIR_NAME}/spark-defaults.conf")

@@ -263,3 +263,20 @@ def test_a_restore_refuses_a_query_that_starts_through_spark_connect(tmp_path):
     with pytest.raises(SavepointError, match=r"cannot restore streaming query wc from savepoint .*: it starts through Spark Connect"):
         agent.starting_through_connect("wc")
     assert agent.query_views() == []
+
+
+def test_a_query_view_takes_figures_a_progress_report_lacks_as_zero():
+    """PySpark 4's progress reports (Spark Connect's above all) hold None, or NaN, where a figure is unknown."""
+    report = {
+        "batchId": 4,
+        "timestamp": "2026-11-28T06:00:00.000Z",
+        "durationMs": {"addBatch": 3, "triggerExecution": None},
+        "numInputRows": None,
+        "inputRowsPerSecond": float("nan"),
+        "processedRowsPerSecond": None,
+        "stateOperators": [{"numRowsTotal": None, "memoryUsedBytes": 10}],
+    }
+    view = query_view(Query([report]), "ticks", None)
+    assert (view["batchId"], view["committedBatchId"], view["numInputRows"]) == (4, 4, 0)
+    assert (view["inputRowsPerSecond"], view["processedRowsPerSecond"], view["stateRows"], view["stateBytes"]) == (0.0, 0.0, 0, 10)
+    assert view["history"] == [{"batchId": 4, "triggerTime": 1795845600000, "durationMs": 0, "numInputRows": 0, "stateBytes": 10}]

@@ -339,7 +339,12 @@ def _epoch_ms(timestamp: str | None) -> int | None:
 
 
 def _state(progress: dict[str, Any], key: str) -> int:
-    return sum(int(op.get(key, 0)) for op in progress.get("stateOperators", []))
+    return sum(int(_number(op.get(key))) for op in progress.get("stateOperators") or [])
+
+
+def _number(value: Any) -> float:
+    """A figure of a progress report; 0 where it has none: PySpark 4's reports hold None (Spark Connect's) or NaN for one."""
+    return 0.0 if value is None or value != value else float(value)
 
 
 def query_view(handle: Any, name: str | None, checkpoint: str | None) -> dict[str, Any]:
@@ -361,9 +366,9 @@ def query_view(handle: Any, name: str | None, checkpoint: str | None) -> dict[st
         "active": bool(handle.isActive),
         "batchId": last.get("batchId"),
         "committedBatchId": committed["batchId"] if committed else None,
-        "inputRowsPerSecond": float(last.get("inputRowsPerSecond", 0.0)),
-        "processedRowsPerSecond": float(last.get("processedRowsPerSecond", 0.0)),
-        "numInputRows": int(last.get("numInputRows", 0)),
+        "inputRowsPerSecond": _number(last.get("inputRowsPerSecond")),
+        "processedRowsPerSecond": _number(last.get("processedRowsPerSecond")),
+        "numInputRows": int(_number(last.get("numInputRows"))),
         "stateRows": _state(last, "numRowsTotal"),
         "stateBytes": _state(last, "memoryUsedBytes"),
         "lastProgressTime": _epoch_ms(last.get("timestamp")),
@@ -378,14 +383,14 @@ def _commit_time(progress: dict[str, Any] | None) -> int | None:
     if progress is None:
         return None
     start = _epoch_ms(progress.get("timestamp"))
-    return None if start is None else start + int(progress["durationMs"].get("triggerExecution", 0))
+    return None if start is None else start + int(_number(progress["durationMs"].get("triggerExecution")))
 
 
 def _history_entry(progress: dict[str, Any]) -> dict[str, Any]:
     return {
         "batchId": progress["batchId"],
         "triggerTime": _epoch_ms(progress.get("timestamp")),
-        "durationMs": int(progress["durationMs"].get("triggerExecution", 0)),
-        "numInputRows": int(progress.get("numInputRows", 0)),
+        "durationMs": int(_number(progress["durationMs"].get("triggerExecution"))),
+        "numInputRows": int(_number(progress.get("numInputRows"))),
         "stateBytes": _state(progress, "memoryUsedBytes"),
     }
