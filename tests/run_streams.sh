@@ -7,10 +7,12 @@
 # So one stream builds those and runs the tests marked `k8s` (the operator's FlinkJobs on YARN
 # among them: they need the API server, and this stream starts a Hadoop cluster and a Kafka broker
 # for them); the other resolves the Hadoop jars and Flink's client and runs everything else (unit,
-# local end to end, YARN/HDFS and streaming on YARN, Flink's CLI), then the PySpark 3.5 lane: the
-# unit tests and the tests marked `spark35` again, in a virtualenv with the oldest PySpark
-# jobcluster supports (made by `make venv-spark35` while the first tests run). The two streams
-# take about as long.
+# local end to end, YARN/HDFS and streaming on YARN, Flink's CLI). The two take about as long.
+# Then the stream that ends first runs the PySpark 3.5 lane: the unit tests and the tests marked
+# `spark35` again, in a virtualenv with the oldest PySpark jobcluster supports (made by `make
+# venv-spark35` while the first tests run). Which stream ends first depends on the cache: on a cold
+# machine the Kubernetes tools' compile makes the `kubernetes` stream the longer one, on a warm one
+# the `others` stream is.
 # Both resolve the Kafka test broker and Spark's Kafka connector (tests/infra/kafka, flock'd and
 # cached: one stream waits for the other's build, a warm cache costs nothing).
 # Each stream starts its own test clusters (the Kubernetes node in one, a Hadoop cluster in each
@@ -28,6 +30,23 @@ pytest=("$PY" -m pytest -ra --durations=15 "$@")
 pytest_spark35=("$PY_SPARK35" -m pytest -ra --durations=5 "$@")
 KUBERNETES_STREAM="k8s"  # the tests of the first stream; the second runs all others
 
+# The 3.5 lane's virtualenv, made by one stream at a time (the other may be making it).
+venv_spark35() {
+    flock "$results/venv-spark35.lock" make --no-print-directory venv-spark35 >>"$results/venv-spark35.log" 2>&1
+}
+
+# The PySpark 3.5 lane, run by the stream that ends first (mkdir is atomic: one of them takes it).
+spark35_lane() {
+    mkdir "$results/spark35-lane" 2>/dev/null || return 0
+    if ! venv_spark35; then
+        echo "the PySpark 3.5 lane's virtualenv (make venv-spark35) failed:"
+        tail -n 20 "$results/venv-spark35.log"
+        return 1
+    fi
+    echo "the PySpark 3.5 lane: $("$PY_SPARK35" -m jobcluster --version)"
+    "${pytest_spark35[@]}" tests/unit && "${pytest_spark35[@]}" -m spark35 tests/e2e tests/integration
+}
+
 kubernetes() {
     # compiling the node's tools is the longest step of a cold run (CPU), so it starts first; the image,
     # the Hadoop jars and the Kafka broker (mostly downloads) are made while it runs
@@ -39,23 +58,19 @@ kubernetes() {
     bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh || made=1
     wait "$tools" || made=1
     wait "$image" || made=1
-    [[ $made == 0 ]] && "${pytest[@]}" -m "$KUBERNETES_STREAM"
+    local passed=1
+    [[ $made == 0 ]] && "${pytest[@]}" -m "$KUBERNETES_STREAM" && passed=0
+    spark35_lane || passed=1
+    return $passed
 }
 
 others() {
-    make --no-print-directory venv-spark35 >"$results/venv-spark35.log" 2>&1 &
-    local lane=$!
-    local passed=0
+    venv_spark35 &  # while the first tests run; the lane waits for it
+    local passed=1
     bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/flink/build.sh \
-        && "${pytest[@]}" -m "not ($KUBERNETES_STREAM)" || passed=1
-    if wait "$lane"; then
-        echo "the PySpark 3.5 lane: $("$PY_SPARK35" -m jobcluster --version)"
-        "${pytest_spark35[@]}" tests/unit && "${pytest_spark35[@]}" -m spark35 tests/e2e tests/integration || passed=1
-    else
-        echo "the PySpark 3.5 lane's virtualenv (make venv-spark35) failed:"
-        tail -n 20 "$results/venv-spark35.log"
-        passed=1
-    fi
+        && "${pytest[@]}" -m "not ($KUBERNETES_STREAM)" && passed=0
+    spark35_lane || passed=1
+    wait
     return $passed
 }
 
