@@ -44,6 +44,8 @@ HTTP_TIMEOUT = 30  # seconds for one REST answer, on a busy machine
 REFRESH = 3.5  # seconds: the dashboard's refresh interval and a little
 PAGE_TIMEOUT = 90  # seconds for a page to show what it must: the dashboard polls every 3 s, but on a busy machine
 # Spark may take a minute to give the program its executors, and its JVMs to report their metrics
+SPARK_START_TIMEOUT = 300  # seconds for the program's first Spark job to succeed: with both streams of `make test` on two
+# cores, Spark 4's driver and executor JVMs took 2.5 min from the job's start to it (measured)
 #: Requests that fail in Flink's own dashboard too: its web manifest names icons at the server's root.
 KNOWN_MISSING = re.compile(r"/android-chrome-\d+x\d+\.png$")
 SPARK_UI_LINK = "jobcluster-spark-ui"  # the id of the job page's link to Spark's UI (runtime/rest/static/spark-ui-link.js)
@@ -156,7 +158,8 @@ def _spark_ui_through_the_link(browser: Browser, rest: str, home: Path) -> None:
     shown) and Executors (filled by Spark's scripts through the proxy) tabs; a POST needs the token."""
     (application,) = _spark_applications(rest)
     jobs = f"{rest}/spark/api/v1/applications/{application['id']}/jobs?status=succeeded"
-    _wait_until(lambda: requests.get(jobs, timeout=HTTP_TIMEOUT).json(), "a Spark job of the program")  # the page lists it then
+    # Spark's Jobs page lists it once it succeeded
+    _wait_until(lambda: requests.get(jobs, timeout=HTTP_TIMEOUT).json(), "a Spark job of the program", SPARK_START_TIMEOUT)
     browser.driver.find_element(By.ID, SPARK_UI_LINK).click()
     browser.wait_for_text("Spark Jobs", PAGE_TIMEOUT)
     browser.wait_for_text(f"{application['name']} application UI", PAGE_TIMEOUT)
@@ -189,7 +192,7 @@ def _spark_ui_through_the_link(browser: Browser, rest: str, home: Path) -> None:
 def _spark_applications(rest: str) -> list[dict]:
     """Spark's applications, from its REST API through the proxy, once the driver's UI serves it (it comes up with the
     program's SparkContext, and answers its API paths with the Jobs page until it has attached them)."""
-    deadline = time.monotonic() + PAGE_TIMEOUT
+    deadline = time.monotonic() + SPARK_START_TIMEOUT
     while True:
         try:
             answer = requests.get(f"{rest}/spark/api/v1/applications", timeout=PAGE_TIMEOUT)
@@ -199,14 +202,14 @@ def _spark_applications(rest: str) -> list[dict]:
             if answer.status_code == 200 and answer.headers["Content-Type"].startswith("application/json") and answer.json():
                 return answer.json()
             seen = answer.text[:300]
-        assert time.monotonic() < deadline, f"no API of Spark's UI through the proxy within {PAGE_TIMEOUT} s: {seen}"
+        assert time.monotonic() < deadline, f"no API of Spark's UI through the proxy within {SPARK_START_TIMEOUT} s: {seen}"
         time.sleep(0.5)
 
 
-def _wait_until(condition, what: str) -> None:
-    deadline = time.monotonic() + PAGE_TIMEOUT
+def _wait_until(condition, what: str, timeout: float = PAGE_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, f"{what} not there within {PAGE_TIMEOUT} s"
+        assert time.monotonic() < deadline, f"{what} not there within {timeout} s"
         time.sleep(0.2)
 
 
