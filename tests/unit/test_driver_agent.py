@@ -8,6 +8,8 @@ Hadoop's FileSystem and Kafka the same paths run in tests/e2e/test_local_streami
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -280,3 +282,20 @@ def test_a_query_view_takes_figures_a_progress_report_lacks_as_zero():
     assert (view["batchId"], view["committedBatchId"], view["numInputRows"]) == (4, 4, 0)
     assert (view["inputRowsPerSecond"], view["processedRowsPerSecond"], view["stateRows"], view["stateBytes"]) == (0.0, 0.0, 0, 10)
     assert view["history"] == [{"batchId": 4, "triggerTime": 1795845600000, "durationMs": 0, "numInputRows": 0, "stateBytes": 10}]
+
+
+def test_spark_connects_writer_is_wrapped_only_once_the_program_imports_it():
+    """The hooks leave PySpark's Connect client unimported (about 1 CPU second) until a program reaches for it."""
+    check = (
+        "import sys\n"
+        "from jobcluster.spark.driver_agent.agent import DriverAgent\n"
+        "from jobcluster.spark.driver_agent.pyspark_hooks import install\n"
+        "from jobcluster.spark.driver_agent.settings import AgentSettings\n"
+        "install(DriverAgent(AgentSettings(port=1, job_id='j', job_name='n', checkpoint_root=None)))\n"
+        "assert 'pyspark.sql.connect' not in sys.modules, 'imported up front'\n"
+        "from pyspark.sql.connect.streaming.readwriter import DataStreamWriter\n"
+        "print(DataStreamWriter.start.__code__.co_name, DataStreamWriter.queryName.__code__.co_name)\n"
+    )
+    result = subprocess.run([sys.executable, "-W", "ignore", "-c", check], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["wrapper", "wrapper"]

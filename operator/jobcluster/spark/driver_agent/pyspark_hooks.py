@@ -13,6 +13,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import wrapt
+
 from jobcluster.spark.driver_agent.agent import DriverAgent
 
 _CHECKPOINT_OPTION = "checkpointlocation"  # Spark reads option keys case-insensitively
@@ -102,12 +104,16 @@ def install(agent: DriverAgent) -> None:
     _install_connect(agent, query_name)
 
 
+_CONNECT_WRITER = "pyspark.sql.connect.streaming.readwriter"
+
+
 def _install_connect(agent: DriverAgent, query_name: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    """Wrap Spark Connect's DataStreamWriter starts (Spark 3.5+), where its client is installed (grpcio and friends)."""
-    try:
-        from pyspark.sql.connect.streaming.readwriter import DataStreamWriter
-    except ImportError:  # PySpark's Connect client needs packages of its own: without them no program reaches Connect
-        return
+    """Wrap Spark Connect's DataStreamWriter starts (Spark 3.5+) once the program imports Spark Connect.
+
+    Deferred with a post-import hook: importing PySpark's Connect client costs
+    about 1 CPU second (pandas, pyarrow, grpc), which a program that never
+    reaches Connect should not pay; one that does imports it on its way there.
+    """
 
     def start(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(self: Any, *args: Any, queryName: str | None = None, **given: Any) -> Any:
@@ -119,6 +125,10 @@ def _install_connect(agent: DriverAgent, query_name: Callable[[Callable[..., Any
 
         return wrapper
 
-    _wrap(DataStreamWriter, "queryName", query_name)
-    _wrap(DataStreamWriter, "start", start)
-    _wrap(DataStreamWriter, "toTable", start)
+    def hook(module: Any) -> None:
+        writer = module.DataStreamWriter
+        _wrap(writer, "queryName", query_name)
+        _wrap(writer, "start", start)
+        _wrap(writer, "toTable", start)
+
+    wrapt.register_post_import_hook(hook, _CONNECT_WRITER)
