@@ -21,7 +21,10 @@ savepoints work as in Flink::
     jobcluster stop -p /tmp/savepoints JOB_ID
 
 and the same ``jobcluster run`` with ``-s SAVEPOINT_PATH`` (the path ``stop`` printed)
-resumes it: windows written before the stop are not written again.
+resumes it: windows written before the stop are not written again. A savepoint
+the job ran on after (``jobcluster savepoint``) is restored into a new
+``--output``: the file sink's log lives in the output, not the savepoint, and
+skips the batch ids it already has (docs/concepts/streaming.md, what each sink gets).
 ``--jars`` ships Spark's Kafka connector of pyspark's exact Spark version and what
 it needs (Maven: ``org.apache.spark:spark-sql-kafka-0-10_2.13`` for Spark 4, ``_2.12``
 for 3.5; docs/deployment/spark-versions.md).

@@ -6,15 +6,18 @@ import pytest
 
 from jobcluster.client.savepoints import dispose_local_savepoint, local_path, read_local_savepoint
 from jobcluster.spark.checkpoints import (
+    Cut,
     QuerySavepoint,
     SavepointError,
     SavepointMetadata,
-    committed_batch,
     job_checkpoint_root,
-    keep_in_savepoint,
+    last_batch,
     new_savepoint_name,
     non_restored_state_error,
+    overtaken,
     parse_savepoint_metadata,
+    plan_savepoint_copy,
+    state_partitions,
     unrestored_queries,
 )
 
@@ -27,53 +30,96 @@ def test_a_jobs_root_and_a_savepoints_name_follow_flink():
     assert re.fullmatch(r"savepoint-b36a7e-[0-9a-f]{12}", first) and first != second
 
 
-def test_the_committed_batch_is_the_highest_commit_file():
-    assert committed_batch(["0", "1", ".1.crc", "10", "9", ".10.crc"]) == 10
-    assert committed_batch([]) is None and committed_batch([".tmp-file"]) is None
+def test_the_last_batch_is_the_highest_log_file():
+    assert last_batch(["0", "1", ".1.crc", "10", "9", ".10.crc"]) == 10
+    assert last_batch([]) is None and last_batch([".tmp-file"]) is None
+
+
+CHECKPOINT = [
+    "metadata",
+    "_jobcluster_restored_from",
+    *(f"offsets/{b}" for b in range(7)),  # batch 6 planned, not committed
+    "offsets/.5.crc",
+    "offsets/.7.9be55246-60cb-420c-97a2-49eb84bf92d9.tmp",  # being written
+    *(f"commits/{b}" for b in range(6)),
+    "sources/0/0",
+    "sources/0/7",
+    # an HDFS-backed store: snapshot at 4, deltas 1..7 (7: the interrupted batch 6's, partial)
+    *(f"state/0/1/{v}.delta" for v in range(1, 8)),
+    "state/0/1/.6.delta.crc",
+    "state/0/1/4.snapshot",
+    "state/0/1/.5.delta.3f2a.tmp",
+    # RocksDB with changelog checkpointing, format v2: snapshots 2 and 5, changelogs after them
+    "state/0/0/2_764e8e10-b791-4381-a76d-eb4db28185f8.zip",
+    "state/0/0/5_0084c38e-f02d-4663-85d4-528eaf11c26c.zip",
+    "state/0/0/5_0084c38e-f02d-4663-85d4-528eaf11c26c.zip.crc",
+    "state/0/0/.5_0084c38e-f02d-4663-85d4-528eaf11c26c.zip.crc.crc",
+    "state/0/0/6_1b98917c-3392-475d-8d8e-9d832f70470e.changelog",
+    "state/0/0/7_2c98917c-3392-475d-8d8e-9d832f70470e.changelog",
+    "state/0/0/3_3d98917c-3392-475d-8d8e-9d832f70470e.changelog",
+    "state/0/0/SSTs/000012-abc.sst",
+    "state/0/_metadata/schema",
+    "state/0/_stateSchema/default/0_1b98917c-3392-475d-8d8e-9d832f70470e",
+    "state/0/_metadata/v2/7",
+]
+
+
+def test_a_savepoint_is_sparks_recovery_image_a_planned_batch_runs_again_with_its_offsets():
+    plan = plan_savepoint_copy(CHECKPOINT, Cut(planned=6, committed=5))
+
+    assert set(plan.files) == {
+        "metadata",
+        *(f"offsets/{b}" for b in range(7)),  # the planned batch 6 too: restored, Spark runs it again with these offsets
+        "offsets/.5.crc",
+        *(f"commits/{b}" for b in range(6)),
+        "sources/0/0",
+        "sources/0/7",  # a source reconciles its own log with the offsets
+        # version 6 (batch 5's) rebuilt: from snapshot 4 and the deltas after it; batch 6's partial version 7 left out
+        "state/0/1/4.snapshot",
+        "state/0/1/5.delta",
+        "state/0/1/6.delta",
+        "state/0/1/.6.delta.crc",
+        "state/0/0/5_0084c38e-f02d-4663-85d4-528eaf11c26c.zip",
+        "state/0/0/5_0084c38e-f02d-4663-85d4-528eaf11c26c.zip.crc",
+        "state/0/0/.5_0084c38e-f02d-4663-85d4-528eaf11c26c.zip.crc.crc",
+        "state/0/0/6_1b98917c-3392-475d-8d8e-9d832f70470e.changelog",
+        "state/0/0/SSTs/000012-abc.sst",
+        "state/0/_metadata/schema",
+        "state/0/_stateSchema/default/0_1b98917c-3392-475d-8d8e-9d832f70470e",
+        "state/0/_metadata/v2/7",
+    }
+    assert plan.required == {
+        "metadata",
+        "offsets/6",
+        "offsets/5",
+        "commits/5",
+        "state/0/1/4.snapshot",
+        "state/0/1/5.delta",
+        "state/0/1/6.delta",
+        "state/0/0/5_0084c38e-f02d-4663-85d4-528eaf11c26c.zip",
+        "state/0/0/6_1b98917c-3392-475d-8d8e-9d832f70470e.changelog",
+    }
+
+
+def test_a_stopped_query_is_cut_at_its_commit_and_a_store_without_a_snapshot_keeps_every_delta():
+    files = ["metadata", "offsets/0", "offsets/1", "commits/0", "commits/1", "state/0/0/1.delta", "state/0/0/2.delta"]
+    plan = plan_savepoint_copy(files, Cut(planned=1, committed=1))
+    assert set(plan.files) == set(files)
+    assert plan.required == {"metadata", "offsets/1", "offsets/0", "commits/1", "state/0/0/1.delta", "state/0/0/2.delta"}
+
+
+def test_a_query_without_a_committed_batch_keeps_its_plan_and_no_state():
+    plan = plan_savepoint_copy(["metadata", "offsets/0", "state/0/1/1.delta"], Cut(planned=0, committed=None))
+    assert set(plan.files) == {"metadata", "offsets/0"} and plan.required == {"metadata", "offsets/0"}
+    assert plan_savepoint_copy(["metadata"], Cut(None, None)).files == ["metadata"]
 
 
 @pytest.mark.parametrize(
-    ("relative", "kept"),
-    [
-        ("metadata", True),
-        ("offsets/5", True),
-        ("offsets/.5.crc", True),
-        ("offsets/6", False),  # logged, never committed: the restored query runs batch 6 again
-        ("commits/5", True),
-        ("commits/6", False),
-        ("sources/0/0", True),  # a source reconciles its own log with the offsets
-        ("sources/0/7", True),
-        ("state/0/1/6.delta", True),  # batch 5 wrote version 6
-        ("state/0/1/.6.delta.crc", True),
-        ("state/0/1/7.delta", False),
-        ("state/0/1/4.snapshot", True),
-        ("state/0/1/7.zip", False),
-        ("state/0/_metadata/schema", True),
-        ("state/0/1/SSTs/000012-abc.sst", True),
-        ("offsets/.6.9be55246-60cb-420c-97a2-49eb84bf92d9.tmp", False),  # being written
-        ("state/0/1/.5.delta.3f2a.tmp", False),
-        ("offsets/..6.9be55246.tmp.crc", False),
-        # Spark 4: RocksDB's files under checkpoint format v2 (<version>_<unique id>), and Spark's own checksum files
-        ("state/0/0/6_764e8e10-b791-4381-a76d-eb4db28185f8.zip", True),
-        ("state/0/0/.6_764e8e10-b791-4381-a76d-eb4db28185f8.zip.crc", True),
-        ("state/0/0/7_0084c38e-f02d-4663-85d4-528eaf11c26c.zip", False),
-        ("state/0/0/7_0084c38e-f02d-4663-85d4-528eaf11c26c.changelog", False),
-        ("state/0/0/7_0084c38e-f02d-4663-85d4-528eaf11c26c.zip.crc", False),
-        ("state/0/0/.7_0084c38e-f02d-4663-85d4-528eaf11c26c.zip.crc.crc", False),
-        ("state/0/0/7.zip.crc", False),
-        ("state/0/0/6.changelog.crc", True),
-        ("state/0/_stateSchema/default/0_1b98917c-3392-475d-8d8e-9d832f70470e", True),  # the schema, by batch: kept
-        ("state/0/_metadata/v2/7", True),
-    ],
+    ("planned_now", "retain", "overtaken_"), [(6, 100, False), (104, 100, False), (105, 100, True), (6, 2, False), (7, 2, True)]
 )
-def test_a_savepoint_is_cut_at_the_last_committed_batch(relative, kept):
-    assert keep_in_savepoint(relative, committed=5) is kept
-
-
-def test_a_query_without_a_committed_batch_keeps_only_what_is_not_a_batch():
-    assert not keep_in_savepoint("offsets/0", None)
-    assert keep_in_savepoint("state/0/1/1.delta", None) is False
-    assert keep_in_savepoint("metadata", None)
+def test_a_copy_is_overtaken_once_the_query_planned_past_what_sparks_maintenance_keeps(planned_now, retain, overtaken_):
+    assert overtaken(Cut(planned=6, committed=5), planned_now, retain) is overtaken_
+    assert overtaken(Cut(planned=0, committed=None), 500, 2) is False  # no state version to lose yet
 
 
 def test_metadata_round_trips_and_foreign_files_are_refused():
@@ -121,3 +167,14 @@ def test_the_client_reads_local_savepoints_and_leaves_others_to_the_cluster(tmp_
     assert (savepoint / "wordcount").is_dir()
     dispose_local_savepoint(str(savepoint))
     assert not savepoint.exists() and tmp_path.exists()
+
+
+def test_the_state_partitions_are_those_the_checkpoints_offset_log_fixed():
+    offsets = (
+        "v1\n"
+        '{"batchWatermarkMs":0,"batchTimestampMs":1795680000000,"conf":{"spark.sql.shuffle.partitions":"2",'
+        '"spark.sql.streaming.stateStore.providerClass":"org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"}}\n'
+        '{"logOffset":3}\n'
+    )
+    assert state_partitions(offsets) == 2
+    assert state_partitions("v1\n{}\n") is None and state_partitions("offsets 3") is None

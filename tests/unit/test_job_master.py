@@ -10,6 +10,7 @@ is covered end to end (tests/e2e).
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import ClassVar
 from jobcluster.config.loader import load_configuration
 from jobcluster.errors import SparkError
 from jobcluster.jobgraph.job_status import JobStatus
-from jobcluster.jobgraph.model import JobGraph, JobVertex, ResourceProfileSpec, new_job_id
+from jobcluster.jobgraph.model import ExecutionConfig, JobGraph, JobVertex, ResourceProfileSpec, RestartStrategy, new_job_id
 from jobcluster.memory.managed import ManagedMemoryConsumers
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from jobcluster.rpc.service import RpcService
@@ -29,6 +30,7 @@ from jobcluster.runtime.jobmaster.job_master import JobMaster, JobMasterSettings
 from jobcluster.runtime.jobmaster.job_result import JobResult
 from jobcluster.runtime.messages import SlotOffer, dump
 from jobcluster.runtime.resourcemanager.gateway import RESOURCE_MANAGER_ENDPOINT, ResourceManagerGateway
+from jobcluster.spark.driver_agent.settings import EXIT_NOT_RESTARTABLE
 from jobcluster.spark.processes import SparkLocalMode, SparkMasterAddress
 from jobcluster.spark.sizing import spark_sizing_for_task_executor
 from tests.support.fakes import RecordingDriver, TaskExecutorStandIn, until
@@ -290,5 +292,62 @@ def test_a_failed_programs_cause_waits_for_the_report_of_a_task_executor_that_no
             await job.job_master._await_lost_reports()
             report.cancel()
             assert 0.25 <= loop.time() - started < 0.9, "it returned as soon as the report came"
+
+    asyncio.run(scenario())
+
+
+class EndingProgram(HeldProgram):
+    """A program attempt that ends by itself with the next of ``exit_codes``."""
+
+    exit_codes: ClassVar[list[int]] = []
+
+    async def wait(self) -> int:
+        return EndingProgram.exit_codes.pop(0) if EndingProgram.exit_codes else await super().wait()
+
+    def failure_cause(self, exit_code: int, memory_error_hint: str | None = None) -> str:
+        return f"the program exited with code {exit_code}"
+
+
+def _ending_programs(monkeypatch, *codes: int) -> None:
+    monkeypatch.setattr(job_master_module, "SparkApplication", EndingProgram)
+    monkeypatch.setattr(job_master_module, "LOST_REPORT_GRACE", 0.0)
+    HeldProgram.started.clear()
+    EndingProgram.exit_codes = list(codes)
+
+
+def test_a_program_that_ends_after_a_failed_stop_with_savepoint_is_restarted_whatever_the_strategy(tmp_path, monkeypatch):
+    """Flink: a stop-with-savepoint that fails leaves the job running; it never ends FINISHED without a savepoint."""
+    _ending_programs(monkeypatch, 0)
+
+    async def scenario() -> None:
+        async with running_job(tmp_path, parallelism=2, master=SparkLocalMode(2).address) as job:
+            cause = "the stop-with-savepoint of job x failed after its streaming queries stopped: quota exceeded"
+            job.job_master.checkpoints.failover_cause = cause  # as the coordinator sets it before the program goes on
+            job.master_ready.set_result(None)
+            await job.task_executor_offers("tm-1", 2)
+            await until(lambda: len(HeldProgram.started) == 2)
+            assert job.results == [] and job.job_master.status is JobStatus.RUNNING
+            assert job.job_master.restarts == 0, "not counted against the restart strategy (none here)"
+            assert job.job_master.failures[-1]["cause"] == cause
+            await job.job_master.cancel()
+            await until(lambda: bool(job.results))
+
+    asyncio.run(scenario())
+
+
+def test_a_program_refused_in_a_way_a_restart_cannot_change_is_not_restarted(tmp_path, monkeypatch):
+    _ending_programs(monkeypatch, EXIT_NOT_RESTARTABLE)
+    restarts = ExecutionConfig(restart_strategy=RestartStrategy(type="fixed-delay", attempts=3, delay_seconds=0.0))
+    graph = job_graph(2).model_copy(update={"execution_config": restarts})
+    monkeypatch.setattr(sys.modules[__name__], "job_graph", lambda parallelism: graph)
+
+    async def scenario() -> None:
+        async with running_job(tmp_path, parallelism=2, master=SparkLocalMode(2).address) as job:
+            job.master_ready.set_result(None)
+            await job.task_executor_offers("tm-1", 2)
+            await until(lambda: bool(job.results))
+            (result,) = job.results
+            assert result.status is JobStatus.FAILED and result.program_exit_code == EXIT_NOT_RESTARTABLE
+            assert len(HeldProgram.started) == 1 and job.job_master.restarts == 0
 
     asyncio.run(scenario())

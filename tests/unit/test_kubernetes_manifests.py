@@ -74,6 +74,7 @@ def test_job_manager_deployment():
         "metadata": {"name": CID, "namespace": "analytics", "labels": labels},
         "spec": {
             "replicas": 1,
+            "strategy": {"type": "Recreate"},  # never two JobManagers (two drivers on one checkpoint root)
             "selector": {"matchLabels": JM_SELECTOR},
             "template": {
                 "metadata": {"labels": labels},

@@ -102,7 +102,12 @@ def _savepoint_client(descriptor: ClusterDescriptor, job_id: str) -> tuple[Clust
     metavar="DIR",
     help="Directory of the savepoint (a path or URI the cluster's driver reaches). Default: execution.checkpointing.savepoint-dir.",
 )
-@click.option("-d", "--drain", is_flag=True, help="Process all input available now before stopping (Flink's --drain).")
+@click.option(
+    "-d",
+    "--drain",
+    is_flag=True,
+    help="First process the input the sources have at the request (bounded by execution.checkpointing.timeout).",
+)
 @click.option("-t", "--target", default=None, help="execution.target of the job's cluster (default: from the configuration).")
 @conf_dir_option
 @dynamic_properties_option
@@ -112,9 +117,10 @@ def stop(
 ) -> None:
     """Stop the streaming job JOB_ID with a savepoint (Flink's stop-with-savepoint) and print the savepoint's path.
 
-    Its streaming queries stop after their last committed micro-batch, their
+    Each streaming query stops once its running micro-batch has committed, their
     checkpoints are copied into DIR/savepoint-<job id's first 6>-<random>, and
-    the job ends FINISHED. Start a job from the savepoint with `jobcluster run -s PATH`.
+    the job ends FINISHED. A stop that fails leaves the job running (and says
+    why). Start a job from the savepoint with `jobcluster run -s PATH`.
     """
     config = load_cli_configuration(conf_dir, dynamic_properties, **{options.EXECUTION_TARGET.key: target})
     descriptor = registry.cluster_descriptor(config.get(options.EXECUTION_TARGET), config)

@@ -52,6 +52,9 @@ def build_job_manager_deployment(
 ) -> dict[str, Any]:
     """The Deployment ``<cluster-id>``: one replica of :func:`build_job_manager_pod`.
 
+    Its strategy is ``Recreate``: a new JobManager pod (a changed template, a
+    rollout restart) starts only once the old one is gone, so that two drivers
+    never write the job's checkpoint root at once (a rolling update overlaps them).
     Labelled like its pod; owned by ``kubernetes.jobmanager.owner.reference``'s
     owners, if any (the FlinkJob of the operator).
     """
@@ -69,6 +72,7 @@ def build_job_manager_deployment(
         "metadata": metadata,
         "spec": {
             "replicas": 1,
+            "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": job_manager_selector(params.cluster_id)},
             "template": pod,
         },

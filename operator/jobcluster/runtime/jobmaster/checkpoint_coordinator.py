@@ -21,8 +21,8 @@ from jobcluster.jobgraph.model import JobGraph
 from jobcluster.processes import find_free_port
 from jobcluster.rpc.service import RpcService
 from jobcluster.runtime.jobmaster.savepoint_operations import SavepointOperations
-from jobcluster.spark.checkpoints import SavepointError, job_checkpoint_root
-from jobcluster.spark.driver_agent.endpoint import DriverAgentGateway
+from jobcluster.spark.checkpoints import SavepointError, StopWithSavepointFailed, job_checkpoint_root
+from jobcluster.spark.driver_agent.endpoint import DriverAgentGateway, SavepointTimeout
 from jobcluster.spark.driver_agent.settings import AGENT_ENDPOINT, AGENT_HOST, AgentSettings
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,9 @@ class CheckpointCoordinator:
         self.savepoints = SavepointOperations()
         #: Whether a stop-with-savepoint ended the queries: the program's end is then not restarted.
         self.stopped_with_savepoint = False
+        #: Why the running attempt is to be restarted however it ends: a stop-with-savepoint failed after (or perhaps
+        #: after) its queries stopped, and Flink's answer to that is a failover, never a job finished without a savepoint.
+        self.failover_cause: str | None = None
 
     async def start(self) -> None:
         await self._rpc.start(serve=False)
@@ -109,17 +112,27 @@ class CheckpointCoordinator:
                 "or configure a cluster-wide default with execution.checkpointing.savepoint-dir."
             )
         agent = self._agent
-        result = await agent.savepoint(directory, stop, drain, self._timeout)
+        try:
+            result = await agent.savepoint(directory, stop, drain, self._timeout)
+        except SavepointError as exc:
+            if stop and isinstance(exc, StopWithSavepointFailed | SavepointTimeout):
+                self.failover_cause = str(exc)  # set before the program may go on: its end is a failover
+                await _resume(agent)
+            raise
         if stop:
             self.stopped_with_savepoint = True
-            try:
-                await agent.resume_program()
-            except RpcError as exc:  # the agent lets the program go on by itself a little later
-                log.warning("could not tell the driver agent to let the program end: %s", exc)
+            await _resume(agent)
         for query_id in result.get("skipped", []):
             log.warning("savepoint %s leaves out query %s, which has no name", result["location"], query_id)
+        for name, batch in result.get("replays", {}).items():
+            log.warning("the stop interrupted micro-batch %s of query %s: a restore runs it again", batch, name)
         log.info("savepoint of job %s complete: %s", job_id, result["location"])
         return str(result["location"])
+
+    def take_failover_cause(self) -> str | None:
+        """Why the attempt that just ended is restarted whatever its exit (see ``failover_cause``); cleared."""
+        cause, self.failover_cause = self.failover_cause, None
+        return cause
 
     async def dispose_savepoint(self, path: str, program_running: bool) -> None:
         """Delete the savepoint at ``path`` through the running program's agent (it reaches the savepoint's file system).
@@ -131,3 +144,11 @@ class CheckpointCoordinator:
                 "disposing of a savepoint through a job cluster needs its program running; use `jobcluster savepoint --dispose PATH`"
             )
         await self._agent.dispose_savepoint(path, self._timeout)
+
+
+async def _resume(agent: DriverAgentGateway) -> None:
+    """Let the program go on after a stop-with-savepoint's outcome is known here."""
+    try:
+        await agent.resume_program()
+    except RpcError as exc:  # the agent lets the program go on by itself a little later
+        log.warning("could not tell the driver agent to let the program go on: %s", exc)

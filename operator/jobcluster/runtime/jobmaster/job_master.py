@@ -44,6 +44,7 @@ from jobcluster.runtime.jobmaster.spark_application import SparkApplication, Spa
 from jobcluster.runtime.messages import SlotOffer
 from jobcluster.runtime.resourcemanager.gateway import ResourceManagerGateway
 from jobcluster.runtime.taskexecutor.gateway import TaskExecutorGateway
+from jobcluster.spark.driver_agent.settings import EXIT_NOT_RESTARTABLE
 from jobcluster.spark.processes import SparkMasterAddress
 
 log = logging.getLogger(__name__)
@@ -277,7 +278,8 @@ class JobMaster(FencedRpcEndpoint):
             await asyncio.gather(poller, return_exceptions=True)
             if self.result is not None:  # ended meanwhile (no slots in time, cancelled): the program was stopped
                 return
-            if code == 0 and not self._cancel_requested:
+            failover = self.checkpoints.take_failover_cause()
+            if code == 0 and not self._cancel_requested and failover is None:
                 # the result is in: the driver JVM's own exit (shutdown hooks) overlaps the cluster's shutdown (on_stop)
                 await self._finish(JobStatus.FINISHED, None, program_exit_code=0)
                 return
@@ -289,9 +291,20 @@ class JobMaster(FencedRpcEndpoint):
             cause = self._no_executors_cause or self._application.failure_cause(code, self.settings.pyspark_memory_error_hint)
             cause = with_memory_kills(cause, self.lost_task_executors[lost_before:])
             self._no_executors_cause = None
+            if failover is not None:  # Flink's failover after a failed stop-with-savepoint: the job runs on, not counted
+                self.failures.append({"timestamp": _now_ms(), "cause": failover})
+                log.warning("restarting the program from its queries' checkpoints: %s", failover)
+                self._set_status(JobStatus.RESTARTING)
+                continue
             self.failures.append({"timestamp": _now_ms(), "cause": cause})
-            # a job stopped with a savepoint is over: what it does after its queries stopped is not restarted
-            if strategy.type != "fixed-delay" or self.restarts >= strategy.attempts or self.checkpoints.stopped_with_savepoint:
+            # a job stopped with a savepoint is over: what it does after its queries stopped is not restarted; nor is a
+            # program that failed in a way a restart cannot change
+            if (
+                strategy.type != "fixed-delay"
+                or self.restarts >= strategy.attempts
+                or self.checkpoints.stopped_with_savepoint
+                or code == EXIT_NOT_RESTARTABLE
+            ):
                 # a program the JobMaster stopped did not choose its exit code: the failure is the cluster's
                 await self._finish(JobStatus.FAILED, cause, program_exit_code=None if stopped_by_us else code)
                 return
@@ -371,6 +384,12 @@ class JobMaster(FencedRpcEndpoint):
         )
         log.error("%s", self._no_executors_cause)
         await application.stop()
+
+    def _max_parallelism(self) -> int:
+        """Flink's max parallelism (the key groups state is split into): a streaming job's state partitions, which its
+        checkpoints fix (``statePartitions`` of its queries), else ``pipeline.max-parallelism``."""
+        partitions = [q["statePartitions"] for q in self.checkpoints.queries if q.get("statePartitions")]
+        return max(partitions) if partitions else self.graph.vertices[0].max_parallelism
 
     # ---- savepoints (the CheckpointCoordinator's) ---------------------------------------
 
@@ -482,7 +501,7 @@ class JobMaster(FencedRpcEndpoint):
                     "id": vertex.id,
                     "name": vertex.name,
                     "parallelism": vertex.parallelism,
-                    "maxParallelism": vertex.max_parallelism,
+                    "maxParallelism": self._max_parallelism(),
                     "slotSharingGroup": vertex.slot_sharing_group,
                     "status": self.status.value,
                     "spark": progress,

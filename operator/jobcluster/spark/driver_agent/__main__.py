@@ -3,7 +3,8 @@
 The program runs as ``python PROGRAM ARGS`` runs it: as ``__main__``, with
 ``sys.argv`` = [PROGRAM, ARGS...], its own directory first on ``sys.path``, its
 exit code (``sys.exit``) as the process's, and an uncaught exception's
-traceback on stderr from the program's own frames on (exit code 1).
+traceback on stderr from the program's own frames on (exit code 1; a restore
+that would drop a savepoint's query: EXIT_NOT_RESTARTABLE).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import runpy
 import sys
 import traceback
 
-from jobcluster.spark.driver_agent.agent import DriverAgent
+from jobcluster.spark.driver_agent.agent import DriverAgent, NonRestoredStateError
 from jobcluster.spark.driver_agent.endpoint import serve_in_thread
 from jobcluster.spark.driver_agent.pyspark_hooks import install
-from jobcluster.spark.driver_agent.settings import AgentSettings
+from jobcluster.spark.driver_agent.settings import EXIT_NOT_RESTARTABLE, AgentSettings
 
 
 def _program_traceback(exc: BaseException, program: str) -> None:
@@ -41,6 +42,9 @@ def main() -> None:
     sys.path[0] = os.path.dirname(program)
     try:
         runpy.run_path(program, run_name="__main__")
+    except NonRestoredStateError as exc:  # not the program's fault, and a restart cannot help: the JobMaster does not restart
+        _program_traceback(exc, program)
+        sys.exit(EXIT_NOT_RESTARTABLE)
     except Exception as exc:  # noqa: BLE001 - the program's own error: reported as Python reports it, exit code 1
         _program_traceback(exc, program)
         sys.exit(1)

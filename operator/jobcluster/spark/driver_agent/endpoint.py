@@ -16,7 +16,7 @@ from jobcluster.errors import RpcError
 from jobcluster.rpc.endpoint import RpcEndpoint, rpc
 from jobcluster.rpc.gateway import RpcGateway
 from jobcluster.rpc.service import RpcService
-from jobcluster.spark.checkpoints import SavepointError
+from jobcluster.spark.checkpoints import SavepointError, StopWithSavepointFailed
 from jobcluster.spark.driver_agent.agent import DriverAgent
 from jobcluster.spark.driver_agent.settings import AGENT_ENDPOINT, AGENT_HOST
 
@@ -34,8 +34,8 @@ class DriverAgentEndpoint(RpcEndpoint):
         return await asyncio.to_thread(self._agent.query_views)
 
     @rpc
-    async def savepoint(self, target_directory: str, stop: bool, drain: bool) -> dict[str, Any]:
-        return await asyncio.to_thread(self._agent.savepoint, target_directory, stop, drain)
+    async def savepoint(self, target_directory: str, stop: bool, drain: bool, time_limit: float) -> dict[str, Any]:
+        return await asyncio.to_thread(self._agent.savepoint, target_directory, stop, drain, time_limit)
 
     @rpc
     async def resume_program(self) -> None:
@@ -46,17 +46,32 @@ class DriverAgentEndpoint(RpcEndpoint):
         await asyncio.to_thread(self._agent.dispose_savepoint, path)
 
 
+class SavepointTimeout(SavepointError):
+    """The agent did not answer a savepoint call in time: what it did is not known here."""
+
+
 class DriverAgentGateway(RpcGateway):
     """The JobMaster's handle on the agent of the running attempt (see DriverAgent for what each call does)."""
 
     async def queries(self) -> list[dict[str, Any]]:
         return cast(list[dict[str, Any]], await self.call("queries"))
 
-    async def savepoint(self, target_directory: str, stop: bool, drain: bool, ask_timeout: float) -> dict[str, Any]:
-        """``{"location", "queries", "skipped"}``; SavepointError when it fails or takes more than ``ask_timeout`` seconds."""
+    async def savepoint(self, target_directory: str, stop: bool, drain: bool, time_limit: float) -> dict[str, Any]:
+        """``{"location", "queries", "skipped", "replays"}`` of a savepoint the agent takes within ``time_limit`` seconds.
+
+        SavepointError when it fails (StopWithSavepointFailed: after the queries stopped) or the agent does not
+        answer within ``time_limit`` + ASK_TIMEOUT seconds.
+        """
         try:
-            result = await self.call_with_timeout("savepoint", ask_timeout, target_directory=target_directory, stop=stop, drain=drain)
+            result = await self.call_with_timeout(
+                "savepoint", time_limit + ASK_TIMEOUT, target_directory=target_directory, stop=stop, drain=drain, time_limit=time_limit
+            )
         except RpcError as exc:
+            if isinstance(exc.__cause__, TimeoutError):
+                raise SavepointTimeout(
+                    f"the driver agent did not finish the savepoint within {time_limit + ASK_TIMEOUT:.0f} s "
+                    "(execution.checkpointing.timeout)"
+                ) from exc
             raise _savepoint_error(exc) from exc
         return cast(dict[str, Any], result)
 
@@ -72,9 +87,11 @@ class DriverAgentGateway(RpcGateway):
 
 
 def _savepoint_error(exc: RpcError) -> SavepointError:
-    """The agent's own words for a failed call ("<endpoint>.<method> at <address>: <error type>: <message>")."""
-    message = str(exc).split(": ", 1)[-1]
-    return SavepointError(message.removeprefix(f"{SavepointError.__name__}: "))
+    """The agent's own words for a failed call ("<endpoint>.<method> at <address>: <error type>: <message>"), as that type."""
+    error_type, _, message = str(exc).split(": ", 1)[-1].partition(": ")
+    if error_type == StopWithSavepointFailed.__name__:
+        return StopWithSavepointFailed(message)
+    return SavepointError(message if error_type == SavepointError.__name__ else f"{error_type}: {message}")
 
 
 def serve_in_thread(agent: DriverAgent, secret: str) -> threading.Thread:

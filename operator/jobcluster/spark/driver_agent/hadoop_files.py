@@ -9,6 +9,7 @@ py4j call: the agent runs them off its event loop.
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 # A file that goes away while it is listed or copied: Spark's maintenance removes old batches of a running query.
@@ -18,6 +19,19 @@ _GONE = ("java.io.FileNotFoundException", "FileNotFoundException")
 def is_file_gone(exc: BaseException) -> bool:
     """Whether a py4j error is Java's FileNotFoundException (the file was removed meanwhile)."""
     return any(name in str(exc) for name in _GONE)
+
+
+def java_reason(exc: BaseException) -> str:
+    """A py4j error as a reason a user can read: the Java exception's first line (``org.apache...Exception: message``)."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            return str(java.toString())
+        except Exception:  # noqa: BLE001 - the JVM side is gone: the Python text below
+            pass
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    causes = [line for line in lines if "Exception:" in line or "Error:" in line]
+    return causes[0] if causes else (lines[0] if lines else type(exc).__name__)
 
 
 class HadoopFiles:
@@ -77,9 +91,24 @@ class HadoopFiles:
         return found
 
     def copy(self, source: str, target: str) -> None:
-        """Copy file or directory ``source`` to ``target`` (created, with its parents). Raises py4j's error on failure."""
+        """Copy file or directory ``source`` to ``target`` (created, with its parents). Raises py4j's error on failure.
+
+        As Hadoop's ``FileUtil.copy``: a directory copied onto an existing directory goes *into* it (``target/<name>``).
+        """
         src, dst = self._path(source), self._path(target)
         self._jvm.org.apache.hadoop.fs.FileUtil.copy(self._fs(src), src, self._fs(dst), dst, False, self._conf)
+
+    def mkdirs(self, uri: str) -> None:
+        """Create directory ``uri`` with its parents; raises py4j's error when it cannot be (a file in the way, permissions)."""
+        path = self._path(uri)
+        if not self._fs(path).mkdirs(path):
+            raise OSError(f"Hadoop's FileSystem.mkdirs({uri}) returned false")
+
+    def rename(self, source: str, target: str) -> None:
+        """Rename ``source`` to ``target``, which must not exist (atomic on HDFS and POSIX file systems)."""
+        src, dst = self._path(source), self._path(target)
+        if not self._fs(src).rename(src, dst):
+            raise OSError(f"Hadoop's FileSystem.rename({source}, {target}) returned false (does the target exist?)")
 
     def read_text(self, uri: str) -> str:
         path = self._path(uri)
@@ -89,14 +118,18 @@ class HadoopFiles:
         finally:
             stream.close()
 
-    def write_text(self, uri: str, text: str) -> None:
-        """Write ``text`` (UTF-8) to ``uri``, replacing it."""
-        path = self._path(uri)
+    def write_text_atomically(self, uri: str, text: str) -> None:
+        """Write ``text`` (UTF-8) to ``uri``, which must not exist: into a hidden sibling, then renamed into place, so
+        that a reader finds the whole file or none."""
+        parent, _, name = uri.rpartition("/")
+        staging = f"{parent}/.{name}.{secrets.token_hex(4)}.tmp"
+        path = self._path(staging)
         stream = self._fs(path).create(path, True)
         try:
             stream.write(bytearray(text.encode()))
         finally:
             stream.close()
+        self.rename(staging, uri)
 
     def delete(self, uri: str) -> bool:
         """Delete ``uri`` and everything below it; False when it did not exist."""

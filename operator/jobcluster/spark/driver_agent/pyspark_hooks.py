@@ -19,14 +19,28 @@ from jobcluster.spark.driver_agent.agent import DriverAgent
 
 _CHECKPOINT_OPTION = "checkpointlocation"  # Spark reads option keys case-insensitively
 _NAME = "_jobcluster_query_name"
-_CHECKPOINT = "_jobcluster_checkpoint"
+_OPTIONS = "_jobcluster_options"
+_FORMAT = "_jobcluster_format"
+#: The formats Spark writes through its file sink (given a path); no format at all is spark.sql.sources.default, parquet.
+_FILE_SINK_FORMATS = frozenset({"parquet", "json", "csv", "orc", "text", "avro"})
+
+
+def _record(writer: Any, options: Mapping[str, Any]) -> None:
+    """Remember a writer's options (keys lowercased, as Spark reads them), which PySpark keeps only in the JVM."""
+    recorded = getattr(writer, _OPTIONS, {})
+    setattr(writer, _OPTIONS, recorded | {key.lower(): str(value) for key, value in options.items() if value is not None})
 
 
 def _explicit_checkpoint(writer: Any, options: Mapping[str, Any]) -> str | None:
-    for key, value in options.items():
-        if key.lower() == _CHECKPOINT_OPTION and value is not None:
-            return str(value)
-    return getattr(writer, _CHECKPOINT, None)
+    _record(writer, options)
+    return getattr(writer, _OPTIONS, {}).get(_CHECKPOINT_OPTION)
+
+
+def _file_sink(writer: Any, args: tuple[Any, ...], given: Mapping[str, Any]) -> str | None:
+    """The output path of a start (``start(path, format, ...)``) that writes through Spark's file sink; None for another sink."""
+    path = (args[0] if args else given.get("path")) or getattr(writer, _OPTIONS, {}).get("path")
+    sink_format = (args[1] if len(args) > 1 else given.get("format")) or getattr(writer, _FORMAT, None) or "parquet"
+    return str(path) if path and str(sink_format).lower() in _FILE_SINK_FORMATS else None
 
 
 def _wrap(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -48,31 +62,42 @@ def install(agent: DriverAgent) -> None:
 
     def option(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(self: Any, key: str, value: Any) -> Any:
-            if key.lower() == _CHECKPOINT_OPTION and value is not None:
-                setattr(self, _CHECKPOINT, str(value))
+            _record(self, {key: value})
             return original(self, key, value)
 
         return wrapper
 
     def options(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(self: Any, **given: Any) -> Any:
-            checkpoint = _explicit_checkpoint(self, given)
-            if checkpoint is not None:
-                setattr(self, _CHECKPOINT, checkpoint)
+            _record(self, given)
             return original(self, **given)
 
         return wrapper
 
-    def start(original: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(self: Any, *args: Any, queryName: str | None = None, **given: Any) -> Any:
-            name = queryName or getattr(self, _NAME, None)
-            checkpoint = _explicit_checkpoint(self, given)
-            agent.starting(self._df.sparkSession, name, checkpoint)
-            handle = original(self, *args, queryName=queryName, **given)
-            agent.started(handle, name, checkpoint)
-            return handle
+    def format_(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any, source: str) -> Any:
+            setattr(self, _FORMAT, source)
+            return original(self, source)
 
         return wrapper
+
+    def starter(writes_files: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """``start`` (``writes_files``: its path and format may make it Spark's file sink) or ``toTable``."""
+
+        def make(original: Callable[..., Any]) -> Callable[..., Any]:
+            def wrapper(self: Any, *args: Any, queryName: str | None = None, **given: Any) -> Any:
+                positional = args[4] if writes_files and len(args) > 4 else None  # start(path, format, outputMode, partitionBy, queryName)
+                name = queryName or positional or getattr(self, _NAME, None)
+                checkpoint = _explicit_checkpoint(self, given)
+                agent.starting(self._df.sparkSession, name, checkpoint, _file_sink(self, args, given) if writes_files else None)
+                named = {"queryName": queryName} if queryName is not None else {}  # not twice when given by position
+                handle = original(self, *args, **named, **given)
+                agent.started(handle, name, checkpoint)
+                return handle
+
+            return wrapper
+
+        return make
 
     def await_termination(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(self: Any, timeout: int | None = None) -> Any:
@@ -97,8 +122,9 @@ def install(agent: DriverAgent) -> None:
     _wrap(DataStreamWriter, "queryName", query_name)
     _wrap(DataStreamWriter, "option", option)
     _wrap(DataStreamWriter, "options", options)
-    _wrap(DataStreamWriter, "start", start)
-    _wrap(DataStreamWriter, "toTable", start)
+    _wrap(DataStreamWriter, "format", format_)
+    _wrap(DataStreamWriter, "start", starter(writes_files=True))
+    _wrap(DataStreamWriter, "toTable", starter(writes_files=False))
     _wrap(StreamingQuery, "awaitTermination", await_termination)
     _wrap(StreamingQueryManager, "awaitAnyTermination", await_any_termination)
     _install_connect(agent, query_name)
@@ -119,7 +145,7 @@ def _install_connect(agent: DriverAgent, query_name: Callable[[Callable[..., Any
         def wrapper(self: Any, *args: Any, queryName: str | None = None, **given: Any) -> Any:
             name = queryName or getattr(self, _NAME, None)
             agent.starting_through_connect(name)
-            handle = original(self, *args, queryName=queryName, **given)
+            handle = original(self, *args, **({"queryName": queryName} if queryName is not None else {}), **given)
             agent.started_through_connect(handle, name)
             return handle
 

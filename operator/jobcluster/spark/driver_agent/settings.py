@@ -15,6 +15,9 @@ ENV_SETTINGS = "JOBCLUSTER_DRIVER_AGENT"
 ENV_SECRET = "JOBCLUSTER_DRIVER_AGENT_SECRET"
 #: The agent's endpoint id in its RpcService.
 AGENT_ENDPOINT = "driver-agent"
+#: The program's exit code when it failed in a way a restart cannot change (a restore that would drop a savepoint's
+#: query): the JobMaster does not restart it (sysexits' EX_CONFIG).
+EXIT_NOT_RESTARTABLE = 78
 #: The address the agent binds: the JobMaster runs it as its child, in the same container.
 AGENT_HOST = "127.0.0.1"
 
