@@ -43,6 +43,8 @@ CHECKPOINT = [
     "offsets/.7.9be55246-60cb-420c-97a2-49eb84bf92d9.tmp",  # being written
     *(f"commits/{b}" for b in range(6)),
     "sources/0/0",
+    "sources/0/5.compact",
+    "sources/0/6",
     "sources/0/7",
     # an HDFS-backed store: snapshot at 4, deltas 1..7 (7: the interrupted batch 6's, partial)
     *(f"state/0/1/{v}.delta" for v in range(1, 8)),
@@ -73,6 +75,8 @@ def test_a_savepoint_is_sparks_recovery_image_a_planned_batch_runs_again_with_it
         "offsets/.5.crc",
         *(f"commits/{b}" for b in range(6)),
         "sources/0/0",
+        "sources/0/5.compact",
+        "sources/0/6",
         "sources/0/7",  # a source reconciles its own log with the offsets
         # version 6 (batch 5's) rebuilt: from snapshot 4 and the deltas after it; batch 6's partial version 7 left out
         "state/0/1/4.snapshot",
@@ -93,12 +97,16 @@ def test_a_savepoint_is_sparks_recovery_image_a_planned_batch_runs_again_with_it
         "offsets/6",
         "offsets/5",
         "commits/5",
+        "sources/0/5.compact",  # the file source's log entries of the batch run again and the one before
+        "sources/0/6",
         "state/0/1/4.snapshot",
         "state/0/1/5.delta",
         "state/0/1/6.delta",
         "state/0/0/5_0084c38e-f02d-4663-85d4-528eaf11c26c.zip",
         "state/0/0/6_1b98917c-3392-475d-8d8e-9d832f70470e.changelog",
     }
+    assert set(plan.files[: len(plan.required)]) == plan.required, "what maintenance may delete soonest is copied first"
+    assert plan.shared, "RocksDB's SSTs are shared between versions: which ones the cut needs is not in their names"
 
 
 def test_a_stopped_query_is_cut_at_its_commit_and_a_store_without_a_snapshot_keeps_every_delta():
@@ -106,6 +114,7 @@ def test_a_stopped_query_is_cut_at_its_commit_and_a_store_without_a_snapshot_kee
     plan = plan_savepoint_copy(files, Cut(planned=1, committed=1))
     assert set(plan.files) == set(files)
     assert plan.required == {"metadata", "offsets/1", "offsets/0", "commits/1", "state/0/0/1.delta", "state/0/0/2.delta"}
+    assert not plan.shared, "every file the default state store needs is named by its version"
 
 
 def test_a_query_without_a_committed_batch_keeps_its_plan_and_no_state():

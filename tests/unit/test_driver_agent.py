@@ -472,7 +472,7 @@ class Session:
         return self._values.get(key, default)
 
 
-def test_a_restore_goes_where_the_programs_own_checkpoint_location_puts_the_query(tmp_path):
+def test_a_restore_goes_where_the_programs_own_checkpoint_location_puts_the_query(tmp_path, capsys):
     source = _agent(tmp_path)
     _checkpoint(tmp_path / "cp" / JOB / "wc", offsets=2, commits=2)
     _running(source)
@@ -483,6 +483,7 @@ def test_a_restore_goes_where_the_programs_own_checkpoint_location_puts_the_quer
     restored.starting(Session(**{"spark.sql.streaming.checkpointLocation": str(own_root)}), "wc", None)
 
     assert "commits/1" in _files(own_root / "wc"), "where Spark will look for it"
+    assert "was taken while its job ran on: query 'wc' writes again what came after it" in capsys.readouterr().err
 
 
 def test_a_stop_waits_for_the_running_micro_batch_and_keeps_the_one_it_had_to_interrupt(tmp_path):

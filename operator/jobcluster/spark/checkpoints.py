@@ -143,10 +143,13 @@ class Cut:
 
 @dataclass(frozen=True)
 class CopyPlan:
-    """The files of a query's checkpoint a savepoint copies (relative, ``/``-separated) and those a restore cannot do without."""
+    """The files of a query's checkpoint a savepoint copies (relative, ``/``-separated; those a restore cannot do
+    without first) and the required ones. ``shared``: it holds files that several state versions share (RocksDB's
+    ``SSTs/``), so that which of them a restore needs is not known from their names."""
 
     files: list[str]
     required: frozenset[str]
+    shared: bool = False
 
 
 def plan_savepoint_copy(relative_paths: Iterable[str], cut: Cut) -> CopyPlan:
@@ -167,7 +170,8 @@ def plan_savepoint_copy(relative_paths: Iterable[str], cut: Cut) -> CopyPlan:
 
     Required (a restore fails without them, so the copy must have them): ``metadata``,
     the planned batch's offsets and the one before, the committed batch's
-    commit, and the state store files named above.
+    commit, a source's log entries of those two batches, and the state store
+    files named above.
     """
     last_planned = -1 if cut.planned is None else cut.planned
     last_committed = -1 if cut.committed is None else cut.committed
@@ -191,7 +195,7 @@ def plan_savepoint_copy(relative_paths: Iterable[str], cut: Cut) -> CopyPlan:
         version = _STATE_VERSION.match(name) if parts[0] == "state" else None
         if version is None:
             files.append(relative)
-            if relative == "metadata":
+            if relative == "metadata" or _source_log_of(parts, last_planned):
                 required.add(relative)
             continue
         directory = "/".join(parts[:-1])
@@ -200,7 +204,18 @@ def plan_savepoint_copy(relative_paths: Iterable[str], cut: Cut) -> CopyPlan:
         kept = _rebuilding(store, cut.state_version)
         files.extend(kept)
         required.update(f for f in kept if not f.rsplit("/", 1)[-1].startswith(".") and not f.endswith(".crc"))
-    return CopyPlan(files, frozenset(required))
+    shared = any("/SSTs/" in f or f.endswith(".zip") for f in files)
+    files.sort(key=lambda f: f not in required)  # the files maintenance may delete soonest, first
+    return CopyPlan(files, frozenset(required), shared)
+
+
+def _source_log_of(parts: list[str], planned: int) -> bool:
+    """Whether ``sources/<n>/<batch>[.compact]`` is a source's log entry of the planned batch or the one before,
+    which a re-run of the planned batch reads (Spark's file source)."""
+    if len(parts) != 3 or parts[0] != "sources" or parts[2].startswith("."):
+        return False
+    batch = batch_id_of(parts[2].removesuffix(".compact"))
+    return batch is not None and planned - 1 <= batch <= planned
 
 
 def _data_file_name(name: str) -> str:
@@ -219,7 +234,8 @@ def _rebuilding(store: list[tuple[int, bool, str]], version: int) -> list[str]:
 
 
 def overtaken(cut: Cut, planned_now: int | None, min_batches_to_retain: int) -> bool:
-    """Whether Spark's maintenance may have deleted files of ``cut`` while they were copied: the query planned past it.
+    """Whether Spark's maintenance may have deleted files of ``cut`` that are shared between state versions (see
+    :class:`CopyPlan`) while they were copied: the query planned past it.
 
     Spark keeps the newest ``spark.sql.streaming.minBatchesToRetain`` batches
     and state versions, counted back from the newest (``HDFSBackedStateStoreProvider.cleanup``,

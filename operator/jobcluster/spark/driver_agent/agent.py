@@ -150,6 +150,11 @@ class DriverAgent:
         if file_sink is not None:
             self._check_file_sink(restore, name, file_sink)
         self._restore_into(restore.path, name, location)
+        if not restore.metadata.stopped:
+            _warn(
+                f"savepoint {restore.path} was taken while its job ran on: query {name!r} writes again what came after it "
+                "(sinks that skip batch ids they hold, such as Delta, skip it instead: restore those into a new output)"
+            )
 
     def started(self, handle: Any, name: str | None, explicit_checkpoint: str | None) -> None:
         """A query started: register it; warn when it cannot be found again after a failover or in a savepoint.
@@ -461,9 +466,10 @@ def _copy_cut(files: HadoopFiles, query: _Query, target: str, deadline: float) -
 
     A running query goes on meanwhile, and Spark's maintenance deletes what it no
     longer keeps: a file it removed is missed only when the restore does not need
-    it, and the query did not get ``minBatchesToRetain`` batches past the cut
-    (then a file the copy needs may be gone unnoticed). Otherwise the copy is
-    taken again at a newer cut, until ``deadline``: SavepointError then.
+    it and, where state versions share files (RocksDB), the query did not get
+    ``minBatchesToRetain`` batches past the cut (then a shared file the cut needs
+    may be gone unnoticed). Otherwise the copy is taken again at a newer cut,
+    until ``deadline``: SavepointError then.
     """
     assert query.checkpoint is not None
     checkpoint = query.checkpoint
@@ -485,7 +491,7 @@ def _copy_cut(files: HadoopFiles, query: _Query, target: str, deadline: float) -
                     raise
                 if relative in plan.required:
                     missing.append(relative)
-        advanced = overtaken(cut, last_batch(files.names(f"{checkpoint}/offsets")), query.retain)
+        advanced = plan.shared and overtaken(cut, last_batch(files.names(f"{checkpoint}/offsets")), query.retain)
         if not missing and not advanced:
             return cut
         why = f"{', '.join(missing)} went missing" if missing else "Spark's maintenance may have deleted what the copy needs"
