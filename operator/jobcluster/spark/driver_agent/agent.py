@@ -383,7 +383,7 @@ class DriverAgent:
             _warn(
                 f"query {name!r} keeps the {partitions} state partitions of its first run (Spark fixes "
                 f"spark.sql.shuffle.partitions in its checkpoint): its stateful stages run {partitions} tasks, whatever this "
-                f"job's parallelism ({self._shuffle_partitions} partitions by default here)"
+                f"job's parallelism (here spark.sql.shuffle.partitions={self._shuffle_partitions})"
             )
 
     def _check_file_sink(self, restore: _Restore, name: str, output: str) -> None:
