@@ -96,6 +96,10 @@ class Query:
         self.status = {"message": "Waiting for next trigger", "isDataAvailable": False, "isTriggerActive": False}
         self.calls: list[str] = []
 
+    @property
+    def lastProgress(self) -> dict[str, Any] | None:
+        return self.recentProgress[-1] if self.recentProgress else None
+
     def stop(self) -> None:
         self.calls.append("stop")
         self.isActive = False
@@ -499,6 +503,22 @@ def test_a_stop_waits_for_the_running_micro_batch_and_keeps_the_one_it_had_to_in
     threading.Timer(0.3, batch_ends).start()
     result = agent.savepoint(str(tmp_path / "sp"), stop=True, drain=False)
     assert (result["queries"], result["replays"]) == ({"wc": 2}, {}), "stopped after batch 2 committed"
+
+    back_to_back = _agent(tmp_path, job_id="f" * 32, checkpoint_root=str(tmp_path / "cp4"))
+    checkpoint = _checkpoint(tmp_path / "cp4" / "wc", offsets=3, commits=2)  # batch 2 runs, and the next starts at once
+    busy = _running(back_to_back)
+    busy.status["isTriggerActive"] = True  # never a gap between two triggers
+
+    def next_batch_starts() -> None:
+        (checkpoint / "commits" / "2").write_text("commit 2")
+        (checkpoint / "offsets" / "3").write_text("offsets 3")
+        busy.recentProgress.append(_progress(2, time.time(), 3, 1, 1))
+
+    threading.Timer(0.3, next_batch_starts).start()
+    started = time.monotonic()
+    result = back_to_back.savepoint(str(tmp_path / "sp"), stop=True, drain=False, time_limit=60)
+    assert time.monotonic() - started < 10, "stopped once the batch running at the request committed"
+    assert (result["queries"], result["replays"]) == ({"wc": 2}, {"wc": 3}), "the batch begun meanwhile replays"
 
     again = _agent(tmp_path, job_id="d" * 32, checkpoint_root=str(tmp_path / "cp2"))
     _checkpoint(tmp_path / "cp2" / "wc", offsets=3, commits=2)

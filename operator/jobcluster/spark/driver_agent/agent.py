@@ -67,7 +67,7 @@ RESUME_TIMEOUT = 30.0
 #: Seconds a savepoint may take when the JobMaster does not say (execution.checkpointing.timeout's default).
 DEFAULT_SAVEPOINT_TIMEOUT = 600.0
 #: Seconds between looks at a query's status while a stop waits for its micro-batch to end or a drain for its input.
-STATUS_POLL = 0.02
+STATUS_POLL = 0.05
 #: Spark's default of spark.sql.streaming.minBatchesToRetain (batches and state versions its maintenance keeps).
 DEFAULT_MIN_BATCHES_TO_RETAIN = 100
 #: Completed micro-batches kept per query for the checkpoint history (Flink's ``web.checkpoints.history`` default).
@@ -530,19 +530,27 @@ def _read_metadata(files: HadoopFiles, path: str) -> SavepointMetadata:
 
 
 def _stop_gracefully(queries: list[_Query], deadline: float) -> None:
-    """Stop each active query between two micro-batches where it can: Spark's stop() interrupts a running one.
+    """Stop each active query once the micro-batch it runs at the request has committed: Spark's stop() interrupts one.
 
-    Each waits for its running micro-batch to commit at most half the time left;
-    a batch still running then is interrupted, and the cut keeps its offsets.
+    A query between two micro-batches is stopped at once. Otherwise the stop waits
+    until that batch's progress is reported (at most half the time left), and then
+    stops the query whatever it does: a batch that began meanwhile (back-to-back
+    triggers leave no gap to wait for) is interrupted, and the cut keeps its offsets.
     """
     for query in queries:
         handle = query.handle
         if not handle.isActive:
             continue
+        running = _last_batch_id(handle)
         wait_until = time.monotonic() + max(0.0, deadline - time.monotonic()) / 2
-        while handle.status.get("isTriggerActive") and time.monotonic() < wait_until:
+        while handle.status.get("isTriggerActive") and _last_batch_id(handle) == running and time.monotonic() < wait_until:
             time.sleep(STATUS_POLL)
         handle.stop()
+
+
+def _last_batch_id(handle: Any) -> int | None:
+    progress = handle.lastProgress
+    return None if not progress else progress.get("batchId")
 
 
 def _drain(queries: list[_Query], deadline: float) -> None:
