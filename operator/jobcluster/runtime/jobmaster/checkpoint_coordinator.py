@@ -121,6 +121,7 @@ class CheckpointCoordinator:
             raise
         if stop:
             self.stopped_with_savepoint = True
+            self.failover_cause = None  # an earlier stop that timed out had, after all, not stopped the queries
             await _resume(agent)
         for query_id in result.get("skipped", []):
             log.warning("savepoint %s leaves out query %s, which has no name", result["location"], query_id)
