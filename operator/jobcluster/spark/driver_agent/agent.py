@@ -317,7 +317,7 @@ class DriverAgent:
             )
             raise StopWithSavepointFailed(self._failed_stop) from exc
         finally:
-            if stop:  # should the JobMaster never say it has the outcome, the program still goes on
+            if stopped:  # should the JobMaster never say it has the outcome, the program still goes on
                 timer = threading.Timer(RESUME_TIMEOUT, self._program_may_go_on.set)
                 timer.daemon = True
                 timer.start()
