@@ -9,6 +9,8 @@ after the restore (those of earlier words may fire before it, on a slow
 machine, and are then not fired again). On Spark 3.5 (the 3.5 lane, where neither exists) it is the classic
 stateful word count on RocksDB. Files are the source, so no broker is needed:
 the stop's savepoint is restored after more files arrived, into the same output.
+While the first job runs, a second job whose query would write its checkpoint
+is refused (the checkpoint's lease is the first job's).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 import pytest
 from support import PROGRAMS, jobcluster, processes_of, staging_dirs
 
+from jobcluster.spark.driver_agent.settings import EXIT_NOT_RESTARTABLE
 from tests.support.streaming import PROGRAM as CLASSIC_PROGRAM
 from tests.support.streaming import latest_counts, lines, local_batches, wait_for_committed_batch, wait_for_counts, word_counts
 
@@ -67,6 +70,18 @@ def _write(directory: Path, name: str, text_lines: list[str]) -> None:
     (directory / f".{name}.tmp").rename(directory / f"{name}.txt")  # whole, as Spark's file source expects
 
 
+def _a_second_driver_on_its_checkpoint_is_refused(job: str, settings: list[str], program: list[str], tmp_path: Path) -> None:
+    """Another job whose query checkpoints where the running job's does (its session's checkpoint root is that job's)
+    is refused before its query starts, naming the job that holds the checkpoint, and is not restarted."""
+    output = program.index("--output") + 1
+    intruder = [*program[:output], str(tmp_path / "intruder-out"), *program[output + 1 :]]
+    shared = ["-D", f"spark.sql.streaming.checkpointLocation={tmp_path / 'checkpoints' / job}"]
+    refused = jobcluster("run", *settings, *shared, *intruder)
+    assert refused.returncode == EXIT_NOT_RESTARTABLE, refused.stdout + refused.stderr
+    assert f"is in use: its lease is held by job {job}" in refused.stderr, refused.stderr
+    assert not list((tmp_path / "intruder-out").glob("batch=*")), "the refused job's query never ran"
+
+
 def test_a_stateful_query_is_exact_across_a_stop_with_savepoint_and_a_restore(home, tmp_path):
     source, output = tmp_path / "in", tmp_path / "out"
     source.mkdir()
@@ -91,6 +106,7 @@ def test_a_stateful_query_is_exact_across_a_stop_with_savepoint_and_a_restore(ho
     rest = re.search(r"REST API at (http://\S+)", started.stderr).group(1)
     expected = word_counts(parts[0] + parts[1])
     wait_for_counts(local_batches(output), expected, TIMEOUT, "the first job")
+    _a_second_driver_on_its_checkpoint_is_refused(job, settings, program, tmp_path)
     _write(source, "late", LATE)
     expected += word_counts(LATE)
     wait_for_counts(local_batches(output), expected, TIMEOUT, "the late words")

@@ -7,7 +7,6 @@ Hadoop's FileSystem and Kafka the same paths run in tests/e2e/test_local_streami
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import threading
@@ -21,68 +20,9 @@ from jobcluster.spark.checkpoints import SavepointError, StopWithSavepointFailed
 from jobcluster.spark.driver_agent import pyspark_hooks
 from jobcluster.spark.driver_agent.agent import DriverAgent, query_view
 from jobcluster.spark.driver_agent.settings import AgentSettings
+from tests.support.local_files import LocalFiles
 
 JOB = "b36a7e8190b1466587f0b1cd682b5df9"
-
-
-class LocalFiles:
-    """HadoopFiles' surface over this machine's paths (URIs ``file:/x`` or plain paths), with Hadoop's copy semantics."""
-
-    def __init__(self, spark: Any) -> None:
-        pass
-
-    @staticmethod
-    def _p(uri: str) -> Path:
-        return Path(uri.removeprefix("file:"))
-
-    def qualified(self, uri: str) -> str:
-        return f"file:{self._p(uri)}"
-
-    def exists(self, uri: str) -> bool:
-        return self._p(uri).exists()
-
-    def names(self, uri: str) -> list[str]:
-        path = self._p(uri)
-        return [p.name for p in path.iterdir()] if path.is_dir() else []
-
-    def files(self, uri: str) -> list[str]:
-        root = self._p(uri)
-        return [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()] if root.is_dir() else []
-
-    def copy(self, source: str, target: str) -> None:
-        src, dst = self._p(source), self._p(target)
-        if not src.exists():
-            raise RuntimeError(
-                f"An error occurred while calling z:org.apache.hadoop.fs.FileUtil.copy.\n: java.io.FileNotFoundException: {src}"
-            )
-        if dst.is_dir():  # Hadoop's FileUtil.copy (checkDest): onto an existing directory is into it
-            dst = dst / src.name
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, dst)
-        else:
-            shutil.copyfile(src, dst)
-
-    def mkdirs(self, uri: str) -> None:
-        self._p(uri).mkdir(parents=True, exist_ok=True)
-
-    def rename(self, source: str, target: str) -> None:
-        if self._p(target).exists():
-            raise OSError(f"rename({source}, {target}) returned false")
-        self._p(source).rename(self._p(target))
-
-    def read_text(self, uri: str) -> str:
-        return self._p(uri).read_text()
-
-    def write_text_atomically(self, uri: str, text: str) -> None:
-        assert not self._p(uri).exists()
-        self._p(uri).parent.mkdir(parents=True, exist_ok=True)
-        self._p(uri).write_text(text)
-
-    def delete(self, uri: str) -> bool:
-        existed = self._p(uri).exists()
-        shutil.rmtree(self._p(uri), ignore_errors=True)
-        return existed
 
 
 class Query:
@@ -126,9 +66,22 @@ def _checkpoint(root: Path, offsets: int, commits: int) -> Path:
     return root
 
 
+_AGENTS: list[DriverAgent] = []
+
+
+@pytest.fixture(autouse=True)
+def _release_leases():
+    """Each test's agents end their lease renewals, as the program's end does."""
+    yield
+    while _AGENTS:
+        _AGENTS.pop().release_leases()
+
+
 def _agent(tmp_path: Path, **settings: Any) -> DriverAgent:
     values = {"port": 1, "job_id": JOB, "job_name": "wc", "checkpoint_root": str(tmp_path / "cp" / JOB)} | settings
-    return DriverAgent(AgentSettings(**values), files=LocalFiles)
+    agent = DriverAgent(AgentSettings(**values), files=LocalFiles)
+    _AGENTS.append(agent)
+    return agent
 
 
 def _files(root: Path) -> set[str]:
@@ -193,7 +146,9 @@ def test_a_restore_copies_each_named_query_once_and_refuses_to_drop_one(tmp_path
     new_root = tmp_path / "cp" / ("c" * 32)
     restored = _agent(tmp_path, checkpoint_root=str(new_root), restore_path=savepoint)
     restored.starting(None, "wc", None)
-    assert _files(new_root / "wc") == _files(Path(savepoint.removeprefix("file:")) / "wc") | {"_jobcluster_restored_from"}
+    saved = _files(Path(savepoint.removeprefix("file:")) / "wc")
+    assert not any(f.startswith("_jobcluster_lease/") for f in saved), "a savepoint leaves the live driver's lease out"
+    assert _files(new_root / "wc") == saved | {"_jobcluster_restored_from", "_jobcluster_lease/00000000000000000001"}
     assert [p.name for p in new_root.iterdir()] == ["wc"], "restored whole, renamed into place"
     (new_root / "wc" / "commits" / "3").write_text("committed after the restore")
     restored.starting(None, "wc", None)  # a failover of the restored job: its own checkpoint wins

@@ -40,6 +40,8 @@ SAVEPOINT_METADATA_FILE = "_metadata"
 #: The file in a query's checkpoint restored from a savepoint that names that savepoint (written before the
 #: restored copy is renamed into place; Spark ignores files of a checkpoint it does not know).
 RESTORE_MARKER_FILE = "_jobcluster_restored_from"
+#: The directory of a checkpoint location's lease (driver_agent/checkpoint_lease.py): the live driver's, never copied.
+LEASE_DIRECTORY = "_jobcluster_lease"
 #: Hex digits of randomness in a savepoint's name, after the job id's first six (as Flink names them).
 _SAVEPOINT_RANDOM_HEX = 12
 
@@ -166,7 +168,7 @@ def plan_savepoint_copy(relative_paths: Iterable[str], cut: Cut) -> CopyPlan:
     or before it and the deltas (``.delta``, ``.changelog``) after that, or every
     delta when no snapshot is that old; and every other file (``metadata``,
     ``sources/``, schemas, RocksDB's shared ``SSTs/``). Left out: ``*.tmp`` files,
-    which Spark renames into place once whole.
+    which Spark renames into place once whole, and the location's lease.
 
     Required (a restore fails without them, so the copy must have them): ``metadata``,
     the planned batch's offsets and the one before, the committed batch's
@@ -181,7 +183,7 @@ def plan_savepoint_copy(relative_paths: Iterable[str], cut: Cut) -> CopyPlan:
     for relative in relative_paths:
         parts = relative.split("/")
         name = _data_file_name(parts[-1])
-        if name.endswith(".tmp") or relative == RESTORE_MARKER_FILE:
+        if name.endswith(".tmp") or relative == RESTORE_MARKER_FILE or parts[0] == LEASE_DIRECTORY:
             continue
         if parts[0] in _BATCH_LOGS and len(parts) == 2:
             batch = batch_id_of(parts[1])

@@ -12,7 +12,9 @@ touched only on the JobMaster's loop.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -39,6 +41,9 @@ class CheckpointCoordinator:
         self._savepoint_directory = savepoint_directory
         self._timeout = timeout
         self._secret = secrets.token_hex(32)
+        #: This JobMaster's name in the leases on its queries' checkpoints: its program's attempts take them over at once,
+        #: another JobMaster of the job (a replaced pod, a new application attempt) only once they expire.
+        self._lease_holder = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
         self._rpc = RpcService(AGENT_HOST, self._secret, AGENT_ASK_TIMEOUT)
         self._agent: DriverAgentGateway | None = None  # the agent of the running attempt
         #: The program's streaming queries as its agent last reported them (``agent.query_view``); empty: a batch job.
@@ -66,6 +71,7 @@ class CheckpointCoordinator:
             checkpoint_root=job_checkpoint_root(checkpointing.directory, graph.job_id) if checkpointing else None,
             restore_path=restore.path if restore else None,
             allow_non_restored_state=restore.allow_non_restored_state if restore else False,
+            lease_holder=self._lease_holder,
         )
         self._agent = DriverAgentGateway(self._rpc, settings.address, AGENT_ENDPOINT)
         return settings, self._secret

@@ -4,7 +4,8 @@ The program runs as ``python PROGRAM ARGS`` runs it: as ``__main__``, with
 ``sys.argv`` = [PROGRAM, ARGS...], its own directory first on ``sys.path``, its
 exit code (``sys.exit``) as the process's, and an uncaught exception's
 traceback on stderr from the program's own frames on (exit code 1; a restore
-that would drop a savepoint's query: EXIT_NOT_RESTARTABLE).
+that would drop a savepoint's query, or a checkpoint another driver holds:
+EXIT_NOT_RESTARTABLE).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import traceback
 
 from jobcluster.spark.driver_agent.agent import DriverAgent, NonRestoredStateError
+from jobcluster.spark.driver_agent.checkpoint_lease import CheckpointLeaseError
 from jobcluster.spark.driver_agent.endpoint import serve_in_thread
 from jobcluster.spark.driver_agent.pyspark_hooks import install
 from jobcluster.spark.driver_agent.settings import EXIT_NOT_RESTARTABLE, AgentSettings
@@ -36,6 +38,7 @@ def main() -> None:
     agent = DriverAgent(settings)
     install(agent)
     serve_in_thread(agent, secret)
+    atexit.register(agent.release_leases)  # after the hold below: a savepoint's copy still reads the checkpoints
     atexit.register(agent.after_await)  # a program that ends without waiting for its queries is held as well
     program = os.path.abspath(sys.argv[1])
     sys.argv = sys.argv[1:]
@@ -45,6 +48,9 @@ def main() -> None:
     except NonRestoredStateError as exc:  # not the program's fault, and a restart cannot help: the JobMaster does not restart
         _program_traceback(exc, program)
         sys.exit(EXIT_NOT_RESTARTABLE)
+    except CheckpointLeaseError as exc:  # another driver writes the checkpoint: a restart would be refused too
+        _program_traceback(exc, program)
+        sys.exit(1 if exc.restartable else EXIT_NOT_RESTARTABLE)
     except Exception as exc:  # noqa: BLE001 - the program's own error: reported as Python reports it, exit code 1
         _program_traceback(exc, program)
         sys.exit(1)

@@ -14,6 +14,12 @@ methods through which a streaming query comes to be and is waited for:
   stop-with-savepoint, hold the program until the savepoint is complete and
   the JobMaster has its path, so that the program's end never cuts it short.
 
+Before a query with a checkpoint location starts, the agent takes that
+location's lease for the job's JobMaster (:mod:`checkpoint_lease`) and renews
+it from a thread of its own while the program runs; should the lease be lost
+(another driver took it, or it could not be renewed), the queries writing
+there are stopped and the program fails at its next wait.
+
 A query started through Spark Connect (a program that makes its own Connect
 session) runs in a server the agent cannot reach into: its start is refused
 when the job restores a savepoint, and a savepoint or a stop with one is
@@ -29,7 +35,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import secrets
+import socket
 import sys
 import threading
 import time
@@ -57,6 +65,7 @@ from jobcluster.spark.checkpoints import (
     state_partitions,
     unrestored_queries,
 )
+from jobcluster.spark.driver_agent.checkpoint_lease import RENEW_INTERVAL, CheckpointLeaseError, CheckpointLeases
 from jobcluster.spark.driver_agent.hadoop_files import HadoopFiles, is_file_gone, java_reason
 from jobcluster.spark.driver_agent.settings import AgentSettings
 
@@ -90,6 +99,7 @@ class _Query:
     retain: int = DEFAULT_MIN_BATCHES_TO_RETAIN  # its session's spark.sql.streaming.minBatchesToRetain
     ran: tuple[dict[str, Any], ...] = ()  # progress reports of its last batches that ran, kept past Spark's recentProgress
     state_partitions: int | None = None  # fixed by its checkpoint once it has planned a batch
+    lease: str | None = None  # the checkpoint location whose lease the agent holds for it
 
 
 @dataclass
@@ -122,6 +132,10 @@ class DriverAgent:
         self._program_may_go_on = threading.Event()
         self._program_may_go_on.set()
         self._failed_stop: str | None = None  # why a stop-with-savepoint failed after the queries stopped
+        self._leases: CheckpointLeases | None = None
+        self._lease_lost: CheckpointLeaseError | None = None
+        self._renewing = threading.Event()  # set: the renewal thread is to end
+        self._renewal: threading.Thread | None = None
 
     # ---- the program's side (called from the program's threads through the wrapped PySpark methods) ----
 
@@ -131,30 +145,21 @@ class DriverAgent:
         ``file_sink``: the output path when the query writes through Spark's file sink. SavepointError on a bad
         savepoint, when the query's checkpoint location already holds another run's checkpoint (Spark would resume
         that one instead), or when its file sink's log is past the savepoint (the sink would skip those batches).
+        CheckpointLeaseError when another driver holds the location's lease (after waiting up to its LEASE_DURATION).
         """
         with self._lock:
             if self._files is None:
                 self._files = self._make_files(spark)
+                self._leases = CheckpointLeases(self._files, self.settings.lease_holder or _own_holder(self.settings), self.settings.job_id)
             self._session_root = _session_conf(spark, "spark.sql.streaming.checkpointLocation")
             self._retain = int(_session_conf(spark, "spark.sql.streaming.minBatchesToRetain") or DEFAULT_MIN_BATCHES_TO_RETAIN)
             self._shuffle_partitions = _session_conf(spark, "spark.sql.shuffle.partitions")
         location = self._location(name, explicit_checkpoint)
         restore = self._restore_point()
-        if restore is None or name is None or name not in restore.metadata.queries:
-            return
-        if location is None:
-            raise SavepointError(
-                f"cannot restore query {name!r} from savepoint {restore.path}: it has no checkpoint location "
-                "(set execution.checkpointing.dir, or give the query a checkpointLocation)"
-            )
-        if file_sink is not None:
-            self._check_file_sink(restore, name, file_sink)
-        self._restore_into(restore.path, name, location)
-        if not restore.metadata.stopped:
-            _warn(
-                f"savepoint {restore.path} was taken while its job ran on: query {name!r} writes again what came after it "
-                "(sinks that skip batch ids they hold, such as Delta, skip it instead: restore those into a new output)"
-            )
+        if restore is not None and name is not None and name in restore.metadata.queries:
+            self._restore_query(restore, name, location, file_sink)
+        if location is not None:
+            self._hold_lease(self._files_().qualified(location))
 
     def started(self, handle: Any, name: str | None, explicit_checkpoint: str | None) -> None:
         """A query started: register it; warn when it cannot be found again after a failover or in a savepoint.
@@ -164,8 +169,9 @@ class DriverAgent:
         """
         location = self._location(name, explicit_checkpoint)
         checkpoint = (_checkpoint_of(handle) or location) if location else None
+        lease = self._files.qualified(location) if location and self._files else None  # as starting() leased it
         with self._lock:
-            self._queries.append(_Query(handle, name, checkpoint, retain=self._retain))
+            self._queries.append(_Query(handle, name, checkpoint, retain=self._retain, lease=lease))
         if name is None and explicit_checkpoint is None:
             _warn(
                 f"streaming query {handle.id} has no name, so its checkpoint ({_checkpoint_of(handle) or 'a temporary directory'}) is "
@@ -188,7 +194,13 @@ class DriverAgent:
             )
 
     def started_through_connect(self, handle: Any, name: str | None) -> None:
-        """A query started through Spark Connect: registered for its progress; savepoints refuse it (:meth:`savepoint`)."""
+        """Before a query with a checkpoint location starts, the agent takes that
+        location's lease for the job's JobMaster (:mod:`checkpoint_lease`) and renews
+        it from a thread of its own while the program runs; should the lease be lost
+        (another driver took it, or it could not be renewed), the queries writing
+        there are stopped and the program fails at its next wait.
+
+        A query started through Spark Connect: registered for its progress; savepoints refuse it (:meth:`savepoint`)."""
         with self._lock:
             self._queries.append(_Query(handle, name, None, connect=True))
         _warn(
@@ -224,6 +236,16 @@ class DriverAgent:
         self._program_may_go_on.wait()
         if self._failed_stop is not None:
             raise StopWithSavepointFailed(self._failed_stop)
+        if self._lease_lost is not None:
+            raise self._lease_lost
+
+    def release_leases(self) -> None:
+        """The program ended: end the renewals and give the leases up, so that the next driver takes them at once."""
+        self._renewing.set()
+        if self._renewal is not None:
+            self._renewal.join(timeout=RENEW_INTERVAL * 2)
+        if self._leases is not None:
+            self._leases.release()
 
     # ---- the JobMaster's side (called from the endpoint's worker threads) ----
 
@@ -352,6 +374,22 @@ class DriverAgent:
 
     # ---- internals: restores ----
 
+    def _restore_query(self, restore: _Restore, name: str, location: str | None, file_sink: str | None) -> None:
+        """Restore query ``name`` from the job's savepoint into its checkpoint ``location`` (see :meth:`starting`)."""
+        if location is None:
+            raise SavepointError(
+                f"cannot restore query {name!r} from savepoint {restore.path}: it has no checkpoint location "
+                "(set execution.checkpointing.dir, or give the query a checkpointLocation)"
+            )
+        if file_sink is not None:
+            self._check_file_sink(restore, name, file_sink)
+        self._restore_into(restore.path, name, location)
+        if not restore.metadata.stopped:
+            _warn(
+                f"savepoint {restore.path} was taken while its job ran on: query {name!r} writes again what came after it "
+                "(sinks that skip batch ids they hold, such as Delta, skip it instead: restore those into a new output)"
+            )
+
     def _restore_into(self, savepoint: str, name: str, location: str) -> None:
         """Copy query ``name`` of ``savepoint`` to ``location`` whole or not at all: into a sibling, then renamed into place.
 
@@ -399,6 +437,36 @@ class DriverAgent:
                 "skips a batch id it holds, so the restored batches would be lost. Restore into a new output path (the "
                 "savepoint is older than this output: it was taken while the job ran on, or the output is another job's)."
             )
+
+    # ---- internals: leases ----
+
+    def _hold_lease(self, location: str) -> None:
+        assert self._leases is not None
+        self._leases.acquire(location)
+        with self._lock:
+            if self._renewal is None:
+                self._renewal = threading.Thread(target=self._renew_leases, name="jobcluster-checkpoint-lease", daemon=True)
+                self._renewal.start()
+
+    def _renew_leases(self) -> None:
+        while not self._renewing.wait(RENEW_INTERVAL):
+            self._renew_leases_once()
+
+    def _renew_leases_once(self) -> None:
+        assert self._leases is not None
+        for location, lost in self._leases.renew().items():
+            self._fence(location, lost)
+
+    def _fence(self, location: str, lost: CheckpointLeaseError) -> None:
+        """The lease on ``location`` is lost: stop the queries that write there, and fail the program at its next wait."""
+        fenced = [q for q in self._snapshot() if q.lease == location]
+        log.error("%s: stopping %s", lost, ", ".join(q.name or str(q.handle.id) for q in fenced) or "no query")
+        self._lease_lost = CheckpointLeaseError(f"{lost}. Its streaming queries were stopped.", lost.restartable)
+        for query in fenced:
+            try:
+                query.handle.stop()
+            except Exception as exc:  # noqa: BLE001 - a query that fails to stop has stopped writing too
+                log.warning("query %s did not stop cleanly: %s", query.name, exc)
 
     # ---- internals ----
 
@@ -617,6 +685,11 @@ def _parsed(offset: Any) -> Any:
         except ValueError:
             return offset
     return offset
+
+
+def _own_holder(settings: AgentSettings) -> str:
+    """A lease holder's name for an agent its JobMaster gave none (each attempt then its own)."""
+    return f"{settings.job_id}-{socket.gethostname()}-{os.getpid()}"
 
 
 def _checkpoint_of(handle: Any) -> str | None:

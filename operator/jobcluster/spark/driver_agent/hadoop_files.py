@@ -9,6 +9,7 @@ py4j call: the agent runs them off its event loop.
 
 from __future__ import annotations
 
+import os
 import secrets
 from typing import Any
 
@@ -131,7 +132,56 @@ class HadoopFiles:
             stream.close()
         self.rename(staging, uri)
 
+    def create_exclusively(self, uri: str, text: str) -> bool:
+        """Create file ``uri`` holding ``text`` (UTF-8) unless it exists; False when it does.
+
+        Exclusive where the file system can be: HDFS's create without overwrite is one
+        NameNode operation, and a local or NFS path is created by the OS with ``O_EXCL``
+        (Hadoop's local file system checks, then creates). Other schemes: Hadoop's create
+        without overwrite, as exclusive as their store makes it.
+        """
+        qualified = self.qualified(uri)
+        if qualified.startswith("file:"):
+            return _create_local_exclusively(self._path(qualified).toUri().getPath(), text)
+        path = self._path(qualified)
+        try:
+            stream = self._fs(path).create(path, False)
+        except Exception as exc:
+            if "FileAlreadyExistsException" in str(exc) or "AlreadyBeingCreatedException" in str(exc):
+                return False
+            raise
+        try:
+            stream.write(bytearray(text.encode()))
+        finally:
+            stream.close()
+        return True
+
+    def modification_time(self, uri: str) -> int | None:
+        """``uri``'s modification time (ms since the epoch, as its file system keeps it); None when it does not exist."""
+        path = self._path(uri)
+        try:
+            return int(self._fs(path).getFileStatus(path).getModificationTime())
+        except Exception as exc:
+            if is_file_gone(exc):
+                return None
+            raise
+
+    def set_modification_time(self, uri: str, millis: int) -> None:
+        """Set ``uri``'s modification time to ``millis`` (ms since the epoch; its access time stays)."""
+        path = self._path(uri)
+        self._fs(path).setTimes(path, millis, -1)
+
     def delete(self, uri: str) -> bool:
         """Delete ``uri`` and everything below it; False when it did not exist."""
         path = self._path(uri)
         return bool(self._fs(path).delete(path, True))
+
+
+def _create_local_exclusively(path: str, text: str) -> bool:
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(text)
+    return True

@@ -28,7 +28,8 @@ class AgentSettings:
 
     ``checkpoint_root``: ``<execution.checkpointing.dir>/<job-id>`` (a path or a Hadoop URI), None when no
     checkpoint directory is configured; ``restore_path``: the savepoint to start from (``-s``), with
-    ``allow_non_restored_state`` (``--allowNonRestoredState``).
+    ``allow_non_restored_state`` (``--allowNonRestoredState``); ``lease_holder``: the JobMaster's name in the leases
+    on checkpoint locations (each attempt of its program takes over its own at once; empty: the attempt's own).
     """
 
     port: int
@@ -37,6 +38,7 @@ class AgentSettings:
     checkpoint_root: str | None
     restore_path: str | None = None
     allow_non_restored_state: bool = False
+    lease_holder: str = ""
 
     @property
     def address(self) -> str:
