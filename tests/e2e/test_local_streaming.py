@@ -12,6 +12,10 @@ parallelism after more records arrived, where Flink 1.20's own CLI lists it,
 takes a savepoint and disposes of it; the running savepoint is restored too,
 attached, and stopped by Flink's CLI. Bad savepoints are refused before
 anything is deployed.
+
+Kafka's sink, which writes a micro-batch it sees again a second time, is
+counted record by record through a stop and a restore on ``local``: nothing
+lost, and written twice only what the stop reported it had interrupted.
 """
 
 from __future__ import annotations
@@ -29,16 +33,17 @@ from pathlib import Path
 import psutil
 import pytest
 import requests
-from support import REPO, jobcluster, processes_of, staging_dirs
+from support import PROGRAMS, REPO, jobcluster, processes_of, staging_dirs
 
 from jobcluster.spark.driver_agent.settings import EXIT_NOT_RESTARTABLE
 from tests.infra.flink.client import FlinkClient
 from tests.infra.kafka.cluster import KafkaCluster
-from tests.support.streaming import PROGRAM, lines, local_batches, wait_for_committed_batch, wait_for_counts, word_counts
+from tests.support.streaming import PROGRAM, Steps, lines, local_batches, wait_for_committed_batch, wait_for_counts, word_counts
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka, pytest.mark.flink]
 
 COUNT_TIMEOUT = 240  # seconds for a job to count what was produced
+KAFKA_TO_KAFKA = PROGRAMS / "kafka_to_kafka.py"
 
 
 def _run_detached(*args: str) -> tuple[str, str]:
@@ -201,3 +206,100 @@ def test_a_savepoint_that_cannot_be_restored_is_refused_before_anything_is_deplo
     refused = jobcluster("run", "-s", str(tmp_path), *args)
     assert refused.returncode == 1 and "set execution.checkpointing.dir" in refused.stderr, refused.stderr
     assert staging_dirs(home) == [] and processes_of(home) == []
+
+
+def _read_up_to(savepoint: Path, query: str, topic: str, batch: int | None) -> dict[int, int]:
+    """Where micro-batch ``batch`` of ``query`` ends in each partition of the Kafka ``topic``, by the savepoint's copy of
+    Spark's offset log (``offsets/<batch>``: ``v1``, the batch's metadata, then one line per source); {} for None."""
+    if batch is None:
+        return {}
+    log = (savepoint / query / "offsets" / str(batch)).read_text().splitlines()
+    return {int(p): int(o) for p, o in json.loads(log[2])[topic].items()}
+
+
+def _interrupted_records(savepoint: Path, query: str, topic: str) -> tuple[int | None, set[str], int]:
+    """The micro-batch a stop interrupted (its savepoint's ``plannedBatchId`` past ``committedBatchId``; None when it
+    interrupted none), its records as ``partition:offset`` (what a restore runs again), and how many records the job had
+    planned to read by the stop."""
+    cut = json.loads((savepoint / "_metadata").read_text())["queries"][query]
+    planned, committed = cut["plannedBatchId"], cut["committedBatchId"]
+    end = _read_up_to(savepoint, query, topic, planned if planned is not None else committed)
+    if planned is None or planned == committed:
+        return None, set(), sum(end.values())
+    start = _read_up_to(savepoint, query, topic, committed)
+    return planned, {f"{p}:{o}" for p, last in end.items() for o in range(start.get(p, 0), last)}, sum(end.values())
+
+
+def _all_records(kafka: KafkaCluster, topic: str) -> set[str]:
+    """Every record of ``topic`` so far, as ``partition:offset``."""
+    return {f"{p}:{o}" for p, end in kafka.end_offsets(topic).items() for o in range(end)}
+
+
+def _wait_for_sink(kafka: KafkaCluster, sink: str, expected: set[str], timeout: float) -> Counter[str]:
+    """How often the sink topic holds each value, once it holds every one of ``expected`` (AssertionError after ``timeout``
+    seconds with how many are missing)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        written = Counter(value.decode() for _, value in kafka.consume_all(sink))
+        if expected <= written.keys():
+            return written
+        if time.monotonic() > deadline:
+            raise AssertionError(f"after {timeout:.0f} s the sink holds {len(expected - written.keys())} of {len(expected)} records not")
+        time.sleep(1.0)
+
+
+def test_a_kafka_sink_loses_nothing_through_a_stop_and_a_restore_and_duplicates_only_the_batch_the_stop_interrupted(
+    home, tmp_path, kafka_cluster: KafkaCluster, spark_kafka_jars: list[Path]
+):
+    steps = Steps()
+    source, sink = f"copy-in-{uuid.uuid4().hex[:8]}", f"copy-out-{uuid.uuid4().hex[:8]}"
+    for topic in (source, sink):
+        kafka_cluster.create_topic(topic, partitions=2)
+    # 40 micro-batches of 50, back to back at 0.2-0.3 s each: the stop, 2-4 s after the first commit, finds input left
+    first = 2000
+    kafka_cluster.produce(source, [(None, f"line {i}") for i in range(first)])
+    common = [
+        "-p", "2",
+        "-D", f"execution.checkpointing.dir={tmp_path / 'checkpoints'}",
+        "-D", f"execution.checkpointing.savepoint-dir={tmp_path / 'savepoints'}",
+        "--jars", ",".join(str(j) for j in spark_kafka_jars),
+        str(KAFKA_TO_KAFKA), "--kafka", kafka_cluster.bootstrap_servers, "--source-topic", source, "--sink-topic", sink,
+        "--per-batch", "50",
+    ]  # fmt: skip
+    job, rest = _run_detached(*common)
+    wait_for_committed_batch(rest, job, 0, COUNT_TIMEOUT)
+    steps("run to a committed batch")
+    savepoint = _local(_savepoint_path(jobcluster("stop", job)))
+    steps("stop")
+    _wait_until_gone(home)
+    steps("cluster gone")
+
+    batch, interrupted, read = _interrupted_records(savepoint, "copy", source)
+    assert read < first, f"the stop came after the job had read all {first} records: it shows nothing of a stop while reading"
+    (driver_err,) = (home / "log").glob("*/driver.err")
+    # the stop's warning goes to the program's stderr (and the JobManager's log), not to the stop command's output
+    warning = re.search(r"the stop interrupted micro-batch (\d+) of query 'copy'", driver_err.read_text())
+    warned = int(warning.group(1)) if warning else None
+    assert warned == batch, f"the savepoint says the stop interrupted batch {batch}, the program's stderr {warned}"
+
+    kafka_cluster.produce(source, [(None, f"line {i}") for i in range(first, first + 500)])
+    restored, _ = _run_detached("-s", str(savepoint), *common)
+    _wait_for_sink(kafka_cluster, sink, _all_records(kafka_cluster, source), COUNT_TIMEOUT)
+    steps("restore to every record")
+    jobcluster("cancel", restored, check=True)
+    _wait_until_gone(home)
+    steps("cancel")
+
+    expected = _all_records(kafka_cluster, source)
+    written = Counter(value.decode() for _, value in kafka_cluster.consume_all(sink))
+    twice = {record: n - 1 for record, n in written.items() if n > 1}
+    stopped_in = f"batch {batch} ({len(interrupted)} records)" if batch is not None else "no batch"
+    report = (
+        f"{len(expected)} records, {sum(written.values())} written, {sum(twice.values())} duplicates; the stop interrupted {stopped_in}"
+    )
+    print(f"Kafka sink through a stop and a restore: {report}\n{steps.summary('the test')}")
+    lost, unknown = sorted(expected - written.keys()), sorted(written.keys() - expected)
+    assert not lost and not unknown, f"{report}: lost {lost[:10]}, unknown {unknown[:10]}"
+    assert max(twice.values(), default=0) <= 1 and twice.keys() <= interrupted, (
+        f"{report}: written twice outside the interrupted batch, or more than twice: {sorted(twice.items())[:10]}"
+    )

@@ -446,6 +446,29 @@ class KafkaCluster:
             consumer.close()
         return [record for p in partitions for record in by_partition[p]]
 
+    def end_offsets(self, topic: str, timeout: float = 30.0) -> dict[int, int]:
+        """Each partition of ``topic`` (by number) with its end offset: the offset its next record gets.
+
+        A record's ``(partition, offset)`` is unique in a topic, so these name every
+        record written so far. Raises KafkaClusterError when the topic does not exist
+        or a partition's offsets are not known within ``timeout`` seconds.
+        """
+        admin_topic = self.admin().list_topics(topic=topic, timeout=timeout).topics.get(topic)
+        if admin_topic is None or admin_topic.error is not None:
+            raise KafkaClusterError(f"topic {topic!r} does not exist: {admin_topic.error if admin_topic else 'no metadata'}")
+        # A consumer only to ask the broker: it joins no group and reads nothing.
+        consumer = Consumer({"bootstrap.servers": self.bootstrap_servers, "group.id": f"jobcluster-tests-{uuid.uuid4().hex}"})
+        try:
+            ends = {}
+            for partition in sorted(admin_topic.partitions):
+                marks = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+                if marks is None:
+                    raise KafkaClusterError(f"topic {topic!r}: no offsets of partition {partition} after {timeout:.0f} s")
+                ends[partition] = int(marks[1])
+        finally:
+            consumer.close()
+        return ends
+
     # -- internals ---------------------------------------------------------------
 
     def _argv(self, classpath: str, main: str, *args: str) -> list[str]:
