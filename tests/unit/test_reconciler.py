@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -550,3 +552,86 @@ def test_a_new_flinkjob_starts_from_its_initial_savepoint_and_a_mode_without_its
     refused = FlinkJob({**SPEC, "job": {**SPEC["job"], "upgradeMode": "savepoint"}})
     assert reconcile(reconciler_of(clusters), refused) == Lifecycle.FAILED
     assert refused.status["failureReason"] == "SavepointDirectoryMissing" and len(clusters.deployed_configs) == 1
+
+
+def _conditions(job: FlinkJob) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in job.status["conditions"]}
+
+
+def _stable(clusters: FakeClusters, spec: dict[str, Any], defaults: dict[str, str] | None = None) -> tuple[FlinkJob, Reconciler]:
+    """A FlinkJob of ``spec`` deployed and seen RUNNING."""
+    job, reconciler = FlinkJob(spec), Reconciler(clusters, defaults or {}, clock=lambda: NOW)  # type: ignore[arg-type]
+    reconcile(reconciler, job)
+    clusters.observation = Observation(exists=True, cluster_id="wc", rest_url="http://10.0.0.9:8081", job={"jid": "f" * 32, "state": "RUNNING"})
+    assert reconcile(reconciler, job) == Lifecycle.STABLE
+    return job, reconciler
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"job": {**SPEC["job"], "upgradeMode": "savepoint"}},  # a mode without its directory: needs no new cluster
+        {"job": {**SPEC["job"], "parallelism": 4, "upgradeMode": "last-state"}},  # a new cluster's edit, refused
+        {"flinkConfiguration": {"kubernetes.operator.savepoint.history.max.age": "one day"}},  # an operator option's typo
+    ],
+)
+def test_a_refused_edit_of_a_running_flinkjob_keeps_its_job_running_and_reports_until_it_is_fixed(edit):
+    clusters = FakeClusters()
+    job, reconciler = _stable(clusters, SPEC)
+    job.spec, job.generation = {**SPEC, **edit}, 2
+    for _ in range(3):  # the timer's looks
+        assert reconcile(reconciler, job) == Lifecycle.STABLE
+    assert "remove" not in [c for c, _ in clusters.calls] and [c for c, _ in clusters.calls].count("deploy") == 1
+    assert [c for c, _ in clusters.calls][-1] == "observe", "the job of the last valid spec is still watched"
+    reason = job.status["failureReason"]
+    assert reason in ("SavepointDirectoryMissing", "CheckpointDirectoryMissing", "InvalidSpec") and job.status["observedGeneration"] == 2
+    assert "the job of the last valid spec runs on" in job.status["error"]
+    assert _conditions(job) == {
+        "Ready": ("False", reason),
+        "Running": ("True", "Running"),
+        "Succeeded": ("False", "Running"),
+        "Failed": ("False", "NotFailed"),
+    }
+    assert [r for _, r, _ in job.events].count(reason) == 1, "one Warning per refused spec, not one per look"
+
+    job.spec, job.generation = SPEC, 3  # reverted
+    assert reconcile(reconciler, job) == Lifecycle.STABLE
+    assert (job.status["error"], job.status["failureReason"], job.status.get("refusedSpec")) == ("", "", None)
+    assert _conditions(job)["Ready"] == ("True", "Stable")
+    assert "remove" not in [c for c, _ in clusters.calls]
+
+
+def test_a_valid_edit_after_a_refused_one_upgrades_from_the_job_that_ran_on():
+    clusters = FakeClusters()
+    job, reconciler = _stable(clusters, SPEC)
+    job.spec, job.generation = {**SPEC, "job": {"parallelism": 4}}, 2  # neither program nor source
+    assert reconcile(reconciler, job) == Lifecycle.STABLE
+    job.spec, job.generation = {**SPEC, "job": {**SPEC["job"], "parallelism": 4}}, 3
+    assert reconcile(reconciler, job) == Lifecycle.UPGRADING
+    assert [c for c, _ in clusters.calls][-1] == "remove", "a stateless upgrade: the old cluster goes once the new spec is valid"
+    assert job.status.get("refusedSpec") is None and job.status["error"] == ""
+
+
+def test_operator_defaults_that_refuse_every_spec_leave_running_jobs_running(tmp_path):
+    """An administrator's typo in the operator's defaultConfiguration refuses the last valid spec too: the job runs on.
+    The operator refuses to start with such defaults in the first place (a chart's install or upgrade fails)."""
+    defaults = tmp_path / "defaults.yaml"
+    defaults.write_text("kubernetes.operator.savepoint.history.max.age: one day\n")
+    started = subprocess.run(
+        [sys.executable, "-m", "jobcluster", "operator", "--default-configuration", str(defaults)], capture_output=True, text=True, timeout=60
+    )
+    assert started.returncode == 2, started.stderr
+    assert "kubernetes.operator.savepoint.history.max.age: duration 'one day' does not start with a number" in started.stderr
+    clusters = FakeClusters()
+    job, _ = _stable(clusters, SPEC)
+    broken = Reconciler(clusters, {"kubernetes.operator.savepoint.history.max.age": "one day"}, clock=lambda: NOW)  # type: ignore[arg-type]
+    assert reconcile(broken, job) == Lifecycle.STABLE
+    assert "remove" not in [c for c, _ in clusters.calls]
+    assert job.status["failureReason"] == "InvalidSpec" and _conditions(job)["Ready"][0] == "False"
+
+
+def test_a_flinkjob_refused_before_it_ever_ran_fails_and_deploys_nothing():
+    clusters, job = FakeClusters(), FlinkJob({**SPEC, "job": {**SPEC["job"], "upgradeMode": "savepoint"}})
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FAILED
+    assert job.status["failureReason"] == "SavepointDirectoryMissing" and _conditions(job)["Failed"] == ("True", "SavepointDirectoryMissing")
+    assert [c for c, _ in clusters.calls] == ["remove"] and "deploy" not in [c for c, _ in clusters.calls]

@@ -7,6 +7,7 @@ talks to an API.  The lifecycle (Flink Kubernetes Operator's names):
        │                   │                        │
        │                   └──────── job FAILED / CANCELED, deadline, cluster lost ──▶ FAILED
        └── invalid spec ──▶ FAILED (fixing the spec deploys)
+    DEPLOYED, STABLE, UPGRADING ── refused edit ──▶ the same, not Ready (the last valid spec runs on)
     any ──job.state: suspended──▶ SUSPENDED ──running──▶ DEPLOYED ...
     any ──changed job/configuration/resources/image/restartNonce──▶ UPGRADING ──▶ DEPLOYED ...
     any ──kubectl delete──▶ DELETING
@@ -111,16 +112,20 @@ def conditions(
     generation: int | None,
     previous: Sequence[Mapping[str, Any]],
     now: datetime.datetime,
+    refused: bool = False,
 ) -> list[dict[str, Any]]:
-    """The four conditions for this state; each keeps its ``lastTransitionTime`` while its status stays."""
+    """The four conditions for this state; each keeps its ``lastTransitionTime`` while its status stays.
+
+    ``refused``: the spec is refused while the job of the last valid one runs on: not Ready (the resource is not
+    where its spec wants it), with the refusal's reason and error; not Failed (the job runs)."""
     job_text = f"job {job_state}" if job_state else "no job yet"
-    ready = lifecycle in (Lifecycle.STABLE, Lifecycle.SUSPENDED, Lifecycle.FINISHED)
+    ready = lifecycle in (Lifecycle.STABLE, Lifecycle.SUSPENDED, Lifecycle.FINISHED) and not refused
     failed = lifecycle == Lifecycle.FAILED
     wanted = {
         "Ready": (
             ready,
             _camel(lifecycle) if ready else (failure_reason or _camel(lifecycle)),
-            f"{lifecycle}: {job_text}" + (f": {error}" if failed and error else ""),
+            f"{lifecycle}: {job_text}" + (f": {error}" if (failed or refused) and error else ""),
         ),
         "Running": (job_state == "RUNNING", _camel(job_state or lifecycle), f"Job status {job_state or 'unknown'}"),
         "Succeeded": (
@@ -128,7 +133,7 @@ def conditions(
             _camel(job_state or lifecycle),
             f"Job status {job_state or 'unknown'}",
         ),
-        "Failed": (failed, failure_reason or "NotFailed", error if failed else ""),
+        "Failed": (failed, (failure_reason or "Failed") if failed else "NotFailed", error if failed else ""),
     }
     before = {c.get("type"): c for c in previous}
     stamp = timestamp(now)

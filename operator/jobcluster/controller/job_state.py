@@ -35,6 +35,7 @@ from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.values import parse_duration
 from jobcluster.controller.flinkjob_status import from_epoch_ms, timestamp
+from jobcluster.controller.resource import JobSpec
 
 STATELESS, SAVEPOINT, LAST_STATE = "stateless", "savepoint", "last-state"
 UPGRADE_MODES = (STATELESS, SAVEPOINT, LAST_STATE)
@@ -147,6 +148,12 @@ def state_settings(spec_job: Any, flink_configuration: Mapping[str, str], defaul
         history_max_age=_duration(merged, HISTORY_MAX_AGE, DEFAULT_HISTORY_MAX_AGE) or None,
         trigger_timeout=_duration(merged, TRIGGER_TIMEOUT, DEFAULT_TRIGGER_TIMEOUT) or DEFAULT_TRIGGER_TIMEOUT,
     )
+
+
+def check_defaults(defaults: Mapping[str, str]) -> None:
+    """The operator's default configuration checked as :func:`state_settings` checks a FlinkJob's: InvalidSpecError
+    when one of its options of ours is not a duration or count (every FlinkJob would be refused for it)."""
+    state_settings(JobSpec(), {}, defaults)
 
 
 def _duration(config: Mapping[str, str], key: str, default: float | None) -> float | None:

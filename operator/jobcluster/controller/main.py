@@ -146,8 +146,10 @@ def operator(
     from jobcluster.backends.kubernetes.kube_client import load_api_client
     from jobcluster.backends.kubernetes.operator_hook import KubernetesOperatorHook, read_config_map
     from jobcluster.backends.yarn.operator_hook import YarnOperatorHook
+    from jobcluster.client.operator_hook import InvalidSpecError
     from jobcluster.controller.clusters import DescriptorClusters, JobClusters
     from jobcluster.controller.handlers import OperatorContext, build_registry
+    from jobcluster.controller.job_state import check_defaults
     from jobcluster.controller.leader import LeaseElector, LeaseTimings
     from jobcluster.controller.metrics import OperatorMetrics
     from jobcluster.controller.programs import allow_program_urls
@@ -168,9 +170,12 @@ def operator(
     try:
         timings = LeaseTimings(lease_duration, renew_deadline, retry_period)
         defaults = read_config_file(default_configuration) if default_configuration else {}
+        check_defaults(defaults)
         api = load_api_client(Configuration(defaults))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--lease-duration/--renew-deadline/--retry-period") from None
+    except InvalidSpecError as exc:  # before any FlinkJob is refused for it (their jobs would run on, reporting it)
+        raise click.BadParameter(f"{default_configuration}: {exc}", param_hint="--default-configuration") from None
     except JobClusterError as exc:
         raise click.ClickException(str(exc)) from None
     metrics = OperatorMetrics()

@@ -55,7 +55,6 @@ from jobcluster.controller.job_state import (
     kept_job_status,
     pending_trigger,
     restored_from,
-    state_settings,
 )
 from jobcluster.controller.plan import (
     DELETE_RESOURCE,
@@ -71,7 +70,8 @@ from jobcluster.controller.plan import (
     plan,
 )
 from jobcluster.controller.programs import job_program
-from jobcluster.controller.resource import TARGET_KUBERNETES, FlinkJobSpec, deployed_spec_hash, parse_spec
+from jobcluster.controller.reconciled_spec import RUNS, last_valid, reconciled, refused, validated
+from jobcluster.controller.resource import TARGET_KUBERNETES, FlinkJobSpec, deployed_spec_hash
 from jobcluster.errors import AlreadyExistsError, ClusterClientError, ClusterUnreachableError, DeploymentError, JobClusterError
 
 log = logging.getLogger(__name__)
@@ -245,12 +245,15 @@ class Reconciler:
         self, job: FlinkJobRef, write_status: StatusWriter, post_event: EventPoster, delete_resource: ResourceDeleter
     ) -> str:
         now = self._clock()
-        spec_hash = deployed_spec_hash(job.spec)
+        refusal: InvalidSpecError | None = None
         try:
-            spec = parse_spec(job.spec)
-            state = state_settings(spec.job, spec.flink_configuration, self.defaults)
-        except InvalidSpecError as exc:
-            return await self._refuse(job, spec_hash, exc, write_status, post_event)
+            valid = validated(job.spec, self.defaults)
+        except InvalidSpecError as exc:  # the job of the last valid spec, if one runs, goes on with that spec
+            refusal, kept = exc, last_valid(job.status, self.defaults)
+            if kept is None:
+                return await self._refuse(job, exc, write_status, post_event)
+            valid = kept
+        spec, state, spec_hash = valid.spec, valid.state, deployed_spec_hash(valid.raw)
         facts = Facts(
             generation=job.generation,
             spec_hash=spec_hash,
@@ -271,7 +274,10 @@ class Reconciler:
             observation = await self._call(self.clusters.observe, job.cluster, job_id, pending)
             facts = dataclasses.replace(facts, observation=observation, silent_for=self._silence(job.uid, observation, now))
         decided = plan(facts)
-        status = {**decided.status}
+        if refusal is None:
+            status = {**reconciled(job.status, valid), **decided.status}
+        else:
+            status = {**decided.status, **self._refused(job, refusal, post_event, kept=True)}
         for action in decided.actions:
             if action == REMOVE:
                 await self._call(self.clusters.remove, job.cluster)
@@ -318,22 +324,28 @@ class Reconciler:
             return None
         return (now - self._silent_since.setdefault(uid, now)).total_seconds()
 
-    async def _refuse(
-        self, job: FlinkJobRef, spec_hash: str, error: InvalidSpecError, write_status: StatusWriter, post_event: EventPoster
-    ) -> str:
-        """An invalid spec: FAILED with the reason, nothing deployed (a cluster of an older spec is removed)."""
-        if job.status.get("deployedSpec") == spec_hash and job.status.get("lifecycleState") == Lifecycle.FAILED:
+    async def _refuse(self, job: FlinkJobRef, error: InvalidSpecError, write_status: StatusWriter, post_event: EventPoster) -> str:
+        """A spec refused with no valid one to go on with: FAILED with the reason, nothing deployed (the result of an
+        ended cluster is removed). A cluster that runs is never removed for it (its spec is not known, or the operator's
+        defaults refuse that too): it runs on, unobserved, until the spec is fixed."""
+        runs = job.status.get("lifecycleState") in RUNS
+        status = self._refused(job, error, post_event, kept=runs)
+        if runs:
+            return await self._write(job, status, write_status)
+        if job.status.get("refusedSpec") == status["refusedSpec"] and job.status.get("lifecycleState") == Lifecycle.FAILED:
             return await self._write(job, {}, write_status)  # refused already; an edit still advances observedGeneration
         await self._call(self.clusters.remove, job.cluster)
-        post_event("Warning", error.reason, str(error))
-        status = {
-            "lifecycleState": Lifecycle.FAILED,
-            "error": str(error),
-            "failureReason": error.reason,
-            "deployedSpec": spec_hash,
-            "restUrl": "",
-        }
-        return await self._write(job, status, write_status)
+        failed = {**status, "lifecycleState": Lifecycle.FAILED, "deployedSpec": deployed_spec_hash(job.spec), "restUrl": ""}
+        return await self._write(job, failed, write_status)
+
+    @staticmethod
+    def _refused(job: FlinkJobRef, error: InvalidSpecError, post_event: EventPoster, kept: bool) -> dict[str, Any]:
+        """The status fields of refusing ``job``'s spec; its Warning event, once per spec refused."""
+        status = refused(job.spec, error, kept)
+        if job.status.get("refusedSpec") != status["refusedSpec"]:
+            post_event("Warning", error.reason, status["error"])
+            log.warning("FlinkJob %s/%s: %s", job.namespace, job.name, status["error"])
+        return status
 
     async def _deploy(
         self,
@@ -465,6 +477,7 @@ class Reconciler:
                 job.generation,
                 merged.get("conditions") or [],
                 self._clock(),
+                refused=bool(merged.get("refusedSpec")),
             ),
         }
         if document != {key: job.status.get(key) for key in document}:

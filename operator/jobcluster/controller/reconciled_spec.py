@@ -1,0 +1,78 @@
+"""The last valid spec of a FlinkJob, and what a refused edit of it leaves: the job runs on, the error is reported.
+
+The Flink Kubernetes Operator keeps the spec it last reconciled in the status
+(``lastReconciledSpec``); an edit it refuses (an invalid value, a savepoint mode
+without its directory, a typo in a ``kubernetes.operator.*`` option, an
+operator default that no longer holds) is reported in ``status.error`` while
+the job of the last valid spec keeps running. Here the same: the status keeps
+``lastReconciledSpec`` (the spec as JSON, recorded whenever a valid spec is
+reconciled) and ``refusedSpec`` (the digest of the spec refused, so that its
+Warning event is posted once); pure functions, used by the reconciler.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jobcluster.client.operator_hook import InvalidSpecError
+from jobcluster.controller.flinkjob_status import Lifecycle
+from jobcluster.controller.job_state import StateSettings, state_settings
+from jobcluster.controller.resource import FlinkJobSpec, parse_spec
+
+#: Lifecycle states in which a cluster of the last valid spec runs or is being brought up: a refused edit keeps it.
+RUNS = (Lifecycle.DEPLOYED, Lifecycle.STABLE, Lifecycle.UPGRADING)
+
+
+@dataclass(frozen=True)
+class ValidSpec:
+    """A spec that passed every check: ``raw`` as the API server has it, ``spec`` parsed, ``state`` its state settings."""
+
+    raw: Mapping[str, Any]
+    spec: FlinkJobSpec
+    state: StateSettings
+
+
+def validated(raw: Mapping[str, Any], defaults: Mapping[str, str]) -> ValidSpec:
+    """``raw`` parsed and checked against the operator's ``defaults``; InvalidSpecError when it cannot run."""
+    spec = parse_spec(raw)
+    return ValidSpec(raw, spec, state_settings(spec.job, spec.flink_configuration, defaults))
+
+
+def spec_digest(raw: Mapping[str, Any]) -> str:
+    """A digest of the whole spec (every field: an edit of a field that needs no redeployment changes it too)."""
+    return hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def last_valid(status: Mapping[str, Any], defaults: Mapping[str, str]) -> ValidSpec | None:
+    """The spec to go on with while the current one is refused: the ``lastReconciledSpec`` of a FlinkJob whose
+    cluster runs, when it still passes the checks; None when nothing runs or no valid spec is known."""
+    recorded = status.get("lastReconciledSpec")
+    if status.get("lifecycleState") not in RUNS or not recorded:
+        return None
+    try:
+        return validated(json.loads(recorded), defaults)
+    except (InvalidSpecError, ValueError):
+        return None
+
+
+def reconciled(status: Mapping[str, Any], valid: ValidSpec) -> dict[str, Any]:
+    """The status fields of reconciling ``valid``, the spec as it is: recorded as the last valid one, and a refusal
+    of an earlier edit cleared (the planner's own errors, written after these, win)."""
+    record: dict[str, Any] = {}
+    text = json.dumps(valid.raw, sort_keys=True, default=str)
+    if status.get("lastReconciledSpec") != text:
+        record["lastReconciledSpec"] = text
+    if status.get("refusedSpec"):
+        record.update(refusedSpec=None, error="", failureReason="")
+    return record
+
+
+def refused(raw: Mapping[str, Any], error: InvalidSpecError, kept: bool) -> dict[str, Any]:
+    """The status fields of a refused spec: its digest, the error and its reason; ``kept``: a cluster of the last
+    valid spec runs on (said in the error)."""
+    message = f"{error}; the job of the last valid spec runs on (fix or revert the edit)" if kept else str(error)
+    return {"refusedSpec": spec_digest(raw), "error": message, "failureReason": error.reason}
