@@ -298,3 +298,27 @@ def test_how_state_is_carried_is_not_part_of_the_deployment():
     ), "the operator's own options need no new cluster"
     carried = {"upgradeMode": "savepoint", "savepointTriggerNonce": 3, "initialSavepointPath": "/sp", "allowNonRestoredState": True}
     assert deployed_spec_hash({"job": {"source": "x", **carried}}) == base
+
+
+@pytest.mark.parametrize("mode", ["last-state", "stateless"])
+def test_leaving_savepoint_mode_while_the_upgrades_stop_runs_removes_and_deploys_once(mode):
+    """The mode switched while the upgrade's stop-with-savepoint is pending: the stop is abandoned (recorded as its
+    failure), the cluster removed, the new spec deployed once, and the new job then runs on, not replaced again."""
+    settings = LAST_STATE if mode == "last-state" else StateSettings(upgrade_mode="stateless")
+    status = merged(running(), plan(facts(running(), up())).status)  # savepoint mode: the stop is triggered
+    removal = plan(facts(status, up(poll=SavepointPoll(TRIGGER, "IN_PROGRESS")), state=settings))
+    assert removal.actions == [REMOVE]
+    info = removal.status["jobStatus"]["savepointInfo"]
+    assert info["trigger"] is None and f"job.upgradeMode changed to {mode}" in info["lastFailure"]["message"]
+    assert [e[1] for e in removal.events] == ["SavepointAbandoned", "Upgrading"]
+    status = merged(status, removal.status)
+
+    deploy = plan(facts(status, Observation(exists=False), state=settings))
+    assert deploy.actions == [DEPLOY]
+    assert (deploy.restore.job_id if deploy.restore else None) == (JOB_ID if mode == "last-state" else None)
+    status = merged(status, {**deploy.status, "deployedSpec": "h2", "lifecycleState": Lifecycle.DEPLOYED})
+    for _ in range(3):
+        after = plan(facts(status, up(), state=settings))
+        assert REMOVE not in after.actions and DEPLOY not in after.actions, after
+        status = merged(status, after.status)
+    assert status["lifecycleState"] == Lifecycle.STABLE

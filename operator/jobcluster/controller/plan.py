@@ -150,12 +150,28 @@ def _plan(facts: Facts) -> Plan:
 
 
 def _replacing_job(facts: Facts) -> bool:
-    """Whether the job that runs is being replaced: its stop-with-savepoint is pending or has completed."""
+    """Whether the job that runs is being replaced: its stop-with-savepoint is pending (in savepoint mode: in another
+    the removal abandons it, see :func:`_abandoning`) or has completed."""
     job = facts.status.get("jobStatus") or {}
     trigger = (job.get("savepointInfo") or {}).get("trigger") or {}
     upgrade = facts.status.get("upgrade") or {}
     stopped = bool(upgrade.get("savepointPath")) and upgrade.get("jobId") == job.get("jobId")
-    return trigger.get("triggerType") == UPGRADE or stopped
+    return (trigger.get("triggerType") == UPGRADE and facts.state.upgrade_mode == SAVEPOINT) or stopped
+
+
+def _abandoning(facts: Facts, job: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Before a removal: an upgrade's or suspension's own stop-with-savepoint still pending is abandoned (the mode
+    left savepoint while it ran), recorded in ``job`` (its ``jobStatus``) as that trigger's failure; its events."""
+    info = job.get("savepointInfo") or {}
+    trigger = info.get("trigger") or {}
+    if trigger.get("triggerType") != UPGRADE:
+        return []
+    message = (
+        f"the stop-with-savepoint {trigger.get('triggerId')} was abandoned: job.upgradeMode changed to "
+        f"{facts.state.upgrade_mode} while it ran, and the job cluster is removed without waiting for it"
+    )
+    job["savepointInfo"] = failed_savepoint(info, message, trigger, str(trigger.get("key") or ""), facts.now)
+    return [("Warning", "SavepointAbandoned", message)]
 
 
 def retry_waiting(facts: Facts) -> bool:
@@ -196,6 +212,7 @@ def _plan_suspended(facts: Facts) -> Plan:
     if carried is not None:
         return carried
     job = {**(facts.status.get("jobStatus") or {}), "state": "SUSPENDED"}
+    abandoned = _abandoning(facts, job)
     status = {"lifecycleState": Lifecycle.SUSPENDED, "jobStatus": job, "deployedSpec": "", "restUrl": "", "error": ""}
     upgrade = _next_upgrade(facts)
     if upgrade is not None:
@@ -203,7 +220,7 @@ def _plan_suspended(facts: Facts) -> Plan:
     return Plan(
         actions=[REMOVE],
         status=status,
-        events=[("Normal", "Suspended", "job.state is suspended: the job cluster is removed" + _kept(upgrade))],
+        events=[*abandoned, ("Normal", "Suspended", "job.state is suspended: the job cluster is removed" + _kept(upgrade))],
     )
 
 
@@ -377,17 +394,16 @@ def _plan_new_spec(facts: Facts) -> Plan:
             return carried
     if obs is not None and obs.exists and previous:
         upgrade = _next_upgrade(facts)
-        status: dict[str, Any] = {
-            "lifecycleState": Lifecycle.UPGRADING,
-            "jobStatus": kept_job_status(facts.status.get("jobStatus")) or None,
-        }
+        kept = kept_job_status(facts.status.get("jobStatus"))
+        abandoned = _abandoning(facts, kept)
+        status: dict[str, Any] = {"lifecycleState": Lifecycle.UPGRADING, "jobStatus": kept or None}
         if upgrade is not None:
             status["upgrade"] = upgrade
         why = "the spec changed" if previous != facts.spec_hash else "the job is resumed"
         return Plan(
             actions=[REMOVE],
             status=status,
-            events=[("Normal", "Upgrading", f"{why}: removing the job cluster of the previous spec" + _kept(upgrade))],
+            events=[*abandoned, ("Normal", "Upgrading", f"{why}: removing the job cluster of the previous spec" + _kept(upgrade))],
         )
     upgrading = bool(previous) or facts.status.get("lifecycleState") in (
         Lifecycle.UPGRADING,
