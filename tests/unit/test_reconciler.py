@@ -28,7 +28,7 @@ from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.controller.clusters import Deployed, JobClusters, Observation
-from jobcluster.controller.flinkjob_status import Lifecycle
+from jobcluster.controller.flinkjob_status import Lifecycle, merge_patch
 from jobcluster.controller.handlers import settled
 from jobcluster.controller.job_state import SavepointPoll, SavepointTrigger
 from jobcluster.controller.reconciler import FlinkJobRef, Reconciler
@@ -133,19 +133,6 @@ class FlinkJob:
 
     async def delete(self) -> None:
         self.deleted = True
-
-
-def merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    """``target`` after the JSON merge patch ``patch`` (RFC 7386, as the API server applies a status patch)."""
-    result = dict(target)
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        elif isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = merge_patch(result[key], value)
-        else:
-            result[key] = merge_patch({}, value) if isinstance(value, dict) else value
-    return result
 
 
 def reconcile(reconciler: Reconciler, job: FlinkJob) -> str | None:
@@ -562,7 +549,9 @@ def _stable(clusters: FakeClusters, spec: dict[str, Any], defaults: dict[str, st
     """A FlinkJob of ``spec`` deployed and seen RUNNING."""
     job, reconciler = FlinkJob(spec), Reconciler(clusters, defaults or {}, clock=lambda: NOW)  # type: ignore[arg-type]
     reconcile(reconciler, job)
-    clusters.observation = Observation(exists=True, cluster_id="wc", rest_url="http://10.0.0.9:8081", job={"jid": "f" * 32, "state": "RUNNING"})
+    clusters.observation = Observation(
+        exists=True, cluster_id="wc", rest_url="http://10.0.0.9:8081", job={"jid": "f" * 32, "state": "RUNNING"}
+    )
     assert reconcile(reconciler, job) == Lifecycle.STABLE
     return job, reconciler
 
@@ -618,7 +607,10 @@ def test_operator_defaults_that_refuse_every_spec_leave_running_jobs_running(tmp
     defaults = tmp_path / "defaults.yaml"
     defaults.write_text("kubernetes.operator.savepoint.history.max.age: one day\n")
     started = subprocess.run(
-        [sys.executable, "-m", "jobcluster", "operator", "--default-configuration", str(defaults)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "jobcluster", "operator", "--default-configuration", str(defaults)],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert started.returncode == 2, started.stderr
     assert "kubernetes.operator.savepoint.history.max.age: duration 'one day' does not start with a number" in started.stderr
@@ -633,5 +625,39 @@ def test_operator_defaults_that_refuse_every_spec_leave_running_jobs_running(tmp
 def test_a_flinkjob_refused_before_it_ever_ran_fails_and_deploys_nothing():
     clusters, job = FakeClusters(), FlinkJob({**SPEC, "job": {**SPEC["job"], "upgradeMode": "savepoint"}})
     assert reconcile(reconciler_of(clusters), job) == Lifecycle.FAILED
-    assert job.status["failureReason"] == "SavepointDirectoryMissing" and _conditions(job)["Failed"] == ("True", "SavepointDirectoryMissing")
+    assert job.status["failureReason"] == "SavepointDirectoryMissing" and _conditions(job)["Failed"] == (
+        "True",
+        "SavepointDirectoryMissing",
+    )
     assert [c for c, _ in clusters.calls] == ["remove"] and "deploy" not in [c for c, _ in clusters.calls]
+
+
+def test_the_status_one_reconciler_caches_across_an_upgrade_is_the_servers_and_keeps_no_field_of_the_old_run():
+    """One long-lived reconciler, each step from its cache (as the timer runs them): the server's ``jobStatus`` of the
+    new run has no end of the old one, which an operator restarted later would take for the FlinkJob's end (and its
+    TTL would delete the FlinkJob at once)."""
+    clusters = FakeClusters()
+    job = streaming_job(clusters, "savepoint")
+    job.spec, job.generation = (
+        {**job.spec, "job": {**job.spec["job"], "parallelism": 3}, "ttlSecondsAfterFinished": 3600, "deleteAfterTtl": True},
+        2,
+    )
+    reconciler = reconciler_of(clusters)
+
+    def step() -> str | None:
+        return asyncio.run(reconciler.reconcile(job.uid, job.read, job.write, job.post, job.delete, generation=job.generation))
+
+    assert step() == Lifecycle.UPGRADING
+    trigger_id = job.status["jobStatus"]["savepointInfo"]["trigger"]["triggerId"]
+    ended = {**job_details("FINISHED"), "end-time": 1_700_000_000_000, "duration": 5000}
+    location = "hdfs:///savepoints/savepoint-ffffff-0123456789ab"
+    clusters.observation = Observation(
+        exists=True, cluster_id="wc", job=ended, savepoint=SavepointPoll(trigger_id, "COMPLETED", location=location)
+    )
+    step()
+    step()
+    assert clusters.calls[-1] == ("remove", "wc")
+    clusters.observation = Observation(exists=False)
+    assert step() == Lifecycle.DEPLOYED
+    assert reconciler._known[job.uid].status == job.status, "the cache is what the server holds"
+    assert not {"endTime", "duration"} & set(job.status["jobStatus"]), job.status["jobStatus"]

@@ -43,6 +43,21 @@ class Lifecycle(enum.StrEnum):
 CONDITION_TYPES = ("Ready", "Running", "Succeeded", "Failed")
 
 
+def merge_patch(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """``target`` after the JSON merge patch ``patch``, as the API server applies a status patch (RFC 7386: maps merge
+    key by key, a null deletes, anything else replaces)."""
+    result = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, Mapping):
+            previous = result.get(key)
+            result[key] = merge_patch(previous if isinstance(previous, Mapping) else {}, value)
+        else:
+            result[key] = value
+    return result
+
+
 def timestamp(now: datetime.datetime) -> str:
     """RFC 3339, UTC, whole seconds (the API server's form)."""
     return now.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

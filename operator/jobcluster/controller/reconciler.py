@@ -46,7 +46,7 @@ from typing import Any
 
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.controller.clusters import Deployed, JobClusters, Observation
-from jobcluster.controller.flinkjob_status import Lifecycle, conditions, timestamp
+from jobcluster.controller.flinkjob_status import Lifecycle, conditions, merge_patch, timestamp
 from jobcluster.controller.job_config import job_configuration
 from jobcluster.controller.job_state import (
     Restore,
@@ -459,7 +459,7 @@ class Reconciler:
         }
 
     async def _write(self, job: FlinkJobRef, update: Mapping[str, Any], write_status: StatusWriter) -> str:
-        merged = {**job.status, **update}
+        merged = merge_patch(job.status, update)
         lifecycle = str(merged.get("lifecycleState") or Lifecycle.CREATED)
         job_state = (merged.get("jobStatus") or {}).get("state")
         ended = lifecycle in (Lifecycle.FINISHED, Lifecycle.FAILED)
@@ -482,7 +482,7 @@ class Reconciler:
         }
         if document != {key: job.status.get(key) for key in document}:
             await write_status(document)
-        self._known[job.uid] = dataclasses.replace(job, status={**job.status, **document})
+        self._known[job.uid] = dataclasses.replace(job, status=merge_patch(job.status, document))  # what the server holds now
         return lifecycle
 
 
