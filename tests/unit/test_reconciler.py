@@ -661,3 +661,17 @@ def test_the_status_one_reconciler_caches_across_an_upgrade_is_the_servers_and_k
     assert step() == Lifecycle.DEPLOYED
     assert reconciler._known[job.uid].status == job.status, "the cache is what the server holds"
     assert not {"endTime", "duration"} & set(job.status["jobStatus"]), job.status["jobStatus"]
+
+
+def test_an_upgrade_whose_savepoint_fails_is_not_ready_while_the_old_spec_runs_on():
+    """Argo CD and Flux read Ready with observedGeneration: a rollout that did not happen must not look done."""
+    clusters = FakeClusters(trigger_error=ClusterClientError("POST /jobs/x/stop failed with 409: the job is not running"))
+    job = streaming_job(clusters, "savepoint")
+    assert _conditions(job)["Ready"] == ("True", "Stable")
+    job.spec, job.generation = {**job.spec, "job": {**job.spec["job"], "parallelism": 3}}, 2
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.STABLE
+    assert "the upgrade was not carried out" in job.status["error"] and job.status["observedGeneration"] == 2
+    ready = next(c for c in job.status["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "False" and "the upgrade was not carried out" in ready["message"] and ready["observedGeneration"] == 2
+    assert _conditions(job)["Running"] == ("True", "Running") and _conditions(job)["Failed"][0] == "False"
+    assert "remove" not in [c for c, _ in clusters.calls], "the old spec's job runs on"

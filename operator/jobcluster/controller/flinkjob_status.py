@@ -15,7 +15,7 @@ talks to an API.  The lifecycle (Flink Kubernetes Operator's names):
 Conditions (``kubectl wait --for=condition=X``): ``Running`` (the job runs),
 ``Succeeded`` (the job FINISHED), ``Failed`` (lifecycle FAILED, with the
 reason), ``Ready`` (the resource is where its spec wants it: job running,
-suspended, or finished).  ``lastTransitionTime`` changes only when a
+suspended, or finished, with no error standing).  ``lastTransitionTime`` changes only when a
 condition's status does.
 """
 
@@ -131,9 +131,11 @@ def conditions(
 ) -> list[dict[str, Any]]:
     """The four conditions for this state; each keeps its ``lastTransitionTime`` while its status stays.
 
-    ``refused``: the spec is refused while the job of the last valid one runs on: not Ready (the resource is not
-    where its spec wants it), with the refusal's reason and error; not Failed (the job runs)."""
+    ``refused``: the spec is refused while the job of the last valid one runs on. Then, and whenever an ``error``
+    stands (an upgrade or suspension whose savepoint failed, so the old spec runs on), the resource is not where
+    its spec wants it: not Ready, with the reason and the error; not Failed (the job runs)."""
     job_text = f"job {job_state}" if job_state else "no job yet"
+    refused = refused or bool(error)
     ready = lifecycle in (Lifecycle.STABLE, Lifecycle.SUSPENDED, Lifecycle.FINISHED) and not refused
     failed = lifecycle == Lifecycle.FAILED
     wanted = {
