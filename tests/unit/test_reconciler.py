@@ -675,3 +675,35 @@ def test_an_upgrade_whose_savepoint_fails_is_not_ready_while_the_old_spec_runs_o
     assert ready["status"] == "False" and "the upgrade was not carried out" in ready["message"] and ready["observedGeneration"] == 2
     assert _conditions(job)["Running"] == ("True", "Running") and _conditions(job)["Failed"][0] == "False"
     assert "remove" not in [c for c, _ in clusters.calls], "the old spec's job runs on"
+
+
+def test_a_last_state_upgrade_to_another_checkpoint_directory_keeps_the_job_running_and_says_why():
+    clusters = FakeClusters()
+    job = streaming_job(clusters, "last-state")
+    moved = {**STREAMING_CONFIG, "execution.checkpointing.dir": "hdfs:///elsewhere"}
+    job.spec, job.generation = {**job.spec, "job": {**job.spec["job"], "parallelism": 3}, "flinkConfiguration": moved}, 2
+    for _ in range(2):
+        assert reconcile(reconciler_of(clusters), job) == Lifecycle.STABLE
+    assert "remove" not in [c for c, _ in clusters.calls], "the job runs on: its state is not dropped for the edit"
+    assert job.status["failureReason"] == "CheckpointDirectoryChanged" and "hdfs:///checkpoints" in job.status["error"]
+    assert _conditions(job)["Ready"] == ("False", "CheckpointDirectoryChanged")
+    assert [r for _, r, _ in job.events].count("CheckpointDirectoryChanged") == 1
+
+    job.spec, job.generation = {**job.spec, "flinkConfiguration": STREAMING_CONFIG}, 3  # the directory reverted
+    reconcile(reconciler_of(clusters), job)
+    assert clusters.calls[-1] == ("remove", "wc") and job.status["upgrade"]["checkpointDirectory"] == "hdfs:///checkpoints"
+    clusters.observation = Observation(exists=False)
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.DEPLOYED
+    assert clusters.deployed_configs[-1].get(options.PIPELINE_FIXED_JOB_ID) == "f" * 32
+
+
+def test_a_suspended_last_state_job_resumed_with_another_checkpoint_directory_fails_and_deploys_nothing():
+    clusters = FakeClusters()
+    job = streaming_job(clusters, "last-state")
+    job.spec = {**job.spec, "job": {**job.spec["job"], "state": "suspended"}}
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.SUSPENDED
+    clusters.observation = Observation(exists=False)
+    moved = {**STREAMING_CONFIG, "execution.checkpointing.dir": "hdfs:///elsewhere"}
+    job.spec = {**job.spec, "job": {**job.spec["job"], "state": "running"}, "flinkConfiguration": moved}
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FAILED
+    assert job.status["failureReason"] == "CheckpointDirectoryChanged" and [c for c, _ in clusters.calls].count("deploy") == 1

@@ -149,6 +149,10 @@ def _plan(facts: Facts) -> Plan:
     return _plan_observed(facts)
 
 
+#: The reason of an upgrade refused because the job's checkpoints are not where the spec now says.
+CHECKPOINTS_MOVED = "CheckpointDirectoryChanged"
+
+
 def _replacing_job(facts: Facts) -> bool:
     """Whether the job that runs is being replaced: its stop-with-savepoint is pending (in savepoint mode: in another
     the removal abandons it, see :func:`_abandoning`) or has completed."""
@@ -245,7 +249,8 @@ def _next_upgrade(facts: Facts) -> dict[str, Any] | None:
     now = timestamp(facts.now)
     keeps_state = facts.state.upgrade_mode in (LAST_STATE, SAVEPOINT) and facts.state.checkpoint_directory
     if keeps_state and is_streaming(job) and job.get("jobId"):
-        return {"mode": LAST_STATE, "jobId": job["jobId"], "requestTime": now}
+        checkpoints = facts.status.get("deployedCheckpointDirectory") or facts.state.checkpoint_directory
+        return {"mode": LAST_STATE, "jobId": job["jobId"], "checkpointDirectory": checkpoints, "requestTime": now}
     if facts.state.initial_savepoint_path and not facts.status.get("deployTime") and not facts.status.get("deployedSpec"):
         return {"mode": "initial", "savepointPath": facts.state.initial_savepoint_path, "requestTime": now}
     return None
@@ -369,7 +374,13 @@ def _follow_trigger(facts: Facts, job: dict[str, Any], info: dict[str, Any], tri
         job["savepointInfo"] = {**info, "trigger": None}
         if own and facts.state.checkpoint_directory:
             # the stop completed (the cluster ended) but its path was not read: the checkpoint root holds the same state
-            status["upgrade"] = {"mode": LAST_STATE, "jobId": trigger.get("jobId"), "requestTime": trigger.get("triggerTimestamp")}
+            checkpoints = facts.status.get("deployedCheckpointDirectory") or facts.state.checkpoint_directory
+            status["upgrade"] = {
+                "mode": LAST_STATE,
+                "jobId": trigger.get("jobId"),
+                "checkpointDirectory": checkpoints,
+                "requestTime": trigger.get("triggerTimestamp"),
+            }
             message = (
                 f"the job cluster ended before the outcome of its stop-with-savepoint was read; the {purpose} goes on from job "
                 f"{trigger.get('jobId')}'s checkpoints in {facts.state.checkpoint_directory}/{trigger.get('jobId')}"
@@ -394,6 +405,13 @@ def _plan_new_spec(facts: Facts) -> Plan:
             return carried
     if obs is not None and obs.exists and previous:
         upgrade = _next_upgrade(facts)
+        moved = _checkpoints_moved(facts, upgrade)
+        if moved is not None:  # the job runs on: nothing of it is lost for the edit
+            waiting = _plan_observed(facts)
+            waiting.status.update(error=moved, failureReason=CHECKPOINTS_MOVED)
+            if facts.status.get("error") != moved:
+                waiting.events.append(("Warning", CHECKPOINTS_MOVED, moved))
+            return waiting
         kept = kept_job_status(facts.status.get("jobStatus"))
         abandoned = _abandoning(facts, kept)
         status: dict[str, Any] = {"lifecycleState": Lifecycle.UPGRADING, "jobStatus": kept or None}
@@ -412,9 +430,28 @@ def _plan_new_spec(facts: Facts) -> Plan:
     )
     status = {"lifecycleState": Lifecycle.UPGRADING if upgrading else Lifecycle.CREATED}
     upgrade = _next_upgrade(facts)
+    moved = _checkpoints_moved(facts, upgrade)
+    if moved is not None:  # nothing runs (suspended, or gone): the job would start with no state
+        events = [("Warning", CHECKPOINTS_MOVED, moved)] if facts.status.get("error") != moved else []
+        return Plan(status={"lifecycleState": Lifecycle.FAILED, "error": moved, "failureReason": CHECKPOINTS_MOVED}, events=events)
     if upgrade is not None:
         status["upgrade"] = upgrade
     return Plan(actions=[DEPLOY], status=status)
+
+
+def _checkpoints_moved(facts: Facts, upgrade: Mapping[str, Any] | None) -> str | None:
+    """Why a last-state upgrade (or resumption) cannot go on: the job it resumes checkpoints in another directory
+    than the spec's ``execution.checkpointing.dir``, where its new cluster would find no state; None when it can."""
+    if not upgrade or upgrade.get("mode") != LAST_STATE or upgrade.get("savepointPath"):
+        return None
+    old, new = upgrade.get("checkpointDirectory"), facts.state.checkpoint_directory
+    if not old or old == new:
+        return None
+    return (
+        f"last-state resumes job {upgrade.get('jobId')} from its checkpoints in {old}, but execution.checkpointing.dir is now "
+        f"{new}, where the job would start with no state: revert execution.checkpointing.dir, or change it in savepoint mode "
+        "(job.upgradeMode: savepoint), whose savepoint carries the state into the new directory"
+    )
 
 
 def _plan_ended(facts: Facts) -> Plan:

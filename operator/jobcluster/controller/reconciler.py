@@ -12,6 +12,8 @@ Status fields of the operator's own (beyond those the CRD documents):
 ``deployedSpec`` (the digest of the spec whose cluster runs or ran, see
 ``resource.deployed_spec_hash``), ``deployedTarget`` (the target it runs or ran
 on: a spec that changes its target has the old cluster removed where it is),
+``deployedCheckpointDirectory`` (where its job checkpoints: a last-state
+upgrade resumes from there, see ``plan._checkpoints_moved``),
 ``deployTime`` (when that deployment began), ``firstRunningTime`` (when its job was
 first seen RUNNING: the startup deadline is met), ``deployRetry`` (a deployment
 that failed transiently: its attempts and when the next one is due, see
@@ -373,6 +375,7 @@ class Reconciler:
             **status,
             "deployedSpec": spec_hash,
             "deployedTarget": spec.target,
+            "deployedCheckpointDirectory": (state.checkpoint_directory if state else None) or "",
             "deployTime": timestamp(started),
             "error": "",
             "jobStatus": kept,
