@@ -36,6 +36,8 @@ TRIGGER = "b" * 32
 SP_DIR = "hdfs:///savepoints"
 SAVEPOINT = StateSettings(upgrade_mode="savepoint", savepoint_directory=SP_DIR, checkpoint_directory="hdfs:///checkpoints")
 LAST_STATE = StateSettings(upgrade_mode="last-state", savepoint_directory=SP_DIR, checkpoint_directory="hdfs:///checkpoints")
+#: The ``upgrade`` record of a job that goes on from its checkpoints.
+LAST_STATE_RECORD = {"mode": "last-state", "jobId": JOB_ID, "checkpointDirectory": "hdfs:///checkpoints", "requestTime": timestamp(NOW)}
 
 
 def ago(seconds: float) -> str:
@@ -158,7 +160,7 @@ def test_a_savepoint_that_does_not_complete_in_time_fails():
 def test_a_stop_whose_cluster_ended_unread_goes_on_from_the_checkpoint_root():
     status = merged(running(), plan(facts(running(), up())).status)
     lost = plan(facts(status, Observation(exists=False)))
-    assert lost.status["upgrade"] == {"mode": "last-state", "jobId": JOB_ID, "checkpointDirectory": "hdfs:///checkpoints", "requestTime": timestamp(NOW)}
+    assert lost.status["upgrade"] == LAST_STATE_RECORD
     assert [e[1] for e in lost.events] == ["SavepointLost"]
     deploy = plan(facts(merged(status, lost.status), Observation(exists=False)))
     assert deploy.actions == [DEPLOY] and deploy.restore == Restore(job_id=JOB_ID)
@@ -167,7 +169,7 @@ def test_a_stop_whose_cluster_ended_unread_goes_on_from_the_checkpoint_root():
 def test_savepoint_mode_goes_on_from_the_checkpoints_of_a_job_that_ended_or_whose_cluster_is_gone():
     for observation in (up("FAILED"), Observation(exists=False)):
         removal = plan(facts(running(), observation))
-        assert removal.status["upgrade"] == {"mode": "last-state", "jobId": JOB_ID, "checkpointDirectory": "hdfs:///checkpoints", "requestTime": timestamp(NOW)}, observation
+        assert removal.status["upgrade"] == LAST_STATE_RECORD, observation
         deploy = plan(facts(merged(running(), {**removal.status, "jobStatus": None}), Observation(exists=False)))
         assert deploy.actions == [DEPLOY] and deploy.restore == Restore(job_id=JOB_ID)
 
