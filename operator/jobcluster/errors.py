@@ -60,6 +60,10 @@ class ClusterUnreachableError(ClusterClientError):
     """The cluster's REST API did not answer at all (connection refused, timed out)."""
 
 
+class ClusterUnavailableError(ClusterUnreachableError):
+    """The cluster's REST API answered that it cannot serve now (HTTP 5xx, 429): the same request may pass later."""
+
+
 class NotFoundError(JobClusterError):
     """What a call named does not exist: an object of the platform (a Kubernetes 404), a job (Flink's REST 404)."""
 

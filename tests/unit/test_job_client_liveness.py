@@ -48,3 +48,37 @@ def test_the_platforms_account_of_a_dead_cluster_is_part_of_the_error():
     )
     with pytest.raises(ClusterClientError, match="its JobManager process has died; YARN application a KILLED: by user"):
         client.wait_for_result(max_unreachable=60.0)
+
+
+def test_an_answer_the_cluster_cannot_serve_now_is_told_from_a_refusal():
+    """5xx and 429 mean "later" (the operator sends the same savepoint trigger again); other 4xx are refusals."""
+    import http.server
+    import threading
+
+    from jobcluster.errors import ClusterClientError, ClusterUnavailableError
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            status = int(self.path.rsplit("/", 1)[-1])
+            body = b'{"errors": ["because"]}'
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = RestClusterClient(f"http://127.0.0.1:{server.server_port}", "jobcluster-test", timeout=5.0)
+        for status in (503, 500, 429):
+            with pytest.raises(ClusterUnavailableError, match=f"failed with {status}: because"):
+                client._request("GET", f"/status/{status}")
+        with pytest.raises(ClusterClientError, match="failed with 409") as refused:
+            client._request("GET", "/status/409")
+        assert not isinstance(refused.value, ClusterUnavailableError)
+    finally:
+        server.shutdown()

@@ -33,7 +33,14 @@ from jobcluster.controller.handlers import settled
 from jobcluster.controller.job_state import SavepointPoll, SavepointTrigger
 from jobcluster.controller.reconciler import FlinkJobRef, Reconciler
 from jobcluster.controller.resource import deployed_spec_hash
-from jobcluster.errors import AlreadyExistsError, ClusterClientError, ClusterUnreachableError, DeploymentError, PlatformUnavailableError
+from jobcluster.errors import (
+    AlreadyExistsError,
+    ClusterClientError,
+    ClusterUnavailableError,
+    ClusterUnreachableError,
+    DeploymentError,
+    PlatformUnavailableError,
+)
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, tzinfo=datetime.UTC)
 SPEC = {"job": {"source": "print(1)", "parallelism": 2}, "startupDeadlineSeconds": 600}
@@ -707,3 +714,32 @@ def test_a_suspended_last_state_job_resumed_with_another_checkpoint_directory_fa
     job.spec = {**job.spec, "job": {**job.spec["job"], "state": "running"}, "flinkConfiguration": moved}
     assert reconcile(reconciler_of(clusters), job) == Lifecycle.FAILED
     assert job.status["failureReason"] == "CheckpointDirectoryChanged" and [c for c, _ in clusters.calls].count("deploy") == 1
+
+
+def test_a_deployment_that_fails_in_an_unexpected_way_fails_the_flinkjob_once_and_is_not_redeployed():
+    clusters, job = FakeClusters(deploy_error=OSError(28, "No space left on device")), FlinkJob(SPEC)
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FAILED
+    assert job.status["failureReason"] == "DeploymentFailed" and "OSError: [Errno 28] No space left on device" in job.status["error"]
+    for _ in range(2):
+        assert reconcile(reconciler_of(clusters), job) == Lifecycle.FAILED
+    assert [c for c, _ in clusters.calls].count("deploy") == 1
+
+
+def test_a_new_run_after_an_expired_ttl_has_a_ttl_of_its_own():
+    clusters, job = FakeClusters(), FlinkJob({**SPEC, "ttlSecondsAfterFinished": 60})
+    job.status = {"lifecycleState": "FINISHED", "deployedSpec": deployed_spec_hash(job.spec), "ttlExpired": True}
+    job.spec = {**job.spec, "restartNonce": 1}
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.DEPLOYED
+    assert "ttlExpired" not in job.status
+
+
+def test_a_busy_jobmanager_gets_the_same_savepoint_trigger_again_instead_of_failing_it():
+    clusters = FakeClusters(trigger_error=ClusterUnavailableError("POST /jobs/x/savepoints failed with 503: busy"))
+    job = streaming_job(clusters, "stateless", savepointTriggerNonce=1)
+    reconcile(reconciler_of(clusters), job)
+    pending = job.status["jobStatus"]["savepointInfo"]["trigger"]
+    assert "lastFailure" not in job.status["jobStatus"]["savepointInfo"], "a 503 is not a refusal"
+    clusters.trigger_error = None
+    clusters.observation = dataclasses.replace(clusters.observation, savepoint=SavepointPoll(pending["triggerId"], "UNKNOWN"))
+    reconcile(reconciler_of(clusters), job)
+    assert [t.trigger_id for t in clusters.triggers] == [pending["triggerId"]] * 2

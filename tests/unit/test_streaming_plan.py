@@ -324,3 +324,9 @@ def test_leaving_savepoint_mode_while_the_upgrades_stop_runs_removes_and_deploys
         assert REMOVE not in after.actions and DEPLOY not in after.actions, after
         status = merged(status, after.status)
     assert status["lifecycleState"] == Lifecycle.STABLE
+
+
+def test_a_suspension_drops_a_deployment_retry_so_a_resumption_starts_its_deadline_afresh():
+    status = running(deployRetry={"spec": "h1", "attempts": 3, "firstAttemptTime": ago(3000), "nextAttemptTime": ago(-30)})
+    suspended = plan(facts(status, up("FINISHED"), spec_hash="h1", desired="suspended", state=StateSettings(upgrade_mode="stateless")))
+    assert suspended.actions == [REMOVE] and "deployRetry" in suspended.status and suspended.status["deployRetry"] is None

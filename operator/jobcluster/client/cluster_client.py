@@ -18,7 +18,7 @@ from typing import Any, cast
 
 import requests
 
-from jobcluster.errors import ClusterClientError, ClusterUnreachableError, JobNotFoundError
+from jobcluster.errors import ClusterClientError, ClusterUnavailableError, ClusterUnreachableError, JobNotFoundError
 from jobcluster.spark.checkpoints import SavepointError
 
 REQUEST_TIMEOUT = 10.0  # seconds for one REST call
@@ -107,7 +107,9 @@ class RestClusterClient:
                 "which only the user who deployed the cluster can read"
             )
         if resp.status_code >= 400:
-            raise ClusterClientError(f"{method} {url} failed with {resp.status_code}: {_errors(resp) or resp.text[:200]}")
+            message = f"{method} {url} failed with {resp.status_code}: {_errors(resp) or resp.text[:200]}"
+            busy = resp.status_code >= 500 or resp.status_code == 429
+            raise ClusterUnavailableError(message) if busy else ClusterClientError(message)
         return resp.json() if resp.content else {}
 
     def overview(self) -> dict[str, Any]:

@@ -217,7 +217,7 @@ def _plan_suspended(facts: Facts) -> Plan:
         return carried
     job = {**(facts.status.get("jobStatus") or {}), "state": "SUSPENDED"}
     abandoned = _abandoning(facts, job)
-    status = {"lifecycleState": Lifecycle.SUSPENDED, "jobStatus": job, "deployedSpec": "", "restUrl": "", "error": ""}
+    status = {"lifecycleState": Lifecycle.SUSPENDED, "jobStatus": job, "deployedSpec": "", "restUrl": "", "error": "", "deployRetry": None}
     upgrade = _next_upgrade(facts)
     if upgrade is not None:
         status["upgrade"] = upgrade

@@ -213,9 +213,9 @@ class Reconciler:
             JobClusterError: the platform refuses or cannot be reached.
         """
         self._deleted.add(job.uid)
-        await self._call(self.clusters.remove, self._latest(job).cluster)
         lock = self._locks.setdefault(job.uid, asyncio.Lock())
-        in_flight = lock.locked()
+        in_flight = lock.locked()  # before the removal: a deployment may end while it runs, having made what it made
+        await self._call(self.clusters.remove, self._latest(job).cluster)
         try:
             async with asyncio.timeout(DELETE_WAIT):
                 await lock.acquire()
@@ -376,6 +376,7 @@ class Reconciler:
             "deployedSpec": spec_hash,
             "deployedTarget": spec.target,
             "deployedCheckpointDirectory": (state.checkpoint_directory if state else None) or "",
+            "ttlExpired": None,  # a new run has its own TTL
             "deployTime": timestamp(started),
             "error": "",
             "jobStatus": kept,
@@ -419,11 +420,20 @@ class Reconciler:
         }
 
     def _deploy_blocking(self, job: FlinkJobRef, spec: FlinkJobSpec, target: ClusterRef, restore: Restore | None) -> Deployed:
-        """Fetch the program, build the configuration and deploy (on a thread of the deployment pool)."""
-        with tempfile.TemporaryDirectory(prefix=f"flinkjob-{job.name}-") as scratch:
-            program = job_program(spec.job, job.name, Path(scratch))
-            config = job_configuration(spec, job.name, job.namespace, job.uid, self.defaults, Path(scratch), restore)
-            return self.clusters.deploy(target, config, program)
+        """Fetch the program, build the configuration and deploy (on a thread of the deployment pool).
+
+        An error that is not one of ours (a bug, the operator's own disk full) is a permanent DeploymentError: the
+        FlinkJob fails with it, never redeploys for ever."""
+        try:
+            with tempfile.TemporaryDirectory(prefix=f"flinkjob-{job.name}-") as scratch:
+                program = job_program(spec.job, job.name, Path(scratch))
+                config = job_configuration(spec, job.name, job.namespace, job.uid, self.defaults, Path(scratch), restore)
+                return self.clusters.deploy(target, config, program)
+        except JobClusterError:
+            raise
+        except Exception as exc:
+            log.exception("FlinkJob %s/%s: the deployment failed unexpectedly", job.namespace, job.name)
+            raise DeploymentError(f"the deployment failed unexpectedly: {type(exc).__name__}: {exc}") from exc
 
     @staticmethod
     def _deploy_retried(
