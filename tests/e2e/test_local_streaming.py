@@ -140,6 +140,12 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
     expected = produce(parts[3])
     restored, rest = _run_detached("-p", "1", "-s", stopped, *common, *program(out))
     wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "restored from the stop's savepoint with parallelism 1")
+    # Its state keeps the first run's 2 partitions (spark.sql.shuffle.partitions, fixed in the checkpoint): REST says so.
+    deadline = time.monotonic() + 30
+    while (vertex := requests.get(f"{rest}/jobs/{restored}", timeout=5).json()["vertices"][0])["maxParallelism"] != 2:
+        assert time.monotonic() < deadline, f"maxParallelism is not the state's 2 partitions: {vertex}"
+        time.sleep(1)
+    assert vertex["parallelism"] == 1
     stats = requests.get(f"{rest}/jobs/{restored}/checkpoints", timeout=5).json()
     assert stats["counts"]["restored"] == 1 and stats["latest"]["restored"]["external_path"] == stopped
     assert (checkpoints / restored / "wordcount" / "commits").is_dir(), "the new job checkpoints under its own JobID"

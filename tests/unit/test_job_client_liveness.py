@@ -58,7 +58,7 @@ def test_an_answer_the_cluster_cannot_serve_now_is_told_from_a_refusal():
     from jobcluster.errors import ClusterClientError, ClusterUnavailableError
 
     class Answer(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             status = int(self.path.rsplit("/", 1)[-1])
             body = b'{"errors": ["because"]}'
             self.send_response(status)
