@@ -743,3 +743,31 @@ def test_a_busy_jobmanager_gets_the_same_savepoint_trigger_again_instead_of_fail
     clusters.observation = dataclasses.replace(clusters.observation, savepoint=SavepointPoll(pending["triggerId"], "UNKNOWN"))
     reconcile(reconciler_of(clusters), job)
     assert [t.trigger_id for t in clusters.triggers] == [pending["triggerId"]] * 2
+
+
+def test_looks_at_lost_jobmanagers_never_hold_up_the_removal_of_another_flinkjob():
+    """Every thread of the platform pool waits on a JobManager that does not answer; a deletion still removes at once."""
+    release = threading.Event()
+
+    class LostClusters(FakeClusters):
+        def observe(self, ref: ClusterRef, job_id: str | None, trigger_id: str | None = None) -> Observation:
+            release.wait(30)  # a lost node: the look times out only after a while
+            return Observation(exists=False)
+
+    async def scenario() -> list[tuple[str, str]]:
+        clusters = LostClusters()
+        reconciler = reconciler_of(clusters)
+        status = {"deployedSpec": deployed_spec_hash(SPEC), "lifecycleState": "STABLE", "clusterId": "wc"}
+        lost = [FlinkJob(SPEC, uid=f"u-{n}", status=dict(status)) for n in range(20)]  # more than the platform pool's threads
+        looks = [asyncio.create_task(reconciler.reconcile(j.uid, j.read, j.write, j.post, j.delete)) for j in lost]
+        await asyncio.sleep(0.2)
+        deleted = FlinkJob(SPEC, uid="u-deleted", status=dict(status), deleting=True)
+        try:
+            await asyncio.wait_for(reconciler.delete(await deleted.read()), 10)  # type: ignore[arg-type]
+            return list(clusters.calls)
+        finally:
+            release.set()
+            await asyncio.gather(*looks)
+            reconciler.close()
+
+    assert ("remove", "wc") in asyncio.run(scenario())

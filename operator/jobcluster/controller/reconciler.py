@@ -79,7 +79,8 @@ from jobcluster.errors import AlreadyExistsError, ClusterClientError, ClusterUnr
 log = logging.getLogger(__name__)
 
 DEPLOY_PARALLELISM = 16  # deployments at once: each holds a thread until its JobManager serves REST (minutes)
-PLATFORM_PARALLELISM = 16  # looks at and removals of clusters at once (seconds each)
+PLATFORM_PARALLELISM = 16  # looks at clusters and savepoint calls at once (seconds each; ~10 s for one that is gone)
+REMOVAL_PARALLELISM = 8  # removals of clusters at once, in a pool of their own: looks at lost clusters never hold them up
 DELETE_WAIT = 20.0  # seconds a deletion waits for a deployment of the FlinkJob in flight before it is tried again
 
 StatusWriter = Callable[[dict[str, Any]], Awaitable[None]]
@@ -165,11 +166,12 @@ class Reconciler:
         self._deleted: set[str] = set()
         self._deploys = ThreadPoolExecutor(deploy_parallelism, thread_name_prefix="flinkjob-deploy")
         self._platform = ThreadPoolExecutor(PLATFORM_PARALLELISM, thread_name_prefix="flinkjob-platform")
+        self._removals = ThreadPoolExecutor(REMOVAL_PARALLELISM, thread_name_prefix="flinkjob-removal")
 
     def close(self) -> None:
         """Stop taking work and wait for what is in flight (a deployment ends within its startup deadline)."""
-        self._deploys.shutdown(wait=True, cancel_futures=True)
-        self._platform.shutdown(wait=True, cancel_futures=True)
+        for pool in (self._deploys, self._platform, self._removals):
+            pool.shutdown(wait=True, cancel_futures=True)
 
     async def reconcile(
         self,
@@ -215,7 +217,7 @@ class Reconciler:
         self._deleted.add(job.uid)
         lock = self._locks.setdefault(job.uid, asyncio.Lock())
         in_flight = lock.locked()  # before the removal: a deployment may end while it runs, having made what it made
-        await self._call(self.clusters.remove, self._latest(job).cluster)
+        await self._remove(self._latest(job).cluster)
         try:
             async with asyncio.timeout(DELETE_WAIT):
                 await lock.acquire()
@@ -223,7 +225,7 @@ class Reconciler:
             raise RemovalPending(f"FlinkJob {job.namespace}/{job.name}: a deployment is in flight; removing it when it is over") from None
         try:
             if in_flight:  # what it deployed after the first removal, maybe on another target
-                await self._call(self.clusters.remove, self._latest(job).cluster)
+                await self._remove(self._latest(job).cluster)
         finally:
             lock.release()
         self.forget(job.uid)
@@ -242,6 +244,11 @@ class Reconciler:
     async def _call(self, function: Callable[..., Any], *args: Any) -> Any:
         """``function(*args)`` on a thread of the platform pool."""
         return await asyncio.get_running_loop().run_in_executor(self._platform, functools.partial(function, *args))
+
+    async def _remove(self, ref: ClusterRef, result: bool = False) -> None:
+        """Remove the cluster at ``ref`` (``result``: what it left of its result) on a thread of the removal pool."""
+        function = self.clusters.remove_result if result else self.clusters.remove
+        await asyncio.get_running_loop().run_in_executor(self._removals, function, ref)
 
     async def _reconcile(
         self, job: FlinkJobRef, write_status: StatusWriter, post_event: EventPoster, delete_resource: ResourceDeleter
@@ -282,9 +289,9 @@ class Reconciler:
             status = {**decided.status, **self._refused(job, refusal, post_event, kept=True)}
         for action in decided.actions:
             if action == REMOVE:
-                await self._call(self.clusters.remove, job.cluster)
+                await self._remove(job.cluster)
             elif action == REMOVE_RESULT:
-                await self._call(self.clusters.remove_result, job.cluster)
+                await self._remove(job.cluster, result=True)
             elif action == DEPLOY:
                 status.update(await self._deploy(job, spec, spec_hash, status, write_status, post_event, decided.restore, state))
             elif action == DELETE_RESOURCE:
@@ -336,7 +343,7 @@ class Reconciler:
             return await self._write(job, status, write_status)
         if job.status.get("refusedSpec") == status["refusedSpec"] and job.status.get("lifecycleState") == Lifecycle.FAILED:
             return await self._write(job, {}, write_status)  # refused already; an edit still advances observedGeneration
-        await self._call(self.clusters.remove, job.cluster)
+        await self._remove(job.cluster)
         failed = {**status, "lifecycleState": Lifecycle.FAILED, "deployedSpec": deployed_spec_hash(job.spec), "restUrl": ""}
         return await self._write(job, failed, write_status)
 
