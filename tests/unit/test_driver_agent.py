@@ -7,6 +7,7 @@ Hadoop's FileSystem and Kafka the same paths run in tests/e2e/test_local_streami
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -595,3 +596,43 @@ def test_the_hooks_see_a_query_that_writes_through_the_file_sink(fmt, options, a
         setattr(writer, pyspark_hooks._FORMAT, fmt)
     pyspark_hooks._record(writer, options)
     assert pyspark_hooks._file_sink(writer, args, given) == sink
+
+
+class JavaQuery:
+    """The JVM side of a query as py4j shows it: ``recentProgress()`` an array of reports whose ``json()`` is counted."""
+
+    def __init__(self, reports: list[dict[str, Any]]) -> None:
+        self.reports, self.converted = reports, 0
+
+    def recentProgress(self) -> list[Any]:
+        query = self
+
+        class Report:
+            def __init__(self, report: dict[str, Any]) -> None:
+                self.report = report
+
+            def json(self) -> str:
+                query.converted += 1
+                return json.dumps(self.report)
+
+        return [Report(r) for r in self.reports]
+
+
+def test_the_progress_of_a_query_is_read_from_the_end_of_sparks_list_only_as_far_as_it_is_new(tmp_path):
+    agent = _agent(tmp_path)
+    query = _running(agent)
+    now = time.time()
+    ran = [_progress(b, now - 100 + b, 3, 1, 1) for b in range(5)]
+    idle = [_progress(5, now - 50 + i / 10, 0, 1, 1) for i in range(95)]  # an idle trigger names the batch it did not run
+    query._jsq = JavaQuery(ran + idle)
+    first = agent.query_views()[0]
+    assert first["committedBatchId"] == 4 and [h["batchId"] for h in first["history"]] == [0, 1, 2, 3, 4]
+    converted = query._jsq.converted
+    assert agent.query_views()[0]["committedBatchId"] == 4
+    assert query._jsq.converted - converted == 2, "idle since the last look: the last report, and the one that ends the walk"
+
+    query._jsq.reports = ran + idle[:40] + [_progress(5, now, 7, 1, 1), _progress(6, now, 0, 1, 1)]
+    converted = query._jsq.converted
+    view = agent.query_views()[0]
+    assert view["committedBatchId"] == 5 and view["batchId"] == 6 and view["history"][-1]["batchId"] == 5
+    assert query._jsq.converted - converted == 3, "the new batch, the report after it, and the one before that stops the walk"

@@ -498,7 +498,7 @@ class DriverAgent:
 
     def _view(self, query: _Query) -> dict[str, Any]:
         """The query's view; the batches that ran are kept here, as an idle query's no-data reports push them out of Spark's."""
-        progress: list[dict[str, Any]] = query.handle.recentProgress
+        progress = _progress_since(query.handle, query.ran[-1]["batchId"] if query.ran else -1)
         query.ran = _ran(query.ran, progress)
         if query.state_partitions is None and query.checkpoint is not None and query.ran:
             query.state_partitions = self._state_partitions(query.checkpoint)
@@ -719,6 +719,28 @@ def _state(progress: dict[str, Any], key: str) -> int:
 def _number(value: Any) -> float:
     """A figure of a progress report; 0 where it has none: PySpark 4's reports hold None (Spark Connect's) or NaN for one."""
     return 0.0 if value is None or value != value else float(value)
+
+
+def _progress_since(handle: Any, newest: int) -> list[dict[str, Any]]:
+    """The query's progress reports of batches after ``newest``, and its last report, oldest first.
+
+    Read from the end of Spark's list (``spark.sql.streaming.numRecentProgressUpdates``, 100 by default), one
+    report per py4j call: PySpark's ``recentProgress`` converts every one of them, and the JobMaster asks each
+    second, which a busy driver would pay for on every poll. Without the JVM's handle (Spark Connect): PySpark's.
+    """
+    jsq = getattr(handle, "_jsq", None)
+    if jsq is None:
+        return list(handle.recentProgress)
+    reports = jsq.recentProgress()
+    found: list[dict[str, Any]] = []
+    for index in range(len(reports) - 1, -1, -1):
+        report = json.loads(reports[index].json())
+        # an idle trigger reports the id of the batch it did not run: nothing before it ran past ``newest`` then
+        ran = "addBatch" in report.get("durationMs", {})
+        if found and report.get("batchId", -1) - (0 if ran else 1) <= newest:
+            break
+        found.append(report)
+    return found[::-1]
 
 
 def _ran(before: tuple[dict[str, Any], ...], progress: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
