@@ -192,3 +192,32 @@ def test_run_s_checks_a_savepoint_path_on_this_machine_only_where_the_driver_see
         assert "savepoint /streaming/savepoints/savepoint-abcdef-0123456789ab does not exist" in result.stderr
     else:
         assert isinstance(result.exception, _Deployed), result.output
+
+
+def test_a_blip_of_the_api_server_while_the_jobmanager_starts_is_waited_out_until_the_deadline(monkeypatch):
+    """One look the API server does not answer (a 503, a dropped connection) does not tear a starting cluster down."""
+    from jobcluster.backends.kubernetes import descriptor as descriptor_module
+    from jobcluster.errors import PlatformUnavailableError
+
+    answers = iter(
+        [PlatformUnavailableError("the API server answered 503"), (None, "the JobManager pod to run"), ("http://10.0.0.9:8081", "")]
+    )
+
+    def look(core, jm, seen):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    descriptor = KubernetesClusterDescriptor(Configuration({}), api=object())  # type: ignore[arg-type]
+    monkeypatch.setattr(descriptor, "_look_at_start", look)
+    monkeypatch.setattr(descriptor_module, "POLL_SECONDS", 0.0)
+    monkeypatch.setattr(descriptor_module.kubernetes.client, "CoreV1Api", lambda api: None)
+    jm = type("JM", (), {"cluster_id": "wc", "namespace": "default"})()
+    assert descriptor._wait_until_serving(jm, timeout=30) == "http://10.0.0.9:8081"
+
+    monkeypatch.setattr(descriptor, "_look_at_start", lambda core, jm, seen: (_ for _ in ()).throw(PlatformUnavailableError("503")))
+    with pytest.raises(
+        DeploymentError, match=r"did not start within 0 s: still waiting for the Kubernetes API server, which did not answer \(503\)"
+    ):
+        descriptor._wait_until_serving(jm, timeout=0.2)

@@ -75,7 +75,7 @@ from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, Clust
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
-from jobcluster.errors import DeploymentError, NotFoundError
+from jobcluster.errors import DeploymentError, NotFoundError, PlatformUnavailableError
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.runtime.entrypoint import layout
 from jobcluster.security import new_cluster_secret, rest_token
@@ -163,54 +163,64 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         )
 
     def _wait_until_serving(self, jm: KubernetesJobManagerParameters, timeout: float) -> str:
-        """The REST URL once the JobManager pod runs and answers there; DeploymentError on a failed start or timeout."""
+        """The REST URL once the JobManager pod runs and answers there; DeploymentError on a failed start or timeout.
+
+        An API server that does not answer a look (PlatformUnavailableError) is waited for like the pod, until
+        the deadline: a blip of the platform never tears down a cluster that starts well."""
         core = kubernetes.client.CoreV1Api(self.api)
-        selector = selector_text(job_manager_selector(jm.cluster_id))
         deadline = time.monotonic() + timeout
         seen: set[str] = set()
         waiting_for = "the JobManager pod to be created"
         while time.monotonic() < deadline:
-            pods, _ = list_pods(core, jm.namespace, selector)
-            pod = job_manager_pod.newest_pod(pods)
-            if pod is None:
-                refused = job_manager_pod.creation_failure(self._read_deployment(jm.cluster_id))
-                if refused:
-                    raise DeploymentError(
-                        f"the JobManager pod of job cluster {jm.cluster_id} cannot be created: {refused}; the cluster was deleted"
-                    )
+            try:
+                url, waiting_for = self._look_at_start(core, jm, seen)
+            except PlatformUnavailableError as exc:
+                waiting_for = f"the Kubernetes API server, which did not answer ({exc})"
             else:
-                name = pod["metadata"]["name"]
-                failure = job_manager_pod.startup_failure(pod)
-                if failure:
-                    reason = _startup_failure_line(core, jm.namespace, name)
-                    failure = f"{failure}: {reason}" if reason else failure
-                    raise DeploymentError(
-                        f"the JobManager pod {name} of job cluster {jm.cluster_id} did not start: {failure} "
-                        f"(its log: kubectl logs -n {jm.namespace} {name}); the cluster was deleted"
-                    )
-                unscheduled = job_manager_pod.unscheduled_reason(pod)
-                if unscheduled:
-                    waiting_for = f"the JobManager pod {name} to be scheduled: {unscheduled}"
-                elif job_manager_pod.is_running(pod):
-                    self._say_once(
-                        seen,
-                        "running",
-                        f"JobManager pod {name} is running on node {pod['spec'].get('nodeName')} at {pod['status']['podIP']}",
-                    )
-                    url = self._rest_url(core, jm, pod)
-                    waiting_for = f"the JobManager's REST API at {url}" if url else "the REST Service's address"
-                    if url and _serves(url):
-                        return url
-                else:
-                    if pod["spec"].get("nodeName"):
-                        self._say_once(seen, "scheduled", f"JobManager pod {name} is scheduled on node {pod['spec']['nodeName']}")
-                    waiting = job_manager_pod.waiting_reason(pod)
-                    waiting_for = f"the JobManager pod {name} to run" + (f" ({waiting})" if waiting else "")
+                if url is not None:
+                    return url
             time.sleep(POLL_SECONDS)
         raise DeploymentError(
             f"job cluster {jm.cluster_id} did not start within {timeout:.0f} s: still waiting for {waiting_for} "
             f"({KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT.key}); the cluster was deleted"
         )
+
+    def _look_at_start(self, core: Any, jm: KubernetesJobManagerParameters, seen: set[str]) -> tuple[str | None, str]:
+        """One look at a starting JobManager: ``(its REST URL once it answers, else None; what the start waits for)``.
+
+        DeploymentError when the pod cannot be created or did not start."""
+        pods, _ = list_pods(core, jm.namespace, selector_text(job_manager_selector(jm.cluster_id)))
+        pod = job_manager_pod.newest_pod(pods)
+        if pod is None:
+            refused = job_manager_pod.creation_failure(self._read_deployment(jm.cluster_id))
+            if refused:
+                raise DeploymentError(
+                    f"the JobManager pod of job cluster {jm.cluster_id} cannot be created: {refused}; the cluster was deleted"
+                )
+            return None, "the JobManager pod to be created"
+        name = pod["metadata"]["name"]
+        failure = job_manager_pod.startup_failure(pod)
+        if failure:
+            reason = _startup_failure_line(core, jm.namespace, name)
+            failure = f"{failure}: {reason}" if reason else failure
+            raise DeploymentError(
+                f"the JobManager pod {name} of job cluster {jm.cluster_id} did not start: {failure} "
+                f"(its log: kubectl logs -n {jm.namespace} {name}); the cluster was deleted"
+            )
+        unscheduled = job_manager_pod.unscheduled_reason(pod)
+        if unscheduled:
+            return None, f"the JobManager pod {name} to be scheduled: {unscheduled}"
+        if job_manager_pod.is_running(pod):
+            node = pod["spec"].get("nodeName")
+            self._say_once(seen, "running", f"JobManager pod {name} is running on node {node} at {pod['status']['podIP']}")
+            url = self._rest_url(core, jm, pod)
+            if url and _serves(url):
+                return url, ""
+            return None, f"the JobManager's REST API at {url}" if url else "the REST Service's address"
+        if pod["spec"].get("nodeName"):
+            self._say_once(seen, "scheduled", f"JobManager pod {name} is scheduled on node {pod['spec']['nodeName']}")
+        waiting = job_manager_pod.waiting_reason(pod)
+        return None, f"the JobManager pod {name} to run" + (f" ({waiting})" if waiting else "")
 
     def _serving_rest_url(self, jm: KubernetesJobManagerParameters) -> str | None:
         """Where the newest JobManager pod serves REST now, or None (no pod runs and answers yet).
