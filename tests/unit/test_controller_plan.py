@@ -357,3 +357,15 @@ def test_an_observed_cluster_id_goes_into_the_status():
     deployed = {"deployedSpec": "h2", "lifecycleState": Lifecycle.DEPLOYED, "deployTime": ago(20), "jobStatus": {"jobId": "j1"}}
     decided = plan(facts(deployed, Observation(exists=True, cluster_id="application_1_0003")))
     assert decided.status["clusterId"] == "application_1_0003" and decided.status["lifecycleState"] == Lifecycle.DEPLOYED
+
+
+def test_a_job_that_ran_while_no_operator_looked_has_met_its_startup_deadline():
+    """The operator was down while the job ran; it comes back to the job RESTARTING past startupDeadlineSeconds:
+    the JobManager's own status timestamps (Flink's ``timestamps.RUNNING``) say it ran, so it is not failed."""
+    deployed = {"deployedSpec": "h2", "lifecycleState": Lifecycle.DEPLOYED, "deployTime": ago(400), "jobStatus": {"jobId": "j1"}}
+    ran_unseen = {"jid": "j1", "state": "RESTARTING", "timestamps": {"CREATED": 1_764_000_000_000, "RUNNING": 1_764_000_030_000}}
+    back = plan(facts(deployed, Observation(exists=True, job=ran_unseen)))
+    assert back.actions == [] and back.status["lifecycleState"] == Lifecycle.DEPLOYED
+    assert back.status["firstRunningTime"] == "2025-11-24T16:00:30Z"
+    never_ran = {**ran_unseen, "timestamps": {"CREATED": 1_764_000_000_000, "RUNNING": 0}}
+    assert plan(facts(deployed, Observation(exists=True, job=never_ran))).status["failureReason"] == "StartupDeadlineExceeded"

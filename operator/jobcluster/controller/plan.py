@@ -28,6 +28,7 @@ from jobcluster.controller.clusters import Observation
 from jobcluster.controller.flinkjob_status import (
     Lifecycle,
     duration_text,
+    from_epoch_ms,
     job_status_of,
     lifecycle_of_terminal_job,
     task_managers_of,
@@ -489,8 +490,9 @@ def _plan_observed(facts: Facts) -> Plan:
         return _ended(update, state, obs.failure_cause)
     lifecycle = Lifecycle.STABLE if state == "RUNNING" else Lifecycle.DEPLOYED
     update["lifecycleState"] = lifecycle
-    if state == "RUNNING" and not facts.status.get("firstRunningTime"):
-        update["firstRunningTime"] = timestamp(facts.now)  # the startup deadline is met for this deployment
+    ran_at = timestamp(facts.now) if state == "RUNNING" else _ran_at(obs.job)
+    if ran_at and not facts.status.get("firstRunningTime"):
+        update["firstRunningTime"] = ran_at  # the startup deadline is met for this deployment
         if facts.status.get("upgrade"):
             update["upgrade"] = None  # the new job runs on the state it was given: the record has served
     events = []
@@ -582,12 +584,19 @@ def _plan_unresponsive(facts: Facts, job: dict[str, Any]) -> Plan:
     )
 
 
+def _ran_at(details: Mapping[str, Any] | None) -> str | None:
+    """When the job last began RUNNING by its JobManager (``timestamps.RUNNING`` of ``GET /jobs/{id}``, Flink's status
+    timestamps); None when it never ran. A job that ran while no operator looked has met its startup deadline."""
+    millis = ((details or {}).get("timestamps") or {}).get("RUNNING")
+    return from_epoch_ms(millis) if millis else None
+
+
 def _deadline_passed(facts: Facts, job: Mapping[str, Any], obs: Observation) -> tuple[str, str] | None:
     """The startup deadline holds until the job of this deployment first runs (a restart later is not a late
     start); the active deadline, while it runs."""
     state = job.get("state")
     deployed_for = _seconds_since(facts.status.get("deployTime"), facts.now)
-    started = bool(facts.status.get("firstRunningTime"))
+    started = bool(facts.status.get("firstRunningTime")) or _ran_at(obs.job) is not None
     if not started and state != "RUNNING" and deployed_for is not None and deployed_for > facts.startup_deadline:
         why = obs.pending or f"the job is {state or 'not started'}"
         return "StartupDeadlineExceeded", f"not RUNNING within startupDeadlineSeconds ({facts.startup_deadline:.0f} s): {why}"
