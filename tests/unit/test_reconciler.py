@@ -450,6 +450,12 @@ def streaming_job(clusters: FakeClusters, mode: str, **job: Any) -> FlinkJob:
     return flinkjob
 
 
+def asked_for_a_savepoint(job: FlinkJob, nonce: int = 1) -> FlinkJob:
+    """``job`` with ``savepointTriggerNonce`` set to ``nonce`` (a changed nonce asks for a savepoint)."""
+    job.spec = {**job.spec, "job": {**job.spec["job"], "savepointTriggerNonce": nonce}}
+    return job
+
+
 def job_details(state: str, job_id: str = "f" * 32) -> dict[str, Any]:
     return {"jid": job_id, "name": "wc", "state": state, "start-time": 1, "job-type": "STREAMING"}
 
@@ -497,7 +503,7 @@ def test_a_last_state_upgrade_keeps_the_jobid_so_the_new_job_resumes_its_checkpo
 
 def test_a_savepoint_the_cluster_refuses_is_recorded_as_failed_and_the_job_runs_on():
     clusters = FakeClusters(trigger_error=ClusterClientError("POST /jobs/x/savepoints failed with 409: the job is not running"))
-    job = streaming_job(clusters, "stateless", savepointTriggerNonce=1)
+    job = asked_for_a_savepoint(streaming_job(clusters, "stateless"))
     assert reconcile(reconciler_of(clusters), job) == Lifecycle.STABLE
     info = job.status["jobStatus"]["savepointInfo"]
     assert "trigger" not in info and "409" in info["lastFailure"]["message"] and info["lastTriggerNonce"] == 1
@@ -508,7 +514,7 @@ def test_a_savepoint_the_cluster_refuses_is_recorded_as_failed_and_the_job_runs_
 
 def test_a_savepoint_whose_trigger_did_not_arrive_is_sent_again_with_the_same_id():
     clusters = FakeClusters(trigger_error=ClusterUnreachableError("connection refused"))
-    job = streaming_job(clusters, "stateless", savepointTriggerNonce=1)
+    job = asked_for_a_savepoint(streaming_job(clusters, "stateless"))
     reconcile(reconciler_of(clusters), job)
     pending = job.status["jobStatus"]["savepointInfo"]["trigger"]
     clusters.trigger_error = None
@@ -735,7 +741,7 @@ def test_a_new_run_after_an_expired_ttl_has_a_ttl_of_its_own():
 
 def test_a_busy_jobmanager_gets_the_same_savepoint_trigger_again_instead_of_failing_it():
     clusters = FakeClusters(trigger_error=ClusterUnavailableError("POST /jobs/x/savepoints failed with 503: busy"))
-    job = streaming_job(clusters, "stateless", savepointTriggerNonce=1)
+    job = asked_for_a_savepoint(streaming_job(clusters, "stateless"))
     reconcile(reconciler_of(clusters), job)
     pending = job.status["jobStatus"]["savepointInfo"]["trigger"]
     assert "lastFailure" not in job.status["jobStatus"]["savepointInfo"], "a 503 is not a refusal"
@@ -771,3 +777,14 @@ def test_looks_at_lost_jobmanagers_never_hold_up_the_removal_of_another_flinkjob
             reconciler.close()
 
     assert ("remove", "wc") in asyncio.run(scenario())
+
+
+def test_a_savepoint_nonce_the_flinkjob_was_created_with_triggers_nothing_and_a_changed_one_does():
+    """As the Flink Kubernetes Operator: only a change of savepointTriggerNonce asks for a savepoint."""
+    clusters = FakeClusters()
+    job = streaming_job(clusters, "stateless", savepointTriggerNonce=3)
+    reconcile(reconciler_of(clusters), job)
+    assert clusters.triggers == [] and job.status["jobStatus"]["savepointInfo"]["lastTriggerNonce"] == 3
+    job.spec = {**job.spec, "job": {**job.spec["job"], "savepointTriggerNonce": 4}}
+    reconcile(reconciler_of(clusters), job)
+    assert [t.trigger_type for t in clusters.triggers] == ["MANUAL"]

@@ -437,6 +437,11 @@ def _plan_new_spec(facts: Facts) -> Plan:
         return Plan(status={"lifecycleState": Lifecycle.FAILED, "error": moved, "failureReason": CHECKPOINTS_MOVED}, events=events)
     if upgrade is not None:
         status["upgrade"] = upgrade
+    first_nonce = facts.state.savepoint_trigger_nonce
+    if first_nonce is not None and not facts.status.get("deployTime"):  # a nonce the FlinkJob was created with asks for nothing
+        job = dict(facts.status.get("jobStatus") or {})
+        job["savepointInfo"] = {**(job.get("savepointInfo") or {}), "lastTriggerNonce": first_nonce}
+        status["jobStatus"] = job
     return Plan(actions=[DEPLOY], status=status)
 
 
