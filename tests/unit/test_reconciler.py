@@ -788,3 +788,21 @@ def test_a_savepoint_nonce_the_flinkjob_was_created_with_triggers_nothing_and_a_
     job.spec = {**job.spec, "job": {**job.spec["job"], "savepointTriggerNonce": 4}}
     reconcile(reconciler_of(clusters), job)
     assert [t.trigger_type for t in clusters.triggers] == ["MANUAL"]
+
+
+def test_a_manual_savepoint_pending_at_a_stateless_upgrade_is_abandoned_not_sent_to_the_new_cluster():
+    clusters = FakeClusters()
+    job = asked_for_a_savepoint(streaming_job(clusters, "stateless"))
+    reconcile(reconciler_of(clusters), job)
+    trigger_id = job.status["jobStatus"]["savepointInfo"]["trigger"]["triggerId"]
+    job.spec = {**job.spec, "job": {**job.spec["job"], "parallelism": 3}}
+    clusters.observation = dataclasses.replace(clusters.observation, savepoint=SavepointPoll(trigger_id, "IN_PROGRESS"))
+    reconcile(reconciler_of(clusters), job)
+    assert clusters.calls[-1] == ("remove", "wc")
+    info = job.status["jobStatus"]["savepointInfo"]
+    assert "trigger" not in info and f"the savepoint {trigger_id} was abandoned" in info["lastFailure"]["message"]
+    clusters.observation = Observation(exists=False)
+    reconcile(reconciler_of(clusters), job)
+    clusters.observation = Observation(exists=True, cluster_id="wc", job=job_details("RUNNING"))
+    reconcile(reconciler_of(clusters), job)
+    assert [t.trigger_id for t in clusters.triggers] == [trigger_id], "sent once, to the cluster it was for"

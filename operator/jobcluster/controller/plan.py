@@ -165,16 +165,19 @@ def _replacing_job(facts: Facts) -> bool:
 
 
 def _abandoning(facts: Facts, job: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """Before a removal: an upgrade's or suspension's own stop-with-savepoint still pending is abandoned (the mode
-    left savepoint while it ran), recorded in ``job`` (its ``jobStatus``) as that trigger's failure; its events."""
+    """Before a removal: a savepoint still pending is abandoned, recorded in ``job`` (its ``jobStatus``) as that
+    trigger's failure, so that it is never sent to the next cluster; its events. An upgrade's or suspension's own
+    stop gets here only when the mode left savepoint while it ran; a manual or periodic one, when the mode does not
+    wait for it."""
     info = job.get("savepointInfo") or {}
     trigger = info.get("trigger") or {}
-    if trigger.get("triggerType") != UPGRADE:
+    if not trigger:
         return []
-    message = (
-        f"the stop-with-savepoint {trigger.get('triggerId')} was abandoned: job.upgradeMode changed to "
-        f"{facts.state.upgrade_mode} while it ran, and the job cluster is removed without waiting for it"
-    )
+    if trigger.get("triggerType") == UPGRADE:
+        why = f"job.upgradeMode changed to {facts.state.upgrade_mode} while it ran"
+    else:
+        why = f"its job cluster is removed ({facts.state.upgrade_mode} mode does not wait for a savepoint)"
+    message = f"the savepoint {trigger.get('triggerId')} was abandoned: {why}"
     job["savepointInfo"] = failed_savepoint(info, message, trigger, str(trigger.get("key") or ""), facts.now)
     return [("Warning", "SavepointAbandoned", message)]
 
