@@ -221,3 +221,15 @@ def test_a_blip_of_the_api_server_while_the_jobmanager_starts_is_waited_out_unti
         DeploymentError, match=r"did not start within 0 s: still waiting for the Kubernetes API server, which did not answer \(503\)"
     ):
         descriptor._wait_until_serving(jm, timeout=0.2)
+
+
+def test_a_jobmanager_deployment_deleted_while_it_starts_ends_the_wait_at_once(monkeypatch):
+    """Its FlinkJob deleted mid-start: the deployment fails now, not at the startup deadline, and its thread is free."""
+    from jobcluster.backends.kubernetes import descriptor as descriptor_module
+
+    descriptor = KubernetesClusterDescriptor(Configuration({}), api=object())  # type: ignore[arg-type]
+    monkeypatch.setattr(descriptor_module, "list_pods", lambda core, namespace, selector: ([], None))
+    monkeypatch.setattr(descriptor, "_read_deployment", lambda cluster_id: {})
+    jm = type("JM", (), {"cluster_id": "wc", "namespace": "default"})()
+    with pytest.raises(DeploymentError, match="job cluster wc was deleted while it started"):
+        descriptor._look_at_start(None, jm, set())

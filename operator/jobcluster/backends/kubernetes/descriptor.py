@@ -188,11 +188,14 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
     def _look_at_start(self, core: Any, jm: KubernetesJobManagerParameters, seen: set[str]) -> tuple[str | None, str]:
         """One look at a starting JobManager: ``(its REST URL once it answers, else None; what the start waits for)``.
 
-        DeploymentError when the pod cannot be created or did not start."""
+        DeploymentError when the pod cannot be created or did not start, or the Deployment is gone."""
         pods, _ = list_pods(core, jm.namespace, selector_text(job_manager_selector(jm.cluster_id)))
         pod = job_manager_pod.newest_pod(pods)
         if pod is None:
-            refused = job_manager_pod.creation_failure(self._read_deployment(jm.cluster_id))
+            deployment = self._read_deployment(jm.cluster_id)
+            if not deployment:  # deleted while it started (its FlinkJob deleted, a kill): nothing is left to wait for
+                raise DeploymentError(f"job cluster {jm.cluster_id} was deleted while it started")
+            refused = job_manager_pod.creation_failure(deployment)
             if refused:
                 raise DeploymentError(
                     f"the JobManager pod of job cluster {jm.cluster_id} cannot be created: {refused}; the cluster was deleted"
