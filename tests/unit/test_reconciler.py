@@ -806,3 +806,20 @@ def test_a_manual_savepoint_pending_at_a_stateless_upgrade_is_abandoned_not_sent
     clusters.observation = Observation(exists=True, cluster_id="wc", job=job_details("RUNNING"))
     reconcile(reconciler_of(clusters), job)
     assert [t.trigger_id for t in clusters.triggers] == [trigger_id], "sent once, to the cluster it was for"
+
+
+def test_while_it_upgrades_the_servers_status_shows_no_job_and_no_taskmanagers_of_the_old_run():
+    """Maps are written whole (keys of the old run nulled), since the API server merges a status patch into them."""
+    clusters = FakeClusters()
+    job, reconciler = _stable(clusters, SPEC)
+    clusters.observation = dataclasses.replace(
+        clusters.observation, task_managers=[{"slotsNumber": 2, "memoryConfiguration": {"totalProcessMemory": 1 << 30}}]
+    )
+    reconcile(reconciler, job)
+    assert job.status["taskManagers"] == {"count": 1, "slotsPerTaskManager": 2, "processMemory": "1024Mi"}
+    clusters.observation = dataclasses.replace(clusters.observation, task_managers=[])
+    reconcile(reconciler, job)
+    assert job.status["taskManagers"] == {"count": 0}, "no TaskManager: none of the old ones' figures stay"
+    job.spec, job.generation = {**SPEC, "restartNonce": 2}, 2
+    assert reconcile(reconciler, job) == Lifecycle.UPGRADING
+    assert "state" not in job.status.get("jobStatus", {}) and _conditions(job)["Running"][0] == "False"

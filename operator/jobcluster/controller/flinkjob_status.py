@@ -58,6 +58,12 @@ def merge_patch(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str
     return result
 
 
+def replacing(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch that turns the status map ``old`` into ``new``: a patch merges maps, so a key ``new`` lacks
+    is deleted by null (a partial map would leave the server's other keys, of a run that is over, in place)."""
+    return {**dict.fromkeys(old or {}), **new}
+
+
 def timestamp(now: datetime.datetime) -> str:
     """RFC 3339, UTC, whole seconds (the API server's form)."""
     return now.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -31,6 +31,7 @@ from jobcluster.controller.flinkjob_status import (
     from_epoch_ms,
     job_status_of,
     lifecycle_of_terminal_job,
+    replacing,
     task_managers_of,
     timestamp,
 )
@@ -418,7 +419,7 @@ def _plan_new_spec(facts: Facts) -> Plan:
             return waiting
         kept = kept_job_status(facts.status.get("jobStatus"))
         abandoned = _abandoning(facts, kept)
-        status: dict[str, Any] = {"lifecycleState": Lifecycle.UPGRADING, "jobStatus": kept or None}
+        status: dict[str, Any] = {"lifecycleState": Lifecycle.UPGRADING, "jobStatus": replacing(facts.status.get("jobStatus"), kept)}
         if upgrade is not None:
             status["upgrade"] = upgrade
         why = "the spec changed" if previous != facts.spec_hash else "the job is resumed"
@@ -492,7 +493,7 @@ def _plan_observed(facts: Facts) -> Plan:
     if obs.cluster_id:
         update["clusterId"] = obs.cluster_id
     if obs.job is not None:
-        update["taskManagers"] = task_managers_of(obs.task_managers)
+        update["taskManagers"] = replacing(facts.status.get("taskManagers"), task_managers_of(obs.task_managers))
         update["error"] = ""  # the JobManager answers again
     if state in TERMINAL_JOB_STATES and obs.job is not None:
         return _ended(update, state, obs.failure_cause)

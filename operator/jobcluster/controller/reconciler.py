@@ -48,7 +48,7 @@ from typing import Any
 
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.controller.clusters import Deployed, JobClusters, Observation
-from jobcluster.controller.flinkjob_status import Lifecycle, conditions, merge_patch, timestamp
+from jobcluster.controller.flinkjob_status import Lifecycle, conditions, merge_patch, replacing, timestamp
 from jobcluster.controller.job_config import job_configuration
 from jobcluster.controller.job_state import (
     Restore,
@@ -375,7 +375,7 @@ class Reconciler:
         previous = status["jobStatus"] if "jobStatus" in status else job.status.get("jobStatus")
         kept = {**kept_job_status(previous), "upgradeSavepointPath": restored_from(restore, state or StateSettings())}
         # a merge patch: what the new job does not keep of the previous job's status is deleted (null)
-        kept = _replacing(job.status.get("jobStatus"), {key: value for key, value in kept.items() if value is not None})
+        kept = replacing(job.status.get("jobStatus"), {key: value for key, value in kept.items() if value is not None})
         # the spec is recorded before the long wait: an operator restarted meanwhile adopts this deployment
         # the cluster id is cleared: an adopting operator must not take the previous cluster's result for this one
         starting = {
@@ -394,7 +394,7 @@ class Reconciler:
         target = dataclasses.replace(job.cluster, target=spec.target, cluster_id="")
         try:
             target = dataclasses.replace(target, access=await self._call(self.clusters.access, target))
-            starting["clusterAccess"] = _replacing(job.status.get("clusterAccess"), target.access)
+            starting["clusterAccess"] = replacing(job.status.get("clusterAccess"), target.access)
             await self._write(job, starting, write_status)
             deployed = await asyncio.get_running_loop().run_in_executor(
                 self._deploys, functools.partial(self._deploy_blocking, job, spec, target, restore)
@@ -500,13 +500,8 @@ class Reconciler:
                 refused=bool(merged.get("refusedSpec")),
             ),
         }
-        if document != {key: job.status.get(key) for key in document}:
+        written = merge_patch(job.status, document)  # what the server holds after the write
+        if written != job.status:
             await write_status(document)
-        self._known[job.uid] = dataclasses.replace(job, status=merge_patch(job.status, document))  # what the server holds now
+        self._known[job.uid] = dataclasses.replace(job, status=written)
         return lifecycle
-
-
-def _replacing(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
-    """A JSON merge patch that turns the status map ``old`` into ``new`` (a patch merges maps: a key ``new``
-    lacks is deleted by null)."""
-    return {**dict.fromkeys(old or {}), **new}
