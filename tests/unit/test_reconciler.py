@@ -526,8 +526,12 @@ def test_a_savepoint_whose_trigger_did_not_arrive_is_sent_again_with_the_same_id
 def test_savepoints_past_the_history_limit_are_disposed_of_and_a_failed_disposal_is_reported():
     clusters = FakeClusters()
     job = streaming_job(clusters, "stateless")
-    job.spec = {**job.spec, "flinkConfiguration": {**STREAMING_CONFIG, "kubernetes.operator.savepoint.history.max.count": "1"}}
-    history = [{"location": f"hdfs:///savepoints/sp-{i}-denied", "timeStamp": f"2026-11-26T11:0{i}:00Z"} for i in range(3)]
+    limits = {"kubernetes.operator.savepoint.history.max.count": "1", "kubernetes.operator.savepoint.dispose-on-delete": "true"}
+    job.spec = {**job.spec, "flinkConfiguration": {**STREAMING_CONFIG, **limits}}
+    history = [
+        {"location": f"hdfs:///savepoints/sp-{i}-denied", "timeStamp": f"2026-11-26T11:0{i}:00Z", "triggerType": "PERIODIC"}
+        for i in range(3)
+    ]
     job.status["jobStatus"]["savepointInfo"] = {"savepointHistory": history, "lastSavepoint": history[-1]}
     reconcile(reconciler_of(clusters), job)
     assert clusters.disposed == [history[1]["location"], history[0]["location"]]

@@ -238,7 +238,7 @@ def test_periodic_and_manual_savepoints_leave_the_job_running():
 
 def test_the_history_limits_dispose_of_old_savepoints_but_never_the_last():
     history = [{"location": f"/sp/{n}", "timeStamp": ago(100 * (5 - n)), "triggerType": "PERIODIC"} for n in range(5)]
-    settings = StateSettings(history_max_count=2, history_max_age=250.0)
+    settings = StateSettings(history_max_count=2, history_max_age=250.0, dispose_on_delete=True)
     kept, dispose = prune_history(history, "/sp/4", settings, NOW)
     assert [s["location"] for s in kept] == ["/sp/3", "/sp/4"] and dispose == ["/sp/2", "/sp/1", "/sp/0"]
     kept, dispose = prune_history(history[:1], "/sp/0", settings, NOW)
@@ -246,9 +246,25 @@ def test_the_history_limits_dispose_of_old_savepoints_but_never_the_last():
 
     info = {"savepointHistory": history, "lastSavepoint": history[-1]}
     status = running(jobStatus={**running()["jobStatus"], "savepointInfo": info})
-    pruned = plan(facts(status, up(), spec_hash="h1", state=StateSettings(history_max_count=2)))
+    pruned = plan(facts(status, up(), spec_hash="h1", state=StateSettings(history_max_count=2, dispose_on_delete=True)))
     assert pruned.actions == [DISPOSE_SAVEPOINTS] and pruned.dispose == ["/sp/2", "/sp/1", "/sp/0"]
     assert len(pruned.status["jobStatus"]["savepointInfo"]["savepointHistory"]) == 2
+
+
+def test_by_default_the_history_limits_only_forget_savepoints_and_a_manual_one_is_never_disposed_of():
+    """As the Flink Kubernetes Operator (kubernetes.operator.savepoint.dispose-on-delete, false): savepoint data is the
+    user's unless they let the operator dispose of what it took for itself; another FlinkJob may start from it."""
+    kinds = ["MANUAL", "PERIODIC", "UPGRADE", "PERIODIC"]
+    history = [{"location": f"/sp/{n}", "timeStamp": ago(100 * (5 - n)), "triggerType": kind} for n, kind in enumerate(kinds)]
+    kept, dispose = prune_history(history, "/sp/3", StateSettings(history_max_count=1), NOW)
+    assert [s["location"] for s in kept] == ["/sp/3"] and dispose == []
+    status = running(jobStatus={**running()["jobStatus"], "savepointInfo": {"savepointHistory": history, "lastSavepoint": history[-1]}})
+    forgot = plan(facts(status, up(), spec_hash="h1", state=StateSettings(history_max_count=1)))
+    assert DISPOSE_SAVEPOINTS not in forgot.actions and len(forgot.status["jobStatus"]["savepointInfo"]["savepointHistory"]) == 1
+    _, dispose = prune_history(history, "/sp/3", StateSettings(history_max_count=1, dispose_on_delete=True), NOW)
+    assert dispose == ["/sp/2", "/sp/1"], "the operator's own, never the manual one"
+    with pytest.raises(InvalidSpecError, match="dispose-on-delete: 'yes' is not true or false"):
+        state_settings(parse_spec({"job": {"source": "x"}}).job, {"kubernetes.operator.savepoint.dispose-on-delete": "yes"}, {})
 
 
 def test_a_first_deployment_starts_from_the_initial_savepoint_until_a_job_ran():

@@ -47,6 +47,8 @@ PERIODIC_SAVEPOINT_INTERVAL = "kubernetes.operator.periodic.savepoint.interval"
 HISTORY_MAX_COUNT = "kubernetes.operator.savepoint.history.max.count"
 HISTORY_MAX_AGE = "kubernetes.operator.savepoint.history.max.age"
 TRIGGER_TIMEOUT = "kubernetes.operator.savepoint.trigger.timeout"
+#: Whether savepoints the history limits drop are disposed of (the Flink Kubernetes Operator's option; off by default).
+DISPOSE_ON_DELETE = "kubernetes.operator.savepoint.dispose-on-delete"
 DEFAULT_HISTORY_MAX_COUNT = 10
 DEFAULT_HISTORY_MAX_AGE = 24 * 3600.0
 DEFAULT_TRIGGER_TIMEOUT = 600.0
@@ -82,6 +84,7 @@ class StateSettings:
     history_max_count: int = DEFAULT_HISTORY_MAX_COUNT
     history_max_age: float | None = DEFAULT_HISTORY_MAX_AGE
     trigger_timeout: float = DEFAULT_TRIGGER_TIMEOUT
+    dispose_on_delete: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,7 @@ def state_settings(spec_job: Any, flink_configuration: Mapping[str, str], defaul
         history_max_count=_count(merged, HISTORY_MAX_COUNT, DEFAULT_HISTORY_MAX_COUNT),
         history_max_age=_duration(merged, HISTORY_MAX_AGE, DEFAULT_HISTORY_MAX_AGE) or None,
         trigger_timeout=_duration(merged, TRIGGER_TIMEOUT, DEFAULT_TRIGGER_TIMEOUT) or DEFAULT_TRIGGER_TIMEOUT,
+        dispose_on_delete=_flag(merged, DISPOSE_ON_DELETE),
     )
 
 
@@ -164,6 +168,13 @@ def _duration(config: Mapping[str, str], key: str, default: float | None) -> flo
         return parse_duration(str(text))
     except ValueError as exc:
         raise InvalidSpecError(f"{key}: {exc}") from None
+
+
+def _flag(config: Mapping[str, str], key: str) -> bool:
+    text = str(config.get(key) or "false").strip().lower()
+    if text not in ("true", "false"):
+        raise InvalidSpecError(f"{key}: {config.get(key)!r} is not true or false")
+    return text == "true"
 
 
 def _count(config: Mapping[str, str], key: str, default: int) -> int:
@@ -223,7 +234,12 @@ def prune_history(
     history: Sequence[Mapping[str, Any]], keep: str | None, settings: StateSettings, now: datetime.datetime
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """(the history kept, the locations to dispose of): at most ``history_max_count`` savepoints, none older than
-    ``history_max_age``; the savepoint at ``keep`` (the last one, which a restore would use) is never disposed of."""
+    ``history_max_age``; the savepoint at ``keep`` (the last one, which a restore would use) is always kept.
+
+    What the limits drop leaves the history; its data is disposed of only with ``dispose_on_delete``
+    (``kubernetes.operator.savepoint.dispose-on-delete``), and then only of the savepoints the operator took for
+    itself (UPGRADE, PERIODIC), as in the Flink Kubernetes Operator: a manual one, or any by default, stays on disk.
+    """
     kept: list[dict[str, Any]] = []
     dispose: list[str] = []
     newest_first = sorted(history, key=lambda s: str(s.get("timeStamp") or ""), reverse=True)
@@ -232,7 +248,7 @@ def prune_history(
         too_old = settings.history_max_age is not None and age is not None and age > settings.history_max_age
         if entry.get("location") == keep or (len(kept) < settings.history_max_count and not too_old):
             kept.append(dict(entry))
-        else:
+        elif settings.dispose_on_delete and entry.get("triggerType") in (UPGRADE, PERIODIC):
             dispose.append(str(entry.get("location")))
     return list(reversed(kept)), dispose
 

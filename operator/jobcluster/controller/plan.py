@@ -563,8 +563,9 @@ def _routine_savepoints(facts: Facts, job: dict[str, Any], observed: Plan) -> No
             )
     history = info.get("savepointHistory") or []
     kept, dispose = prune_history(history, (info.get("lastSavepoint") or {}).get("location"), facts.state, facts.now)
-    if dispose:
+    if len(kept) != len(history):
         info["savepointHistory"] = kept
+    if dispose:
         observed.actions.append(DISPOSE_SAVEPOINTS)
         observed.dispose = dispose
         observed.events.append(("Normal", "SavepointsDisposed", f"savepoint history limit: disposing of {', '.join(dispose)}"))

@@ -171,6 +171,7 @@ def test_a_streaming_flinkjob_keeps_its_state_through_savepoints_upgrades_a_kill
             "execution.checkpointing.savepoint-dir": f"{state}/savepoints",
             "kubernetes.operator.periodic.savepoint.interval": "10 s",
             "kubernetes.operator.savepoint.history.max.count": "2",
+            "kubernetes.operator.savepoint.dispose-on-delete": "true",
         }
         return flinkjob(name, namespace, program, flinkConfiguration=configuration, startupDeadlineSeconds=STATE_TIMEOUT)
 
