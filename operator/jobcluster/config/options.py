@@ -445,6 +445,16 @@ CHECKPOINTING_TIMEOUT = ConfigOption(
 # jobcluster's own
 # --------------------------------------------------------------------------
 
+WEB_REFRESH_INTERVAL = ConfigOption(
+    "web.refresh-interval",
+    "duration",
+    3.0,
+    description="How often the JobMaster reads the job's progress from Spark's monitoring API and its streaming queries "
+    "from the driver agent, which the REST API, the web dashboard and an attached run show (seconds; Flink duration "
+    "syntax, plain number = ms, as Flink's key for the dashboard's refresh). Each read costs the driver CPU that a "
+    "streaming job's micro-batches would use.",
+    positive=True,
+)
 METRICS_FETCHER_UPDATE_INTERVAL = ConfigOption(
     "metrics.fetcher.update-interval",
     "duration",

@@ -373,6 +373,7 @@ def job_master_settings(config: Configuration, pyspark: PySparkMemory | None = N
         heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),
         slot_request_timeout=config.get(options.SLOT_REQUEST_TIMEOUT),
         executor_registration_timeout=config.get(options.EXECUTOR_REGISTRATION_TIMEOUT),
+        progress_interval=config.get(options.WEB_REFRESH_INTERVAL),
         savepoint_directory=config.get(options.SAVEPOINT_DIRECTORY),
         checkpointing_timeout=config.get(options.CHECKPOINTING_TIMEOUT),
         output_max_file_size=config.get(options.DRIVER_OUTPUT_MAX_FILE_SIZE),

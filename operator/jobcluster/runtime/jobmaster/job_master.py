@@ -49,7 +49,6 @@ from jobcluster.spark.processes import SparkMasterAddress
 
 log = logging.getLogger(__name__)
 
-PROGRESS_INTERVAL = 1.0  # seconds between polls of Spark's monitoring API and of the driver agent
 #: Seconds a failed program's cause waits for the ResourceManager's report of a TaskExecutor found gone (its platform's
 #: reason, e.g. a memory kill): YARN reports a completed container at the ApplicationMaster's next heartbeat
 #: (yarn.heartbeat.interval, 5 s) after the NodeManager's (1 s by default); local and Kubernetes report at once.
@@ -61,7 +60,8 @@ REACHABLE_TIMEOUT = 2.0
 @dataclass(frozen=True)
 class JobMasterSettings:
     """Seconds: heartbeats [heartbeat.interval / heartbeat.timeout]; slot_request_timeout [slot.request.timeout];
-    executor_registration_timeout [jobcluster.executor.registration.timeout]. The program's output, per stream:
+    executor_registration_timeout [jobcluster.executor.registration.timeout]; progress_interval between reads of
+    Spark's monitoring API and of the driver agent [web.refresh-interval]. The program's output, per stream:
     output_max_file_size in bytes [jobcluster.driver.output.max-file-size], output_max_files, the live file
     included [jobcluster.driver.output.max-files]; savepoints' default directory and timeout; what a task's
     MemoryError in a PySpark worker means, added to the job's cause (None: the workers have no limit; see
@@ -71,6 +71,7 @@ class JobMasterSettings:
     heartbeat_timeout: float
     slot_request_timeout: float
     executor_registration_timeout: float = 120.0
+    progress_interval: float = 3.0
     savepoint_directory: str | None = None  # [execution.checkpointing.savepoint-dir]
     checkpointing_timeout: float = 600.0  # [execution.checkpointing.timeout], the longest a savepoint may take
     output_max_file_size: int = 10 << 20
@@ -366,7 +367,7 @@ class JobMaster(FencedRpcEndpoint):
                     progress.tasks_total,
                     progress.executors,
                 )
-            await asyncio.sleep(PROGRESS_INTERVAL)
+            await asyncio.sleep(self.settings.progress_interval)
 
     async def _stop_without_executors(self, application: SparkApplication, progress: SparkProgress) -> None:
         """The application holds its slots but Spark started no executor within the bound: stop it with the cause."""
