@@ -351,3 +351,19 @@ def test_a_program_refused_in_a_way_a_restart_cannot_change_is_not_restarted(tmp
             assert len(HeldProgram.started) == 1 and job.job_master.restarts == 0
 
     asyncio.run(scenario())
+
+
+def test_the_queries_of_a_program_that_ended_are_no_longer_shown_running(tmp_path, monkeypatch):
+    """The agent is read every web.refresh-interval; a program that stops its queries and ends between two reads
+    must not leave them RUNNING in the job's details (an attached run says each query stopped from them)."""
+    _ending_programs(monkeypatch, 0)
+
+    async def scenario() -> None:
+        async with running_job(tmp_path, parallelism=2, master=SparkLocalMode(2).address) as job:
+            job.job_master.checkpoints.queries = [{"name": "wc", "runId": "r1", "active": True}]  # as last read
+            job.master_ready.set_result(None)
+            await job.task_executor_offers("tm-1", 2)
+            await until(lambda: bool(job.results))
+            assert [q["active"] for q in job.job_master.checkpoints.queries] == [False]
+
+    asyncio.run(scenario())

@@ -87,6 +87,11 @@ class CheckpointCoordinator:
         if queries:
             self.queries = queries
 
+    def program_ended(self) -> None:
+        """The program's process ended: none of its queries runs any more, whatever the agent last reported (it is
+        read every web.refresh-interval, and a program may stop its queries and end between two reads)."""
+        self.queries = [{**query, "active": False} for query in self.queries]
+
     def trigger_savepoint(
         self,
         trigger_id: str,

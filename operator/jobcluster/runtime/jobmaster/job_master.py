@@ -277,6 +277,7 @@ class JobMaster(FencedRpcEndpoint):
             code = await self._application.wait()
             poller.cancel()
             await asyncio.gather(poller, return_exceptions=True)
+            self.checkpoints.program_ended()
             if self.result is not None:  # ended meanwhile (no slots in time, cancelled): the program was stopped
                 return
             failover = self.checkpoints.take_failover_cause()
