@@ -194,13 +194,7 @@ class DriverAgent:
             )
 
     def started_through_connect(self, handle: Any, name: str | None) -> None:
-        """Before a query with a checkpoint location starts, the agent takes that
-        location's lease for the job's JobMaster (:mod:`checkpoint_lease`) and renews
-        it from a thread of its own while the program runs; should the lease be lost
-        (another driver took it, or it could not be renewed), the queries writing
-        there are stopped and the program fails at its next wait.
-
-        A query started through Spark Connect: registered for its progress; savepoints refuse it (:meth:`savepoint`)."""
+        """A query started through Spark Connect: registered for its progress; savepoints refuse it (:meth:`savepoint`)."""
         with self._lock:
             self._queries.append(_Query(handle, name, None, connect=True))
         _warn(
@@ -725,8 +719,8 @@ def _progress_since(handle: Any, newest: int) -> list[dict[str, Any]]:
     """The query's progress reports of batches after ``newest``, and its last report, oldest first.
 
     Read from the end of Spark's list (``spark.sql.streaming.numRecentProgressUpdates``, 100 by default), one
-    report per py4j call: PySpark's ``recentProgress`` converts every one of them, and the JobMaster asks each
-    second, which a busy driver would pay for on every poll. Without the JVM's handle (Spark Connect): PySpark's.
+    report per py4j call: PySpark's ``recentProgress`` converts every one of them, and the JobMaster asks every
+    ``web.refresh-interval``, which a busy driver would pay for on every poll. Without the JVM's handle (Spark Connect): PySpark's.
     """
     jsq = getattr(handle, "_jsq", None)
     if jsq is None:
