@@ -20,11 +20,11 @@ from jobcluster.client.descriptor import JobResult
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config import options
 from jobcluster.controller.clusters import JobClusters, Observation
+from jobcluster.controller.flinkjob_ref import FlinkJobRef
 from jobcluster.controller.flinkjob_status import Lifecycle, conditions, timestamp
 from jobcluster.controller.job_config import job_configuration
 from jobcluster.controller.plan import DELETE_RESOURCE, DEPLOY, REMOVE, REMOVE_RESULT, Facts, needs_observation, plan
 from jobcluster.controller.programs import job_program
-from jobcluster.controller.reconciler import FlinkJobRef
 from jobcluster.controller.resource import deployed_spec_hash, parse_spec
 from jobcluster.errors import IllegalConfigurationError
 

@@ -28,10 +28,11 @@ from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.controller.clusters import Deployed, JobClusters, Observation
+from jobcluster.controller.flinkjob_ref import FlinkJobRef
 from jobcluster.controller.flinkjob_status import Lifecycle, merge_patch
 from jobcluster.controller.handlers import settled
 from jobcluster.controller.job_state import SavepointPoll, SavepointTrigger
-from jobcluster.controller.reconciler import FlinkJobRef, Reconciler
+from jobcluster.controller.reconciler import Reconciler
 from jobcluster.controller.resource import deployed_spec_hash
 from jobcluster.errors import (
     AlreadyExistsError,
@@ -142,8 +143,18 @@ class FlinkJob:
         self.deleted = True
 
 
-def reconcile(reconciler: Reconciler, job: FlinkJob) -> str | None:
-    return asyncio.run(reconciler.reconcile(job.uid, job.read, job.write, job.post, job.delete))
+def reconcile(reconciler: Reconciler, job: FlinkJob, generation: int | None = None) -> str | None:
+    """One reconciliation (of the event that saw ``generation``), and the deployment it began until it recorded its
+    outcome: the lifecycle then."""
+
+    async def settled() -> str | None:
+        lifecycle = await reconciler.reconcile(job.uid, job.read, job.write, job.post, job.delete, generation=generation)
+        if not reconciler._deploying:
+            return lifecycle
+        await reconciler.settled()
+        return str(job.status["lifecycleState"])
+
+    return asyncio.run(settled())
 
 
 class Clock:
@@ -283,7 +294,9 @@ def test_a_burst_of_deployments_stalls_neither_other_flinkjobs_nor_the_event_loo
         took = time.monotonic() - began
         release.set()
         await asyncio.gather(*burst)
-        reconciler.close()
+        await reconciler.settled()
+        await reconciler.close()
+        assert all(j.status["lifecycleState"] == Lifecycle.DEPLOYED for j in jobs), "each deployment recorded its outcome"
         return took
 
     assert asyncio.run(scenario()) < 2.0
@@ -335,24 +348,114 @@ def test_an_ended_job_past_its_ttl_leaves_nothing_and_its_resource_is_deleted():
     assert [c for c, _ in clusters.calls][-2:] == ["remove", "remove-result"]
 
 
-def test_reconciliations_of_one_flinkjob_are_serialized_and_the_second_sees_the_firsts_status():
-    async def scenario() -> tuple[FakeClusters, FlinkJob]:
+def test_a_reconciliation_during_a_deployment_neither_waits_for_it_nor_deploys_again():
+    async def scenario() -> tuple[FakeClusters, FlinkJob, list[str | None]]:
         clusters, job = FakeClusters(), FlinkJob(SPEC)
         clusters.gate, clusters.loop = asyncio.Event(), asyncio.get_running_loop()  # type: ignore[attr-defined]
         reconciler = reconciler_of(clusters)
-        first = asyncio.create_task(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete))
-        await asyncio.sleep(0.1)  # the first holds the lock in its deployment
-        second = asyncio.create_task(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete))
-        await asyncio.sleep(0.1)
-        assert not second.done()
+        first = await asyncio.wait_for(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete), 2)
+        second = await asyncio.wait_for(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete, generation=1), 2)
         clusters.observation = Observation(exists=True, cluster_id="wc", job={"jid": "f" * 32, "state": "CREATED"})
         clusters.gate.set()
-        await asyncio.gather(first, second)
-        return clusters, job
+        await reconciler.settled()
+        third = await reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete, generation=1)
+        return clusters, job, [first, second, third]
 
-    clusters, job = asyncio.run(scenario())
-    assert [c for c, _ in clusters.calls] == ["deploy", "observe"], "the second found the deployment done and only looked"
-    assert job.status["lifecycleState"] == Lifecycle.DEPLOYED
+    clusters, job, lifecycles = asyncio.run(scenario())
+    assert lifecycles == [Lifecycle.CREATED, Lifecycle.CREATED, Lifecycle.DEPLOYED], "the deployment's outcome is written by its task"
+    assert [c for c, _ in clusters.calls] == ["deploy", "observe"], "the look during the deployment neither deployed nor observed"
+    assert [reason for _, reason, _ in job.events] == ["Deployed"]
+
+
+class StartingClusters(FakeClusters):
+    """A JobManager that never answers: a deployment waits (on its thread) until its cluster is removed after it
+    began, then fails as the real descriptors' waits do when their cluster goes (a removal before it began finds
+    nothing to remove: the cluster is made after it); ``hang`` False deploys at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hang = True
+        self.removals = 0
+        self.removed = threading.Condition()
+        self.started = threading.Event()
+
+    def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
+        if not self.hang:
+            return super().deploy(ref, config, program)
+        with self.removed:
+            self.calls.append(("deploy", ref.name))
+            self.started.set()
+            before = self.removals
+            if not self.removed.wait_for(lambda: self.removals > before, 30):
+                raise AssertionError("the starting cluster was never removed")
+        raise DeploymentError(f"job cluster {ref.name} was deleted while it started")
+
+    def remove(self, ref: ClusterRef) -> bool:
+        with self.removed:
+            self.removals += 1
+            self.removed.notify_all()
+        return super().remove(ref)
+
+    async def deploying(self) -> None:
+        """Until a deployment waits for its JobManager."""
+        assert await asyncio.to_thread(self.started.wait, 5), "no deployment began"
+
+
+@pytest.mark.parametrize("waiting", [True, False], ids=["waiting-for-its-jobmanager", "before-its-cluster-is-made"])
+@pytest.mark.parametrize(
+    ("edit", "after"),
+    [
+        ({"job": {**SPEC["job"], "parallelism": 4}}, Lifecycle.DEPLOYED),  # a corrective edit: the new spec is deployed
+        ({"job": {**SPEC["job"], "state": "suspended"}}, Lifecycle.SUSPENDED),
+    ],
+)
+def test_an_edit_during_a_deployment_that_never_answers_removes_its_cluster_at_once_and_acts(edit, after, waiting):
+    async def scenario() -> tuple[StartingClusters, FlinkJob, float, str | None]:
+        clusters, job = StartingClusters(), FlinkJob(SPEC)
+        reconciler = reconciler_of(clusters)
+        await asyncio.wait_for(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete), 2)
+        if waiting:
+            await asyncio.wait_for(clusters.deploying(), 5)
+        job.spec, job.generation = {**SPEC, **edit}, 2
+        began = time.monotonic()
+        while reconciler._deploying:  # the timer's looks: a removal before the cluster was made is made again
+            await asyncio.wait_for(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete, generation=2), 2)
+            await asyncio.sleep(0.1)
+        took = time.monotonic() - began
+        clusters.hang = False
+        # the next look: the cluster is gone, the spec as it is now is carried out
+        await reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete, generation=2)
+        await reconciler.settled()
+        lifecycle = job.status["lifecycleState"]
+        await reconciler.close()
+        return clusters, job, took, lifecycle
+
+    clusters, job, took, lifecycle = asyncio.run(scenario())
+    assert took < 2.0, "the edit did not wait for the deployment"
+    assert "remove" in [c for c, _ in clusters.calls][1:]
+    assert lifecycle == after
+    reasons = [reason for _, reason, _ in job.events]
+    assert "DeploymentSuperseded" in reasons and "DeploymentFailed" not in reasons, "a superseded deployment's failure is not reported"
+    assert job.status.get("failureReason", "") == ""
+
+
+def test_a_deletion_during_a_deployment_that_never_answers_is_done_within_seconds():
+    async def scenario() -> tuple[StartingClusters, float]:
+        clusters, job = StartingClusters(), FlinkJob(SPEC)
+        reconciler = reconciler_of(clusters)
+        await reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete)
+        await asyncio.wait_for(clusters.deploying(), 5)
+        job.deleting = True
+        began = time.monotonic()
+        await asyncio.wait_for(reconciler.delete(await job.read()), 5)  # type: ignore[arg-type]
+        took = time.monotonic() - began
+        assert not reconciler._deploying
+        await reconciler.close()
+        return clusters, took
+
+    clusters, took = asyncio.run(scenario())
+    assert took < 2.0
+    assert [c for c, _ in clusters.calls] == ["deploy", "remove", "remove"], "removed at once, and again once its deployment ended"
 
 
 def test_a_flinkjob_moved_to_another_target_has_its_cluster_removed_where_it_runs():
@@ -662,7 +765,7 @@ def test_the_status_one_reconciler_caches_across_an_upgrade_is_the_servers_and_k
     reconciler = reconciler_of(clusters)
 
     def step() -> str | None:
-        return asyncio.run(reconciler.reconcile(job.uid, job.read, job.write, job.post, job.delete, generation=job.generation))
+        return reconcile(reconciler, job, generation=job.generation)
 
     assert step() == Lifecycle.UPGRADING
     trigger_id = job.status["jobStatus"]["savepointInfo"]["trigger"]["triggerId"]
@@ -778,7 +881,7 @@ def test_looks_at_lost_jobmanagers_never_hold_up_the_removal_of_another_flinkjob
         finally:
             release.set()
             await asyncio.gather(*looks)
-            reconciler.close()
+            await reconciler.close()
 
     assert ("remove", "wc") in asyncio.run(scenario())
 

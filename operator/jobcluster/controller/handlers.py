@@ -28,9 +28,10 @@ import kopf
 import kubernetes
 
 from jobcluster.backends.kubernetes.kube_client import api_call
+from jobcluster.controller.flinkjob_ref import FlinkJobRef
 from jobcluster.controller.flinkjob_status import Lifecycle
 from jobcluster.controller.metrics import OperatorMetrics
-from jobcluster.controller.reconciler import FlinkJobRef, Reconciler, RemovalPending
+from jobcluster.controller.reconciler import Reconciler, RemovalPending
 from jobcluster.controller.resource import GROUP, PLURAL, VERSION
 from jobcluster.errors import JobClusterError, NotFoundError
 
@@ -81,7 +82,7 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
     @kopf.on.cleanup(registry=registry)
     async def stop(**_: Any) -> None:
         # deployments in flight end before the Lease may pass to another replica, which would deploy them again
-        await asyncio.to_thread(context.reconciler.close)
+        await context.reconciler.close()
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:

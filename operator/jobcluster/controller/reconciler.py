@@ -23,7 +23,9 @@ FAILED, by whatever path: the TTL counts from it), ``ttlExpired`` and
 objects the spec names are gone, e.g. YARN's Hadoop site files: file name → text;
 written as the deployment begins, dropped when it fails).
 
-Threads: deployments (program fetch, packing, the wait for REST) run in a pool
+A deployment (program fetch, packing, the wait for REST: minutes) runs as a task
+of its own beside the reconciliations (``deployments.py``), so that a deletion or
+an edit acts at once whatever it waits for. Threads: deployments run in a pool
 of their own, and so do looks at and removals of clusters, so that a burst of
 deployments never stalls the status reads and writes, observations or deletions
 of other FlinkJobs.  At rest, a reconciliation costs no API call: the FlinkJob
@@ -38,26 +40,25 @@ import dataclasses
 import datetime
 import functools
 import logging
-import tempfile
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.controller.clusters import Deployed, JobClusters, Observation
-from jobcluster.controller.flinkjob_status import Lifecycle, conditions, merge_patch, replacing, timestamp
-from jobcluster.controller.job_config import job_configuration
-from jobcluster.controller.job_state import (
-    Restore,
-    SavepointPoll,
-    StateSettings,
-    kept_job_status,
-    pending_trigger,
-    restored_from,
+from jobcluster.controller.deployments import (
+    InFlight,
+    deploy_blocking,
+    deployed_status,
+    failure_of,
+    starting_status,
+    superseded_by,
 )
+from jobcluster.controller.flinkjob_ref import FlinkJobRef
+from jobcluster.controller.flinkjob_status import Lifecycle, conditions, merge_patch, replacing, timestamp
+from jobcluster.controller.job_state import Restore, SavepointPoll, StateSettings, pending_trigger
 from jobcluster.controller.plan import (
     DELETE_RESOURCE,
     DEPLOY,
@@ -67,14 +68,12 @@ from jobcluster.controller.plan import (
     TRIGGER_SAVEPOINT,
     Facts,
     Plan,
-    deploy_retry,
     needs_observation,
     plan,
 )
-from jobcluster.controller.programs import job_program
 from jobcluster.controller.reconciled_spec import RUNS, last_valid, reconciled, refused, validated
-from jobcluster.controller.resource import TARGET_KUBERNETES, FlinkJobSpec, deployed_spec_hash
-from jobcluster.errors import AlreadyExistsError, ClusterClientError, ClusterUnreachableError, DeploymentError, JobClusterError
+from jobcluster.controller.resource import FlinkJobSpec, deployed_spec_hash
+from jobcluster.errors import ClusterClientError, ClusterUnreachableError, JobClusterError
 
 log = logging.getLogger(__name__)
 
@@ -90,52 +89,14 @@ Reader = Callable[[], Awaitable["FlinkJobRef | None"]]
 
 
 @dataclass(frozen=True)
-class FlinkJobRef:
-    """The FlinkJob being reconciled: name, namespace, uid, generation, spec and status as the API server has
-    them; ``deleting`` once it is marked for deletion."""
+class FlinkJobIo:
+    """How a reconciliation reaches one FlinkJob on the API server: read it, write its status (a merge patch), post
+    an event (type, reason, message), delete it."""
 
-    name: str
-    namespace: str
-    uid: str
-    generation: int | None
-    spec: Mapping[str, Any]
-    status: Mapping[str, Any]
-    deleting: bool = False
-
-    @classmethod
-    def of(cls, body: Mapping[str, Any]) -> FlinkJobRef:
-        """The reference of a FlinkJob object (as JSON from the API server)."""
-        metadata = body.get("metadata") or {}
-        return cls(
-            name=metadata["name"],
-            namespace=metadata.get("namespace") or "default",
-            uid=metadata.get("uid") or "",
-            generation=metadata.get("generation"),
-            spec=body.get("spec") or {},
-            status=body.get("status") or {},
-            deleting=bool(metadata.get("deletionTimestamp")),
-        )
-
-    @property
-    def cluster(self) -> ClusterRef:
-        """Where this FlinkJob's cluster is (from the raw spec and status: valid or not, a cluster may exist); on the
-        target it was last deployed to, which the spec may since have changed."""
-        return ClusterRef(
-            target=str(self.status.get("deployedTarget") or self.spec.get("target") or TARGET_KUBERNETES),
-            namespace=self.namespace,
-            name=self.name,
-            uid=self.uid,
-            cluster_id=str(self.status.get("clusterId") or ""),
-            hadoop_config_map=self.spec.get("hadoopConfigMap"),
-            access={str(k): str(v) for k, v in (self.status.get("clusterAccess") or {}).items() if v is not None},
-        )
-
-
-def _reason_of(error: JobClusterError) -> str:
-    """The CamelCase reason of a deployment's failure that carries none of its own."""
-    if isinstance(error, AlreadyExistsError):
-        return "ClusterExists"
-    return "DeploymentFailed" if isinstance(error, DeploymentError) else "InvalidSpec"
+    read: Reader
+    write_status: StatusWriter
+    post_event: EventPoster
+    delete_resource: ResourceDeleter
 
 
 class RemovalPending(JobClusterError):
@@ -164,14 +125,26 @@ class Reconciler:
         self._known: dict[str, FlinkJobRef] = {}  # each FlinkJob as this reconciler last wrote it
         self._silent_since: dict[str, datetime.datetime] = {}  # when each cluster's REST API stopped answering
         self._deleted: set[str] = set()
+        self._deploying: dict[str, InFlight] = {}  # the deployment in flight of each FlinkJob that has one
         self._deploys = ThreadPoolExecutor(deploy_parallelism, thread_name_prefix="flinkjob-deploy")
         self._platform = ThreadPoolExecutor(PLATFORM_PARALLELISM, thread_name_prefix="flinkjob-platform")
         self._removals = ThreadPoolExecutor(REMOVAL_PARALLELISM, thread_name_prefix="flinkjob-removal")
 
-    def close(self) -> None:
-        """Stop taking work and wait for what is in flight (a deployment ends within its startup deadline)."""
+    async def close(self) -> None:
+        """Stop taking work and wait for what is in flight: a deployment ends within its startup deadline and records
+        its outcome (one still queued for a thread is dropped: its status says it began, and the next operator deploys
+        it again)."""
+        await asyncio.to_thread(self._shutdown_pools)
+        await self.settled()
+
+    def _shutdown_pools(self) -> None:
         for pool in (self._deploys, self._platform, self._removals):
             pool.shutdown(wait=True, cancel_futures=True)
+
+    async def settled(self) -> None:
+        """Wait until no deployment is in flight."""
+        while self._deploying:
+            await asyncio.gather(*(flight.task for flight in list(self._deploying.values()) if flight.task), return_exceptions=True)
 
     async def reconcile(
         self,
@@ -182,7 +155,9 @@ class Reconciler:
         delete_resource: ResourceDeleter,
         generation: int | None = None,
     ) -> str | None:
-        """One reconciliation of FlinkJob ``uid``, serialized per FlinkJob; returns the lifecycle state it left.
+        """One reconciliation of FlinkJob ``uid``, serialized per FlinkJob; returns the lifecycle state it left. It
+        never waits for a deployment: one it begins runs on as a task of its own (``deployments.py``), and while one
+        is in flight a reconciliation only checks that its spec is still wanted.
 
         ``read()`` gives the FlinkJob as the API server has it now (None once it is gone). It is
         called after the lock is taken (a reconciliation that waited may have changed the status
@@ -200,14 +175,18 @@ class Reconciler:
             if job is None or job.deleting:
                 return None
             try:
-                return await self._reconcile(job, write_status, post_event, delete_resource)
+                flight = self._deploying.get(uid)
+                if flight is not None:
+                    return await self._while_deploying(job, flight, post_event)
+                return await self._reconcile(job, FlinkJobIo(read, write_status, post_event, delete_resource))
             except BaseException:
                 self._known.pop(uid, None)  # a write may or may not have landed: read the next time
                 raise
 
     async def delete(self, job: FlinkJobRef) -> None:
-        """Remove the FlinkJob's cluster at once, and again once a deployment of it in flight is over (it may
-        have started one after the first removal); then forget the FlinkJob.
+        """Remove the FlinkJob's cluster at once (a deployment in flight is superseded: the removal ends its wait),
+        and again once that deployment is over (it may have made its cluster after the first removal); then forget
+        the FlinkJob. A reconciliation that holds the FlinkJob's lock (a look at a lost JobManager) is not waited for.
 
         Raises:
             RemovalPending: a deployment is still in flight after :data:`DELETE_WAIT` seconds (its cluster was
@@ -215,19 +194,16 @@ class Reconciler:
             JobClusterError: the platform refuses or cannot be reached.
         """
         self._deleted.add(job.uid)
-        lock = self._locks.setdefault(job.uid, asyncio.Lock())
-        in_flight = lock.locked()  # before the removal: a deployment may end while it runs, having made what it made
+        flight = self._deploying.get(job.uid)  # before the removal: one may end while it runs, having made its cluster
+        if flight is not None:
+            flight.superseded = True
         await self._remove(self._latest(job).cluster)
-        try:
-            async with asyncio.timeout(DELETE_WAIT):
-                await lock.acquire()
-        except TimeoutError:
-            raise RemovalPending(f"FlinkJob {job.namespace}/{job.name}: a deployment is in flight; removing it when it is over") from None
-        try:
-            if in_flight:  # what it deployed after the first removal, maybe on another target
-                await self._remove(self._latest(job).cluster)
-        finally:
-            lock.release()
+        if flight is not None and flight.task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(flight.task), DELETE_WAIT)
+            except TimeoutError:
+                raise RemovalPending(f"FlinkJob {job.namespace}/{job.name}: a deployment is in flight; removed when it is over") from None
+            await self._remove(self._latest(job).cluster)  # what it made after the first removal, maybe on another target
         self.forget(job.uid)
 
     def _latest(self, job: FlinkJobRef) -> FlinkJobRef:
@@ -250,9 +226,8 @@ class Reconciler:
         function = self.clusters.remove_result if result else self.clusters.remove
         await asyncio.get_running_loop().run_in_executor(self._removals, function, ref)
 
-    async def _reconcile(
-        self, job: FlinkJobRef, write_status: StatusWriter, post_event: EventPoster, delete_resource: ResourceDeleter
-    ) -> str:
+    async def _reconcile(self, job: FlinkJobRef, io: FlinkJobIo) -> str:
+        write_status, post_event = io.write_status, io.post_event
         now = self._clock()
         refusal: InvalidSpecError | None = None
         try:
@@ -293,9 +268,9 @@ class Reconciler:
             elif action == REMOVE_RESULT:
                 await self._remove(job.cluster, result=True)
             elif action == DEPLOY:
-                status.update(await self._deploy(job, spec, spec_hash, status, write_status, post_event, decided.restore, state))
+                status.update(await self._start_deploy(job, spec, spec_hash, status, io, decided.restore, state))
             elif action == DELETE_RESOURCE:
-                await delete_resource()
+                await io.delete_resource()
         for kind, reason, message in decided.events:
             post_event(kind, reason, message)
         lifecycle = await self._write(job, status, write_status)
@@ -356,127 +331,110 @@ class Reconciler:
             log.warning("FlinkJob %s/%s: %s", job.namespace, job.name, status["error"])
         return status
 
-    async def _deploy(
+    async def _start_deploy(
         self,
         job: FlinkJobRef,
         spec: FlinkJobSpec,
         spec_hash: str,
         status: dict[str, Any],
-        write_status: StatusWriter,
-        post_event: EventPoster,
-        restore: Restore | None = None,
-        state: StateSettings | None = None,
+        io: FlinkJobIo,
+        restore: Restore | None,
+        state: StateSettings,
     ) -> dict[str, Any]:
-        """Deploy the spec's cluster, its job started from ``restore`` (None: fresh); the status fields of the outcome:
-        DEPLOYED; FAILED with the reason; or, after a transient failure, the previous spec's fields and when to try again
-        (FAILED once that is past the startup deadline). What of ``jobStatus`` describes the job's state across
-        deployments (its savepoints, ``job_state.KEPT_JOB_STATUS``) is kept."""
+        """Begin deploying the spec's cluster, its job started from ``restore`` (None: fresh): write the status it
+        begins with and start its task (:class:`~jobcluster.controller.deployments.InFlight`), which writes the outcome.
+        Returns the status fields to write now: the beginning, or the outcome when it failed before the task began."""
         started = self._clock()
-        previous = status["jobStatus"] if "jobStatus" in status else job.status.get("jobStatus")
-        kept = {**kept_job_status(previous), "upgradeSavepointPath": restored_from(restore, state or StateSettings())}
-        # a merge patch: what the new job does not keep of the previous job's status is deleted (null)
-        kept = replacing(job.status.get("jobStatus"), {key: value for key, value in kept.items() if value is not None})
-        # the spec is recorded before the long wait: an operator restarted meanwhile adopts this deployment
-        # the cluster id is cleared: an adopting operator must not take the previous cluster's result for this one
-        starting = {
-            **status,
-            "deployedSpec": spec_hash,
-            "deployedTarget": spec.target,
-            "deployedCheckpointDirectory": (state.checkpoint_directory if state else None) or "",
-            "ttlExpired": None,  # a new run has its own TTL
-            "deployTime": timestamp(started),
-            "error": "",
-            "jobStatus": kept,
-            "clusterId": "",
-            "firstRunningTime": "",
-            "terminationTime": "",
-        }
+        starting = starting_status(job, status, spec, spec_hash, state, restore, started)
         target = dataclasses.replace(job.cluster, target=spec.target, cluster_id="")
         try:
             target = dataclasses.replace(target, access=await self._call(self.clusters.access, target))
-            starting["clusterAccess"] = replacing(job.status.get("clusterAccess"), target.access)
-            await self._write(job, starting, write_status)
-            deployed = await asyncio.get_running_loop().run_in_executor(
-                self._deploys, functools.partial(self._deploy_blocking, job, spec, target, restore)
-            )
         except JobClusterError as exc:
-            reason = getattr(exc, "reason", None) or _reason_of(exc)
-            retry = (
-                deploy_retry(job.status, spec_hash, started, self._clock(), float(spec.startup_deadline_seconds)) if exc.transient else None
-            )
-            if retry is None:
-                return {**starting, **self._deploy_failed(job, spec_hash, exc, reason, post_event, retried=exc.transient)}
-            return {**starting, **self._deploy_retried(job, starting, exc, reason, retry, post_event)}
-        seconds = (self._clock() - started).total_seconds()
-        if self._on_deployed is not None:
-            self._on_deployed(seconds)
-        post_event(
-            "Normal",
-            "Deployed",
-            f"job cluster {deployed.cluster_id} serves REST at {deployed.rest_url} after {seconds:.1f} s; job {deployed.job_id}",
-        )
-        return {
-            **starting,
-            "lifecycleState": Lifecycle.DEPLOYED,
-            "clusterId": deployed.cluster_id,
-            "restUrl": deployed.rest_url,
-            "jobStatus": {**kept, "jobId": deployed.job_id, "jobName": job.name, "state": "CREATED"},
-            "failureReason": "",
-            "deploySeconds": round(seconds, 1),
-            "deployRetry": None,
-        }
+            outcome, events = failure_of(job, spec, spec_hash, starting, exc, started, self._clock())
+            for event in events:
+                io.post_event(*event)
+            return outcome
+        starting["clusterAccess"] = replacing(job.status.get("clusterAccess"), target.access)
+        await self._write(job, starting, io.write_status)
+        if job.uid in self._deleted:  # deleted while the beginning was written: the deletion removes what may run
+            return starting
+        flight = InFlight(spec_hash, target)
+        flight.task = asyncio.create_task(self._deploy(job, spec, flight, restore, started, starting, io), name=f"deploy {job.uid}")
+        self._deploying[job.uid] = flight
+        return starting
 
-    def _deploy_blocking(self, job: FlinkJobRef, spec: FlinkJobSpec, target: ClusterRef, restore: Restore | None) -> Deployed:
-        """Fetch the program, build the configuration and deploy (on a thread of the deployment pool).
-
-        An error that is not one of ours (a bug, the operator's own disk full) is a permanent DeploymentError: the
-        FlinkJob fails with it, never redeploys for ever."""
+    async def _deploy(
+        self,
+        job: FlinkJobRef,
+        spec: FlinkJobSpec,
+        flight: InFlight,
+        restore: Restore | None,
+        started: datetime.datetime,
+        starting: dict[str, Any],
+        io: FlinkJobIo,
+    ) -> None:
+        """The task of one deployment: deploy on a thread of the deployment pool, then record the outcome."""
+        deployed: Deployed | None = None
         try:
-            with tempfile.TemporaryDirectory(prefix=f"flinkjob-{job.name}-") as scratch:
-                program = job_program(spec.job, job.name, Path(scratch))
-                config = job_configuration(spec, job.name, job.namespace, job.uid, self.defaults, Path(scratch), restore)
-                return self.clusters.deploy(target, config, program)
-        except JobClusterError:
-            raise
-        except Exception as exc:
-            log.exception("FlinkJob %s/%s: the deployment failed unexpectedly", job.namespace, job.name)
-            raise DeploymentError(f"the deployment failed unexpectedly: {type(exc).__name__}: {exc}") from exc
+            try:
+                deployed = await asyncio.get_running_loop().run_in_executor(
+                    self._deploys, functools.partial(deploy_blocking, self.clusters, self.defaults, job, spec, flight.target, restore)
+                )
+            except JobClusterError as exc:
+                outcome, events = failure_of(job, spec, flight.spec_hash, starting, exc, started, self._clock())
+            else:
+                seconds = (self._clock() - started).total_seconds()
+                outcome = deployed_status(starting, deployed, job.name, seconds)
+                where = f"job cluster {deployed.cluster_id} serves REST at {deployed.rest_url}"
+                events = [("Normal", "Deployed", f"{where} after {seconds:.1f} s; job {deployed.job_id}")]
+                if self._on_deployed is not None:
+                    self._on_deployed(seconds)
+            await self._record_deployment(job.uid, flight, deployed, outcome, events, io)
+        except asyncio.CancelledError:
+            raise  # the operator stops: the status says the deployment began, and the next operator adopts it
+        except Exception:  # a task's error has nobody to raise to: logged; the next look adopts the cluster or redeploys
+            self._known.pop(job.uid, None)
+            log.exception("FlinkJob %s/%s: the outcome of its deployment was not recorded", job.namespace, job.name)
+        finally:
+            if self._deploying.get(job.uid) is flight:
+                del self._deploying[job.uid]
 
-    @staticmethod
-    def _deploy_retried(
-        job: FlinkJobRef, starting: Mapping[str, Any], error: JobClusterError, reason: str, retry: dict[str, Any], post_event: EventPoster
-    ) -> dict[str, Any]:
-        """Nothing of the failed attempt runs (a descriptor leaves nothing behind): the status goes back to the previous
-        spec's, so the plan deploys again once ``retry['nextAttemptTime']`` has come."""
-        message = f"attempt {retry['attempts']} failed: {error}; trying again at {retry['nextAttemptTime']}"
-        post_event("Warning", reason, message)
-        log.info("FlinkJob %s/%s: %s", job.namespace, job.name, message)
-        return {
-            "lifecycleState": starting.get("lifecycleState") or Lifecycle.CREATED,
-            "deployedSpec": job.status.get("deployedSpec") or "",
-            "deployedTarget": job.status.get("deployedTarget") or "",
-            "deployTime": job.status.get("deployTime") or "",
-            "error": message,
-            "deployRetry": retry,
-            "clusterAccess": None,  # nothing of the attempt runs
-        }
+    async def _record_deployment(
+        self,
+        uid: str,
+        flight: InFlight,
+        deployed: Deployed | None,
+        outcome: dict[str, Any],
+        events: list[tuple[str, str, str]],
+        io: FlinkJobIo,
+    ) -> None:
+        """Write a deployment's outcome and post its events, under the FlinkJob's lock; a superseded deployment's are
+        dropped, and what it made is removed (a deletion removes it itself once the deployment is over)."""
+        async with self._locks.setdefault(uid, asyncio.Lock()):
+            if uid in self._deleted:
+                return
+            if flight.superseded:
+                if deployed is not None:
+                    await self._remove(flight.target)
+                return
+            for event in events:
+                io.post_event(*event)
+            job = self._known.get(uid) or await io.read()
+            if job is not None and not job.deleting:
+                await self._write(job, outcome, io.write_status)
 
-    @staticmethod
-    def _deploy_failed(
-        job: FlinkJobRef, spec_hash: str, error: Exception, reason: str, post_event: EventPoster, retried: bool = False
-    ) -> dict[str, Any]:
-        message = f"{error} (gave up: the next attempt would begin past startupDeadlineSeconds)" if retried else str(error)
-        post_event("Warning", reason, message)
-        log.warning("FlinkJob %s/%s: %s", job.namespace, job.name, message)
-        return {
-            "lifecycleState": Lifecycle.FAILED,
-            "deployedSpec": spec_hash,
-            "error": message,
-            "failureReason": reason,
-            "restUrl": "",
-            "deployRetry": None,
-            "clusterAccess": None,  # a refused deployment leaves nothing to reach: the FlinkJob is deletable at once
-        }
+    async def _while_deploying(self, job: FlinkJobRef, flight: InFlight, post_event: EventPoster) -> str:
+        """A reconciliation while a deployment of the FlinkJob is in flight: nothing to do while its spec is still the
+        one wanted; otherwise the deployment is superseded and its cluster removed, again at every look, since the
+        deployment may make it after a removal. The next look after the deployment ended plans for the spec as it is."""
+        why = superseded_by(job.spec, self.defaults, flight.spec_hash)
+        if why is not None:
+            if not flight.superseded:
+                flight.superseded = True
+                post_event("Normal", "DeploymentSuperseded", f"{why} while its job cluster started: removing that cluster")
+                log.info("FlinkJob %s/%s: %s while its job cluster started", job.namespace, job.name, why)
+            await self._remove(flight.target)
+        return str(job.status.get("lifecycleState") or Lifecycle.CREATED)
 
     async def _write(self, job: FlinkJobRef, update: Mapping[str, Any], write_status: StatusWriter) -> str:
         merged = merge_patch(job.status, update)

@@ -215,6 +215,45 @@ def test_flinkjobs_that_cannot_start_fail_with_kubernetes_reason_and_leave_nothi
         k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, name, timeout=60)
 
 
+def test_a_deployment_waiting_for_its_jobmanager_holds_up_neither_a_deletion_nor_a_corrective_edit(
+    k8s_cluster, k8s_api, namespace, operator
+):
+    """Two FlinkJobs whose JobManager is too large for the node: each deployment waits for a JobManager that never
+    answers, up to the 600 s startupDeadlineSeconds. One is deleted: it and its cluster are gone within seconds.
+    The other is corrected: its waiting cluster is removed and the corrected spec's job runs, long before that
+    deadline (kopf handles one FlinkJob's events in order, so neither could act while a handler held the deployment)."""
+    job = {"program": f"local://{WAITS}", "args": ["600"]}
+    slots = {"taskmanager.numberOfTaskSlots": "1"}
+    for name in ("dropped", "fixed"):
+        too_large = flinkjob(name, namespace, job, startupDeadlineSeconds=600, flinkConfiguration=slots)
+        too_large["spec"]["jobManager"] = {"resource": {"memory": "64g"}}
+        apply(k8s_cluster, too_large)
+    core = kubernetes.client.CoreV1Api(k8s_api)
+
+    def unscheduled(name: str) -> bool:
+        pods = core.list_namespaced_pod(namespace, label_selector=f"app={name},component=jobmanager", _request_timeout=TIMEOUT).items
+        return bool(pods) and all(p.status.phase == "Pending" for p in pods)
+
+    for name in ("dropped", "fixed"):
+        wait_for(lambda name=name: unscheduled(name), timeout=60, what=f"the unschedulable JobManager pod of {name}")
+    time.sleep(2 * OBSERVE_INTERVAL)  # the deployments wait for their JobManagers, and the timers look meanwhile
+    assert get(k8s_api, namespace, "fixed")["status"]["lifecycleState"] == "CREATED"
+    started = time.monotonic()
+    k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "dropped", "--wait=false")
+    fix = {"spec": {"jobManager": None}}
+    k8s_cluster.kubectl("patch", "flinkjob", "-n", namespace, "fixed", "--type", "merge", "-p", json.dumps(fix))
+    gone = k8s_cluster.kubectl("wait", "-n", namespace, "--for=delete", "flinkjob/dropped", "--timeout=30s", timeout=40, check=False)
+    assert gone.returncode == 0, f"the deleted FlinkJob was not gone within 30 s: {gone.stderr}"
+    wait_for(lambda: cluster_objects(k8s_api, namespace, "dropped") == [], timeout=30, what="nothing of the deleted FlinkJob")
+    print(f"FlinkJob deleted while its deployment waited: gone after {time.monotonic() - started:.1f} s")
+    kubectl_wait(k8s_cluster, namespace, "fixed", "Running", timeout=180)
+    print(f"FlinkJob corrected while its deployment waited: RUNNING after {time.monotonic() - started:.1f} s")
+    status = get(k8s_api, namespace, "fixed")["status"]
+    assert status["lifecycleState"] == "STABLE" and not status.get("failureReason"), status
+    assert any(e.startswith("Normal DeploymentSuperseded") for e in events_of(k8s_api, namespace, "fixed"))
+    k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "fixed", timeout=60)
+
+
 def test_suspend_resume_upgrade_faults_and_delete(k8s_cluster, k8s_api, k8s_image, namespace, operator):
     """One long job: suspended (its cluster goes) and resumed; a new restartNonce redeploys (new JobID);
     its JobManager pod deleted (the job runs again) while the operator is killed and restarted (it adopts
