@@ -23,7 +23,8 @@ from jobcluster.controller.clusters import JobClusters, Observation
 from jobcluster.controller.flinkjob_ref import FlinkJobRef
 from jobcluster.controller.flinkjob_status import Lifecycle, conditions, timestamp
 from jobcluster.controller.job_config import job_configuration
-from jobcluster.controller.plan import DELETE_RESOURCE, DEPLOY, REMOVE, REMOVE_RESULT, Facts, needs_observation, plan
+from jobcluster.controller.plan import needs_observation, plan
+from jobcluster.controller.plan_types import DELETE_RESOURCE, DEPLOY, REMOVE, REMOVE_RESULT, Facts
 from jobcluster.controller.programs import job_program
 from jobcluster.controller.resource import deployed_spec_hash, parse_spec
 from jobcluster.errors import IllegalConfigurationError

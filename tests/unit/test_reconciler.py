@@ -310,7 +310,7 @@ def test_a_flinkjob_deleted_during_its_deployment_has_what_it_deployed_removed_a
         deploying = asyncio.create_task(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete))
         await asyncio.sleep(0.1)
         job.deleting = True  # kubectl delete: the API server marks it, the finalizer keeps it
-        deleting = asyncio.create_task(reconciler.delete(await job.read()))  # type: ignore[arg-type]
+        deleting = asyncio.create_task(reconciler.delete(await job.read(), job.write))  # type: ignore[arg-type]
         await asyncio.sleep(0.1)
         queued = asyncio.create_task(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete, generation=1))
         await asyncio.sleep(0.1)
@@ -440,21 +440,23 @@ def test_an_edit_during_a_deployment_that_never_answers_removes_its_cluster_at_o
 
 
 def test_a_deletion_during_a_deployment_that_never_answers_is_done_within_seconds():
-    async def scenario() -> tuple[StartingClusters, float]:
+    async def scenario() -> tuple[StartingClusters, float, FlinkJob]:
         clusters, job = StartingClusters(), FlinkJob(SPEC)
         reconciler = reconciler_of(clusters)
         await reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete)
         await asyncio.wait_for(clusters.deploying(), 5)
         job.deleting = True
         began = time.monotonic()
-        await asyncio.wait_for(reconciler.delete(await job.read()), 5)  # type: ignore[arg-type]
+        await asyncio.wait_for(reconciler.delete(await job.read(), job.write), 5)  # type: ignore[arg-type]
         took = time.monotonic() - began
         assert not reconciler._deploying
         await reconciler.close()
-        return clusters, took
+        return clusters, took, job
 
-    clusters, took = asyncio.run(scenario())
+    clusters, took, job = asyncio.run(scenario())
     assert took < 2.0
+    assert job.status["lifecycleState"] == Lifecycle.DELETING, "the status says the FlinkJob is being deleted"
+    assert {c["type"]: c["status"] for c in job.status["conditions"]}["Ready"] == "False"
     assert [c for c, _ in clusters.calls] == ["deploy", "remove", "remove"], "removed at once, and again once its deployment ended"
 
 
@@ -876,7 +878,7 @@ def test_looks_at_lost_jobmanagers_never_hold_up_the_removal_of_another_flinkjob
         await asyncio.sleep(0.2)
         deleted = FlinkJob(SPEC, uid="u-deleted", status=dict(status), deleting=True)
         try:
-            await asyncio.wait_for(reconciler.delete(await deleted.read()), 10)  # type: ignore[arg-type]
+            await asyncio.wait_for(reconciler.delete(await deleted.read(), deleted.write), 10)  # type: ignore[arg-type]
             return list(clusters.calls)
         finally:
             release.set()

@@ -27,7 +27,8 @@ from jobcluster.controller.job_state import (
     prune_history,
     state_settings,
 )
-from jobcluster.controller.plan import DEPLOY, DISPOSE_SAVEPOINTS, REMOVE, TRIGGER_SAVEPOINT, Facts, plan
+from jobcluster.controller.plan import plan
+from jobcluster.controller.plan_types import DEPLOY, DISPOSE_SAVEPOINTS, REMOVE, TRIGGER_SAVEPOINT, Facts
 from jobcluster.controller.resource import deployed_spec_hash, parse_spec
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.UTC)

@@ -17,6 +17,21 @@ Conditions (``kubectl wait --for=condition=X``): ``Running`` (the job runs),
 reason), ``Ready`` (the resource is where its spec wants it: job running,
 suspended, or finished, with no error standing).  ``lastTransitionTime`` changes only when a
 condition's status does.
+
+Status fields of the operator's own (beyond those the CRD documents):
+``deployedSpec`` (the digest of the spec whose cluster runs or ran, see
+``resource.deployed_spec_hash``), ``deployedTarget`` (the target it runs or ran
+on: a spec that changes its target has the old cluster removed where it is),
+``deployedCheckpointDirectory`` (where its job checkpoints: a last-state
+upgrade resumes from there, see ``savepoint_plan.checkpoints_moved``),
+``deployTime`` (when that deployment began), ``firstRunningTime`` (when its job was
+first seen RUNNING: the startup deadline is met), ``deployRetry`` (a deployment
+that failed transiently: its attempts and when the next one is due, see
+``plan.deploy_retry``), ``terminationTime`` (when the FlinkJob reached FINISHED or
+FAILED, by whatever path: the TTL counts from it), ``ttlExpired`` and
+``clusterAccess`` (what the target's hook keeps to reach that cluster once the
+objects the spec names are gone, e.g. YARN's Hadoop site files: file name → text;
+written as the deployment begins, dropped when it fails).
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
     async def on_delete(body: kopf.Body, **_: Any) -> None:
         job = FlinkJobRef.of(body)
         try:
-            await context.reconciler.delete(job)
+            await context.reconciler.delete(job, lambda status: _patch_status(context.api, job.namespace, job.name, status))
         except RemovalPending as exc:
             raise kopf.TemporaryError(str(exc), delay=DELETE_PENDING_DELAY) from exc
         except JobClusterError as exc:

@@ -8,20 +8,7 @@ without a cluster); :class:`Reconciler` observes, carries the plan out through
 :class:`~jobcluster.controller.clusters.JobClusters` (the adapter of the
 FlinkJob's target) off the event loop, and writes the status.
 
-Status fields of the operator's own (beyond those the CRD documents):
-``deployedSpec`` (the digest of the spec whose cluster runs or ran, see
-``resource.deployed_spec_hash``), ``deployedTarget`` (the target it runs or ran
-on: a spec that changes its target has the old cluster removed where it is),
-``deployedCheckpointDirectory`` (where its job checkpoints: a last-state
-upgrade resumes from there, see ``plan._checkpoints_moved``),
-``deployTime`` (when that deployment began), ``firstRunningTime`` (when its job was
-first seen RUNNING: the startup deadline is met), ``deployRetry`` (a deployment
-that failed transiently: its attempts and when the next one is due, see
-``plan.deploy_retry``), ``terminationTime`` (when the FlinkJob reached FINISHED or
-FAILED, by whatever path: the TTL counts from it), ``ttlExpired`` and
-``clusterAccess`` (what the target's hook keeps to reach that cluster once the
-objects the spec names are gone, e.g. YARN's Hadoop site files: file name → text;
-written as the deployment begins, dropped when it fails).
+The status fields of the operator's own are described in ``flinkjob_status.py``.
 
 A deployment (program fetch, packing, the wait for REST: minutes) runs as a task
 of its own beside the reconciliations (``deployments.py``), so that a deletion or
@@ -40,7 +27,6 @@ import dataclasses
 import datetime
 import functools
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -59,7 +45,8 @@ from jobcluster.controller.deployments import (
 from jobcluster.controller.flinkjob_ref import FlinkJobRef
 from jobcluster.controller.flinkjob_status import Lifecycle, conditions, merge_patch, replacing, timestamp
 from jobcluster.controller.job_state import Restore, SavepointPoll, StateSettings, pending_trigger
-from jobcluster.controller.plan import (
+from jobcluster.controller.plan import needs_observation, plan
+from jobcluster.controller.plan_types import (
     DELETE_RESOURCE,
     DEPLOY,
     DISPOSE_SAVEPOINTS,
@@ -68,8 +55,6 @@ from jobcluster.controller.plan import (
     TRIGGER_SAVEPOINT,
     Facts,
     Plan,
-    needs_observation,
-    plan,
 )
 from jobcluster.controller.reconciled_spec import RUNS, last_valid, reconciled, refused, validated
 from jobcluster.controller.resource import FlinkJobSpec, deployed_spec_hash
@@ -183,10 +168,11 @@ class Reconciler:
                 self._known.pop(uid, None)  # a write may or may not have landed: read the next time
                 raise
 
-    async def delete(self, job: FlinkJobRef) -> None:
-        """Remove the FlinkJob's cluster at once (a deployment in flight is superseded: the removal ends its wait),
-        and again once that deployment is over (it may have made its cluster after the first removal); then forget
-        the FlinkJob. A reconciliation that holds the FlinkJob's lock (a look at a lost JobManager) is not waited for.
+    async def delete(self, job: FlinkJobRef, write_status: StatusWriter) -> None:
+        """Say DELETING in the status, remove the FlinkJob's cluster at once (a deployment in flight is superseded: the
+        removal ends its wait), and again once that deployment is over (it may have made its cluster after the first
+        removal); then forget the FlinkJob. A reconciliation that holds the FlinkJob's lock (a look at a lost
+        JobManager) is not waited for.
 
         Raises:
             RemovalPending: a deployment is still in flight after :data:`DELETE_WAIT` seconds (its cluster was
@@ -194,6 +180,8 @@ class Reconciler:
             JobClusterError: the platform refuses or cannot be reached.
         """
         self._deleted.add(job.uid)
+        if job.status.get("lifecycleState") != Lifecycle.DELETING:
+            await self._write(self._latest(job), {"lifecycleState": Lifecycle.DELETING}, write_status)
         flight = self._deploying.get(job.uid)  # before the removal: one may end while it runs, having made its cluster
         if flight is not None:
             flight.superseded = True
@@ -237,21 +225,8 @@ class Reconciler:
             if kept is None:
                 return await self._refuse(job, exc, write_status, post_event)
             valid = kept
-        spec, state, spec_hash = valid.spec, valid.state, deployed_spec_hash(valid.raw)
-        facts = Facts(
-            generation=job.generation,
-            spec_hash=spec_hash,
-            desired=spec.job.state,
-            startup_deadline=float(spec.startup_deadline_seconds),
-            active_deadline=float(spec.active_deadline_seconds) if spec.active_deadline_seconds else None,
-            ttl=float(spec.ttl_seconds_after_finished) if spec.ttl_seconds_after_finished is not None else None,
-            delete_after_ttl=spec.delete_after_ttl,
-            status=job.status,
-            observation=None,
-            now=now,
-            state=state,
-            trigger_id=uuid.uuid4().hex,  # Flink's trigger ids are 32 hex digits too
-        )
+        facts = Facts.of(valid, job.generation, job.status, now)
+        spec, state, spec_hash = valid.spec, valid.state, facts.spec_hash
         if needs_observation(facts):
             job_id = (job.status.get("jobStatus") or {}).get("jobId")
             pending = pending_trigger(job.status).get("triggerId")
