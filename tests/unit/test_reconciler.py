@@ -493,6 +493,7 @@ def test_an_invalid_spec_edited_again_has_its_generation_observed():
         ({"job": {"state": "running"}}, {"lifecycleState": "SUSPENDED"}, False),  # resumed: the update event is on its way
         ({}, {"lifecycleState": "FINISHED"}, True),
         ({"ttlSecondsAfterFinished": 60}, {"lifecycleState": "FAILED"}, False),  # its TTL runs out later
+        ({"flinkConfiguration": {"kubernetes.operator.jm-deployment.shutdown-ttl": "1 h"}}, {"lifecycleState": "FAILED"}, False),
         ({"ttlSecondsAfterFinished": 60}, {"lifecycleState": "FAILED", "ttlExpired": True}, True),
         ({}, {"lifecycleState": "STABLE"}, False),
         ({}, {"lifecycleState": "CREATED", "deployRetry": {"attempts": 1}}, False),
@@ -500,7 +501,23 @@ def test_an_invalid_spec_edited_again_has_its_generation_observed():
     ],
 )
 def test_only_flinkjobs_that_wait_for_nothing_but_their_spec_go_without_a_timer(spec, status, quiet):
-    assert settled(spec, status) is quiet
+    assert settled(spec, status, {}) is quiet
+
+
+def test_the_operators_default_ttl_applies_to_flinkjobs_that_set_none_and_may_delete_them():
+    defaults = {"kubernetes.operator.jm-deployment.shutdown-ttl": "10 min", "jobcluster.operator.delete-after-ttl": "true"}
+    assert not settled({}, {"lifecycleState": "FINISHED"}, defaults), "an ended FlinkJob keeps its timer until the default TTL ran out"
+    clusters, clock = FakeClusters(deploy_error=DeploymentError("image pull refused")), Clock()
+    own, defaulted = FlinkJob({**SPEC, "ttlSecondsAfterFinished": 3600}, uid="u-own"), FlinkJob(SPEC, uid="u-default")
+    for job in (own, defaulted):
+        assert reconcile(Reconciler(clusters, defaults, clock=clock), job) == Lifecycle.FAILED  # type: ignore[arg-type]
+    clock.advance(601)
+    for job in (own, defaulted):
+        reconcile(Reconciler(clusters, defaults, clock=clock), job)  # type: ignore[arg-type]
+    assert defaulted.deleted and defaulted.status["ttlExpired"] is True
+    assert not own.deleted and "ttlExpired" not in own.status, "the spec's own TTL wins"
+    unchanged = deployed_spec_hash({**SPEC, "flinkConfiguration": {"jobcluster.operator.delete-after-ttl": "false"}})
+    assert unchanged == deployed_spec_hash({**SPEC, "flinkConfiguration": {}}), "the operator's own options need no new cluster"
 
 
 def test_a_program_url_the_operator_may_not_fetch_fails_the_flinkjob_with_what_to_do():
@@ -932,3 +949,17 @@ def test_while_it_upgrades_the_servers_status_shows_no_job_and_no_taskmanagers_o
     job.spec, job.generation = {**SPEC, "restartNonce": 2}, 2
     assert reconcile(reconciler, job) == Lifecycle.UPGRADING
     assert "state" not in job.status.get("jobStatus", {}) and _conditions(job)["Running"][0] == "False"
+
+
+def test_a_new_savepoint_redeploy_nonce_redeploys_from_the_initial_savepoint_without_taking_one():
+    clusters = FakeClusters()
+    job = streaming_job(clusters, "savepoint")
+    chosen = "hdfs:///savepoints/chosen"
+    job.spec = {**job.spec, "job": {**job.spec["job"], "savepointRedeployNonce": 1, "initialSavepointPath": chosen}}
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.UPGRADING
+    clusters.observation = Observation(exists=False)
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.DEPLOYED
+    assert clusters.triggers == [], "no savepoint of the job that ran was taken"
+    assert clusters.deployed_configs[-1].get(options.SAVEPOINT_PATH) == chosen
+    assert job.status["savepointRedeployNonce"] == 1 and job.status["jobStatus"]["upgradeSavepointPath"] == chosen
+    assert [c for c, _ in clusters.calls][-3:] == ["remove", "observe", "deploy"]

@@ -347,3 +347,86 @@ def test_a_suspension_drops_a_deployment_retry_so_a_resumption_starts_its_deadli
     status = running(deployRetry={"spec": "h1", "attempts": 3, "firstAttemptTime": ago(3000), "nextAttemptTime": ago(-30)})
     suspended = plan(facts(status, up("FINISHED"), spec_hash="h1", desired="suspended", state=StateSettings(upgrade_mode="stateless")))
     assert suspended.actions == [REMOVE] and "deployRetry" in suspended.status and suspended.status["deployRetry"] is None
+
+
+RESTARTS = StateSettings(
+    upgrade_mode="last-state", savepoint_directory=SP_DIR, checkpoint_directory="hdfs:///checkpoints", restart_failed=True
+)
+
+
+def test_a_failed_job_is_deployed_again_from_its_checkpoints_when_restart_failed_is_on():
+    status = running()
+    failed = up("FAILED")
+    restarting = plan(facts(status, failed, spec_hash="h1", state=RESTARTS))
+    assert restarting.actions == [REMOVE]
+    assert restarting.status["lifecycleState"] == Lifecycle.UPGRADING and restarting.status["deployedSpec"] == ""
+    assert restarting.status["upgrade"]["mode"] == "last-state" and restarting.status["upgrade"]["jobId"] == JOB_ID
+    assert [reason for _, reason, _ in restarting.events] == ["JobFailed", "JobRestarting"]
+    status = merged(status, restarting.status)
+    deploying = plan(facts(status, None, spec_hash="h1", state=RESTARTS))
+    assert deploying.actions == [DEPLOY] and deploying.restore == Restore(job_id=JOB_ID), "the new job resumes the failed one's checkpoints"
+
+
+@pytest.mark.parametrize(
+    ("state", "settings", "lifecycle"),
+    [
+        ("FAILED", LAST_STATE, Lifecycle.FAILED),  # off by default, as in the Flink Kubernetes Operator
+        ("CANCELED", RESTARTS, Lifecycle.FAILED),  # only a job that failed is restarted
+        ("FINISHED", RESTARTS, Lifecycle.FINISHED),
+    ],
+)
+def test_only_a_failed_job_with_restart_failed_on_is_deployed_again(state, settings, lifecycle):
+    ended = plan(facts(running(), up(state), spec_hash="h1", state=settings))
+    assert ended.actions == [] and ended.status["lifecycleState"] == lifecycle
+
+
+def test_a_cluster_deleted_from_outside_is_deployed_again_and_its_streaming_job_resumes_its_checkpoints():
+    recovering = plan(facts(running(), Observation(exists=False), spec_hash="h1", state=LAST_STATE))
+    assert recovering.actions == [DEPLOY] and recovering.restore == Restore(job_id=JOB_ID)
+    assert recovering.status["upgrade"]["jobId"] == JOB_ID and recovering.events[0][:2] == ("Warning", "ClusterRecovering")
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        StateSettings(
+            upgrade_mode="last-state", checkpoint_directory="hdfs:///checkpoints", jm_deployment_recovery=False
+        ),  # kubernetes.operator.jm-deployment-recovery.enabled: false
+        StateSettings(upgrade_mode="stateless", checkpoint_directory="hdfs:///checkpoints"),  # nothing to resume from
+    ],
+)
+def test_a_cluster_deleted_from_outside_is_lost_when_recovery_is_off_or_the_job_keeps_no_state(settings):
+    lost = plan(facts(running(), Observation(exists=False), spec_hash="h1", state=settings))
+    assert lost.actions == [] and lost.status["failureReason"] == "ClusterLost"
+
+
+REDEPLOY = StateSettings(
+    upgrade_mode="savepoint",
+    savepoint_directory=SP_DIR,
+    checkpoint_directory="hdfs:///checkpoints",
+    savepoint_redeploy_nonce=2,
+    initial_savepoint_path="hdfs:///savepoints/chosen",
+)
+
+
+def test_a_new_savepoint_redeploy_nonce_removes_the_job_without_a_savepoint_and_starts_from_the_initial_one():
+    status = running()
+    removing = plan(facts(status, up(), state=REDEPLOY))
+    assert removing.actions == [REMOVE], "no stop-with-savepoint: the state to start from is named"
+    assert removing.status["upgrade"]["mode"] == "redeploy" and removing.status["upgrade"]["savepointPath"] == "hdfs:///savepoints/chosen"
+    status = merged(status, removing.status)
+    deploying = plan(facts(status, Observation(exists=False), state=REDEPLOY))
+    assert deploying.actions == [DEPLOY] and deploying.restore == Restore(path="hdfs:///savepoints/chosen")
+    # once deployed with that nonce, a later edit is an upgrade of its mode again (a savepoint of the new job)
+    redeployed = merged(running(deployedSpec="h2"), {"savepointRedeployNonce": 2})
+    upgrading = plan(facts(redeployed, up(), spec_hash="h3", state=REDEPLOY))
+    assert upgrading.actions == [TRIGGER_SAVEPOINT]
+
+
+def test_a_savepoint_redeploy_nonce_needs_an_initial_savepoint_path():
+    spec = parse_spec({"job": {"source": "x", "savepointRedeployNonce": 1}})
+    with pytest.raises(InvalidSpecError, match="initialSavepointPath, which is not set"):
+        state_settings(spec.job, {}, {})
+    assert deployed_spec_hash({"job": {"source": "x", "savepointRedeployNonce": 1}}) != deployed_spec_hash(
+        {"job": {"source": "x", "savepointRedeployNonce": 2}}
+    ), "a new nonce is a new deployment"

@@ -85,6 +85,7 @@ def starting_status(
         "deployedSpec": spec_hash,
         "deployedTarget": spec.target,
         "deployedCheckpointDirectory": state.checkpoint_directory or "",
+        "savepointRedeployNonce": state.savepoint_redeploy_nonce,  # a later change of it asks for a redeployment
         "ttlExpired": None,  # a new run has its own TTL
         "deployTime": timestamp(started),
         "error": "",

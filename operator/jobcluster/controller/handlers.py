@@ -30,6 +30,7 @@ import kubernetes
 from jobcluster.backends.kubernetes.kube_client import api_call
 from jobcluster.controller.flinkjob_ref import FlinkJobRef
 from jobcluster.controller.flinkjob_status import Lifecycle
+from jobcluster.controller.job_state import SHUTDOWN_TTL
 from jobcluster.controller.metrics import OperatorMetrics
 from jobcluster.controller.reconciler import Reconciler, RemovalPending
 from jobcluster.controller.resource import GROUP, PLURAL, VERSION
@@ -115,7 +116,12 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
     async def on_change(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
         await reconcile(body, logger)
 
-    @kopf.timer(*resource, interval=OBSERVE_INTERVAL, when=lambda spec, status, **_: not settled(spec, status), registry=registry)
+    @kopf.timer(
+        *resource,
+        interval=OBSERVE_INTERVAL,
+        when=lambda spec, status, **_: not settled(spec, status, context.reconciler.defaults),
+        registry=registry,
+    )
     async def observe(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
         await reconcile(body, logger)
 
@@ -145,13 +151,16 @@ def removal_blocked(job: FlinkJobRef, error: Exception) -> str:
     )
 
 
-def settled(spec: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
-    """Whether a FlinkJob waits for nothing but a change of its spec: suspended, or ended with no TTL to run out."""
+def settled(spec: Mapping[str, Any], status: Mapping[str, Any], defaults: Mapping[str, str]) -> bool:
+    """Whether a FlinkJob waits for nothing but a change of its spec: suspended, or ended with no TTL to run out
+    (neither its own ``ttlSecondsAfterFinished`` nor ``kubernetes.operator.jm-deployment.shutdown-ttl`` of its
+    configuration or the operator's ``defaults``)."""
     lifecycle = (status or {}).get("lifecycleState")
     if lifecycle == Lifecycle.SUSPENDED:
         return (spec.get("job") or {}).get("state") == "suspended"
     if lifecycle in (Lifecycle.FINISHED, Lifecycle.FAILED):
-        return spec.get("ttlSecondsAfterFinished") is None or bool(status.get("ttlExpired"))
+        default_ttl = {**defaults, **(spec.get("flinkConfiguration") or {})}.get(SHUTDOWN_TTL)
+        return (spec.get("ttlSecondsAfterFinished") is None and not default_ttl) or bool(status.get("ttlExpired"))
     return False
 
 

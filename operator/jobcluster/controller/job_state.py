@@ -49,6 +49,16 @@ HISTORY_MAX_AGE = "kubernetes.operator.savepoint.history.max.age"
 TRIGGER_TIMEOUT = "kubernetes.operator.savepoint.trigger.timeout"
 #: Whether savepoints the history limits drop are disposed of (the Flink Kubernetes Operator's option; off by default).
 DISPOSE_ON_DELETE = "kubernetes.operator.savepoint.dispose-on-delete"
+#: Whether a job that FAILED is deployed again (the Flink Kubernetes Operator's option; off by default).
+RESTART_FAILED = "kubernetes.operator.job.restart.failed"
+#: Whether a cluster deleted from outside (its JobManager Deployment) is deployed again, resuming its job's
+#: checkpoints (the Flink Kubernetes Operator's option; on by default).
+JM_DEPLOYMENT_RECOVERY = "kubernetes.operator.jm-deployment-recovery.enabled"
+#: How long what is left of an ended job's cluster stays, where ``spec.ttlSecondsAfterFinished`` says nothing (the
+#: Flink Kubernetes Operator's option; here unset by default: an ended FlinkJob with a TTL to run out keeps a timer).
+SHUTDOWN_TTL = "kubernetes.operator.jm-deployment.shutdown-ttl"
+#: Whether a FlinkJob is deleted once its TTL has passed, where ``spec.deleteAfterTtl`` says nothing (ours).
+DELETE_AFTER_TTL = "jobcluster.operator.delete-after-ttl"
 DEFAULT_HISTORY_MAX_COUNT = 10
 DEFAULT_HISTORY_MAX_AGE = 24 * 3600.0
 DEFAULT_TRIGGER_TIMEOUT = 600.0
@@ -62,6 +72,11 @@ SAVEPOINT_DIRECTORY_RULE = (
     "spec.job.upgradeMode savepoint needs a savepoint directory: set execution.checkpointing.savepoint-dir in "
     "spec.flinkConfiguration (or in the operator's defaultConfiguration)"
 )
+#: What the operator says of savepointRedeployNonce without initialSavepointPath.
+REDEPLOY_NONCE_RULE = (
+    "spec.job.savepointRedeployNonce redeploys the job from spec.job.initialSavepointPath, which is not set: set it "
+    "to the savepoint to start from, or leave savepointRedeployNonce unset"
+)
 #: ... and of savepoint or last-state without a checkpoint directory (the restored queries checkpoint there).
 CHECKPOINT_DIRECTORY_RULE = (
     "spec.job.upgradeMode savepoint and last-state need a checkpoint directory, where the job's queries resume from: "
@@ -71,11 +86,13 @@ CHECKPOINT_DIRECTORY_RULE = (
 
 @dataclass(frozen=True)
 class StateSettings:
-    """How a FlinkJob's streaming state is carried: its upgrade mode, savepoint trigger and directories, and the
-    operator's ``kubernetes.operator.*`` savepoint options (seconds; None: off)."""
+    """How a FlinkJob's state is carried and its lifecycle runs: its upgrade mode, savepoint nonces and directories,
+    and the operator's ``kubernetes.operator.*`` options (durations in seconds; None: off): savepoints, the restart
+    of a FAILED job, the recovery of a cluster deleted from outside, the default TTL."""
 
     upgrade_mode: str = STATELESS
     savepoint_trigger_nonce: int | None = None
+    savepoint_redeploy_nonce: int | None = None
     initial_savepoint_path: str | None = None
     allow_non_restored_state: bool = False
     savepoint_directory: str | None = None
@@ -85,6 +102,10 @@ class StateSettings:
     history_max_age: float | None = DEFAULT_HISTORY_MAX_AGE
     trigger_timeout: float = DEFAULT_TRIGGER_TIMEOUT
     dispose_on_delete: bool = False
+    restart_failed: bool = False
+    jm_deployment_recovery: bool = True
+    shutdown_ttl: float | None = None
+    delete_after_ttl: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,8 +147,9 @@ def state_settings(spec_job: Any, flink_configuration: Mapping[str, str], defaul
 
     Raises:
         InvalidSpecError: savepoint mode without a savepoint directory (:data:`SAVEPOINT_DIRECTORY_RULE`), last-state
-            without a checkpoint directory (:data:`CHECKPOINT_DIRECTORY_RULE`), or an option of ours that is not a
-            duration or count (reason ``InvalidSpec``).
+            without a checkpoint directory (:data:`CHECKPOINT_DIRECTORY_RULE`), ``savepointRedeployNonce`` without
+            ``initialSavepointPath`` (:data:`REDEPLOY_NONCE_RULE`), or an option of ours that is not a duration,
+            count or flag (reason ``InvalidSpec``).
     """
     config = Configuration({**defaults, **flink_configuration})
     savepoint_dir = config.get(options.SAVEPOINT_DIRECTORY) or None
@@ -137,11 +159,14 @@ def state_settings(spec_job: Any, flink_configuration: Mapping[str, str], defaul
         raise InvalidSpecError(SAVEPOINT_DIRECTORY_RULE, reason="SavepointDirectoryMissing")
     if mode in (SAVEPOINT, LAST_STATE) and not checkpoint_dir:
         raise InvalidSpecError(CHECKPOINT_DIRECTORY_RULE, reason="CheckpointDirectoryMissing")
+    if spec_job.savepoint_redeploy_nonce is not None and not spec_job.initial_savepoint_path:
+        raise InvalidSpecError(REDEPLOY_NONCE_RULE)
     merged = {**defaults, **flink_configuration}
     interval = _duration(merged, PERIODIC_SAVEPOINT_INTERVAL, None)
     return StateSettings(
         upgrade_mode=mode,
         savepoint_trigger_nonce=spec_job.savepoint_trigger_nonce,
+        savepoint_redeploy_nonce=spec_job.savepoint_redeploy_nonce,
         initial_savepoint_path=spec_job.initial_savepoint_path or None,
         allow_non_restored_state=spec_job.allow_non_restored_state,
         savepoint_directory=savepoint_dir,
@@ -151,6 +176,10 @@ def state_settings(spec_job: Any, flink_configuration: Mapping[str, str], defaul
         history_max_age=_duration(merged, HISTORY_MAX_AGE, DEFAULT_HISTORY_MAX_AGE) or None,
         trigger_timeout=_duration(merged, TRIGGER_TIMEOUT, DEFAULT_TRIGGER_TIMEOUT) or DEFAULT_TRIGGER_TIMEOUT,
         dispose_on_delete=_flag(merged, DISPOSE_ON_DELETE),
+        restart_failed=_flag(merged, RESTART_FAILED),
+        jm_deployment_recovery=_flag(merged, JM_DEPLOYMENT_RECOVERY, default=True),
+        shutdown_ttl=_duration(merged, SHUTDOWN_TTL, None),
+        delete_after_ttl=_flag(merged, DELETE_AFTER_TTL),
     )
 
 
@@ -170,8 +199,8 @@ def _duration(config: Mapping[str, str], key: str, default: float | None) -> flo
         raise InvalidSpecError(f"{key}: {exc}") from None
 
 
-def _flag(config: Mapping[str, str], key: str) -> bool:
-    text = str(config.get(key) or "false").strip().lower()
+def _flag(config: Mapping[str, str], key: str, default: bool = False) -> bool:
+    text = str(config.get(key) or str(default)).strip().lower()
     if text not in ("true", "false"):
         raise InvalidSpecError(f"{key}: {config.get(key)!r} is not true or false")
     return text == "true"

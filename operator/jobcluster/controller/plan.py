@@ -15,6 +15,7 @@ plan decides on and decides is in ``plan_types.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Mapping
 from typing import Any
@@ -30,7 +31,16 @@ from jobcluster.controller.flinkjob_status import (
     task_managers_of,
     timestamp,
 )
-from jobcluster.controller.job_state import checkpoint_info, is_streaming, kept_job_status, restore_of, seconds_since
+from jobcluster.controller.job_state import (
+    LAST_STATE,
+    RESTART_FAILED,
+    SAVEPOINT,
+    checkpoint_info,
+    is_streaming,
+    kept_job_status,
+    restore_of,
+    seconds_since,
+)
 from jobcluster.controller.plan_types import (
     DELETE_RESOURCE,
     DEPLOY,
@@ -47,6 +57,7 @@ from jobcluster.controller.savepoint_plan import (
     checkpoints_moved,
     kept_text,
     next_upgrade,
+    redeploying,
     replacing_job,
     routine_savepoints,
 )
@@ -154,7 +165,7 @@ def _plan_new_spec(facts: Facts) -> Plan:
     """A spec never deployed: remove what runs for an older spec first (UPGRADING), then deploy."""
     obs = facts.observation
     previous = facts.status.get("deployedSpec")
-    if obs is not None and previous:
+    if obs is not None and previous and not redeploying(facts):
         carried = carry_state(facts, f"upgrade:{facts.spec_hash}", "upgrade", _plan_observed)
         if carried is not None:
             return carried
@@ -173,6 +184,8 @@ def _plan_new_spec(facts: Facts) -> Plan:
         if upgrade is not None:
             status["upgrade"] = upgrade
         why = "the spec changed" if previous != facts.spec_hash else "the job is resumed"
+        if redeploying(facts):
+            why = f"savepointRedeployNonce is {facts.state.savepoint_redeploy_nonce}: no savepoint of the job is taken"
         return Plan(
             actions=[REMOVE],
             status=status,
@@ -231,7 +244,7 @@ def _plan_observed(facts: Facts) -> Plan:
         update["taskManagers"] = replacing(facts.status.get("taskManagers"), task_managers_of(obs.task_managers))
         update["error"] = ""  # the JobManager answers again
     if state in TERMINAL_JOB_STATES and obs.job is not None:
-        return _ended(update, state, obs.failure_cause)
+        return _restarting(facts, _ended(update, state, obs.failure_cause))
     lifecycle = Lifecycle.STABLE if state == "RUNNING" else Lifecycle.DEPLOYED
     update["lifecycleState"] = lifecycle
     ran_at = timestamp(facts.now) if state == "RUNNING" else _ran_at(obs.job)
@@ -316,11 +329,14 @@ def _plan_gone(facts: Facts, job: dict[str, Any]) -> Plan:
             job["endTime"] = record.end_time
             if job.get("startTime"):  # a running job's duration is not written while it grows: it is now, once
                 job["duration"] = duration_text(_seconds_between(job["startTime"], record.end_time))
-        return _ended({"jobStatus": job, "restUrl": ""}, record.state, record.diagnostics or None)
+        return _restarting(facts, _ended({"jobStatus": job, "restUrl": ""}, record.state, record.diagnostics or None))
     if _deploy_interrupted(facts):
         lifecycle = facts.status["lifecycleState"]
         message = f"the deployment begun at {facts.status.get('deployTime')} did not finish (the operator restarted): deploying again"
         return Plan(actions=[DEPLOY], status={"lifecycleState": lifecycle}, events=[("Normal", "Redeploying", message)])
+    recovered = _recovering(facts)
+    if recovered is not None:
+        return recovered
     message = "the job cluster is gone and left no result (its Deployment was deleted from outside?)"
     job["state"] = job.get("state") if job.get("state") in TERMINAL_JOB_STATES else "FAILED"
     return Plan(
@@ -362,3 +378,32 @@ def _ended(update: dict[str, Any], state: str, cause: str | None) -> Plan:
             ],
         )
     return Plan(status=update, events=[("Normal", "JobFinished", f"job {job.get('jobId')} FINISHED in {job.get('duration', '?')}")])
+
+
+def _restarting(facts: Facts, ended: Plan) -> Plan:
+    """``ended`` (the plan of a job that ended), or, for a job that FAILED while ``kubernetes.operator.job.restart.failed``
+    is on, its removal and a new deployment: from the failed job's checkpoints in last-state and savepoint mode (no
+    savepoint can be taken of a failed job), fresh otherwise. As the suspension does, it clears ``deployedSpec``: the
+    next look deploys the spec as a resumption."""
+    if not facts.state.restart_failed or ended.status.get("failureReason") != "JobFailed":
+        return ended
+    upgrade = next_upgrade(dataclasses.replace(facts, status={**facts.status, **ended.status}))
+    job = ended.status["jobStatus"]
+    status = {**ended.status, "lifecycleState": Lifecycle.UPGRADING, "failureReason": "", "deployedSpec": "", "upgrade": upgrade}
+    message = f"job {job.get('jobId')} FAILED; {RESTART_FAILED} is on: deploying it again" + kept_text(upgrade)
+    return Plan(actions=[REMOVE], status=status, events=[*ended.events, ("Normal", "JobRestarting", message)])
+
+
+def _recovering(facts: Facts) -> Plan | None:
+    """The plan of a cluster deleted from outside (it left no result) whose streaming job can resume its checkpoints:
+    deployed again, its job with the same JobID (``kubernetes.operator.jm-deployment-recovery.enabled``, on by
+    default, as the Flink Kubernetes Operator recovers a missing JobManager Deployment); None when it cannot be (a
+    batch or stateless job: running it again could repeat what it wrote)."""
+    if not facts.state.jm_deployment_recovery or facts.state.upgrade_mode not in (LAST_STATE, SAVEPOINT):
+        return None
+    upgrade = next_upgrade(facts)
+    if not upgrade or upgrade.get("mode") != LAST_STATE:
+        return None
+    message = "the job cluster is gone and left no result (its Deployment was deleted from outside?): deploying it again"
+    status = {"lifecycleState": Lifecycle.UPGRADING, "upgrade": upgrade}
+    return Plan(actions=[DEPLOY], status=status, events=[("Warning", "ClusterRecovering", message + kept_text(upgrade))])

@@ -48,6 +48,7 @@ class JobSpec(_Spec):
     state: Literal["running", "suspended"] = "running"
     upgrade_mode: Literal["stateless", "savepoint", "last-state"] = Field(default="stateless", alias="upgradeMode")
     savepoint_trigger_nonce: int | None = Field(default=None, alias="savepointTriggerNonce")
+    savepoint_redeploy_nonce: int | None = Field(default=None, alias="savepointRedeployNonce")
     initial_savepoint_path: str | None = Field(default=None, alias="initialSavepointPath")
     allow_non_restored_state: bool = Field(default=False, alias="allowNonRestoredState")
 
@@ -78,7 +79,7 @@ class FlinkJobSpec(_Spec):
     startup_deadline_seconds: int = Field(default=300, ge=1, alias="startupDeadlineSeconds")
     active_deadline_seconds: int | None = Field(default=None, ge=1, alias="activeDeadlineSeconds")
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0, alias="ttlSecondsAfterFinished")
-    delete_after_ttl: bool = Field(default=False, alias="deleteAfterTtl")
+    delete_after_ttl: bool | None = Field(default=None, alias="deleteAfterTtl")  # None: the operator's default
 
 
 # The words of the CRD's CEL rules (tests/unit/test_flinkjob_rules.py holds the CRD to them).
@@ -112,7 +113,7 @@ _NOT_DEPLOYED = ("startupDeadlineSeconds", "activeDeadlineSeconds", "ttlSecondsA
 #: Fields of spec.job whose change does not need a new cluster: how state is carried, and what a first deployment
 #: starts from (the Flink Kubernetes Operator ignores the same ones when it compares specs).
 #: Keys of flinkConfiguration that are the operator's, not the cluster's: a change of them needs no new cluster.
-OPERATOR_OPTIONS = "kubernetes.operator."
+OPERATOR_OPTIONS = ("kubernetes.operator.", "jobcluster.operator.")
 _JOB_NOT_DEPLOYED = ("state", "upgradeMode", "savepointTriggerNonce", "initialSavepointPath", "allowNonRestoredState")
 
 
@@ -162,9 +163,10 @@ def check_name(name: str) -> str:
 
 def deployed_spec_hash(spec: Mapping[str, Any]) -> str:
     """A digest of what a deployment is made of: the spec without ``job.state``, the lifecycle's own knobs, the
-    fields of how its state is carried (``upgradeMode``, the savepoint nonce, the initial savepoint) and the
-    operator's own options in ``flinkConfiguration`` (``kubernetes.operator.*``, which the Flink Kubernetes
-    Operator does not upgrade a job for either).
+    fields of how its state is carried (``upgradeMode``, the savepoint trigger nonce, the initial savepoint) and the
+    operator's own options in ``flinkConfiguration`` (``kubernetes.operator.*``, which the Flink Kubernetes Operator
+    does not upgrade a job for either, and ``jobcluster.operator.*``). ``savepointRedeployNonce`` is in it: its
+    change redeploys the job (from ``initialSavepointPath``).
 
     Equal digests mean the running cluster is the one the spec asks for; a new
     digest (a changed program, configuration, resources, image or ``restartNonce``)

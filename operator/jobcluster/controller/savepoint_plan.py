@@ -74,16 +74,31 @@ def kept_text(upgrade: Mapping[str, Any] | None) -> str:
     return f"; the next deployment resumes job {upgrade.get('jobId')} from its checkpoints (last-state)"
 
 
+#: ``upgrade.mode`` of a redeployment from ``initialSavepointPath`` asked for by a new ``savepointRedeployNonce``.
+REDEPLOY = "redeploy"
+
+
+def redeploying(facts: Facts) -> bool:
+    """Whether the spec asks for a redeployment from ``initialSavepointPath`` (the Flink Kubernetes Operator's
+    ``savepointRedeployNonce``): its nonce is not the one the last deployment was made with. The job that runs is then
+    removed with no savepoint of it taken: the state it starts from is the one named."""
+    nonce = facts.state.savepoint_redeploy_nonce
+    return nonce is not None and nonce != facts.status.get("savepointRedeployNonce") and bool(facts.status.get("deployTime"))
+
+
 def next_upgrade(facts: Facts) -> dict[str, Any] | None:
-    """The ``upgrade`` record of what the next deployment starts from: the one recorded; in last-state mode the JobID of
-    the streaming job it replaces, and so in savepoint mode when no savepoint can be taken (its job has ended or its
-    cluster is gone: the Flink Kubernetes Operator's last-state fallback); before a first deployment
-    ``initialSavepointPath``; None: it starts fresh."""
+    """The ``upgrade`` record of what the next deployment starts from: ``initialSavepointPath`` for a redeployment
+    (:func:`redeploying`); the one recorded; in last-state mode the JobID of the streaming job it replaces, and so in
+    savepoint mode when no savepoint can be taken (its job has ended or its cluster is gone: the Flink Kubernetes
+    Operator's last-state fallback); before a first deployment ``initialSavepointPath``; None: it starts fresh."""
     upgrade = facts.status.get("upgrade")
+    now = timestamp(facts.now)
+    nonce = facts.state.savepoint_redeploy_nonce
+    if redeploying(facts) and (not upgrade or upgrade.get("mode") != REDEPLOY or upgrade.get("nonce") != nonce):
+        return {"mode": REDEPLOY, "savepointPath": facts.state.initial_savepoint_path, "nonce": nonce, "requestTime": now}
     if upgrade:
         return dict(upgrade)
     job = facts.status.get("jobStatus") or {}
-    now = timestamp(facts.now)
     keeps_state = facts.state.upgrade_mode in (LAST_STATE, SAVEPOINT) and facts.state.checkpoint_directory
     if keeps_state and is_streaming(job) and job.get("jobId"):
         checkpoints = facts.status.get("deployedCheckpointDirectory") or facts.state.checkpoint_directory

@@ -13,6 +13,9 @@ checked to have every record counted exactly once (none lost, none twice):
   savepoint, one new cluster, restored from it;
 - the JobManager pod deleted, then an upgrade in ``last-state`` mode: the new
   cluster keeps the JobID and resumes its checkpoints;
+- the JobManager Deployment deleted from outside: the operator deploys it
+  again (``kubernetes.operator.jm-deployment-recovery.enabled``), the same
+  JobID resuming its checkpoints;
 - a suspension (stop-with-savepoint, nothing left running) and, meanwhile, a
   second FlinkJob started from that savepoint by ``initialSavepointPath``;
   then the first resumed from its own savepoint.
@@ -243,6 +246,16 @@ def test_a_streaming_flinkjob_keeps_its_state_through_savepoints_upgrades_a_kill
             and last_state["jobStatus"]["upgradeSavepointPath"] == f"{state}/checkpoints/{job_id}"
         )
         step("JobManager pod deleted, last-state upgrade, counted")
+
+        # The JobManager Deployment deleted from outside: deployed again, the same JobID resuming its checkpoints.
+        kubernetes.client.AppsV1Api(k8s_api).delete_namespaced_deployment("wc", namespace, _request_timeout=TIMEOUT)
+        expected = produce(10)
+        recovered = stable(other_than=last_state["deployTime"])
+        wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "recovered after its JobManager Deployment was deleted")
+        assert recovered["jobStatus"]["jobId"] == job_id, "the recovered job resumes its checkpoints under the same JobID"
+        assert any(e.startswith("Warning ClusterRecovering") for e in events_of(k8s_api, namespace, "wc"))
+        last_state = recovered
+        step("JobManager Deployment deleted, recovered, counted")
 
         # Suspended with a savepoint: nothing runs; then a second FlinkJob starts from that savepoint ...
         patch({"job": {"upgradeMode": "savepoint", "state": "suspended"}})
