@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import json
 import subprocess
 import sys
 import threading
@@ -963,3 +964,63 @@ def test_a_new_savepoint_redeploy_nonce_redeploys_from_the_initial_savepoint_wit
     assert clusters.deployed_configs[-1].get(options.SAVEPOINT_PATH) == chosen
     assert job.status["savepointRedeployNonce"] == 1 and job.status["jobStatus"]["upgradeSavepointPath"] == chosen
     assert [c for c, _ in clusters.calls][-3:] == ["remove", "observe", "deploy"]
+
+
+ROLLBACK = {"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "60 s"}
+
+
+def parallelism_deployed(clusters: FakeClusters) -> str:
+    return clusters.deployed_configs[-1].to_dict()["parallelism.default"]
+
+
+def test_an_upgrade_that_does_not_run_in_time_is_rolled_back_to_the_last_stable_spec_until_the_spec_changes():
+    clusters, job, clock = FakeClusters(), FlinkJob(SPEC), Clock()
+    reconciler = Reconciler(clusters, ROLLBACK, clock=clock)  # type: ignore[arg-type]
+    reconcile(reconciler, job)
+    clusters.observation = Observation(exists=True, cluster_id="wc", job={"jid": "f" * 32, "state": "RUNNING"})
+    assert reconcile(reconciler, job) == Lifecycle.STABLE
+    assert json.loads(job.status["lastStableSpec"]) == SPEC
+    upgraded = {**SPEC, "job": {**SPEC["job"], "parallelism": 4}}
+    job.spec, job.generation = upgraded, 2
+    assert reconcile(reconciler, job) == Lifecycle.UPGRADING
+    clusters.observation = Observation(exists=False)
+    assert reconcile(reconciler, job) == Lifecycle.DEPLOYED and parallelism_deployed(clusters) == "4"
+    clusters.observation = Observation(exists=True, cluster_id="wc", job={"jid": "f" * 32, "state": "CREATED"})  # never runs
+    clock.advance(30)
+    assert reconcile(reconciler, job) == Lifecycle.DEPLOYED, "within the readiness timeout"
+    clock.advance(31)
+    assert reconcile(reconciler, job) == Lifecycle.ROLLING_BACK
+    assert clusters.calls[-1] == ("remove", "wc") and job.status["rollback"]["spec"] == deployed_spec_hash(upgraded)
+    assert job.events[-1][:2] == ("Warning", "RollingBack") and "did not run within 60 s" in job.events[-1][2]
+    clusters.observation = Observation(exists=False)
+    assert reconcile(reconciler, job) == Lifecycle.ROLLING_BACK and parallelism_deployed(clusters) == "2", "the stable spec again"
+    clusters.observation = Observation(exists=True, cluster_id="wc", job={"jid": "f" * 32, "state": "RUNNING"})
+    assert reconcile(reconciler, job) == Lifecycle.ROLLED_BACK
+    assert _conditions(job)["Ready"] == ("False", "RolledBack") and _conditions(job)["Running"][0] == "True"
+    deploys = len(clusters.deployed_configs)
+    clock.advance(600)
+    assert reconcile(reconciler, job) == Lifecycle.ROLLED_BACK and len(clusters.deployed_configs) == deploys, "it stays rolled back"
+    assert job.spec == upgraded, "the user's spec is never changed"
+
+    job.spec, job.generation = {**SPEC, "job": {**SPEC["job"], "parallelism": 3}}, 3  # an edit ends the rollback
+    assert reconcile(reconciler, job) == Lifecycle.UPGRADING and "rollback" not in job.status
+    clusters.observation = Observation(exists=False)
+    reconcile(reconciler, job)
+    assert parallelism_deployed(clusters) == "3"
+
+
+def test_a_failed_deployment_of_an_upgrade_is_rolled_back_and_a_failed_rollback_is_not_rolled_back_again():
+    clusters, job, clock = FakeClusters(), FlinkJob(SPEC), Clock()
+    reconciler = Reconciler(clusters, ROLLBACK, clock=clock)  # type: ignore[arg-type]
+    reconcile(reconciler, job)
+    clusters.observation = Observation(exists=True, cluster_id="wc", job={"jid": "f" * 32, "state": "RUNNING"})
+    reconcile(reconciler, job)
+    job.spec, job.generation = {**SPEC, "image": "localhost/nope:1"}, 2
+    reconcile(reconciler, job)
+    clusters.observation, clusters.deploy_error = Observation(exists=False), DeploymentError("ErrImagePull: localhost/nope:1")
+    assert reconcile(reconciler, job) == Lifecycle.FAILED
+    assert not settled(job.spec, job.status, ROLLBACK), "a failed upgrade keeps its timer: it is rolled back at the next look"
+    assert settled(job.spec, job.status, {}), "without rollback it waits for an edit"
+    assert reconcile(reconciler, job) == Lifecycle.ROLLING_BACK
+    assert reconcile(reconciler, job) == Lifecycle.FAILED, "the stable spec's deployment failed too"
+    assert reconcile(reconciler, job) == Lifecycle.FAILED and settled(job.spec, job.status, ROLLBACK), "no rollback of a rollback"

@@ -35,7 +35,7 @@ from jobcluster.controller.job_config import job_configuration
 from jobcluster.controller.job_state import Restore, StateSettings, kept_job_status, restored_from
 from jobcluster.controller.plan import deploy_retry
 from jobcluster.controller.programs import job_program
-from jobcluster.controller.reconciled_spec import validated
+from jobcluster.controller.reconciled_spec import rolled_back, validated
 from jobcluster.controller.resource import FlinkJobSpec, deployed_spec_hash
 from jobcluster.errors import AlreadyExistsError, DeploymentError, JobClusterError
 
@@ -97,10 +97,12 @@ def starting_status(
 
 
 def deployed_status(starting: Mapping[str, Any], deployed: Deployed, job_name: str, seconds: float) -> dict[str, Any]:
-    """The status fields of a deployment whose JobManager serves REST after ``seconds``: DEPLOYED."""
+    """The status fields of a deployment whose JobManager serves REST after ``seconds``: DEPLOYED (a rollback's stays
+    ROLLING_BACK until its job runs)."""
+    rolling_back = starting.get("lifecycleState") == Lifecycle.ROLLING_BACK
     return {
         **starting,
-        "lifecycleState": Lifecycle.DEPLOYED,
+        "lifecycleState": Lifecycle.ROLLING_BACK if rolling_back else Lifecycle.DEPLOYED,
         "clusterId": deployed.cluster_id,
         "restUrl": deployed.rest_url,
         "jobStatus": {**starting["jobStatus"], "jobId": deployed.job_id, "jobName": job_name, "state": "CREATED"},
@@ -165,14 +167,16 @@ def failure_of(
     return failed_status(starting, spec_hash, message, reason), [("Warning", reason, message)]
 
 
-def superseded_by(spec: Mapping[str, Any], defaults: Mapping[str, str], deploying: str) -> str | None:
+def superseded_by(spec: Mapping[str, Any], status: Mapping[str, Any], defaults: Mapping[str, str], deploying: str) -> str | None:
     """Why a deployment of the spec digest ``deploying`` is no longer wanted by the FlinkJob's ``spec`` (raw, as the
-    API server has it): it was edited or suspended; None while it is still wanted. An invalid edit keeps the last
-    valid spec, the one deploying: its refusal is recorded once the deployment is over."""
+    API server has it; while a rollback of it is in effect, the last stable spec of its ``status``): it was edited
+    or suspended; None while it is still wanted. An invalid edit keeps the last valid spec, the one deploying: its
+    refusal is recorded once the deployment is over."""
     try:
         valid = validated(spec, defaults)
     except InvalidSpecError:
         return None
+    valid = rolled_back(status, valid, defaults) or valid
     if valid.spec.job.state == "suspended":
         return "job.state is suspended"
     return None if deployed_spec_hash(valid.raw) == deploying else "the spec changed"

@@ -10,6 +10,8 @@ talks to an API.  The lifecycle (Flink Kubernetes Operator's names):
     DEPLOYED, STABLE, UPGRADING ── refused edit ──▶ the same, not Ready (the last valid spec runs on)
     any ──job.state: suspended──▶ SUSPENDED ──running──▶ DEPLOYED ...
     any ──changed job/configuration/resources/image/restartNonce──▶ UPGRADING ──▶ DEPLOYED ...
+    UPGRADING, DEPLOYED ──upgraded job not STABLE within the readiness timeout, or FAILED──▶ ROLLING_BACK
+        ──the last stable spec's job runs──▶ ROLLED_BACK ──spec changed──▶ UPGRADING ...   (rollback enabled)
     any ──kubectl delete──▶ DELETING
 
 Conditions (``kubectl wait --for=condition=X``): ``Running`` (the job runs),
@@ -53,6 +55,8 @@ class Lifecycle(enum.StrEnum):
     FAILED = "FAILED"
     FINISHED = "FINISHED"
     DELETING = "DELETING"
+    ROLLING_BACK = "ROLLING_BACK"
+    ROLLED_BACK = "ROLLED_BACK"
 
 
 CONDITION_TYPES = ("Ready", "Running", "Succeeded", "Failed")

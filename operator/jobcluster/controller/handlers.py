@@ -34,6 +34,7 @@ from jobcluster.controller.job_state import SHUTDOWN_TTL
 from jobcluster.controller.metrics import OperatorMetrics
 from jobcluster.controller.reconciler import Reconciler, RemovalPending
 from jobcluster.controller.resource import GROUP, PLURAL, VERSION
+from jobcluster.controller.rollback_plan import may_roll_back
 from jobcluster.errors import JobClusterError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -158,6 +159,8 @@ def settled(spec: Mapping[str, Any], status: Mapping[str, Any], defaults: Mappin
     lifecycle = (status or {}).get("lifecycleState")
     if lifecycle == Lifecycle.SUSPENDED:
         return (spec.get("job") or {}).get("state") == "suspended"
+    if lifecycle == Lifecycle.FAILED and may_roll_back(spec, status, defaults):
+        return False
     if lifecycle in (Lifecycle.FINISHED, Lifecycle.FAILED):
         default_ttl = {**defaults, **(spec.get("flinkConfiguration") or {})}.get(SHUTDOWN_TTL)
         return (spec.get("ttlSecondsAfterFinished") is None and not default_ttl) or bool(status.get("ttlExpired"))

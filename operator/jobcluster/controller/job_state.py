@@ -57,6 +57,11 @@ JM_DEPLOYMENT_RECOVERY = "kubernetes.operator.jm-deployment-recovery.enabled"
 #: How long what is left of an ended job's cluster stays, where ``spec.ttlSecondsAfterFinished`` says nothing (the
 #: Flink Kubernetes Operator's option; here unset by default: an ended FlinkJob with a TTL to run out keeps a timer).
 SHUTDOWN_TTL = "kubernetes.operator.jm-deployment.shutdown-ttl"
+#: Whether an upgraded job that does not become STABLE in time is rolled back to the last stable spec (the Flink
+#: Kubernetes Operator's options and defaults: off; 5 min).
+ROLLBACK_ENABLED = "kubernetes.operator.deployment.rollback.enabled"
+READINESS_TIMEOUT = "kubernetes.operator.deployment.readiness.timeout"
+DEFAULT_READINESS_TIMEOUT = 300.0
 #: Whether a FlinkJob is deleted once its TTL has passed, where ``spec.deleteAfterTtl`` says nothing (ours).
 DELETE_AFTER_TTL = "jobcluster.operator.delete-after-ttl"
 DEFAULT_HISTORY_MAX_COUNT = 10
@@ -106,6 +111,8 @@ class StateSettings:
     jm_deployment_recovery: bool = True
     shutdown_ttl: float | None = None
     delete_after_ttl: bool = False
+    rollback_enabled: bool = False
+    readiness_timeout: float = DEFAULT_READINESS_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -180,6 +187,8 @@ def state_settings(spec_job: Any, flink_configuration: Mapping[str, str], defaul
         jm_deployment_recovery=_flag(merged, JM_DEPLOYMENT_RECOVERY, default=True),
         shutdown_ttl=_duration(merged, SHUTDOWN_TTL, None),
         delete_after_ttl=_flag(merged, DELETE_AFTER_TTL),
+        rollback_enabled=_flag(merged, ROLLBACK_ENABLED),
+        readiness_timeout=_duration(merged, READINESS_TIMEOUT, DEFAULT_READINESS_TIMEOUT) or DEFAULT_READINESS_TIMEOUT,
     )
 
 

@@ -29,6 +29,8 @@ LIFECYCLE_STATES = (
     Lifecycle.FAILED,
     Lifecycle.FINISHED,
     Lifecycle.DELETING,
+    Lifecycle.ROLLING_BACK,
+    Lifecycle.ROLLED_BACK,
 )
 
 

@@ -50,6 +50,7 @@ from jobcluster.controller.plan_types import (
     Facts,
     Plan,
 )
+from jobcluster.controller.rollback_plan import as_upgrade, named, rollback, rollback_due
 from jobcluster.controller.savepoint_plan import (
     CHECKPOINTS_MOVED,
     abandoning,
@@ -72,6 +73,7 @@ def needs_observation(facts: Facts) -> bool:
     """Whether the cluster must be looked at: while a job of the current spec may run, and before a new
     spec is deployed where a cluster of the previous one may still run; not for a settled suspension or
     an ended job."""
+    facts = as_upgrade(facts)
     lifecycle = facts.status.get("lifecycleState")
     deployed = facts.status.get("deployedSpec")
     if facts.desired == "suspended":
@@ -92,10 +94,11 @@ def _deploy_interrupted(facts: Facts) -> bool:
 
 def plan(facts: Facts) -> Plan:
     """The next step for one FlinkJob (see the module docstring and ``flinkjob_status.py``'s lifecycle)."""
-    decided = _plan(facts)
+    upgrade = as_upgrade(facts)
+    decided = _plan(upgrade)
     if DEPLOY in decided.actions:
-        decided.restore = restore_of({**facts.status, **decided.status}, facts.state)
-    return decided
+        decided.restore = restore_of({**upgrade.status, **decided.status}, facts.state)
+    return named(facts, decided)
 
 
 def _plan(facts: Facts) -> Plan:
@@ -213,6 +216,9 @@ def _plan_new_spec(facts: Facts) -> Plan:
 
 
 def _plan_ended(facts: Facts) -> Plan:
+    why = rollback_due(facts, failed=facts.status.get("lifecycleState") == Lifecycle.FAILED)
+    if why is not None:
+        return rollback(facts, why)
     job = facts.status.get("jobStatus") or {}
     if facts.ttl is None or facts.status.get("ttlExpired"):
         return Plan()
@@ -244,12 +250,18 @@ def _plan_observed(facts: Facts) -> Plan:
         update["taskManagers"] = replacing(facts.status.get("taskManagers"), task_managers_of(obs.task_managers))
         update["error"] = ""  # the JobManager answers again
     if state in TERMINAL_JOB_STATES and obs.job is not None:
-        return _restarting(facts, _ended(update, state, obs.failure_cause))
+        ended = _ended(update, state, obs.failure_cause)
+        why = rollback_due(facts, failed=ended.status["lifecycleState"] == Lifecycle.FAILED, started=_ran_at(obs.job) is not None)
+        return rollback(facts, why, ended) if why else _restarting(facts, ended)
     lifecycle = Lifecycle.STABLE if state == "RUNNING" else Lifecycle.DEPLOYED
     update["lifecycleState"] = lifecycle
     ran_at = timestamp(facts.now) if state == "RUNNING" else _ran_at(obs.job)
+    why = rollback_due(facts, started=bool(ran_at))
+    if why is not None:
+        return rollback(facts, why)
     if ran_at and not facts.status.get("firstRunningTime"):
         update["firstRunningTime"] = ran_at  # the startup deadline is met for this deployment
+        update["lastStableSpec"] = facts.spec_json or None  # a later upgrade that fails is rolled back to it
         if facts.status.get("upgrade"):
             update["upgrade"] = None  # the new job runs on the state it was given: the record has served
     events = []

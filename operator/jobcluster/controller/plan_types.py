@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from typing import Any
 
 from jobcluster.controller.clusters import Observation
 from jobcluster.controller.job_state import Restore, SavepointTrigger, StateSettings
-from jobcluster.controller.reconciled_spec import ValidSpec
+from jobcluster.controller.reconciled_spec import ValidSpec, spec_json
 from jobcluster.controller.resource import deployed_spec_hash
 
 ERROR_LIMIT = 2000  # characters of a failure cause kept in the status (its end: where Python puts the error)
@@ -55,12 +56,19 @@ class Facts:
     silent_for: float | None = None  # seconds the cluster's REST API has not answered (None: it answered last time)
     state: StateSettings = field(default_factory=StateSettings)  # how a streaming job's state is carried (job_state.py)
     trigger_id: str = ""  # the id of a savepoint this plan may trigger (32 hex digits, new for each reconciliation)
+    spec_json: str = ""  # the spec carried out, as JSON: recorded as lastStableSpec once its job runs
+    stable_hash: str | None = None  # the digest of lastStableSpec (None: no job of the FlinkJob ran yet)
+    rollback_of: str | None = None  # the digest of the spec rolled back from, while lastStableSpec is carried out instead
 
     @classmethod
-    def of(cls, valid: ValidSpec, generation: int | None, status: Mapping[str, Any], now: datetime.datetime) -> Facts:
+    def of(
+        cls, valid: ValidSpec, generation: int | None, status: Mapping[str, Any], now: datetime.datetime, rollback_of: str | None = None
+    ) -> Facts:
         """The facts of a FlinkJob whose spec (the one to carry out) is ``valid``, before any observation; with a new
-        trigger id (32 hex digits, as Flink's)."""
+        trigger id (32 hex digits, as Flink's). ``rollback_of``: ``valid`` is the last stable spec, carried out
+        instead of the spec of that digest (``reconciled_spec.rolled_back``)."""
         spec = valid.spec
+        stable = status.get("lastStableSpec")
         return cls(
             generation=generation,
             spec_hash=deployed_spec_hash(valid.raw),
@@ -74,4 +82,7 @@ class Facts:
             now=now,
             state=valid.state,
             trigger_id=uuid.uuid4().hex,
+            spec_json=spec_json(valid.raw),
+            stable_hash=deployed_spec_hash(json.loads(stable)) if stable else None,
+            rollback_of=rollback_of,
         )

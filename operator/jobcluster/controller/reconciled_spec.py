@@ -21,10 +21,10 @@ from typing import Any
 from jobcluster.client.operator_hook import InvalidSpecError
 from jobcluster.controller.flinkjob_status import Lifecycle
 from jobcluster.controller.job_state import StateSettings, state_settings
-from jobcluster.controller.resource import FlinkJobSpec, parse_spec
+from jobcluster.controller.resource import FlinkJobSpec, deployed_spec_hash, parse_spec
 
 #: Lifecycle states in which a cluster of the last valid spec runs or is being brought up: a refused edit keeps it.
-RUNS = (Lifecycle.DEPLOYED, Lifecycle.STABLE, Lifecycle.UPGRADING)
+RUNS = (Lifecycle.DEPLOYED, Lifecycle.STABLE, Lifecycle.UPGRADING, Lifecycle.ROLLING_BACK, Lifecycle.ROLLED_BACK)
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,24 @@ def validated(raw: Mapping[str, Any], defaults: Mapping[str, str]) -> ValidSpec:
     """``raw`` parsed and checked against the operator's ``defaults``; InvalidSpecError when it cannot run."""
     spec = parse_spec(raw)
     return ValidSpec(raw, spec, state_settings(spec.job, spec.flink_configuration, defaults))
+
+
+def spec_json(raw: Mapping[str, Any]) -> str:
+    """The spec as the status records it (``lastReconciledSpec``, ``lastStableSpec``): JSON, keys sorted."""
+    return json.dumps(raw, sort_keys=True, default=str)
+
+
+def rolled_back(status: Mapping[str, Any], valid: ValidSpec, defaults: Mapping[str, str]) -> ValidSpec | None:
+    """The spec to carry out instead of ``valid`` while it is rolled back: ``lastStableSpec``, as long as the spec
+    is the one the ``rollback`` record names (an edit ends the rollback); None otherwise, or when the stable spec no
+    longer passes the checks."""
+    record, stable = status.get("rollback") or {}, status.get("lastStableSpec")
+    if not record or not stable or record.get("spec") != deployed_spec_hash(valid.raw):
+        return None
+    try:
+        return validated(json.loads(stable), defaults)
+    except (InvalidSpecError, ValueError):
+        return None
 
 
 def spec_digest(raw: Mapping[str, Any]) -> str:
@@ -63,7 +81,7 @@ def reconciled(status: Mapping[str, Any], valid: ValidSpec) -> dict[str, Any]:
     """The status fields of reconciling ``valid``, the spec as it is: recorded as the last valid one, and a refusal
     of an earlier edit cleared (the planner's own errors, written after these, win)."""
     record: dict[str, Any] = {}
-    text = json.dumps(valid.raw, sort_keys=True, default=str)
+    text = spec_json(valid.raw)
     if status.get("lastReconciledSpec") != text:
         record["lastReconciledSpec"] = text
     if status.get("refusedSpec"):

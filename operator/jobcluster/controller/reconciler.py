@@ -56,7 +56,7 @@ from jobcluster.controller.plan_types import (
     Facts,
     Plan,
 )
-from jobcluster.controller.reconciled_spec import RUNS, last_valid, reconciled, refused, validated
+from jobcluster.controller.reconciled_spec import RUNS, last_valid, reconciled, refused, rolled_back, validated
 from jobcluster.controller.resource import FlinkJobSpec, deployed_spec_hash
 from jobcluster.errors import ClusterClientError, ClusterUnreachableError, JobClusterError
 
@@ -225,8 +225,9 @@ class Reconciler:
             if kept is None:
                 return await self._refuse(job, exc, write_status, post_event)
             valid = kept
-        facts = Facts.of(valid, job.generation, job.status, now)
-        spec, state, spec_hash = valid.spec, valid.state, facts.spec_hash
+        rolled = rolled_back(job.status, valid, self.defaults) if refusal is None else None  # the last stable spec instead
+        facts = Facts.of(rolled or valid, job.generation, job.status, now, deployed_spec_hash(valid.raw) if rolled else None)
+        spec, state, spec_hash = (rolled or valid).spec, (rolled or valid).state, facts.spec_hash
         if needs_observation(facts):
             job_id = (job.status.get("jobStatus") or {}).get("jobId")
             pending = pending_trigger(job.status).get("triggerId")
@@ -402,7 +403,7 @@ class Reconciler:
         """A reconciliation while a deployment of the FlinkJob is in flight: nothing to do while its spec is still the
         one wanted; otherwise the deployment is superseded and its cluster removed, again at every look, since the
         deployment may make it after a removal. The next look after the deployment ended plans for the spec as it is."""
-        why = superseded_by(job.spec, self.defaults, flight.spec_hash)
+        why = superseded_by(job.spec, job.status, self.defaults, flight.spec_hash)
         if why is not None:
             if not flight.superseded:
                 flight.superseded = True
