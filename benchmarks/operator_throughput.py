@@ -1,6 +1,7 @@
 """Benchmark: the FlinkJob operator's throughput, and `kubectl apply` → RUNNING next to `jobcluster run`.
 
-    .venv/bin/python benchmarks/operator_throughput.py [--jobs 1000] [--rest-window 60] [--input CORPUS_DIR] [--attach WORK_DIR]
+    .venv/bin/python benchmarks/operator_throughput.py [--jobs 1000] [--running 1000] [--rest-window 60] [--input CORPUS_DIR]
+        [--attach WORK_DIR]
 
 Starts the Kubernetes test cluster (tests/infra/k8s; its tools must be built)
 with the project's image built from the working tree (tests/infra/image/build.sh),
@@ -20,7 +21,14 @@ then:
    the operator running, less the same count over a window with the operator
    paused (SIGSTOP: its watches stay open), which is the cluster's own
    background (controllers, kubelet, leases);
-2. with ``--input``: WordCount once through a FlinkJob (seconds from `kubectl
+2. ``--running`` (1,000) FlinkJobs whose jobs run, at once, under the operator of
+   ``benchmarks/standin_operator.py`` (the real operator; only the platform under
+   its clusters is stood in, every cluster's REST API one stand-in JobManager that
+   says each job RUNNING): the time until every status says STABLE (deployments
+   per minute), the operator's CPU and the API requests and REST calls per minute at
+   rest, then the time until a change of every spec (``restartNonce``) has been
+   carried out (each an upgrade: removal, deployment, the new job RUNNING);
+3. with ``--input``: WordCount once through a FlinkJob (seconds from `kubectl
    apply` until the status says RUNNING, and until Succeeded) and once through
    `jobcluster run -t kubernetes-application` (until it prints that the job is
    RUNNING, and until it returns), on the same cluster. The pods are real
@@ -40,6 +48,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -53,6 +62,7 @@ import requests  # noqa: E402
 import yaml  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from benchmarks.standin_operator import StandInJobManager  # noqa: E402
 from tests.infra.k8s.cluster import KubernetesCluster, free_port, with_project_image  # noqa: E402
 from tests.integration.k8s.pods import host_path_template, image_options  # noqa: E402
 
@@ -115,8 +125,68 @@ def throughput(
     print(f"{jobs} suspended FlinkJobs: applied in {applied:.1f} s, every status true after {elapsed:.1f} s")
     print(f"  {jobs / elapsed * 60:.0f} reconciles per minute; operator CPU {cpu:.1f} s ({cpu / elapsed * 100:.0f}% of one core)")
     print(f"  operator resident memory {operator.memory_info().rss / (1 << 20):.0f} MiB")
-    at_rest(cluster, operator, jobs, rest_window)
+    at_rest(cluster, operator, f"{jobs} settled", rest_window)
     cluster.kubectl("delete", "flinkjobs", "-n", namespace, "--all", timeout=600)
+
+
+def running_throughput(
+    cluster: KubernetesCluster, custom: kubernetes.client.CustomObjectsApi, namespace: str, jobs: int, window: float, interval: str = ""
+) -> None:
+    """``jobs`` running FlinkJobs under the stand-in operator: to STABLE, at rest, and through a change of every spec."""
+    jobmanager = StandInJobManager()
+    threading.Thread(target=jobmanager.serve_forever, name="standin-jobmanager", daemon=True).start()
+    port = free_port()
+    argv = [sys.executable, str(REPO / "benchmarks" / "standin_operator.py"), "--namespace", namespace, "--port", str(port)]
+    argv += ["--jobmanager", jobmanager.url] + (["--reconcile-interval", interval] if interval else [])
+    operator = subprocess.Popen(argv, env=cluster.env(), cwd=REPO, stderr=subprocess.DEVNULL)
+    try:
+        wait_healthy(operator, port)
+        process = psutil.Process(operator.pid)
+        documents = [flinkjob(f"running-{n}", namespace, {"source": "print(1)"}) for n in range(jobs)]
+        cpu_before, started = sum(process.cpu_times()[:2]), time.monotonic()
+        apply(cluster, documents)
+        elapsed = until_stable(custom, namespace, jobs, generation=1)
+        cpu = sum(process.cpu_times()[:2]) - cpu_before
+        print(f"{jobs} running FlinkJobs (stand-in clusters): every status STABLE after {elapsed:.1f} s")
+        print(f"  {jobs / elapsed * 60:.0f} deployments per minute; operator CPU {cpu:.1f} s; resident memory {rss(process):.0f} MiB")
+        served = jobmanager.requests
+        at_rest(cluster, process, f"{jobs} running", window)
+        # the stand-in answers only while the operator runs: the first of at_rest's two windows
+        print(f"  REST calls to the JobManagers at rest: {(jobmanager.requests - served) / window * 60:.0f} per minute")
+        cpu_before, started = sum(process.cpu_times()[:2]), time.monotonic()
+        for n in range(jobs):
+            body = {"spec": {"restartNonce": 1}}
+            custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, f"running-{n}", body, _request_timeout=TIMEOUT)
+        patched = time.monotonic() - started
+        elapsed = until_stable(custom, namespace, jobs, generation=2)
+        cpu = sum(process.cpu_times()[:2]) - cpu_before
+        print(f"  a change of every spec (restartNonce; patched in {patched:.1f} s): every upgrade carried out after {elapsed:.1f} s")
+        print(f"  {jobs / elapsed * 60:.0f} upgrades per minute; operator CPU {cpu:.1f} s")
+        cluster.kubectl("delete", "flinkjobs", "-n", namespace, "--all", timeout=600)
+    finally:
+        operator.kill()
+        operator.wait()
+        jobmanager.shutdown()
+
+
+def until_stable(custom: kubernetes.client.CustomObjectsApi, namespace: str, jobs: int, generation: int) -> float:
+    """Seconds until every FlinkJob of ``namespace`` is STABLE for its ``generation`` (counted from the call)."""
+    started = time.monotonic()
+    while True:
+        items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, _request_timeout=(5, 60))["items"]
+        stable = [
+            i
+            for i in items
+            if (i.get("status") or {}).get("lifecycleState") == "STABLE"
+            and (i.get("status") or {}).get("observedGeneration") == generation == i["metadata"]["generation"]
+        ]
+        if len(stable) == jobs:
+            return time.monotonic() - started
+        time.sleep(0.5)
+
+
+def rss(process: psutil.Process) -> float:
+    return process.memory_info().rss / (1 << 20)
 
 
 def api_requests(cluster: KubernetesCluster) -> float:
@@ -131,8 +201,9 @@ def api_requests(cluster: KubernetesCluster) -> float:
     )
 
 
-def at_rest(cluster: KubernetesCluster, operator: psutil.Process, jobs: int, window: float) -> None:
-    """API requests per minute with the operator at rest, above the cluster's own background."""
+def at_rest(cluster: KubernetesCluster, operator: psutil.Process, jobs: str, window: float) -> None:
+    """API requests per minute with the operator at rest, above the cluster's own background (two windows of
+    ``window`` seconds: running, then paused)."""
 
     def per_minute() -> float:
         before = api_requests(cluster)
@@ -148,7 +219,7 @@ def at_rest(cluster: KubernetesCluster, operator: psutil.Process, jobs: int, win
     finally:
         operator.resume()
     print(
-        f"  at rest with {jobs} settled FlinkJobs: {max(0.0, running - background):.0f} API requests per minute from the operator "
+        f"  at rest with {jobs} FlinkJobs: {max(0.0, running - background):.0f} API requests per minute from the operator "
         f"({running:.0f} in all, {background:.0f} with the operator paused); operator CPU {cpu / window * 100:.1f}% of one core"
     )
 
@@ -211,6 +282,14 @@ def wordcount_side_by_side(
             print("".join(lines[-30:]))
 
 
+def wait_healthy(operator: subprocess.Popen, port: int) -> None:
+    deadline = time.monotonic() + 120
+    while not operator_healthy(operator, port):
+        if time.monotonic() > deadline:
+            raise SystemExit("the operator did not serve /healthz within 120 s")
+        time.sleep(0.5)
+
+
 def operator_healthy(operator: subprocess.Popen, port: int) -> bool:
     if operator.poll() is not None:
         raise SystemExit(f"the operator exited with {operator.returncode}")
@@ -244,6 +323,10 @@ def clean_up(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1000, help="suspended FlinkJobs created at once")
+    parser.add_argument("--running", type=int, default=1000, help="running FlinkJobs (stand-in clusters) created at once; 0: none")
+    parser.add_argument(
+        "--reconcile-interval", default="", help="the stand-in operator's kubernetes.operator.reconcile.interval (default: its own)"
+    )
     parser.add_argument("--rest-window", type=float, default=60.0, help="seconds over which the API requests at rest are counted")
     parser.add_argument("--input", type=Path, help="a corpus directory for the WordCount comparison (skipped without)")
     parser.add_argument("--attach", type=Path, metavar="WORK_DIR", help="use the test cluster running in WORK_DIR instead of starting one")
@@ -256,7 +339,7 @@ def main() -> None:
     try:
         api = cluster.api_client()
         try:
-            run(cluster, api, cluster.images[0][0], args.jobs, args.rest_window, corpus)
+            run(cluster, api, cluster.images[0][0], args.jobs, args.rest_window, corpus, args.running, args.reconcile_interval)
         finally:
             api.close()
     finally:
@@ -264,7 +347,14 @@ def main() -> None:
 
 
 def run(
-    cluster: KubernetesCluster, api: kubernetes.client.ApiClient, image: str, jobs: int, rest_window: float, corpus: Path | None
+    cluster: KubernetesCluster,
+    api: kubernetes.client.ApiClient,
+    image: str,
+    jobs: int,
+    rest_window: float,
+    corpus: Path | None,
+    running: int = 0,
+    reconcile_interval: str = "",
 ) -> None:
     """In a namespace of its own, with the operator as a process: the throughput, then (with a corpus) WordCount both ways."""
     core, custom = kubernetes.client.CoreV1Api(api), kubernetes.client.CustomObjectsApi(api)
@@ -281,14 +371,15 @@ def run(
             argv = [sys.executable, "-m", "jobcluster.controller", "--namespace", namespace, "--port", str(port)]
             argv += ["--default-configuration", str(defaults), "--log-level", "warning"]
             operator = subprocess.Popen(argv, env=cluster.env(), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            deadline = time.monotonic() + 120
-            while not operator_healthy(operator, port):
-                if time.monotonic() > deadline:
-                    raise SystemExit("the operator did not serve /healthz within 120 s")
-                time.sleep(0.5)
-            throughput(cluster, custom, namespace, psutil.Process(operator.pid), jobs, rest_window)
+            wait_healthy(operator, port)
+            if jobs:
+                throughput(cluster, custom, namespace, psutil.Process(operator.pid), jobs, rest_window)
             if corpus is not None:
                 wordcount_side_by_side(cluster, custom, namespace, corpus, image)
+            if running:
+                operator.kill()  # one operator at a time watches the namespace: the stand-in one from here on
+                operator.wait()
+                running_throughput(cluster, custom, namespace, running, rest_window, reconcile_interval)
     finally:
         clean_up(cluster, custom, namespace, operator)
 

@@ -31,7 +31,7 @@ from jobcluster.config.configuration import Configuration
 from jobcluster.controller.clusters import Deployed, JobClusters, Observation
 from jobcluster.controller.flinkjob_ref import FlinkJobRef
 from jobcluster.controller.flinkjob_status import Lifecycle, merge_patch
-from jobcluster.controller.handlers import settled
+from jobcluster.controller.handlers import paced, reconcile_interval, settled
 from jobcluster.controller.job_state import SavepointPoll, SavepointTrigger
 from jobcluster.controller.reconciler import Reconciler
 from jobcluster.controller.resource import deployed_spec_hash
@@ -503,6 +503,27 @@ def test_an_invalid_spec_edited_again_has_its_generation_observed():
 )
 def test_only_flinkjobs_that_wait_for_nothing_but_their_spec_go_without_a_timer(spec, status, quiet):
     assert settled(spec, status, {}) is quiet
+
+
+@pytest.mark.parametrize(
+    ("status", "is_paced"),
+    [
+        ({"lifecycleState": "STABLE"}, True),
+        ({"lifecycleState": "ROLLED_BACK"}, True),
+        ({"lifecycleState": "STABLE", "jobStatus": {"savepointInfo": {"trigger": {"triggerId": "t"}}}}, False),  # its outcome awaited
+        ({"lifecycleState": "STABLE", "error": "the upgrade was not carried out"}, False),
+        ({"lifecycleState": "DEPLOYED"}, False),
+        ({"lifecycleState": "UPGRADING"}, False),
+    ],
+)
+def test_only_running_jobs_with_nothing_in_progress_are_looked_at_at_the_reconcile_interval(status, is_paced):
+    assert paced(status) is is_paced
+    assert not (is_paced and settled({}, status, {})), "a paced FlinkJob still has a timer"
+
+
+def test_the_reconcile_interval_is_the_operators_option():
+    assert reconcile_interval({}) == 15.0
+    assert reconcile_interval({"kubernetes.operator.reconcile.interval": "1 min"}) == 60.0
 
 
 def test_the_operators_default_ttl_applies_to_flinkjobs_that_set_none_and_may_delete_them():
@@ -1024,3 +1045,16 @@ def test_a_failed_deployment_of_an_upgrade_is_rolled_back_and_a_failed_rollback_
     assert reconcile(reconciler, job) == Lifecycle.ROLLING_BACK
     assert reconcile(reconciler, job) == Lifecycle.FAILED, "the stable spec's deployment failed too"
     assert reconcile(reconciler, job) == Lifecycle.FAILED and settled(job.spec, job.status, ROLLBACK), "no rollback of a rollback"
+
+
+def test_a_suspended_flinkjob_edited_in_a_way_that_is_refused_stays_suspended_and_says_why():
+    clusters, job = FakeClusters(), FlinkJob(SPEC)
+    reconcile(reconciler_of(clusters), job)
+    job.spec, job.generation = {**SPEC, "job": {**SPEC["job"], "state": "suspended"}}, 2
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.SUSPENDED
+    job.spec, job.generation = {**job.spec, "job": {**job.spec["job"], "upgradeMode": "savepoint"}}, 3
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.SUSPENDED, "not FAILED: nothing runs, and nothing failed"
+    assert job.status["failureReason"] == "SavepointDirectoryMissing" and _conditions(job)["Ready"][0] == "False"
+    job.spec, job.generation = {**SPEC, "job": {**SPEC["job"], "state": "suspended"}}, 4  # reverted
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.SUSPENDED
+    assert _conditions(job)["Ready"] == ("True", "Suspended") and not job.status.get("refusedSpec")

@@ -22,15 +22,18 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import kopf
 import kubernetes
 
+from jobcluster.backends.kubernetes.job_result import COMPONENT as RESULT_COMPONENT
 from jobcluster.backends.kubernetes.kube_client import api_call
+from jobcluster.backends.kubernetes.labels import COMPONENT_JOB_MANAGER, LABEL_APP, LABEL_COMPONENT, LABEL_TYPE, TYPE_VALUE
+from jobcluster.config.values import parse_duration
 from jobcluster.controller.flinkjob_ref import FlinkJobRef
 from jobcluster.controller.flinkjob_status import Lifecycle
-from jobcluster.controller.job_state import SHUTDOWN_TTL
+from jobcluster.controller.job_state import SHUTDOWN_TTL, pending_trigger
 from jobcluster.controller.metrics import OperatorMetrics
 from jobcluster.controller.reconciler import Reconciler, RemovalPending
 from jobcluster.controller.resource import GROUP, PLURAL, VERSION
@@ -39,7 +42,9 @@ from jobcluster.errors import JobClusterError, NotFoundError
 
 log = logging.getLogger(__name__)
 
-OBSERVE_INTERVAL = 3.0  # seconds between two looks at a FlinkJob
+OBSERVE_INTERVAL = 3.0  # seconds between two looks at a FlinkJob on its way somewhere (deploying, upgrading, a savepoint)
+RECONCILE_INTERVAL = 15.0  # seconds between two looks at a FlinkJob whose job runs (events of its platform come sooner)
+RECONCILE_INTERVAL_KEY = "kubernetes.operator.reconcile.interval"
 DELETE_PENDING_DELAY = 5.0  # seconds between two tries of a deletion that waits for a deployment in flight
 DELETE_RETRY_DELAY = 15.0  # seconds between two attempts at a removal that failed: a cluster that may run is never let go
 TIMER_EXIT_POLLING = 2.0  # seconds between two checks that a deleted FlinkJob's timer ended, before its finalizer goes
@@ -90,17 +95,18 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
     def login(**_: Any) -> kopf.ConnectionInfo:
         return connection_info(context.api.configuration)
 
-    async def reconcile(body: kopf.Body, logger: kopf.Logger) -> None:
+    async def reconcile(body: Mapping[str, Any], logger: logging.Logger | logging.LoggerAdapter[Any]) -> None:
         started = time.monotonic()
-        name, namespace, uid = body.metadata.name, body.metadata.namespace or "default", body.metadata.uid or ""
+        metadata = body["metadata"]
+        name, namespace, uid = metadata["name"], metadata.get("namespace") or "default", metadata.get("uid") or ""
         try:
             lifecycle = await context.reconciler.reconcile(
                 uid,
                 lambda: _read_flinkjob(context.api, namespace, name, uid),
                 lambda status: _patch_status(context.api, namespace, name, status),
-                lambda kind, reason, message: kopf.event(body, type=kind, reason=reason, message=message[:1000]),
+                lambda kind, reason, message: kopf.event(cast(kopf.Body, body), type=kind, reason=reason, message=message[:1000]),
                 lambda: _delete_flinkjob(context.api, namespace, name),
-                generation=body.metadata.get("generation"),
+                generation=metadata.get("generation"),
             )
         except Exception:
             context.metrics.reconciles.labels("error").inc()
@@ -120,11 +126,26 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
     @kopf.timer(
         *resource,
         interval=OBSERVE_INTERVAL,
-        when=lambda spec, status, **_: not settled(spec, status, context.reconciler.defaults),
+        when=lambda spec, status, **_: not settled(spec, status, context.reconciler.defaults) and not paced(status),
         registry=registry,
     )
     async def observe(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
         await reconcile(body, logger)
+
+    paced_interval = reconcile_interval(context.reconciler.defaults)
+
+    @kopf.timer(*resource, interval=paced_interval, when=lambda status, **_: paced(status), registry=registry)
+    async def observe_running(body: kopf.Body, logger: kopf.Logger, **_: Any) -> None:
+        await reconcile(body, logger)
+
+    # The platform's events bring a paced look forward: a JobManager pod that changes (deleted, failed, replaced),
+    # the job result a JobManager records as its job ends (job_result.py). The initial listing (type None) is not one.
+    @kopf.on.event("", "v1", "pods", labels={LABEL_TYPE: TYPE_VALUE, LABEL_COMPONENT: COMPONENT_JOB_MANAGER}, registry=registry)
+    @kopf.on.event("", "v1", "configmaps", labels={LABEL_TYPE: TYPE_VALUE, LABEL_COMPONENT: RESULT_COMPONENT}, registry=registry)
+    async def platform_changed(body: kopf.Body, type: str | None, logger: kopf.Logger, **_: Any) -> None:
+        job = context.reconciler.known(body.metadata.namespace or "default", body.metadata.labels.get(LABEL_APP, ""))
+        if type is not None and job is not None:
+            await reconcile(flinkjob_reference(job), logger)
 
     # no timeout nor retry limit: kopf releases the finalizer of a handler that gave up, and the cluster must be gone first
     @kopf.on.delete(*resource, registry=registry)
@@ -150,6 +171,27 @@ def removal_blocked(job: FlinkJobRef, error: Exception) -> str:
         f"{DELETE_RETRY_DELAY:.0f} s. Once nothing of it runs, release it: kubectl patch flinkjob {job.name} -n {job.namespace} "
         """--type=merge -p '{"metadata":{"finalizers":null}}'"""
     )
+
+
+def paced(status: Mapping[str, Any]) -> bool:
+    """Whether a FlinkJob's job runs with nothing in progress (no savepoint pending, no error standing): looked at
+    every ``kubernetes.operator.reconcile.interval`` rather than every :data:`OBSERVE_INTERVAL` seconds."""
+    lifecycle = (status or {}).get("lifecycleState")
+    return lifecycle in (Lifecycle.STABLE, Lifecycle.ROLLED_BACK) and not pending_trigger(status) and not status.get("error")
+
+
+def reconcile_interval(defaults: Mapping[str, str]) -> float:
+    """Seconds between two looks at a FlinkJob whose job runs (:func:`paced`): ``kubernetes.operator.reconcile.interval``
+    of the operator's ``defaults`` (the Flink Kubernetes Operator's option; :data:`RECONCILE_INTERVAL` seconds unless
+    set)."""
+    text = defaults.get(RECONCILE_INTERVAL_KEY)
+    return parse_duration(text) if text else RECONCILE_INTERVAL
+
+
+def flinkjob_reference(job: FlinkJobRef) -> dict[str, Any]:
+    """The object of FlinkJob ``job`` as kopf's events and the reconciliation name it."""
+    metadata = {"name": job.name, "namespace": job.namespace, "uid": job.uid, "generation": job.generation}
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "FlinkJob", "metadata": metadata}
 
 
 def settled(spec: Mapping[str, Any], status: Mapping[str, Any], defaults: Mapping[str, str]) -> bool:

@@ -29,6 +29,9 @@ from jobcluster.config.values import parse_duration
 from jobcluster.errors import JobClusterError
 
 if TYPE_CHECKING:
+    import kubernetes
+
+    from jobcluster.controller.clusters import JobClusters
     from jobcluster.controller.leader import LeaseElector
     from jobcluster.controller.metrics import OperatorMetrics
 
@@ -141,19 +144,14 @@ def operator(
       jobcluster operator --namespace analytics --port 8080
     """
     # kopf and the Kubernetes client load only here: `jobcluster run` never pays for them
-    import kopf
-
     from jobcluster.backends.kubernetes.kube_client import load_api_client
     from jobcluster.backends.kubernetes.operator_hook import KubernetesOperatorHook, read_config_map
     from jobcluster.backends.yarn.operator_hook import YarnOperatorHook
     from jobcluster.client.operator_hook import InvalidSpecError
     from jobcluster.controller.clusters import DescriptorClusters, JobClusters
-    from jobcluster.controller.handlers import OperatorContext, build_registry
     from jobcluster.controller.job_state import check_defaults
     from jobcluster.controller.leader import LeaseElector, LeaseTimings
-    from jobcluster.controller.metrics import OperatorMetrics
     from jobcluster.controller.programs import allow_program_urls
-    from jobcluster.controller.reconciler import Reconciler
     from jobcluster.controller.resource import TARGET_KUBERNETES, TARGET_YARN
 
     try:
@@ -178,7 +176,6 @@ def operator(
         raise click.BadParameter(f"{default_configuration}: {exc}", param_hint="--default-configuration") from None
     except JobClusterError as exc:
         raise click.ClickException(str(exc)) from None
-    metrics = OperatorMetrics()
     work_dir = Path(tempfile.gettempdir()) / "jobcluster-operator"
     clusters = JobClusters(
         {
@@ -186,10 +183,31 @@ def operator(
             TARGET_YARN: DescriptorClusters(YarnOperatorHook(functools.partial(read_config_map, api), work_dir / "hadoop-conf")),
         }
     )
+    elector = LeaseElector(api, lease_namespace, lease_name, candidate_identity(), timings) if leader_election and lease_namespace else None
+    operate(api, defaults, clusters, namespaces, port, elector)
+
+
+def operate(
+    api: kubernetes.client.ApiClient,
+    defaults: dict[str, str],
+    clusters: JobClusters,
+    namespaces: tuple[str, ...],
+    port: int,
+    elector: LeaseElector | None = None,
+) -> None:
+    """Run kopf with the FlinkJob handlers until stopped: FlinkJobs of ``namespaces`` (all when empty), their clusters
+    through ``clusters`` (an adapter per target), under the operator's ``defaults``; ``/healthz`` and ``/metrics`` on
+    ``port`` (0: none); with ``elector``, only while it holds the Lease."""
+    import kopf
+
+    from jobcluster.controller.handlers import OperatorContext, build_registry
+    from jobcluster.controller.metrics import OperatorMetrics
+    from jobcluster.controller.reconciler import Reconciler
+
+    metrics = OperatorMetrics()
     reconciler = Reconciler(clusters, defaults, on_deployed=metrics.deploy_seconds.observe)
     registry = build_registry(OperatorContext(reconciler, api, metrics))
     run_kopf = functools.partial(kopf.operator, registry=registry, standalone=True, clusterwide=not namespaces, namespaces=list(namespaces))
-    elector = LeaseElector(api, lease_namespace, lease_name, candidate_identity(), timings) if leader_election and lease_namespace else None
     asyncio.run(_serve(run_kopf, metrics, port, elector))
 
 

@@ -194,6 +194,10 @@ class Reconciler:
             await self._remove(self._latest(job).cluster)  # what it made after the first removal, maybe on another target
         self.forget(job.uid)
 
+    def known(self, namespace: str, name: str) -> FlinkJobRef | None:
+        """FlinkJob ``namespace/name`` as this reconciler last wrote it; None when it has not (or not since an error)."""
+        return next((job for job in self._known.values() if job.name == name and job.namespace == namespace), None)
+
     def _latest(self, job: FlinkJobRef) -> FlinkJobRef:
         """``job``, or the newer state this reconciler wrote of it (a deployment in flight records its target first)."""
         return self._known.get(job.uid) or job
@@ -287,10 +291,11 @@ class Reconciler:
     async def _refuse(self, job: FlinkJobRef, error: InvalidSpecError, write_status: StatusWriter, post_event: EventPoster) -> str:
         """A spec refused with no valid one to go on with: FAILED with the reason, nothing deployed (the result of an
         ended cluster is removed). A cluster that runs is never removed for it (its spec is not known, or the operator's
-        defaults refuse that too): it runs on, unobserved, until the spec is fixed."""
+        defaults refuse that too): it runs on, unobserved, until the spec is fixed; a suspended FlinkJob stays
+        SUSPENDED, the refusal reported."""
         runs = job.status.get("lifecycleState") in RUNS
         status = self._refused(job, error, post_event, kept=runs)
-        if runs:
+        if runs or job.status.get("lifecycleState") == Lifecycle.SUSPENDED:
             return await self._write(job, status, write_status)
         if job.status.get("refusedSpec") == status["refusedSpec"] and job.status.get("lifecycleState") == Lifecycle.FAILED:
             return await self._write(job, {}, write_status)  # refused already; an edit still advances observedGeneration

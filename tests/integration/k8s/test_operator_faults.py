@@ -1,7 +1,9 @@
 """The operator under random faults: a seeded run of FlinkJob changes and faults, then what must hold.
 
 FlinkJobs on Kubernetes (long jobs, and one that finishes) and one on YARN are created,
-changed (``restartNonce``), suspended, resumed and deleted at random, while the operator
+changed (``restartNonce``), switched between upgrade modes, edited in a way the operator
+refuses (savepoint mode with no savepoint directory) and fixed again, suspended, resumed and
+deleted at random, while the operator
 process is killed (also right inside a deployment), JobManager and TaskManager pods are
 deleted and the API server is paused (SIGSTOP: it stops answering, as when partitioned).
 Then, with the operator running, every FlinkJob must settle and agree with what runs:
@@ -9,10 +11,13 @@ Then, with the operator running, every FlinkJob must settle and agree with what 
 - a running FlinkJob is STABLE, its job RUNNING on the JobManager its status names, with one
   cluster (one JobManager Deployment, or one running YARN application);
 - a suspended one has no cluster; one that had FINISHED keeps its result and job id;
+- one whose last edit was refused runs on: the job that ran at the edit, never removed for it,
+  with the refusal in its status (``refusedSpec``, ``Ready`` False);
 - a deleted one is gone and left nothing: no pod, Deployment, Service, ConfigMap or Secret, no
   running YARN application, no staging directory;
 - no spec was deployed more often than it was asked for (``Deployed`` events against the
-  changes that deploy, plus the ``Redeploying`` of a deployment the operator lost when killed).
+  changes that deploy, plus the ``Redeploying`` of a deployment the operator lost when killed):
+  a mode switch, a refused edit and its fix deploy nothing.
 
 The run is reproducible from its seed, printed first:
 
@@ -65,6 +70,7 @@ SMALL = {
     "kubernetes.jobmanager.cpu.limit-factor": "10",
     "kubernetes.taskmanager.cpu.amount": "0.2",
     "kubernetes.taskmanager.cpu.limit-factor": "5",
+    "execution.checkpointing.dir": "/tmp/jobcluster-fault-test-checkpoints",  # what last-state mode asks for
 }
 
 
@@ -80,9 +86,11 @@ class Model:
     deploys: int = 1  # deployments asked for: its creation, each resume, each new restartNonce while running
     uid: str = ""
     finished_job: str = ""  # the job id of a job that FINISHED before the faults
+    mode: str = "stateless"  # spec.job.upgradeMode of the last valid spec
+    refused: str | None = None  # while its last edit is refused: the job id that ran at the edit ("" when none was settled)
 
     def spec(self, namespace: str, seconds: int = 900) -> dict:
-        job = {"program": f"local://{WAITS}", "args": [str(seconds)], "state": self.state}
+        job = {"program": f"local://{WAITS}", "args": [str(seconds)], "state": self.state, "upgradeMode": self.mode}
         extra = {"target": self.target, "hadoopConfigMap": "hadoop-conf"} if self.target == "yarn-per-job" else {}
         if self.target == "yarn-per-job":
             job = {"source": WAITS.read_text(), "args": [str(seconds)], "state": self.state}
@@ -145,6 +153,24 @@ class Run:
         self.patch(model, {"job": {"state": model.state}})
         self.do(f"{model.state} {model.name}")
 
+    def switch_mode(self, model: Model) -> None:
+        model.mode = "last-state" if model.mode == "stateless" else "stateless"
+        self.patch(model, {"job": {"upgradeMode": model.mode}})
+        self.do(f"upgradeMode {model.mode} of {model.name}")
+
+    def refuse(self, model: Model) -> None:
+        """An edit the operator refuses (savepoint mode, and no savepoint directory anywhere): its job must run on."""
+        status = get(self.k8s_api, self.namespace, model.name).get("status") or {}
+        settled = status.get("lifecycleState") == "STABLE" and model.state == "running"
+        model.refused = (status.get("jobStatus") or {}).get("jobId", "") if settled else ""
+        self.patch(model, {"job": {"upgradeMode": "savepoint"}})
+        self.do(f"refused edit of {model.name}")
+
+    def fix(self, model: Model) -> None:
+        model.refused = None
+        self.patch(model, {"job": {"upgradeMode": model.mode}})
+        self.do(f"fixed {model.name}")
+
     def delete(self, model: Model) -> None:
         model.exists = False
         self.k8s_cluster.kubectl("delete", "flinkjob", "-n", self.namespace, model.name, "--wait=false")
@@ -185,7 +211,7 @@ class Run:
 
     def step(self) -> None:
         long = self.alive("kubernetes-application", finished=False)
-        choices = ["change", "change", "kill", "kill-in-deploy", "jm-pod", "tm-pod", "api-server"]
+        choices = ["change", "change", "mode", "refuse", "kill", "kill-in-deploy", "jm-pod", "tm-pod", "api-server"]
         if len(long) < LONG_JOBS:
             choices.append("create")
         if long:
@@ -194,9 +220,15 @@ class Run:
         changeable = [m for m in self.alive() if m.target != "yarn-per-job" or self.rng.random() < 0.3]
         if choice == "create":
             self.create()
-        elif choice == "change" and changeable:
+        elif choice in ("change", "mode", "refuse") and changeable:
             model = self.rng.choice(changeable)
-            if model.finished_job or self.rng.random() < 0.5:
+            if model.refused is not None:  # a refused spec is fixed before anything else is asked of it
+                self.fix(model)
+            elif choice == "mode":
+                self.switch_mode(model)
+            elif choice == "refuse":
+                self.refuse(model)
+            elif model.finished_job or self.rng.random() < 0.5:
                 self.suspend_or_resume(model)
             else:
                 self.restart(model)
@@ -259,6 +291,14 @@ class Run:
             return None if lifecycle == "SUSPENDED" and not running else f"suspended: {lifecycle} {running}"
         if lifecycle != "STABLE" or job.get("state") != "RUNNING" or len(running) != 1:
             return f"running: {lifecycle} {job.get('state')} {running} {status.get('error', '')}"
+        ready = next((c for c in status.get("conditions") or [] if c["type"] == "Ready"), {})
+        if model.refused is not None:
+            if model.refused and job.get("jobId") != model.refused:
+                return f"the job {model.refused} that ran at the refused edit is gone: {job.get('jobId')} runs"
+            if not status.get("refusedSpec") or ready.get("status") != "False":
+                return f"the refusal is not in the status: {status.get('refusedSpec')} {ready}"
+        elif ready.get("status") != "True":
+            return f"not Ready: {ready}"
         answer = requests.get(f"{status['restUrl']}/jobs/{job['jobId']}", timeout=5)
         return None if answer.ok and answer.json()["state"] == "RUNNING" else f"the JobManager says {answer.text[:200]}"
 

@@ -102,6 +102,7 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         self._handler: ResourceEventHandler | None = None
         self._context: TaskExecutorLaunchContext | None = None
         self._owner: dict[str, Any] | None = None
+        self._result_recorded = False
         self._attempt = 0
         self._pod_number = 0
         #: Pods that are this driver's live workers: neither reported as terminated nor released.
@@ -247,13 +248,19 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         """Leave the job's result for the Deployment's owners, if any (``job_result.py``), then delete the
         JobManager Deployment; its ConfigMap, Secret, Service and pods follow (cascading)."""
         log.info("application finished with %s%s", status.name, f": {diagnostics}" if diagnostics else "")
-        if self._owner is not None:
-            await asyncio.to_thread(self._write_job_result, status, diagnostics)
+        await self.record_job_result(status, diagnostics)
         try:
             await asyncio.to_thread(delete_cluster, self._api, self._params.namespace, self._params.cluster_id)
         except DeploymentError as exc:
             # the job has ended: its owner (the FlinkJob's finalizer, `jobcluster cancel`) deletes what is left
             log.error("could not delete the job cluster %s: %s", self._params.cluster_id, exc)
+
+    async def record_job_result(self, status: ApplicationStatus, diagnostics: str | None) -> None:
+        """Leave the job's result for the Deployment's owners, once (``job_result.py``): written as the job ends, its
+        ConfigMap is also the event that tells the FlinkJob operator at once."""
+        if self._owner is not None and not self._result_recorded:
+            self._result_recorded = True
+            await asyncio.to_thread(self._write_job_result, status, diagnostics)
 
     def _write_job_result(self, status: ApplicationStatus, diagnostics: str | None) -> None:
         assert self._owner is not None

@@ -200,6 +200,8 @@ class JobClusterEntrypoint:
         job_master = await self._start_job(stack, rpc, dispatcher, rest, resource_manager, jvm_metrics, fatal_error)
         log.info("job cluster %s is up: REST %s, job %s", ctx.cluster_id, rest.url, graph.job_id)
         await dispatcher.workers_done
+        if job_master.result is not None:  # the job ended (not the process stopped): its owner learns it now
+            await resource_manager.record_job_result(ApplicationStatus.of_job(job_master.result.status), _diagnostics(job_master.result))
         # the workers and the Spark master go while the client fetches the result: it returns sooner
         releasing = asyncio.create_task(_stop_workers(resource_manager, spark_master), name="stop-workers")
         stack.push_async_callback(_cancel, releasing)

@@ -97,6 +97,12 @@ class ResourceManagerDriver(abc.ABC):
     async def release_all_workers(self) -> None:
         """Stop every worker this driver started, of any attempt; requests made afterwards may fail."""
 
+    async def record_job_result(self, status: ApplicationStatus, diagnostics: str | None) -> None:
+        """The job has ended: record how, where the backend keeps a result of its own for the cluster's owner, at once
+        rather than at deregistration (Flink's JobResultStore writes its entry as the job ends, before the cleanup);
+        a no-op where the platform keeps it (YARN) or nothing is kept."""
+        return None
+
     @abc.abstractmethod
     async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
         """Tell the backend how the application ended (YARN final status, ...)."""

@@ -150,6 +150,10 @@ class ResourceManager(FencedRpcEndpoint):
         self._closing = True
         await self._driver.release_all_workers()
 
+    async def record_job_result(self, status: ApplicationStatus, diagnostics: str | None) -> None:
+        """The job has ended: let the backend record its result (see ResourceManagerDriver.record_job_result)."""
+        await self._driver.record_job_result(status, diagnostics)
+
     async def deregister_application(self, status: ApplicationStatus, diagnostics: str | None) -> None:
         """Release every worker and tell the backend how the application ended."""
         await self.release_all_workers()
