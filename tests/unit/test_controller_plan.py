@@ -15,6 +15,8 @@ from jobcluster.backends.kubernetes.config_options import (
     KUBERNETES_NAMESPACE,
     KUBERNETES_TASK_MANAGER_CPU,
 )
+from jobcluster.backends.kubernetes.jobmanager import build_ingress
+from jobcluster.backends.kubernetes.parameters import job_manager_parameters
 from jobcluster.backends.yarn.config_options import YARN_APPMASTER_VCORES, YARN_CONTAINERS_VCORES
 from jobcluster.client.descriptor import JobResult
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
@@ -124,6 +126,102 @@ def test_configurations_flink_would_refuse_are_refused(tmp_path, name, flink, me
     spec = parse_spec({"job": {"program": "local:///a.py"}, "flinkConfiguration": flink})
     with pytest.raises(IllegalConfigurationError, match=message):
         job_configuration(spec, name, "ns", "uid", {}, tmp_path)
+
+
+# -- the Ingress
+
+INGRESS = {
+    "template": "flink.example.com/{{namespace}}/{{name}}(/|$)(.*)",
+    "className": "nginx",
+    "annotations": {"nginx.ingress.kubernetes.io/rewrite-target": "/$2", "example.com/note": "a:b"},
+    "labels": {"team": "data"},
+    "tls": [{"hosts": ["flink.example.com"], "secretName": "flink-tls"}],
+}
+#: The chart's ingress values as its ConfigMap writes them into the operator's default configuration.
+CHART_INGRESS = {
+    "jobcluster.kubernetes.ingress.template": "{{name}}.{{namespace}}.default.example.com",
+    "jobcluster.kubernetes.ingress.class-name": "traefik",
+    "jobcluster.kubernetes.ingress.annotations": "traefik.example.com/router:x",
+    "jobcluster.kubernetes.ingress.tls": '[{"secretName": "default-tls"}]',
+}
+
+
+def ingress_of(spec: dict, defaults: dict, tmp_path: Path) -> dict | None:
+    """The Ingress the descriptor would create for FlinkJob ``wc`` in ``ns``: spec → options → parameters → manifest."""
+    config = job_configuration(parse_spec({"job": {"source": "x"}, **spec}), "wc", "ns", "uid-1", defaults, tmp_path)
+    return build_ingress(job_manager_parameters(config, "0" * 32), None)
+
+
+def test_spec_ingress_becomes_the_ingress_options_and_the_ingress(tmp_path):
+    config = job_configuration(parse_spec({"job": {"source": "x"}, "ingress": INGRESS}), "wc", "ns", "uid-1", {}, tmp_path)
+    assert {key: value for key, value in config.to_dict().items() if ".ingress." in key} == {
+        "jobcluster.kubernetes.ingress.template": INGRESS["template"],
+        "jobcluster.kubernetes.ingress.class-name": "nginx",
+        "jobcluster.kubernetes.ingress.annotations": "nginx.ingress.kubernetes.io/rewrite-target:/$2,example.com/note:a:b",
+        "jobcluster.kubernetes.ingress.labels": "team:data",
+        "jobcluster.kubernetes.ingress.tls": '[{"hosts": ["flink.example.com"], "secretName": "flink-tls"}]',
+    }
+    ingress = ingress_of({"ingress": INGRESS}, {}, tmp_path)
+    assert ingress["metadata"]["name"] == "wc" and ingress["metadata"]["annotations"] == INGRESS["annotations"]
+    assert ingress["metadata"]["labels"]["team"] == "data" and ingress["metadata"]["labels"]["app"] == "wc"
+    assert ingress["spec"] == {
+        "ingressClassName": "nginx",
+        "rules": [
+            {
+                "host": "flink.example.com",
+                "http": {
+                    "paths": [
+                        {
+                            "path": "/ns/wc(/|$)(.*)",
+                            "pathType": "ImplementationSpecific",
+                            "backend": {"service": {"name": "wc-rest", "port": {"number": 8081}}},
+                        }
+                    ]
+                },
+            }
+        ],
+        "tls": INGRESS["tls"],
+    }
+
+
+def test_the_charts_default_ingress_applies_to_a_flinkjob_without_one_and_its_own_replaces_it_whole(tmp_path):
+    default = ingress_of({}, CHART_INGRESS, tmp_path)
+    assert default["spec"]["ingressClassName"] == "traefik" and default["spec"]["rules"][0]["host"] == "wc.ns.default.example.com"
+    assert default["spec"]["tls"] == [{"secretName": "default-tls"}]
+    # a FlinkJob's own: none of the default's class, annotations or TLS mixes in, also not through flinkConfiguration
+    own = ingress_of({"ingress": {"template": "/{{name}}"}, "flinkConfiguration": CHART_INGRESS}, CHART_INGRESS, tmp_path)
+    assert own["spec"] == {
+        "rules": [
+            {
+                "http": {
+                    "paths": [
+                        {
+                            "path": "/wc",
+                            "pathType": "ImplementationSpecific",
+                            "backend": default["spec"]["rules"][0]["http"]["paths"][0]["backend"],
+                        }
+                    ]
+                }
+            }
+        ]
+    }
+    assert "annotations" not in own["metadata"]
+    assert ingress_of({}, {}, tmp_path) is None  # neither: no Ingress
+
+
+def test_an_ingress_annotation_the_map_form_cannot_carry_is_refused_naming_it(tmp_path):
+    spec = parse_spec(
+        {"job": {"source": "x"}, "ingress": {"template": "/x", "annotations": {"a.example.com/allow": "10.0.0.0/8,10.1.0.0/16"}}}
+    )
+    with pytest.raises(InvalidSpecError, match=r"spec.ingress.annotations: 'a.example.com/allow: 10.0.0.0/8,10.1.0.0/16' holds a ','"):
+        job_configuration(spec, "wc", "ns", "uid", {}, tmp_path)
+
+
+def test_the_ingress_is_part_of_the_deployment_and_needs_a_template():
+    assert deployed_spec_hash({**SPEC, "ingress": {"template": "/a"}}) != deployed_spec_hash(SPEC)
+    assert deployed_spec_hash({**SPEC, "ingress": {"template": "/a"}}) != deployed_spec_hash({**SPEC, "ingress": {"template": "/b"}})
+    with pytest.raises(InvalidSpecError, match=r"^spec.ingress.template: Field required"):
+        parse_spec({**SPEC, "ingress": {"className": "nginx"}})
 
 
 def test_programs_inline_fetched_and_in_the_image(tmp_path):

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from jobcluster.backends.kubernetes.jobmanager import build_job_manager_deployment, build_rest_service
+from jobcluster.backends.kubernetes.jobmanager import build_ingress, build_job_manager_deployment, build_rest_service
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
 from jobcluster.backends.kubernetes.pod_template import load_pod_template, merge_pod_template
 from jobcluster.backends.kubernetes.resource_requirements import cpu_quantity, resource_requirements
@@ -178,6 +178,94 @@ def test_rest_service(exposed, spec_extra):
             "ports": [{"name": "rest", "port": 8081, "targetPort": 8081, "protocol": "TCP"}],
         },
     }
+
+
+def rest_backend(port: int = 8081) -> dict:
+    return {"service": {"name": f"{CID}-rest", "port": {"number": port}}}
+
+
+def test_ingress_of_a_host_and_path_template_with_every_field():
+    params = job_manager_parameters(
+        conf(
+            **{
+                "jobcluster.kubernetes.ingress.template": "flink.example.com/{{namespace}}/{{name}}(/|$)(.*)",
+                "jobcluster.kubernetes.ingress.class-name": "nginx",
+                "jobcluster.kubernetes.ingress.annotations": "nginx.ingress.kubernetes.io/rewrite-target:/$2,a.example.com/x:y",
+                "jobcluster.kubernetes.ingress.labels": "team:data,app:spoofed",
+                "jobcluster.kubernetes.ingress.tls": '[{"hosts": ["flink.example.com"], "secretName": "flink-tls"}]',
+                "rest.port": "8082",
+            }
+        ),
+        JOB_ID,
+    )
+    assert build_ingress(params, DEPLOYMENT) == {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {
+            "name": CID,
+            "namespace": "analytics",
+            "labels": {"team": "data", **JM_SELECTOR},  # the cluster's labels win: `-l app=<cluster-id>` finds it
+            "annotations": {"nginx.ingress.kubernetes.io/rewrite-target": "/$2", "a.example.com/x": "y"},
+            "ownerReferences": OWNED_BY_DEPLOYMENT,  # deleting the Deployment deletes it
+        },
+        "spec": {
+            "ingressClassName": "nginx",
+            "rules": [
+                {
+                    "host": "flink.example.com",
+                    "http": {
+                        "paths": [
+                            {"path": "/analytics/wordcount(/|$)(.*)", "pathType": "ImplementationSpecific", "backend": rest_backend(8082)}
+                        ]
+                    },
+                }
+            ],
+            "tls": [{"hosts": ["flink.example.com"], "secretName": "flink-tls"}],
+        },
+    }
+
+
+def test_ingress_of_a_host_only_template_routes_all_of_the_host():
+    params = job_manager_parameters(conf(**{"jobcluster.kubernetes.ingress.template": "{{name}}.{{namespace}}.flink.example.com"}), JOB_ID)
+    ingress = build_ingress(params, DEPLOYMENT)
+    assert ingress["spec"] == {
+        "rules": [
+            {
+                "host": "wordcount.analytics.flink.example.com",
+                "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": rest_backend()}]},
+            }
+        ]
+    }
+    assert "annotations" not in ingress["metadata"] and ingress["metadata"]["labels"] == JM_SELECTOR
+
+
+def test_ingress_of_a_path_only_template_has_no_host():
+    params = job_manager_parameters(conf(**{"jobcluster.kubernetes.ingress.template": "/{{namespace}}/{{name}}(/|$)(.*)"}), JOB_ID)
+    assert build_ingress(params, DEPLOYMENT)["spec"] == {
+        "rules": [
+            {
+                "http": {
+                    "paths": [{"path": "/analytics/wordcount(/|$)(.*)", "pathType": "ImplementationSpecific", "backend": rest_backend()}]
+                }
+            }
+        ]
+    }
+
+
+def test_ingress_template_placeholders_in_any_case_and_a_scheme_in_front_as_the_flink_kubernetes_operator_reads_them():
+    params = job_manager_parameters(
+        conf(**{"jobcluster.kubernetes.ingress.template": "https://{{NAME}}.example.com/{{Namespace}}/"}), JOB_ID
+    )
+    (rule,) = build_ingress(params, DEPLOYMENT)["spec"]["rules"]
+    assert rule["host"] == "wordcount.example.com" and rule["http"]["paths"][0]["path"] == "/analytics/"
+    assert params.ingress.address == "wordcount.example.com/analytics/"
+
+
+@pytest.mark.parametrize("template", [None, "", "  "])
+def test_no_ingress_without_a_template(template):
+    extra = {} if template is None else {"jobcluster.kubernetes.ingress.template": template}
+    params = job_manager_parameters(conf(**extra, **{"jobcluster.kubernetes.ingress.class-name": "nginx"}), JOB_ID)
+    assert params.ingress is None and build_ingress(params, DEPLOYMENT) is None
 
 
 def test_config_map_text_binary_and_items():

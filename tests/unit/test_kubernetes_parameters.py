@@ -217,6 +217,43 @@ def test_job_manager_errors(values, message):
 
 
 @pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {"jobcluster.kubernetes.ingress.tls": "[{hosts: [a]}]"},
+            r"^jobcluster.kubernetes.ingress.tls: '\[\{hosts: \[a\]\}\]' is not JSON",
+        ),
+        (
+            {"jobcluster.kubernetes.ingress.tls": '{"hosts": ["a"]}'},
+            r"^jobcluster.kubernetes.ingress.tls: .* is not a JSON list of objects",
+        ),
+        ({"jobcluster.kubernetes.ingress.tls": '[{"host": ["a"]}]'}, r"^jobcluster.kubernetes.ingress.tls: unknown TLS field 'host'"),
+        ({"jobcluster.kubernetes.ingress.tls": '[{"hosts": "a"}]'}, r"^jobcluster.kubernetes.ingress.tls: hosts must be a list"),
+        (
+            {"jobcluster.kubernetes.ingress.template": "Flink.Example.com/x"},
+            r"^jobcluster.kubernetes.ingress.template: the host 'Flink.Example.com'",
+        ),
+        ({"jobcluster.kubernetes.ingress.template": "flink.example.com:8080/x"}, r"the host 'flink.example.com:8080' .* is not a DNS name"),
+        ({"jobcluster.kubernetes.ingress.template": "https://"}, r"^jobcluster.kubernetes.ingress.template: 'https://' names neither"),
+        (
+            {"jobcluster.kubernetes.ingress.template": "/x", "jobcluster.kubernetes.ingress.labels": "team"},
+            r"ingress.labels: 'team' is not a map",
+        ),
+    ],
+)
+def test_ingress_errors_name_the_key_before_anything_is_created(values, message):
+    with pytest.raises(IllegalConfigurationError, match=message):
+        job_manager_parameters(with_keys({"jobcluster.kubernetes.ingress.template": "/x", **values}), JOB_ID)
+
+
+def test_ingress_tls_is_read_only_with_a_template_and_a_wildcard_host_is_a_host():
+    # the other ingress options mean nothing without a template: no Ingress, nothing to refuse
+    assert job_manager_parameters(with_keys({"jobcluster.kubernetes.ingress.tls": "not json"}), JOB_ID).ingress is None
+    params = job_manager_parameters(with_keys({"jobcluster.kubernetes.ingress.template": "*.flink.example.com"}), JOB_ID)
+    assert (params.ingress.host, params.ingress.path) == ("*.flink.example.com", None)
+
+
+@pytest.mark.parametrize(
     ("key", "value", "message"),
     [
         ("kubernetes.rest-service.exposed.type", "Ingress", "expected one of: ClusterIP, NodePort, LoadBalancer, Headless_ClusterIP"),

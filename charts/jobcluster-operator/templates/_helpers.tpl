@@ -78,7 +78,15 @@ FlinkJob's namespace (empty when the chart creates no job ServiceAccounts or wat
   resources: [replicasets]
   verbs: [list]
 - apiGroups: [""]
-  resources: [services, configmaps]
+  resources: [services]
+  verbs: [get, list, create, delete]
+# watch: the job result a JobManager records as its job ends is the event that brings the operator's look forward
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch, create, delete]
+# the Ingress of a FlinkJob's spec.ingress (or of the chart's ingress default); used only when one is configured
+- apiGroups: [networking.k8s.io]
+  resources: [ingresses]
   verbs: [get, list, create, delete]
 - apiGroups: [""]
   resources: [secrets]

@@ -7,6 +7,9 @@ Precedence, lowest first (as the Flink Kubernetes Operator layers them):
 3. the FlinkJob's ``flinkConfiguration``;
 4. its typed fields (``image``, ``jobManager.resource``, ``job.parallelism``, ...;
    on YARN a ``cpu`` becomes whole vcores: ``yarn.appmaster.vcores``, ``yarn.containers.vcores``);
+   ``ingress`` becomes the ``jobcluster.kubernetes.ingress.*`` options, and replaces
+   whatever of them the layers below set (the chart's default Ingress): a FlinkJob's
+   Ingress is its own, never mixed with a default one's class, annotations or TLS;
 5. what the operator owns: the target, namespace, cluster id (= the FlinkJob's
    name), the owner reference to the FlinkJob, attached execution (the
    JobManager waits for the operator to fetch the result), the startup
@@ -22,6 +25,7 @@ application tag) is added by the target's hooks (``backends/yarn/operator_hook.p
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +36,11 @@ from jobcluster.backends.kubernetes.config_options import (
     KUBERNETES_CLUSTER_ID,
     KUBERNETES_CONTAINER_IMAGE,
     KUBERNETES_CONTAINER_IMAGE_PULL_POLICY,
+    KUBERNETES_INGRESS_ANNOTATIONS,
+    KUBERNETES_INGRESS_CLASS_NAME,
+    KUBERNETES_INGRESS_LABELS,
+    KUBERNETES_INGRESS_TEMPLATE,
+    KUBERNETES_INGRESS_TLS,
     KUBERNETES_JOB_MANAGER_CPU,
     KUBERNETES_JOB_MANAGER_OWNER_REFERENCE,
     KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
@@ -44,14 +53,26 @@ from jobcluster.backends.kubernetes.config_options import (
 from jobcluster.backends.registry import validate_configuration
 from jobcluster.backends.yarn.config_options import YARN_APPMASTER_VCORES, YARN_CONTAINERS_VCORES
 from jobcluster.client.executor import cluster_specification
+from jobcluster.client.operator_hook import InvalidSpecError
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.loader import load_configuration
+from jobcluster.config.values import map_text
 from jobcluster.controller.job_state import Restore
-from jobcluster.controller.resource import API_VERSION, KIND, TARGET_YARN, FlinkJobSpec, check_name
+from jobcluster.controller.resource import API_VERSION, KIND, TARGET_YARN, FlinkJobSpec, IngressSpec, check_name
 
 JM_TEMPLATE_FILE = "jobmanager-pod-template.yaml"
 TM_TEMPLATE_FILE = "taskmanager-pod-template.yaml"
+_INGRESS_KEYS = tuple(
+    option.key
+    for option in (
+        KUBERNETES_INGRESS_TEMPLATE,
+        KUBERNETES_INGRESS_CLASS_NAME,
+        KUBERNETES_INGRESS_ANNOTATIONS,
+        KUBERNETES_INGRESS_LABELS,
+        KUBERNETES_INGRESS_TLS,
+    )
+)
 
 
 def owner_reference(name: str, uid: str) -> str:
@@ -76,7 +97,8 @@ def job_configuration(
     ``restore``: where the job starts from (None: fresh).
 
     Raises:
-        InvalidSpecError: the name cannot be the cluster id (``resource.check_name``).
+        InvalidSpecError: the name cannot be the cluster id (``resource.check_name``), or an
+            annotation or label of ``spec.ingress`` holds a ``,`` (see :func:`ingress_options`).
         IllegalConfigurationError: an option has a bad value,
             or Flink's memory model rejects the sizes.
         SparkError: a container misses Spark's minimums.
@@ -124,12 +146,42 @@ def job_configuration(
         KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT.key: f"{spec.startup_deadline_seconds} s",
         **_restored(restore),
     }
-    merged = {**defaults, **spec.flink_configuration, **typed, **owned}
+    below = {**defaults, **spec.flink_configuration}
+    if spec.ingress is not None:
+        below = {key: value for key, value in below.items() if key not in _INGRESS_KEYS}
+        typed.update(ingress_options(spec.ingress))
+    merged = {**below, **typed, **owned}
     merged.setdefault(options.PIPELINE_NAME.key, name)
     config = load_configuration(None, merged)
     validate_configuration(config)
     cluster_specification(config)  # the memory model and Spark's minimums, before anything is deployed
     return config
+
+
+def ingress_options(ingress: IngressSpec) -> dict[str, str]:
+    """``spec.ingress`` as the ``jobcluster.kubernetes.ingress.*`` options (maps in Flink's ``k:v,k:v``, TLS as JSON).
+
+    Raises:
+        InvalidSpecError: a key or value of ``annotations`` or ``labels`` holds a ``,``, which the map
+            form cannot carry (Kubernetes refuses one in a label anyway).
+    """
+    found = {KUBERNETES_INGRESS_TEMPLATE.key: ingress.template}
+    if ingress.class_name:
+        found[KUBERNETES_INGRESS_CLASS_NAME.key] = ingress.class_name
+    for field, option, mapping in (
+        ("annotations", KUBERNETES_INGRESS_ANNOTATIONS, ingress.annotations),
+        ("labels", KUBERNETES_INGRESS_LABELS, ingress.labels),
+    ):
+        for key, value in mapping.items():
+            if "," in key or "," in value:
+                raise InvalidSpecError(
+                    f"spec.ingress.{field}: '{key}: {value}' holds a ',', which {option.key} ('key1:value1,key2:value2') cannot carry"
+                )
+        if mapping:
+            found[option.key] = map_text(mapping)
+    if ingress.tls:
+        found[KUBERNETES_INGRESS_TLS.key] = json.dumps([entry.model_dump(by_alias=True, exclude_none=True) for entry in ingress.tls])
+    return found
 
 
 def _restored(restore: Restore | None) -> dict[str, str]:

@@ -63,6 +63,23 @@ class PodSpec(_Spec):
     pod_template: dict[str, Any] | None = Field(default=None, alias="podTemplate")
 
 
+class IngressTls(_Spec):
+    """An entry of ``spec.ingress.tls``: Kubernetes' IngressTLS."""
+
+    hosts: tuple[str, ...] = ()
+    secret_name: str | None = Field(default=None, alias="secretName")
+
+
+class IngressSpec(_Spec):
+    """``spec.ingress``: the Flink Kubernetes Operator's, an Ingress to the job cluster's REST API and web dashboard."""
+
+    template: str = Field(min_length=1)
+    class_name: str | None = Field(default=None, alias="className")
+    annotations: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+    tls: tuple[IngressTls, ...] = ()
+
+
 class FlinkJobSpec(_Spec):
     """``spec`` of a FlinkJob (field names as in the CRD)."""
 
@@ -76,6 +93,7 @@ class FlinkJobSpec(_Spec):
     flink_configuration: dict[str, str] = Field(default_factory=dict, alias="flinkConfiguration")
     job_manager: PodSpec = Field(default=PodSpec(), alias="jobManager")
     task_manager: PodSpec = Field(default=PodSpec(), alias="taskManager")
+    ingress: IngressSpec | None = None
     startup_deadline_seconds: int = Field(default=300, ge=1, alias="startupDeadlineSeconds")
     active_deadline_seconds: int | None = Field(default=None, ge=1, alias="activeDeadlineSeconds")
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0, alias="ttlSecondsAfterFinished")
@@ -169,7 +187,7 @@ def deployed_spec_hash(spec: Mapping[str, Any]) -> str:
     change redeploys the job (from ``initialSavepointPath``).
 
     Equal digests mean the running cluster is the one the spec asks for; a new
-    digest (a changed program, configuration, resources, image or ``restartNonce``)
+    digest (a changed program, configuration, resources, image, ``ingress`` or ``restartNonce``)
     means a new cluster (a stateless upgrade).
     """
     relevant = {key: value for key, value in spec.items() if key not in _NOT_DEPLOYED}

@@ -126,8 +126,10 @@ def events_of(k8s_api, namespace: str, name: str) -> list[str]:
 
 
 def labelled_objects(k8s_api, namespace: str, selector: str) -> list[str]:
-    """Every Deployment, pod, Service, ConfigMap and Secret of ``namespace`` that ``selector`` matches, as kind/name, sorted."""
+    """Every Deployment, pod, Service, Ingress, ConfigMap and Secret of ``namespace`` that ``selector`` matches, as
+    kind/name, sorted."""
     core, apps = kubernetes.client.CoreV1Api(k8s_api), kubernetes.client.AppsV1Api(k8s_api)
+    networking = kubernetes.client.NetworkingV1Api(k8s_api)
     found = [
         f"deployment/{d.metadata.name}"
         for d in apps.list_namespaced_deployment(namespace, label_selector=selector, _request_timeout=TIMEOUT).items
@@ -135,6 +137,7 @@ def labelled_objects(k8s_api, namespace: str, selector: str) -> list[str]:
     for kind, lister in (
         ("pod", core.list_namespaced_pod),
         ("service", core.list_namespaced_service),
+        ("ingress", networking.list_namespaced_ingress),
         ("configmap", core.list_namespaced_config_map),
         ("secret", core.list_namespaced_secret),
     ):

@@ -158,6 +158,37 @@ def test_image_pull_secrets_reach_the_operator_pod_and_the_job_clusters_configur
     assert yaml.safe_load(config["data"]["flink-conf.yaml"])["kubernetes.container.image.pull-secrets"] == "b"
 
 
+def test_the_default_ingress_becomes_the_ingress_options_and_the_operator_may_create_ingresses():
+    documents = render(
+        "--set-string",
+        "ingress.template=/{{namespace}}/{{name}}(/|$)(.*)",
+        "--set",
+        "ingress.className=nginx",
+        "--set",
+        "ingress.annotations.nginx\\.ingress\\.kubernetes\\.io/rewrite-target=/$2",
+        "--set",
+        "ingress.tls[0].hosts[0]=flink.example.com",
+        "--set",
+        "ingress.tls[0].secretName=flink-tls",
+    )
+    (config,) = by_kind(documents, "ConfigMap")
+    defaults = yaml.safe_load(config["data"]["flink-conf.yaml"])
+    assert {key: value for key, value in defaults.items() if ".ingress." in key} == {
+        "jobcluster.kubernetes.ingress.template": "/{{namespace}}/{{name}}(/|$)(.*)",
+        "jobcluster.kubernetes.ingress.class-name": "nginx",
+        "jobcluster.kubernetes.ingress.annotations": "nginx.ingress.kubernetes.io/rewrite-target:/$2",
+        "jobcluster.kubernetes.ingress.tls": '[{"hosts":["flink.example.com"],"secretName":"flink-tls"}]',
+    }
+    # an empty template (the default) is no Ingress, whatever else is set
+    (config,) = by_kind(render("--set", "ingress.className=nginx"), "ConfigMap")
+    assert ".ingress." not in config["data"]["flink-conf.yaml"]
+    comma = ("--set", "ingress.template=/x", "--set", "ingress.annotations.a=1\\,2")
+    refused = helm("template", "jobcluster", str(CHART), *comma, check=False)
+    assert refused.returncode != 0 and "ingress.annotations: 'a: 1,2' holds a ','" in refused.stderr, refused.stderr
+    (role,) = [r for r in by_kind(documents, "ClusterRole") if r["metadata"]["name"] == "jobcluster-operator-discovery"]
+    assert {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses"], "verbs": ["get", "list", "create", "delete"]} in role["rules"]
+
+
 def test_rbac_is_cluster_wide_only_without_watched_namespaces_and_the_job_role_is_manifests_rbac():
     reference = {d["kind"]: d for d in yaml.safe_load_all((REPO / "manifests" / "rbac.yaml").read_text()) if d}
 

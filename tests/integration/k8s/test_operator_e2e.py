@@ -78,9 +78,32 @@ def test_inline_wordcount_succeeds_with_exact_counts_and_a_true_status(k8s_clust
     # Spark replaces the output directory: a directory below the mount point, not the mount point itself
     job = {"source": source, "args": ["--input", str(corpus), "--output", str(out / "counts")], "parallelism": 2}
     mounts = str(host_path_template(tmp_path / "pod-template.yaml", [corpus, out], writable=[out]))
-    apply(
-        k8s_cluster, flinkjob("wordcount", namespace, job, flinkConfiguration={"taskmanager.numberOfTaskSlots": "2", POD_TEMPLATE: mounts})
+    # the Flink Kubernetes Operator's spec.ingress; the test cluster has no ingress controller: the object is what is checked
+    ingress = {
+        "template": "/{{namespace}}/{{name}}(/|$)(.*)",
+        "className": "nginx",
+        "annotations": {"nginx.ingress.kubernetes.io/rewrite-target": "/$2"},
+    }
+    configuration = {"taskmanager.numberOfTaskSlots": "2", POD_TEMPLATE: mounts}
+    apply(k8s_cluster, flinkjob("wordcount", namespace, job, flinkConfiguration=configuration, ingress=ingress))
+    # while the cluster runs: the Ingress to its REST Service, owned by the JobManager Deployment
+    networking = kubernetes.client.NetworkingV1Api(k8s_api)
+    named = {"field_selector": "metadata.name=wordcount", "_request_timeout": TIMEOUT}
+    found = wait_for(
+        lambda: next(iter(networking.list_namespaced_ingress(namespace, **named).items), None),
+        timeout=120,
+        interval=0.5,
+        what="Ingress wordcount",
     )
+    assert found.spec.ingress_class_name == "nginx" and found.metadata.annotations == ingress["annotations"]
+    assert found.metadata.labels["app"] == "wordcount"
+    (rule,) = found.spec.rules
+    (path,) = rule.http.paths
+    assert rule.host is None and (path.path, path.path_type) == (f"/{namespace}/wordcount(/|$)(.*)", "ImplementationSpecific")
+    assert (path.backend.service.name, path.backend.service.port.number) == ("wordcount-rest", 8081)
+    (owner,) = found.metadata.owner_references
+    deployment = kubernetes.client.AppsV1Api(k8s_api).read_namespaced_deployment("wordcount", namespace, _request_timeout=TIMEOUT)
+    assert (owner.kind, owner.name, owner.uid, owner.controller) == ("Deployment", "wordcount", deployment.metadata.uid, True)
     kubectl_wait(k8s_cluster, namespace, "wordcount", "Succeeded")
 
     counts = Counter()
@@ -113,7 +136,7 @@ def test_inline_wordcount_succeeds_with_exact_counts_and_a_true_status(k8s_clust
     assert re.search(r"^jobcluster_operator_deploy_duration_seconds_count [1-9]", metrics, re.M), metrics
     assert re.search(r'^jobcluster_operator_flinkjobs\{lifecycle_state="FINISHED"\} [1-9]', metrics, re.M), metrics
 
-    # the cluster is gone; what is left is its result, owned by the FlinkJob: deleting the FlinkJob removes it
+    # the cluster is gone, its Ingress with it; what is left is its result, owned by the FlinkJob: deleting the FlinkJob removes it
     wait_for(
         lambda: cluster_objects(k8s_api, namespace, "wordcount") == ["configmap/wordcount-job-result"], timeout=120, what="only the result"
     )

@@ -1,18 +1,19 @@
 """Creating and deleting a job cluster's objects in the API server (the descriptor's API calls).
 
 Flink's order (``KubernetesClusterDescriptor`` / ``Fabric8FlinkKubeClient``):
-the JobManager Deployment first, then the ConfigMap, Secret and REST Service,
-each owned by the Deployment (its uid is known only once it exists).  So one
-deletion of the Deployment removes everything, and that is also the cleanup
-when a later step fails: nothing of a failed deployment stays in the namespace.
-Checks that need no API server (file names, ConfigMap size) run before the
-first object is created.
+the JobManager Deployment first, then the ConfigMap, Secret and REST Service
+(and the Ingress, when one is configured), each owned by the Deployment (its
+uid is known only once it exists).  So one deletion of the Deployment removes
+everything, and that is also the cleanup when a later step fails: nothing of a
+failed deployment stays in the namespace.  Checks that need no API server (file
+names, ConfigMap size) run before the first object is created.
 
 A cluster id is reused only once the garbage collector has removed every pod,
-ReplicaSet and the Service of the cluster deleted under it, as Flink's operator waits for
-a cluster's shutdown before it redeploys: a JobManager pod of the old
-Deployment that still starts would read the new Deployment by its name, take
-it for its owner and start TaskManagers for it.
+ReplicaSet and the Service (and, when the new cluster has one, the Ingress) of
+the cluster deleted under it, as Flink's operator waits for a cluster's shutdown
+before it redeploys: a JobManager pod of the old Deployment that still starts
+would read the new Deployment by its name, take it for its owner and start
+TaskManagers for it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import kubernetes
 
 from jobcluster.backends.kubernetes import object_names
 from jobcluster.backends.kubernetes.config_options import KUBERNETES_CLUSTER_ID, KUBERNETES_NAMESPACE
-from jobcluster.backends.kubernetes.jobmanager import build_job_manager_deployment, build_rest_service
+from jobcluster.backends.kubernetes.jobmanager import build_ingress, build_job_manager_deployment, build_rest_service
 from jobcluster.backends.kubernetes.kube_client import ObjectExistsError, api_call
 from jobcluster.backends.kubernetes.labels import common_labels, selector_text
 from jobcluster.backends.kubernetes.parameters import KubernetesJobManagerParameters
@@ -49,7 +50,8 @@ def create_job_manager_objects(
     previous_cluster_timeout: float = PREVIOUS_CLUSTER_TIMEOUT,
     progress: Callable[[str], None] = log.info,
 ) -> dict[str, Any]:
-    """Create the Deployment, then the ConfigMap of ``files``, the Secret and the REST Service; return the Deployment.
+    """Create the Deployment, then the ConfigMap of ``files``, the Secret, the REST Service and the Ingress, if any;
+    return the Deployment.
 
     ``files``: path below the cluster dir → content (config, JobGraph,
     artifacts); ``secret``: the cluster's secret; ``template``: the JobManager
@@ -68,9 +70,9 @@ def create_job_manager_objects(
     namespace, cluster_id = params.namespace, params.cluster_id
     items = staged_items(list(files))
     check_config_map_size(cluster_id, files)
-    apps, core = kubernetes.client.AppsV1Api(api), kubernetes.client.CoreV1Api(api)
+    apps, core, networking = kubernetes.client.AppsV1Api(api), kubernetes.client.CoreV1Api(api), kubernetes.client.NetworkingV1Api(api)
     _check_unused(apps, params)
-    _wait_for_deleted_cluster(apps, core, params, previous_cluster_timeout, progress)
+    _wait_for_deleted_cluster(apps, core, networking, params, previous_cluster_timeout, progress)
     deployment = build_job_manager_deployment(params, items, template)
     try:
         response = api_call("create", "deployments", namespace, apps.create_namespaced_deployment, namespace, deployment)
@@ -88,6 +90,9 @@ def create_job_manager_objects(
             ("secrets", core.create_namespaced_secret, build_secret(cluster_id, namespace, secret, created)),
             ("services", core.create_namespaced_service, build_rest_service(params, created)),
         ]
+        ingress = build_ingress(params, created)
+        if ingress is not None:
+            owned.append(("ingresses", networking.create_namespaced_ingress, ingress))
         for resource, create, body in owned:
             try:
                 api_call("create", resource, namespace, create, namespace, body)
@@ -139,6 +144,7 @@ def _deployment(apps: kubernetes.client.AppsV1Api, params: KubernetesJobManagerP
 def _wait_for_deleted_cluster(
     apps: kubernetes.client.AppsV1Api,
     core: kubernetes.client.CoreV1Api,
+    networking: kubernetes.client.NetworkingV1Api,
     params: KubernetesJobManagerParameters,
     timeout: float,
     progress: Callable[[str], None],
@@ -146,34 +152,47 @@ def _wait_for_deleted_cluster(
     """Return once nothing of a deleted cluster of the id is left (ObjectExistsError after ``timeout`` seconds)."""
     namespace, cluster_id = params.namespace, params.cluster_id
     deadline = time.monotonic() + timeout
-    left = _leftovers(apps, core, params)
+    left = _leftovers(apps, core, networking, params)
     if left:
         progress(f"Waiting up to {timeout:g} s for {', '.join(left)} of the deleted job cluster {cluster_id} to go")
+    kinds = "deployments,replicasets,pods,services" + (",ingresses" if params.ingress else "")
     while left:
         if time.monotonic() >= deadline:
             raise ObjectExistsError(
                 f"{', '.join(left)} of a deleted job cluster {cluster_id} still exist in namespace {namespace} after "
-                f"{timeout:g} s; deploy again once `kubectl get deployments,replicasets,pods,services -n {namespace} "
+                f"{timeout:g} s; deploy again once `kubectl get {kinds} -n {namespace} "
                 f"-l app={cluster_id}` shows none, or choose another {KUBERNETES_CLUSTER_ID.key}"
             )
         time.sleep(_POLL_SECONDS)
-        left = _leftovers(apps, core, params)
+        left = _leftovers(apps, core, networking, params)
 
 
-def _leftovers(apps: kubernetes.client.AppsV1Api, core: kubernetes.client.CoreV1Api, params: KubernetesJobManagerParameters) -> list[str]:
+def _leftovers(
+    apps: kubernetes.client.AppsV1Api,
+    core: kubernetes.client.CoreV1Api,
+    networking: kubernetes.client.NetworkingV1Api,
+    params: KubernetesJobManagerParameters,
+) -> list[str]:
     """``kind/name`` of what the garbage collector has yet to remove of a deleted cluster: a Deployment deleted in the
-    foreground, ReplicaSets and pods with the cluster's labels, the REST Service (Flink's sign of a cluster)."""
+    foreground, ReplicaSets and pods with the cluster's labels, the REST Service (Flink's sign of a cluster), and,
+    when the new cluster has an Ingress, the old one's: creating the new one would fail on its name.  Only then, so
+    that a user who configures none needs no rights on Ingresses."""
     namespace, selector = params.namespace, selector_text(common_labels(params.cluster_id))
     left = [found] if (found := _deployment(apps, params, deleted=True)) else []
     for kind, list_call in (("replicaset", apps.list_namespaced_replica_set), ("pod", core.list_namespaced_pod)):
         listed: Any = api_call("list", f"{kind}s", namespace, list_call, namespace, label_selector=selector)
         left += [f"{kind}/{item.metadata.name}" for item in listed.items]
-    service = object_names.rest_service_name(params.cluster_id)
-    try:
-        api_call("get", "services", namespace, core.read_namespaced_service, service, namespace)
-        left.append(f"service/{service}")
-    except NotFoundError:
-        pass
+    named: list[tuple[str, str, str, Callable[..., Any]]] = [
+        ("service", "services", object_names.rest_service_name(params.cluster_id), core.read_namespaced_service)
+    ]
+    if params.ingress is not None:
+        named.append(("ingress", "ingresses", object_names.ingress_name(params.cluster_id), networking.read_namespaced_ingress))
+    for kind, resource, name, read in named:
+        try:
+            api_call("get", resource, namespace, read, name, namespace)
+            left.append(f"{kind}/{name}")
+        except NotFoundError:
+            pass
     return left
 
 

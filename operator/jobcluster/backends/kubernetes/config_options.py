@@ -197,6 +197,43 @@ KUBERNETES_REST_ENDPOINT = ConfigOption(
     "'<cluster-id>-rest' by kubernetes.rest-service.exposed.type, as Flink's client does.",
     choices=("pod-ip", "port-forward", "service"),
 )
+KUBERNETES_INGRESS_TEMPLATE = ConfigOption(
+    "jobcluster.kubernetes.ingress.template",
+    "str",
+    None,
+    description="An Ingress '<cluster-id>' to the REST Service, from this template (the Flink Kubernetes Operator's "
+    "spec.ingress.template): {{name}} and {{namespace}} are replaced by the cluster id and the namespace; the part "
+    "before the first '/' is the rule's host, the rest the path (pathType ImplementationSpecific), e.g. "
+    "'flink.example.com/{{namespace}}/{{name}}(/|$)(.*)', '{{name}}.{{namespace}}.flink.example.com' (path '/', "
+    "Prefix) or '/{{namespace}}/{{name}}(/|$)(.*)' (any host). Unset or blank: no Ingress. Needs an ingress "
+    "controller in the cluster.",
+)
+KUBERNETES_INGRESS_CLASS_NAME = ConfigOption(
+    "jobcluster.kubernetes.ingress.class-name",
+    "str",
+    None,
+    description="ingressClassName of the Ingress (jobcluster.kubernetes.ingress.template), e.g. 'nginx'. Unset: the "
+    "cluster's default IngressClass.",
+)
+KUBERNETES_INGRESS_ANNOTATIONS = ConfigOption(
+    "jobcluster.kubernetes.ingress.annotations",
+    "str",
+    None,
+    description="Annotations of the Ingress, as 'key1:value1,key2:value2', e.g. 'nginx.ingress.kubernetes.io/rewrite-target:/$2'.",
+)
+KUBERNETES_INGRESS_LABELS = ConfigOption(
+    "jobcluster.kubernetes.ingress.labels",
+    "str",
+    None,
+    description="Extra labels of the Ingress, as 'key1:value1,key2:value2'.",
+)
+KUBERNETES_INGRESS_TLS = ConfigOption(
+    "jobcluster.kubernetes.ingress.tls",
+    "str",
+    None,
+    description="The Ingress's spec.tls, as a JSON list of {hosts, secretName}, e.g. "
+    '\'[{"hosts": ["flink.example.com"], "secretName": "flink-tls"}]\'.',
+)
 KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT = ConfigOption(
     "jobcluster.kubernetes.jobmanager.startup-timeout",
     "duration",

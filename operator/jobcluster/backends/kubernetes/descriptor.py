@@ -8,7 +8,8 @@ Flink's ``KubernetesClusterDescriptor`` in application mode, for one JobGraph:
    serialized JobGraph, the program with its ``--py-files`` and the
    TaskManager pod template (if any) as files of one ConfigMap;
 3. create the Deployment ``<cluster-id>``, then the ConfigMap, the Secret with
-   the cluster's secret and the REST Service, all owned by the Deployment
+   the cluster's secret, the REST Service and the Ingress (when
+   ``jobcluster.kubernetes.ingress.template`` is set), all owned by the Deployment
    (``cluster_objects.py``; a cluster id in use or a missing namespace is
    refused before anything is created);
 4. wait for the JobManager pod to run and serve REST at the address
@@ -139,10 +140,16 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         )
         api = self.api
         create_job_manager_objects(api, jm, files, secret, jm_template, progress=self.progress)
+        owned = [
+            f"ConfigMap {object_names.config_map_name(jm.cluster_id)}",
+            f"Secret {object_names.secret_name(jm.cluster_id)}",
+            f"Service {object_names.rest_service_name(jm.cluster_id)}",
+        ]
+        if jm.ingress is not None:
+            owned.append(f"Ingress {object_names.ingress_name(jm.cluster_id)} ({jm.ingress.address})")
         self.progress(
-            f"Created Deployment {jm.cluster_id} (JobManager: {jm.memory_mib} MiB, {jm.cpu:g} CPU), ConfigMap "
-            f"{object_names.config_map_name(jm.cluster_id)}, Secret {object_names.secret_name(jm.cluster_id)} and Service "
-            f"{object_names.rest_service_name(jm.cluster_id)} in namespace {jm.namespace}"
+            f"Created Deployment {jm.cluster_id} (JobManager: {jm.memory_mib} MiB, {jm.cpu:g} CPU), "
+            f"{', '.join(owned[:-1])} and {owned[-1]} in namespace {jm.namespace}"
         )
         try:
             rest_url = self._wait_until_serving(jm, config.get(KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT))

@@ -1,4 +1,4 @@
-"""The JobManager side's manifests: the Deployment ``<cluster-id>`` and the REST Service ``<cluster-id>-rest``.
+"""The JobManager side's manifests: the Deployment ``<cluster-id>``, the REST Service ``<cluster-id>-rest`` and its Ingress.
 
 Why a Deployment with one replica (Flink's native Kubernetes): when the
 JobManager pod dies, its ReplicaSet starts a new attempt, and deleting the
@@ -100,3 +100,37 @@ def build_rest_service(params: KubernetesJobManagerParameters, owner: dict[str, 
     if owner is not None:
         metadata["ownerReferences"] = [owner_reference_to(owner)]
     return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
+
+
+def build_ingress(params: KubernetesJobManagerParameters, owner: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The Ingress ``<cluster-id>`` (``networking.k8s.io/v1``) to the REST Service's port, or None when none is configured.
+
+    One rule, the Flink Kubernetes Operator's (``ingress.py``): ``params.ingress``'s
+    host, if any, and its path with ``pathType: ImplementationSpecific``, or
+    ``/`` with ``Prefix`` when the template has none.  Labelled like the REST
+    Service (the user's labels below them), so that ``-l app=<cluster-id>``
+    finds it; ``owner``: the created Deployment, whose deletion removes it.
+    """
+    ingress = params.ingress
+    if ingress is None:
+        return None
+    backend = {"service": {"name": object_names.rest_service_name(params.cluster_id), "port": {"number": params.rest_port}}}
+    path = {"path": ingress.path, "pathType": "ImplementationSpecific"} if ingress.path else {"path": "/", "pathType": "Prefix"}
+    rule: dict[str, Any] = {"http": {"paths": [{**path, "backend": backend}]}}
+    if ingress.host:
+        rule = {"host": ingress.host, **rule}
+    spec: dict[str, Any] = {"rules": [rule]}
+    if ingress.class_name:
+        spec = {"ingressClassName": ingress.class_name, **spec}
+    if ingress.tls:
+        spec["tls"] = [dict(entry) for entry in ingress.tls]
+    metadata: dict[str, Any] = {
+        "name": object_names.ingress_name(params.cluster_id),
+        "namespace": params.namespace,
+        "labels": with_user_labels(ingress.labels, job_manager_selector(params.cluster_id)),
+    }
+    if ingress.annotations:
+        metadata["annotations"] = dict(ingress.annotations)
+    if owner is not None:
+        metadata["ownerReferences"] = [owner_reference_to(owner)]
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": metadata, "spec": spec}

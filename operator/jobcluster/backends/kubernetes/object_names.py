@@ -52,6 +52,11 @@ def rest_service_name(cluster_id: str) -> str:
     return f"{cluster_id}-rest"
 
 
+def ingress_name(cluster_id: str) -> str:
+    """The Ingress to the REST Service: ``<cluster-id>``, the resource's name (the Flink Kubernetes Operator's)."""
+    return cluster_id
+
+
 def config_map_name(cluster_id: str) -> str:
     """The ConfigMap of staged files: ``jobcluster-config-<cluster-id>`` (Flink: ``flink-config-<cluster-id>``)."""
     return f"jobcluster-config-{cluster_id}"

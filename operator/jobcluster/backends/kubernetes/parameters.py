@@ -41,6 +41,7 @@ from jobcluster.backends.kubernetes.config_options import (
     KUBERNETES_TASK_MANAGER_SERVICE_ACCOUNT,
     KUBERNETES_TASK_MANAGER_TOLERATIONS,
 )
+from jobcluster.backends.kubernetes.ingress import IngressParameters, ingress_parameters
 from jobcluster.backends.kubernetes.option_text import map_list_option, map_option, prefixed_map
 from jobcluster.config import options
 from jobcluster.config.config_option import ConfigOption
@@ -96,13 +97,14 @@ class KubernetesPodParameters:
 
 @dataclass(frozen=True)
 class KubernetesJobManagerParameters(KubernetesPodParameters):
-    """The JobManager side: the Deployment, its pod, the REST Service, the staged ConfigMap and the Secret.
+    """The JobManager side: the Deployment, its pod, the REST Service, the Ingress, the staged ConfigMap and the Secret.
 
     ``memory_mib``: the JobManager's Total Process Memory in MiB (the memory
     request); ``cpu``: cores requested (``kubernetes.jobmanager.cpu.amount``);
     ``rest_port``: the REST port the Service targets; ``rest_service_type``: a
     Kubernetes Service type, or ``Headless_ClusterIP``; ``owner_references``:
-    owners of the Deployment itself.
+    owners of the Deployment itself; ``ingress``: the Ingress to the REST
+    Service (``jobcluster.kubernetes.ingress.*``), None for none.
     """
 
     job_id: str
@@ -111,6 +113,7 @@ class KubernetesJobManagerParameters(KubernetesPodParameters):
     rest_port: int
     rest_service_type: str
     owner_references: list[dict[str, Any]]
+    ingress: IngressParameters | None
 
 
 @dataclass(frozen=True)
@@ -131,33 +134,35 @@ def job_manager_parameters(config: Configuration, job_id: str) -> KubernetesJobM
 
     Raises:
         IllegalConfigurationError: an invalid cluster id, map or toleration
-            text, owner reference, limit factor below 1, or memory configuration;
-            the message names the key.
+            text, owner reference, limit factor below 1, memory configuration,
+            or Ingress template or TLS list; the message names the key.
     """
     rest_port = config.get(options.REST_PORT)
     if rest_port == 0:
         log.info("Kubernetes deployment requires a fixed port. Configuration %s will be set to %d", options.REST_PORT.key, FIXED_REST_PORT)
         rest_port = FIXED_REST_PORT
+    pod = _pod_parameters(
+        config,
+        job_id,
+        service_account=KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT,
+        labels=KUBERNETES_JOB_MANAGER_LABELS,
+        annotations=KUBERNETES_JOB_MANAGER_ANNOTATIONS,
+        node_selector=KUBERNETES_JOB_MANAGER_NODE_SELECTOR,
+        tolerations=KUBERNETES_JOB_MANAGER_TOLERATIONS,
+        cpu_limit_factor=KUBERNETES_JOB_MANAGER_CPU_LIMIT_FACTOR,
+        memory_limit_factor=KUBERNETES_JOB_MANAGER_MEMORY_LIMIT_FACTOR,
+        pod_template_file=KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
+        env_prefix=JOB_MANAGER_ENV_PREFIX,
+    )
     return KubernetesJobManagerParameters(
-        **_pod_parameters(
-            config,
-            job_id,
-            service_account=KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT,
-            labels=KUBERNETES_JOB_MANAGER_LABELS,
-            annotations=KUBERNETES_JOB_MANAGER_ANNOTATIONS,
-            node_selector=KUBERNETES_JOB_MANAGER_NODE_SELECTOR,
-            tolerations=KUBERNETES_JOB_MANAGER_TOLERATIONS,
-            cpu_limit_factor=KUBERNETES_JOB_MANAGER_CPU_LIMIT_FACTOR,
-            memory_limit_factor=KUBERNETES_JOB_MANAGER_MEMORY_LIMIT_FACTOR,
-            pod_template_file=KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
-            env_prefix=JOB_MANAGER_ENV_PREFIX,
-        ),
+        **pod,
         job_id=job_id,
         memory_mib=job_manager_process_spec_from_config(config).total_process // _MiB,
         cpu=_positive(config, KUBERNETES_JOB_MANAGER_CPU),
         rest_port=rest_port,
         rest_service_type=config.get(KUBERNETES_REST_SERVICE_EXPOSED_TYPE),
         owner_references=owner_references(config),
+        ingress=ingress_parameters(config, pod["cluster_id"], pod["namespace"]),
     )
 
 
