@@ -145,9 +145,9 @@ def running_throughput(
         documents = [flinkjob(f"running-{n}", namespace, {"source": "print(1)"}) for n in range(jobs)]
         cpu_before, started = sum(process.cpu_times()[:2]), time.monotonic()
         apply(cluster, documents)
-        elapsed = until_stable(custom, namespace, jobs, generation=1)
+        elapsed = until_stable(custom, namespace, jobs, 1, started)
         cpu = sum(process.cpu_times()[:2]) - cpu_before
-        print(f"{jobs} running FlinkJobs (stand-in clusters): every status STABLE after {elapsed:.1f} s")
+        print(f"{jobs} running FlinkJobs (stand-in clusters) applied at once: every status STABLE after {elapsed:.1f} s")
         print(f"  {jobs / elapsed * 60:.0f} deployments per minute; operator CPU {cpu:.1f} s; resident memory {rss(process):.0f} MiB")
         served = jobmanager.requests
         at_rest(cluster, process, f"{jobs} running", window)
@@ -158,7 +158,7 @@ def running_throughput(
             body = {"spec": {"restartNonce": 1}}
             custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, f"running-{n}", body, _request_timeout=TIMEOUT)
         patched = time.monotonic() - started
-        elapsed = until_stable(custom, namespace, jobs, generation=2)
+        elapsed = until_stable(custom, namespace, jobs, 2, started)
         cpu = sum(process.cpu_times()[:2]) - cpu_before
         print(f"  a change of every spec (restartNonce; patched in {patched:.1f} s): every upgrade carried out after {elapsed:.1f} s")
         print(f"  {jobs / elapsed * 60:.0f} upgrades per minute; operator CPU {cpu:.1f} s")
@@ -169,9 +169,9 @@ def running_throughput(
         jobmanager.shutdown()
 
 
-def until_stable(custom: kubernetes.client.CustomObjectsApi, namespace: str, jobs: int, generation: int) -> float:
-    """Seconds until every FlinkJob of ``namespace`` is STABLE for its ``generation`` (counted from the call)."""
-    started = time.monotonic()
+def until_stable(custom: kubernetes.client.CustomObjectsApi, namespace: str, jobs: int, generation: int, started: float) -> float:
+    """Seconds from ``started`` (``time.monotonic()``) until every FlinkJob of ``namespace`` is STABLE for its
+    ``generation``."""
     while True:
         items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, _request_timeout=(5, 60))["items"]
         stable = [

@@ -181,7 +181,10 @@ class Reconciler:
         """
         self._deleted.add(job.uid)
         if job.status.get("lifecycleState") != Lifecycle.DELETING:
-            await self._write(self._latest(job), {"lifecycleState": Lifecycle.DELETING}, write_status)
+            try:
+                await self._write(self._latest(job), {"lifecycleState": Lifecycle.DELETING}, write_status)
+            except Exception as exc:  # noqa: BLE001 - a failed status write never holds up a removal
+                log.warning("FlinkJob %s/%s: DELETING not written: %s", job.namespace, job.name, exc)
         flight = self._deploying.get(job.uid)  # before the removal: one may end while it runs, having made its cluster
         if flight is not None:
             flight.superseded = True
