@@ -677,8 +677,17 @@ def test_savepoints_past_the_history_limit_are_disposed_of_and_a_failed_disposal
         for i in range(3)
     ]
     job.status["jobStatus"]["savepointInfo"] = {"savepointHistory": history, "lastSavepoint": history[-1]}
+    disposed_at_write: list[list[str]] = []
+    write = job.write
+
+    async def recording_write(document: dict[str, Any]) -> None:
+        disposed_at_write.append(list(clusters.disposed))
+        await write(document)
+
+    job.write = recording_write  # type: ignore[method-assign]
     reconcile(reconciler_of(clusters), job)
     assert clusters.disposed == [history[1]["location"], history[0]["location"]]
+    assert disposed_at_write[0] == clusters.disposed, "disposed of before the write that drops them: none forgotten undisposed"
     assert job.status["jobStatus"]["savepointInfo"]["savepointHistory"] == [history[-1]]
     assert [reason for _, reason, _ in job.events].count("SavepointDisposalFailed") == 2
 

@@ -18,8 +18,9 @@ ERROR_LIMIT = 2000  # characters of a failure cause kept in the status (its end:
 
 #: Actions a plan can ask for, in the order they are carried out.
 REMOVE, DEPLOY, REMOVE_RESULT, DELETE_RESOURCE = "remove", "deploy", "remove-result", "delete-resource"
-#: Actions carried out only once the plan's status is written (the status says what they are about to do, so an
-#: operator killed after it repeats the same trigger, with the same id, and never loses a savepoint to dispose of).
+#: A trigger is sent only once the plan's status records it (an operator killed after the write sends the same trigger,
+#: with the same id, again); savepoints are disposed of before the write that drops them from the history (an operator
+#: killed between the two finds them still listed, and disposes of them again), so none is forgotten undisposed.
 TRIGGER_SAVEPOINT, DISPOSE_SAVEPOINTS = "trigger-savepoint", "dispose-savepoints"
 
 

@@ -254,15 +254,14 @@ class Reconciler:
                 status.update(await self._start_deploy(job, spec, spec_hash, status, io, decided.restore, state))
             elif action == DELETE_RESOURCE:
                 await io.delete_resource()
+        if DISPOSE_SAVEPOINTS in decided.actions:  # before the write that forgets them (plan_types.DISPOSE_SAVEPOINTS)
+            for failure in await self._call(self.clusters.dispose_savepoints, job.cluster, decided.dispose):
+                post_event("Warning", "SavepointDisposalFailed", f"{failure}; delete it with the tools of its file system")
         for kind, reason, message in decided.events:
             post_event(kind, reason, message)
         lifecycle = await self._write(job, status, write_status)
-        # savepoint actions follow the write that records them: an operator killed after it repeats or finishes them
-        if TRIGGER_SAVEPOINT in decided.actions:
+        if TRIGGER_SAVEPOINT in decided.actions:  # after the write that records it
             lifecycle = await self._trigger(self._latest(job), facts, decided, write_status, post_event)
-        if DISPOSE_SAVEPOINTS in decided.actions:
-            for failure in await self._call(self.clusters.dispose_savepoints, job.cluster, decided.dispose):
-                post_event("Warning", "SavepointDisposalFailed", f"{failure}; delete it with the tools of its file system")
         return lifecycle
 
     async def _trigger(self, job: FlinkJobRef, facts: Facts, decided: Plan, write_status: StatusWriter, post_event: EventPoster) -> str:
