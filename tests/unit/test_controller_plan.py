@@ -468,3 +468,18 @@ def test_a_job_that_ran_while_no_operator_looked_has_met_its_startup_deadline():
     assert back.status["firstRunningTime"] == "2025-11-24T16:00:30Z"
     never_ran = {**ran_unseen, "timestamps": {"CREATED": 1_764_000_000_000, "RUNNING": 0}}
     assert plan(facts(deployed, Observation(exists=True, job=never_ran))).status["failureReason"] == "StartupDeadlineExceeded"
+
+
+def test_a_retry_removes_what_the_failed_attempt_left_before_it_deploys_again():
+    """A deployment that failed transiently may leave a cluster (its teardown failed too; on YARN a kill that did not
+    arrive): the retry removes it first, so a FlinkJob never has two clusters, nor fails with ClusterExists."""
+    retry = {"spec": "h2", "attempts": 1, "firstAttemptTime": ago(60), "nextAttemptTime": ago(30)}
+    status = {"lifecycleState": Lifecycle.CREATED, "deployedSpec": "", "deployRetry": retry}
+    waiting = facts(status=status, observation=None, now=NOW - datetime.timedelta(seconds=60))
+    assert not needs_observation(waiting), "not before the attempt is due"
+    due = facts(status=status, observation=None)
+    assert needs_observation(due)
+    left = plan(facts(status=status, observation=Observation(exists=True, cluster_id="wc")))
+    assert left.actions == [REMOVE] and left.events[0][1] == "LeftoverRemoved"
+    assert plan(facts(status={**status, **left.status}, observation=Observation(exists=True))).events == [], "said once"
+    assert plan(facts(status={**status, **left.status}, observation=Observation(exists=False))).actions == [DEPLOY]

@@ -208,7 +208,7 @@ def test_a_cluster_whose_predecessor_is_still_collected_is_deployed_again_after_
     assert reconcile(reconciler_of(clusters, lambda: NOW + datetime.timedelta(seconds=3)), job) == Lifecycle.CREATED
     assert [c for c, _ in clusters.calls] == ["deploy"], "not before the attempt is due"
     assert reconcile(reconciler_of(clusters, lambda: NOW + datetime.timedelta(seconds=5)), job) == Lifecycle.DEPLOYED
-    assert [c for c, _ in clusters.calls] == ["deploy", "deploy"]
+    assert [c for c, _ in clusters.calls] == ["deploy", "observe", "deploy"], "the retry first looks for what the attempt left"
     assert "deployRetry" not in job.status and job.status["error"] == ""
 
 

@@ -79,7 +79,7 @@ def needs_observation(facts: Facts) -> bool:
     if facts.desired == "suspended":
         return lifecycle != Lifecycle.SUSPENDED and not _ended_as_deployed(facts)
     if deployed != facts.spec_hash:
-        return bool(deployed) and lifecycle != Lifecycle.SUSPENDED and not retry_waiting(facts)
+        return (bool(deployed) or _retrying(facts)) and lifecycle != Lifecycle.SUSPENDED and not retry_waiting(facts)
     return lifecycle in (Lifecycle.CREATED, Lifecycle.DEPLOYED, Lifecycle.STABLE, Lifecycle.UPGRADING)
 
 
@@ -112,6 +112,12 @@ def _plan(facts: Facts) -> Plan:
     if lifecycle in (Lifecycle.FINISHED, Lifecycle.FAILED):
         return _plan_ended(facts)
     return _plan_observed(facts)
+
+
+def _retrying(facts: Facts) -> bool:
+    """Whether a deployment of the current spec failed transiently and is tried again: what the failed attempt left
+    (a cluster whose teardown failed too, a YARN application whose kill did not arrive) may run."""
+    return (facts.status.get("deployRetry") or {}).get("spec") == facts.spec_hash
 
 
 def retry_waiting(facts: Facts) -> bool:
@@ -165,9 +171,14 @@ def _plan_suspended(facts: Facts) -> Plan:
 
 
 def _plan_new_spec(facts: Facts) -> Plan:
-    """A spec never deployed: remove what runs for an older spec first (UPGRADING), then deploy."""
+    """A spec never deployed: remove what runs for an older spec, or what a failed attempt of this one left, first
+    (UPGRADING), then deploy."""
     obs = facts.observation
     previous = facts.status.get("deployedSpec")
+    if obs is not None and obs.exists and not previous and _retrying(facts):
+        left = "a cluster the failed deployment left runs: removing it before the next attempt (never two of one FlinkJob)"
+        events = [("Warning", "LeftoverRemoved", left)] if facts.status.get("error") != left else []
+        return Plan(actions=[REMOVE], status={"error": left}, events=events)
     if obs is not None and previous and not redeploying(facts):
         carried = carry_state(facts, f"upgrade:{facts.spec_hash}", "upgrade", _plan_observed)
         if carried is not None:
