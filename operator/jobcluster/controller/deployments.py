@@ -22,7 +22,7 @@ import asyncio
 import datetime
 import logging
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,17 +154,23 @@ def failure_of(
 ) -> tuple[dict[str, Any], list[tuple[str, str, str]]]:
     """The status fields and events of a deployment begun at ``started`` that failed with ``error``: after a
     transient failure, the previous spec's fields and when to try again (``plan.deploy_retry``); FAILED with the
-    reason when the failure is permanent, or the next attempt would begin past ``spec.startupDeadlineSeconds``."""
+    reason when the failure is permanent, or the next attempt would begin past ``spec.startupDeadlineSeconds``.
+    Nothing is logged here: the failure of a superseded deployment (its cluster removed on purpose) is never reported."""
     reason = reason_of(error)
     deadline = float(spec.startup_deadline_seconds)
     retry = deploy_retry(job.status, spec_hash, started, now, deadline) if error.transient else None
     if retry is not None:
         message = f"attempt {retry['attempts']} failed: {error}; trying again at {retry['nextAttemptTime']}"
-        log.info("FlinkJob %s/%s: %s", job.namespace, job.name, message)
         return retried_status(job, starting, message, retry), [("Warning", reason, message)]
     message = f"{error} (gave up: the next attempt would begin past startupDeadlineSeconds)" if error.transient else str(error)
-    log.warning("FlinkJob %s/%s: %s", job.namespace, job.name, message)
     return failed_status(starting, spec_hash, message, reason), [("Warning", reason, message)]
+
+
+def report(job: FlinkJobRef, events: list[tuple[str, str, str]], post_event: Callable[[str, str, str], None]) -> None:
+    """Post a deployment's events (type, reason, message) on FlinkJob ``job``, and log them (a Warning as a warning)."""
+    for kind, reason, message in events:
+        post_event(kind, reason, message)
+        log.log(logging.WARNING if kind == "Warning" else logging.INFO, "FlinkJob %s/%s: %s", job.namespace, job.name, message)
 
 
 def superseded_by(spec: Mapping[str, Any], status: Mapping[str, Any], defaults: Mapping[str, str], deploying: str) -> str | None:

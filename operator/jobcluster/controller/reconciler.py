@@ -39,6 +39,7 @@ from jobcluster.controller.deployments import (
     deploy_blocking,
     deployed_status,
     failure_of,
+    report,
     starting_status,
     superseded_by,
 )
@@ -334,8 +335,7 @@ class Reconciler:
             target = dataclasses.replace(target, access=await self._call(self.clusters.access, target))
         except JobClusterError as exc:
             outcome, events = failure_of(job, spec, spec_hash, starting, exc, started, self._clock())
-            for event in events:
-                io.post_event(*event)
+            report(job, events, io.post_event)
             return outcome
         starting["clusterAccess"] = replacing(job.status.get("clusterAccess"), target.access)
         await self._write(job, starting, io.write_status)
@@ -400,10 +400,9 @@ class Reconciler:
                 if deployed is not None:
                     await self._remove(flight.target)
                 return
-            for event in events:
-                io.post_event(*event)
             job = self._known.get(uid) or await io.read()
             if job is not None and not job.deleting:
+                report(job, events, io.post_event)
                 await self._write(job, outcome, io.write_status)
 
     async def _while_deploying(self, job: FlinkJobRef, flight: InFlight, post_event: EventPoster) -> str:
