@@ -104,7 +104,9 @@ def memory_error_cause(code: int, stdout: str, lines: list[tuple[float, str]]) -
     stderr = "".join(line for _, line in lines)
     assert code == 1, stderr
     assert "HELD" not in stdout
-    tasks_started = next(t for t, line in lines if re.search(r"Spark app-\S+: 0/1 Spark jobs, 0/2 tasks", line))
+    # the client polls: a job that fails within one poll of its start is never seen at "0/1 Spark jobs, 0/2 tasks",
+    # so its tasks are taken to start no later than the Spark application is first seen
+    tasks_started = next(t for t, line in lines if re.search(r"Spark app-\S+: \d+/\d+ Spark jobs", line))
     failed = next(t for t, line in lines if re.search(r"Job [0-9a-f]{32} \(python_memory_hog\) FAILED", line))
     # the first attempt waits for its executor's Python to start, which took 19 s on a loaded 2-core machine (YARN;
     # 4 attempts of each task in all); a container killed for memory would take its TaskExecutor's heartbeat timeout

@@ -1056,6 +1056,32 @@ def test_a_failed_deployment_of_an_upgrade_is_rolled_back_and_a_failed_rollback_
     assert reconcile(reconciler, job) == Lifecycle.FAILED and settled(job.spec, job.status, ROLLBACK), "no rollback of a rollback"
 
 
+@pytest.mark.parametrize("suspended_first", [False, True])
+def test_a_finished_flinkjob_edited_in_a_way_that_is_refused_keeps_its_result_and_its_ttl(suspended_first):
+    """A job that FINISHED, then (suspended or not) an edit the operator refuses: neither FAILED nor its kept cluster
+    removed for it; its TTL still runs, and the reverted spec finds the result as it was."""
+    clusters, job = FakeClusters(), FlinkJob({**SPEC, "ttlSecondsAfterFinished": 60})
+    reconcile(reconciler_of(clusters), job)
+    ended = {**job_details("FINISHED"), "end-time": int(NOW.timestamp() * 1000), "duration": 5000}
+    clusters.observation = Observation(exists=True, cluster_id="wc", job=ended)  # its JobManager kept for the result
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FINISHED
+    valid = {**SPEC, "ttlSecondsAfterFinished": 60, "job": {**SPEC["job"], "state": "suspended" if suspended_first else "running"}}
+    job.spec, job.generation = valid, 2
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FINISHED
+    job.spec, job.generation = {**valid, "job": {**valid["job"], "upgradeMode": "savepoint"}}, 3
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FINISHED, "nothing failed: the edit is refused"
+    assert job.status["failureReason"] == "SavepointDirectoryMissing" and _conditions(job)["Ready"][0] == "False"
+    assert "runs on" not in job.status["error"], "nothing runs"
+    assert "remove" not in [c for c, _ in clusters.calls] and [c for c, _ in clusters.calls].count("deploy") == 1
+    assert job.status["jobStatus"]["jobId"] == "f" * 32
+    job.spec, job.generation = valid, 4  # reverted
+    assert reconcile(reconciler_of(clusters), job) == Lifecycle.FINISHED and not job.status.get("refusedSpec")
+    assert [c for c, _ in clusters.calls].count("deploy") == 1, "the ended job is not run again"
+    job.spec, job.generation = {**valid, "job": {**valid["job"], "upgradeMode": "savepoint"}}, 5
+    reconcile(reconciler_of(clusters, lambda: NOW + datetime.timedelta(seconds=61)), job)
+    assert job.status["ttlExpired"] is True and [c for c, _ in clusters.calls][-2:] == ["remove", "remove-result"], "the TTL ran"
+
+
 def test_a_suspended_flinkjob_edited_in_a_way_that_is_refused_stays_suspended_and_says_why():
     clusters, job = FakeClusters(), FlinkJob(SPEC)
     reconcile(reconciler_of(clusters), job)

@@ -152,8 +152,10 @@ def _ended_as_deployed(facts: Facts) -> bool:
 
 
 def _plan_suspended(facts: Facts) -> Plan:
-    if facts.status.get("lifecycleState") == Lifecycle.SUSPENDED or _ended_as_deployed(facts):
-        return Plan()  # nothing runs to suspend; an ended job keeps its result, and resuming does not run it again
+    if _ended_as_deployed(facts):  # an ended job keeps its result (and its TTL); resuming does not run it again
+        return _ttl_expiry(facts)
+    if facts.status.get("lifecycleState") == Lifecycle.SUSPENDED:
+        return Plan()  # nothing runs to suspend
     carried = carry_state(facts, f"suspend:{facts.status.get('deployedSpec') or ''}", "suspension", _plan_observed)
     if carried is not None:
         return carried
@@ -230,6 +232,12 @@ def _plan_ended(facts: Facts) -> Plan:
     why = rollback_due(facts, failed=facts.status.get("lifecycleState") == Lifecycle.FAILED)
     if why is not None:
         return rollback(facts, why)
+    return _ttl_expiry(facts)
+
+
+def _ttl_expiry(facts: Facts) -> Plan:
+    """An ended job's result removed once ``ttlSecondsAfterFinished`` passed (and the FlinkJob deleted, with
+    ``deleteAfterTtl``)."""
     job = facts.status.get("jobStatus") or {}
     if facts.ttl is None or facts.status.get("ttlExpired"):
         return Plan()

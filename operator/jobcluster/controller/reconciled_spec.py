@@ -66,10 +66,11 @@ def spec_digest(raw: Mapping[str, Any]) -> str:
 
 
 def last_valid(status: Mapping[str, Any], defaults: Mapping[str, str]) -> ValidSpec | None:
-    """The spec to go on with while the current one is refused: the ``lastReconciledSpec`` of a FlinkJob whose
-    cluster runs, when it still passes the checks; None when nothing runs or no valid spec is known."""
+    """The spec to go on with while the current one is refused: the ``lastReconciledSpec``, when it still passes the
+    checks, whatever the lifecycle (a running job runs on, a suspended one stays suspended, an ended one keeps its
+    result and its TTL); None when no valid spec is known."""
     recorded = status.get("lastReconciledSpec")
-    if status.get("lifecycleState") not in RUNS or not recorded:
+    if not recorded:
         return None
     try:
         return validated(json.loads(recorded), defaults)

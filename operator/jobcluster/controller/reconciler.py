@@ -245,7 +245,7 @@ class Reconciler:
         if refusal is None:
             status = {**reconciled(job.status, valid), **decided.status}
         else:
-            status = {**decided.status, **self._refused(job, refusal, post_event, kept=True)}
+            status = {**decided.status, **self._refused(job, refusal, post_event, kept=job.status.get("lifecycleState") in RUNS)}
         for action in decided.actions:
             if action == REMOVE:
                 await self._remove(job.cluster)
@@ -292,16 +292,14 @@ class Reconciler:
         return (now - self._silent_since.setdefault(uid, now)).total_seconds()
 
     async def _refuse(self, job: FlinkJobRef, error: InvalidSpecError, write_status: StatusWriter, post_event: EventPoster) -> str:
-        """A spec refused with no valid one to go on with: FAILED with the reason, nothing deployed (the result of an
-        ended cluster is removed). A cluster that runs is never removed for it (its spec is not known, or the operator's
-        defaults refuse that too): it runs on, unobserved, until the spec is fixed; a suspended FlinkJob stays
-        SUSPENDED, the refusal reported."""
-        runs = job.status.get("lifecycleState") in RUNS
-        status = self._refused(job, error, post_event, kept=runs)
-        if runs or job.status.get("lifecycleState") == Lifecycle.SUSPENDED:
+        """A spec refused with no valid one to go on with (the operator's defaults refuse the last one too, or none was
+        ever valid). A FlinkJob that got further than CREATED keeps its lifecycle and what it has, the refusal
+        reported: a cluster that runs runs on, unobserved, until the spec is fixed; a suspension or an ended job's
+        result stays. One that never got that far is FAILED with the reason, nothing deployed."""
+        lifecycle = job.status.get("lifecycleState")
+        status = self._refused(job, error, post_event, kept=lifecycle in RUNS)
+        if lifecycle not in (None, Lifecycle.CREATED):
             return await self._write(job, status, write_status)
-        if job.status.get("refusedSpec") == status["refusedSpec"] and job.status.get("lifecycleState") == Lifecycle.FAILED:
-            return await self._write(job, {}, write_status)  # refused already; an edit still advances observedGeneration
         await self._remove(job.cluster)
         failed = {**status, "lifecycleState": Lifecycle.FAILED, "deployedSpec": deployed_spec_hash(job.spec), "restUrl": ""}
         return await self._write(job, failed, write_status)
