@@ -9,6 +9,9 @@ Three pages, each a pure function of what it documents:
   click at a fixed width;
 * ``flinkjob.md``: the fields, CEL validation rules and printer columns of the FlinkJob CRD (manifests/crd/).
 
+It also writes the CRD's ``status`` schema (the end of the manifest, and of the chart's copy) from the typed status,
+``jobcluster.controller.status_model``: the spec's schema above it is written by hand.
+
 ``python -m tests.support.reference_docs`` (``make docs``) writes the pages; with ``--check`` it
 writes nothing and exits 1 listing the pages that differ from the code.  The unit test
 tests/unit/test_reference_docs.py makes the same comparison.  Importing this module only
@@ -37,9 +40,13 @@ import yaml
 from jobcluster.cli.main import cli
 from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.values import float32_text, java_double_text, map_text
+from jobcluster.controller.status_model import crd_status_schema
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "manifests" / "crd" / "flinkjobs.jobcluster.io.yaml"
+CHART_CRD = REPO / "charts" / "jobcluster-operator" / "crds" / "flinkjobs.jobcluster.io.yaml"
+#: The line the CRD's generated status schema starts at (the last field of the version's openAPIV3Schema).
+STATUS_START = "            status:\n"
 
 #: Terminal width the CLI help is formatted for, so that the page does not depend on the terminal that runs `make docs`.
 HELP_WIDTH = 100
@@ -379,7 +386,7 @@ def validation_rules_section(schema: dict[str, Any]) -> list[str]:
 def flinkjob_page() -> str:
     """The text of flinkjob.md, from the CRD manifest :data:`CRD`: per version, its spec, status, validation rules and
     printer columns."""
-    crd = yaml.safe_load(CRD.read_text(encoding="utf-8"))
+    crd = yaml.safe_load(crd_manifest())
     group, names = crd["spec"]["group"], crd["spec"]["names"]
     short_names = ", ".join(code(short) for short in names.get("shortNames", []))
     summary = (
@@ -399,6 +406,16 @@ def flinkjob_page() -> str:
     return "\n".join(lines)
 
 
+def crd_manifest() -> str:
+    """The CRD manifest: its hand-written part (up to :data:`STATUS_START`) as on disk, then the ``status`` schema
+    generated from the typed status."""
+    text = CRD.read_text(encoding="utf-8")
+    notice = "            # generated from operator/jobcluster/controller/status_model.py by `make docs`: do not edit it by hand\n"
+    head = text[: text.index(STATUS_START)].removesuffix(notice)
+    schema = yaml.safe_dump({"status": crd_status_schema()}, sort_keys=False, width=1_000_000, allow_unicode=True)
+    return head + notice + "".join(f"            {line}\n" for line in schema.splitlines())
+
+
 # --------------------------------------------------------------------------
 # Writing and checking
 # --------------------------------------------------------------------------
@@ -408,6 +425,8 @@ PAGES: dict[str, Callable[[], str]] = {
     "docs/reference/configuration.md": configuration_page,
     "docs/reference/cli.md": cli_page,
     "docs/reference/flinkjob.md": flinkjob_page,
+    CRD.relative_to(REPO).as_posix(): crd_manifest,
+    CHART_CRD.relative_to(REPO).as_posix(): crd_manifest,
 }
 
 

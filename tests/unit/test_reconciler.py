@@ -35,6 +35,7 @@ from jobcluster.controller.handlers import paced, reconcile_interval, settled
 from jobcluster.controller.job_state import SavepointPoll, SavepointTrigger
 from jobcluster.controller.reconciler import Reconciler
 from jobcluster.controller.resource import deployed_spec_hash
+from jobcluster.controller.status_model import undeclared
 from jobcluster.errors import (
     AlreadyExistsError,
     ClusterClientError,
@@ -134,6 +135,7 @@ class FlinkJob:
         return FlinkJobRef.of(body)
 
     async def write(self, document: dict[str, Any]) -> None:
+        assert undeclared(document) == [], "every status field the operator writes is in the typed status (and the CRD)"
         self.writes.append(document)
         self.status = merge_patch(self.status, document)
 

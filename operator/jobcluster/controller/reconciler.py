@@ -59,6 +59,7 @@ from jobcluster.controller.plan_types import (
 )
 from jobcluster.controller.reconciled_spec import RUNS, last_valid, reconciled, refused, rolled_back, validated
 from jobcluster.controller.resource import FlinkJobSpec, deployed_spec_hash
+from jobcluster.controller.status_model import checked_patch
 from jobcluster.errors import ClusterClientError, ClusterUnreachableError, JobClusterError
 
 log = logging.getLogger(__name__)
@@ -438,6 +439,7 @@ class Reconciler:
                 refused=bool(merged.get("refusedSpec")),
             ),
         }
+        checked_patch(document)
         written = merge_patch(job.status, document)  # what the server holds after the write
         if written != job.status:
             await write_status(document)
