@@ -195,3 +195,29 @@ def conditions(
             condition["observedGeneration"] = generation
         result.append(condition)
     return result
+
+
+def recorded(status: Mapping[str, Any], update: Mapping[str, Any], generation: int | None, now: datetime.datetime) -> dict[str, Any]:
+    """The status patch a reconciliation writes: ``update`` (the plan's fields, a JSON merge patch over ``status``)
+    with what follows from the status it makes: the lifecycle (CREATED when none yet), ``observedGeneration``, the
+    conditions, and ``terminationTime`` once FINISHED or FAILED (the TTL counts from it, whatever ended the FlinkJob:
+    the job's end, else now)."""
+    merged = merge_patch(status, update)
+    lifecycle = str(merged.get("lifecycleState") or Lifecycle.CREATED)
+    job = merged.get("jobStatus") or {}
+    document = dict(update)
+    if lifecycle in (Lifecycle.FINISHED, Lifecycle.FAILED) and not merged.get("terminationTime"):
+        document["terminationTime"] = job.get("endTime") or timestamp(now)
+    document["lifecycleState"] = lifecycle
+    document["observedGeneration"] = generation
+    document["conditions"] = conditions(
+        lifecycle,
+        job.get("state"),
+        merged.get("failureReason") or None,
+        str(merged.get("error") or ""),
+        generation,
+        merged.get("conditions") or [],
+        now,
+        refused=bool(merged.get("refusedSpec")),
+    )
+    return document

@@ -95,3 +95,10 @@ def refused(raw: Mapping[str, Any], error: InvalidSpecError, kept: bool) -> dict
     valid spec runs on (said in the error)."""
     message = f"{error}; the job of the last valid spec runs on (fix or revert the edit)" if kept else str(error)
     return {"refusedSpec": spec_digest(raw), "error": message, "failureReason": error.reason}
+
+
+def never_valid(raw: Mapping[str, Any], refusal: Mapping[str, Any]) -> dict[str, Any]:
+    """The status fields of a FlinkJob whose spec is refused before any of its specs was valid (``refusal``: the
+    fields of :func:`refused`): FAILED, nothing deployed; the refused spec's digest recorded as deployed, so that
+    only an edit deploys."""
+    return {**refusal, "lifecycleState": Lifecycle.FAILED, "deployedSpec": deployed_spec_hash(raw), "restUrl": ""}

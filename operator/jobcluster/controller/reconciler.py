@@ -34,17 +34,10 @@ from typing import Any
 
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.controller.clusters import Deployed, JobClusters, Observation
-from jobcluster.controller.deployments import (
-    InFlight,
-    deploy_blocking,
-    deployed_status,
-    failure_of,
-    report,
-    starting_status,
-    superseded_by,
-)
+from jobcluster.controller.deployment_status import deployed_status, failure_of, starting_status
+from jobcluster.controller.deployments import InFlight, deploy_blocking, report, superseded_by
 from jobcluster.controller.flinkjob_ref import FlinkJobRef
-from jobcluster.controller.flinkjob_status import Lifecycle, conditions, merge_patch, replacing, timestamp
+from jobcluster.controller.flinkjob_status import Lifecycle, merge_patch, recorded, replacing
 from jobcluster.controller.job_state import Restore, SavepointPoll, StateSettings, pending_trigger
 from jobcluster.controller.plan import needs_observation, plan
 from jobcluster.controller.plan_types import (
@@ -57,7 +50,7 @@ from jobcluster.controller.plan_types import (
     Facts,
     Plan,
 )
-from jobcluster.controller.reconciled_spec import RUNS, last_valid, reconciled, refused, rolled_back, validated
+from jobcluster.controller.reconciled_spec import RUNS, last_valid, never_valid, reconciled, refused, rolled_back, validated
 from jobcluster.controller.resource import FlinkJobSpec, deployed_spec_hash
 from jobcluster.controller.status_model import checked_patch
 from jobcluster.errors import ClusterClientError, ClusterUnreachableError, JobClusterError
@@ -302,8 +295,7 @@ class Reconciler:
         if lifecycle not in (None, Lifecycle.CREATED):
             return await self._write(job, status, write_status)
         await self._remove(job.cluster)
-        failed = {**status, "lifecycleState": Lifecycle.FAILED, "deployedSpec": deployed_spec_hash(job.spec), "restUrl": ""}
-        return await self._write(job, failed, write_status)
+        return await self._write(job, never_valid(job.spec, status), write_status)
 
     @staticmethod
     def _refused(job: FlinkJobRef, error: InvalidSpecError, post_event: EventPoster, kept: bool) -> dict[str, Any]:
@@ -418,30 +410,10 @@ class Reconciler:
         return str(job.status.get("lifecycleState") or Lifecycle.CREATED)
 
     async def _write(self, job: FlinkJobRef, update: Mapping[str, Any], write_status: StatusWriter) -> str:
-        merged = merge_patch(job.status, update)
-        lifecycle = str(merged.get("lifecycleState") or Lifecycle.CREATED)
-        job_state = (merged.get("jobStatus") or {}).get("state")
-        ended = lifecycle in (Lifecycle.FINISHED, Lifecycle.FAILED)
-        if ended and not merged.get("terminationTime"):  # the TTL counts from it, whatever ended the FlinkJob
-            update = {**update, "terminationTime": (merged.get("jobStatus") or {}).get("endTime") or timestamp(self._clock())}
-        document = {
-            **update,
-            "lifecycleState": lifecycle,
-            "observedGeneration": job.generation,
-            "conditions": conditions(
-                lifecycle,
-                job_state,
-                merged.get("failureReason") or None,
-                str(merged.get("error") or ""),
-                job.generation,
-                merged.get("conditions") or [],
-                self._clock(),
-                refused=bool(merged.get("refusedSpec")),
-            ),
-        }
+        document = recorded(job.status, update, job.generation, self._clock())
         checked_patch(document)
         written = merge_patch(job.status, document)  # what the server holds after the write
         if written != job.status:
             await write_status(document)
         self._known[job.uid] = dataclasses.replace(job, status=written)
-        return lifecycle
+        return str(document["lifecycleState"])
