@@ -146,7 +146,7 @@ def operator(
     # kopf and the Kubernetes client load only here: `jobcluster run` never pays for them
     from jobcluster.backends.kubernetes.kube_client import load_api_client
     from jobcluster.backends.kubernetes.operator_hook import KubernetesOperatorHook, read_config_map
-    from jobcluster.backends.yarn.operator_hook import YarnOperatorHook
+    from jobcluster.backends.yarn.operator_hook import YarnOperatorHook, yarn_client_jvms
     from jobcluster.client.operator_hook import InvalidSpecError
     from jobcluster.controller.clusters import DescriptorClusters, JobClusters
     from jobcluster.controller.job_state import check_defaults
@@ -169,6 +169,7 @@ def operator(
         timings = LeaseTimings(lease_duration, renew_deadline, retry_period)
         defaults = read_config_file(default_configuration) if default_configuration else {}
         check_defaults(defaults)
+        client_jvms = yarn_client_jvms(defaults)
         api = load_api_client(Configuration(defaults))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--lease-duration/--renew-deadline/--retry-period") from None
@@ -180,7 +181,9 @@ def operator(
     clusters = JobClusters(
         {
             TARGET_KUBERNETES: DescriptorClusters(KubernetesOperatorHook(api, job_cluster_role)),
-            TARGET_YARN: DescriptorClusters(YarnOperatorHook(functools.partial(read_config_map, api), work_dir / "hadoop-conf")),
+            TARGET_YARN: DescriptorClusters(
+                YarnOperatorHook(functools.partial(read_config_map, api), work_dir / "hadoop-conf", client_jvms)
+            ),
         }
     )
     elector = LeaseElector(api, lease_namespace, lease_name, candidate_identity(), timings) if leader_election and lease_namespace else None

@@ -1,7 +1,7 @@
 """The operator under random faults: a seeded run of FlinkJob changes and faults, then what must hold.
 
 FlinkJobs on Kubernetes (long jobs, and one that finishes) and one on YARN are created,
-changed (``restartNonce``), switched between upgrade modes, edited in a way the operator
+changed (``restartNonce``, ``execution.checkpointing.dir``), switched between upgrade modes, edited in a way the operator
 refuses (savepoint mode with no savepoint directory) and fixed again, suspended, resumed and
 deleted at random, while the operator
 process is killed (also right inside a deployment), JobManager and TaskManager pods are
@@ -70,8 +70,10 @@ SMALL = {
     "kubernetes.jobmanager.cpu.limit-factor": "10",
     "kubernetes.taskmanager.cpu.amount": "0.2",
     "kubernetes.taskmanager.cpu.limit-factor": "5",
-    "execution.checkpointing.dir": "/tmp/jobcluster-fault-test-checkpoints",  # what last-state mode asks for
 }
+#: Where the jobs checkpoint (what last-state mode asks for): a change between the two is a change of the job's
+#: configuration, which deploys a new cluster (the jobs are batch jobs, whose state no mode carries)
+CHECKPOINT_DIRS = ("/tmp/jobcluster-fault-test-checkpoints", "/tmp/jobcluster-fault-test-checkpoints-2")
 
 
 @dataclass
@@ -88,14 +90,22 @@ class Model:
     finished_job: str = ""  # the job id of a job that FINISHED before the faults
     mode: str = "stateless"  # spec.job.upgradeMode of the last valid spec
     refused: str | None = None  # while its last edit is refused: the job id that ran at the edit ("" when none was settled)
+    checkpoints: str = CHECKPOINT_DIRS[0]  # execution.checkpointing.dir
 
     def spec(self, namespace: str, seconds: int = 900) -> dict:
         job = {"program": f"local://{WAITS}", "args": [str(seconds)], "state": self.state, "upgradeMode": self.mode}
         extra = {"target": self.target, "hadoopConfigMap": "hadoop-conf"} if self.target == "yarn-per-job" else {}
         if self.target == "yarn-per-job":
             job = {"source": WAITS.read_text(), "args": [str(seconds)], "state": self.state}
+        configuration = {**SMALL, "execution.checkpointing.dir": self.checkpoints}
         return flinkjob(
-            self.name, namespace, job, restartNonce=self.nonce, flinkConfiguration=SMALL, startupDeadlineSeconds=STARTUP_DEADLINE, **extra
+            self.name,
+            namespace,
+            job,
+            restartNonce=self.nonce,
+            flinkConfiguration=configuration,
+            startupDeadlineSeconds=STARTUP_DEADLINE,
+            **extra,
         )
 
 
@@ -152,6 +162,12 @@ class Run:
         model.deploys += resumed and not model.finished_job
         self.patch(model, {"job": {"state": model.state}})
         self.do(f"{model.state} {model.name}")
+
+    def move_checkpoints(self, model: Model) -> None:
+        model.checkpoints = CHECKPOINT_DIRS[1 - CHECKPOINT_DIRS.index(model.checkpoints)]
+        model.deploys += model.state == "running"
+        self.patch(model, {"flinkConfiguration": {"execution.checkpointing.dir": model.checkpoints}})
+        self.do(f"execution.checkpointing.dir {model.checkpoints} of {model.name}")
 
     def switch_mode(self, model: Model) -> None:
         model.mode = "last-state" if model.mode == "stateless" else "stateless"
@@ -211,7 +227,7 @@ class Run:
 
     def step(self) -> None:
         long = self.alive("kubernetes-application", finished=False)
-        choices = ["change", "change", "mode", "refuse", "kill", "kill-in-deploy", "jm-pod", "tm-pod", "api-server"]
+        choices = ["change", "change", "mode", "checkpoints", "refuse", "kill", "kill-in-deploy", "jm-pod", "tm-pod", "api-server"]
         if len(long) < LONG_JOBS:
             choices.append("create")
         if long:
@@ -220,12 +236,14 @@ class Run:
         changeable = [m for m in self.alive() if m.target != "yarn-per-job" or self.rng.random() < 0.3]
         if choice == "create":
             self.create()
-        elif choice in ("change", "mode", "refuse") and changeable:
+        elif choice in ("change", "mode", "checkpoints", "refuse") and changeable:
             model = self.rng.choice(changeable)
             if model.refused is not None:  # a refused spec is fixed before anything else is asked of it
                 self.fix(model)
             elif choice == "mode":
                 self.switch_mode(model)
+            elif choice == "checkpoints" and not model.finished_job:  # a finished job would run again
+                self.move_checkpoints(model)
             elif choice == "refuse":
                 self.refuse(model)
             elif model.finished_job or self.rng.random() < 0.5:

@@ -5,7 +5,8 @@ only YARN reads live beside the YARN backend; ``backends/registry.py`` collects
 them with every other option, so the client checks them before it deploys and
 ``make docs`` documents them.  Besides the ``yarn.*`` keys: Flink's
 ``env.hadoop.conf.dir`` (the client's Hadoop configuration) and jobcluster's own
-``jobcluster.yarn.python`` and ``jobcluster.yarn.shared-files.retention``.  :mod:`jobcluster.backends.yarn.options` reads them
+``jobcluster.yarn.python``, ``jobcluster.yarn.shared-files.retention`` and the operator's
+``jobcluster.operator.yarn.client-jvms``.  :mod:`jobcluster.backends.yarn.options` reads them
 for one deployment.
 """
 
@@ -114,6 +115,16 @@ YARN_PYTHON = ConfigOption(
     None,
     description="Absolute path of a Python (with jobcluster and pyspark installed) present on every YARN node. "
     "Unset: the client's own Python environment is packed, uploaded once to HDFS and shipped to the containers.",
+)
+
+OPERATOR_YARN_CLIENT_JVMS = ConfigOption(
+    "jobcluster.operator.yarn.client-jvms",
+    "int",
+    2,
+    description="The FlinkJob operator's bound on the YARN client JVMs it runs at once (read from its "
+    "defaultConfiguration only): one per yarn-per-job deployment until its ApplicationMaster serves, one per "
+    "removal. Each takes about 140-200 MiB of the operator pod's memory: raise the chart's resources.limits.memory "
+    "with it. A deployment or removal past the bound waits for one to end (5 min at most, then it is tried again).",
 )
 
 YARN_SHARED_FILES_RETENTION = ConfigOption(

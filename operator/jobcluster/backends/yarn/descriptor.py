@@ -24,9 +24,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from jobcluster.backends.cluster_files import cluster_files
+from jobcluster.backends.yarn.client_jvms import ClientJvms
 from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_SHARED_FILES_RETENTION
 from jobcluster.backends.yarn.container_env import (
     ENV_CONTAINER_PYTHON,
@@ -89,11 +91,15 @@ class _Connection:
     gateway: JvmGateway
     yarn: YarnClient
     paths: HdfsPaths
+    release: Callable[[], None]  # the JVM's slot (ClientJvms), once it has ended
 
     def close(self) -> None:
-        with contextlib.suppress(YarnClientError):
-            self.yarn.close()
-        self.gateway.close()
+        try:
+            with contextlib.suppress(YarnClientError):
+                self.yarn.close()
+            self.gateway.close()
+        finally:
+            self.release()
 
 
 class YarnClusterDescriptor(ClusterDescriptor):
@@ -101,8 +107,10 @@ class YarnClusterDescriptor(ClusterDescriptor):
 
     target = DeploymentTarget.YARN_PER_JOB
 
-    def __init__(self, config: Configuration) -> None:
+    def __init__(self, config: Configuration, client_jvms: ClientJvms | None = None) -> None:
+        """``client_jvms``: the bound on the YARN client JVMs of this process (the operator's); None: unbounded."""
         self.config = config
+        self.client_jvms = client_jvms
 
     # -- connecting ---------------------------------------------------------------
 
@@ -111,17 +119,24 @@ class YarnClusterDescriptor(ClusterDescriptor):
 
         Raises:
             YarnConfigurationError: no usable Hadoop configuration (env.hadoop.conf.dir, HADOOP_CONF_DIR, YARN_CONF_DIR).
-            YarnClientError, JvmGatewayError: the ResourceManager cannot be reached (within 30 s) or Java fails.
+            YarnClientError, JvmGatewayError: the ResourceManager cannot be reached (within 30 s) or Java fails; no
+                client JVM freed in time (``client_jvms``, YarnUnavailableError).
         """
         conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
         hadoop_conf = HadoopConfiguration.load(conf_dir)
         address = hadoop_conf.resourcemanager_address()
         paths = HdfsPaths(webhdfs_client(hadoop_conf), hadoop_conf.default_fs)
-        gateway = JvmGateway(conf_dir).start()
+        release = self.client_jvms.acquire(self.progress) if self.client_jvms else (lambda: None)
         try:
-            return _Connection(gateway, YarnClient(gateway, address), paths)
+            gateway = JvmGateway(conf_dir).start()
+        except BaseException:
+            release()
+            raise
+        try:
+            return _Connection(gateway, YarnClient(gateway, address), paths, release)
         except BaseException:
             gateway.close()
+            release()
             raise
 
     # -- deploying ----------------------------------------------------------------

@@ -32,11 +32,13 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_TAGS
+from jobcluster.backends.yarn.client_jvms import ClientJvms
+from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, OPERATOR_YARN_CLIENT_JVMS, YARN_TAGS
 from jobcluster.backends.yarn.descriptor import YarnClusterDescriptor
 from jobcluster.client.descriptor import ClusterDescriptor
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config.configuration import Configuration
+from jobcluster.errors import IllegalConfigurationError
 
 TAG_PREFIX = "flinkjob-uid:"
 KEPT_DIR = ".kept"  # under the work dir: the files FlinkJobs kept in their status, by digest
@@ -52,12 +54,26 @@ ConfigMapReader = Callable[[str, str], "dict[str, str] | None"]
 client, handed in: a backend never imports another); raises DeploymentError when the API server refuses."""
 
 
+def yarn_client_jvms(defaults: Mapping[str, str]) -> ClientJvms:
+    """The bound on the operator's YARN client JVMs its ``defaults`` set (``jobcluster.operator.yarn.client-jvms``).
+
+    Raises:
+        InvalidSpecError: the value is not a whole number of at least 1.
+    """
+    try:
+        return ClientJvms(Configuration(dict(defaults)).get(OPERATOR_YARN_CLIENT_JVMS))
+    except (IllegalConfigurationError, ValueError) as exc:
+        raise InvalidSpecError(f"{OPERATOR_YARN_CLIENT_JVMS.key}: {exc}") from None
+
+
 class YarnOperatorHook:
     """The :class:`~jobcluster.client.operator_hook.OperatorHook` of FlinkJobs on YARN clusters; ``read_config_map``
-    reads the Hadoop ConfigMaps, ``work_dir`` holds their files."""
+    reads the Hadoop ConfigMaps, ``work_dir`` holds their files; ``client_jvms`` bounds the YARN client JVMs of all
+    its deployments and removals together (``jobcluster.operator.yarn.client-jvms``; None: unbounded)."""
 
-    def __init__(self, read_config_map: ConfigMapReader, work_dir: Path) -> None:
+    def __init__(self, read_config_map: ConfigMapReader, work_dir: Path, client_jvms: ClientJvms | None = None) -> None:
         self.read_config_map = read_config_map
+        self.client_jvms = client_jvms
         self.work_dir = work_dir
         self._written: dict[tuple[str, str], Path] = {}
         self._lock = threading.Lock()
@@ -158,7 +174,7 @@ class YarnOperatorHook:
         deploying = config is not None
         config = config.copy() if config is not None else Configuration()
         config.set(ENV_HADOOP_CONF_DIR, str(self.hadoop_conf_dir(ref, refresh=deploying)))
-        return YarnClusterDescriptor(config)
+        return YarnClusterDescriptor(config, self.client_jvms)
 
     def prepare(self, ref: ClusterRef, config: Configuration) -> Configuration:
         """``config`` with the FlinkJob's tag among ``yarn.tags``."""
