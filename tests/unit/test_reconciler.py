@@ -1011,7 +1011,7 @@ def test_an_upgrade_that_does_not_run_in_time_is_rolled_back_to_the_last_stable_
     reconcile(reconciler, job)
     clusters.observation = Observation(exists=True, cluster_id="wc", job={"jid": "f" * 32, "state": "RUNNING"})
     assert reconcile(reconciler, job) == Lifecycle.STABLE
-    assert json.loads(job.status["lastStableSpec"]) == SPEC
+    assert json.loads(job.status["reconciliationStatus"]["lastStableSpec"]) == SPEC
     upgraded = {**SPEC, "job": {**SPEC["job"], "parallelism": 4}}
     job.spec, job.generation = upgraded, 2
     assert reconcile(reconciler, job) == Lifecycle.UPGRADING
@@ -1095,3 +1095,19 @@ def test_a_suspended_flinkjob_edited_in_a_way_that_is_refused_stays_suspended_an
     job.spec, job.generation = {**SPEC, "job": {**SPEC["job"], "state": "suspended"}}, 4  # reverted
     assert reconcile(reconciler_of(clusters), job) == Lifecycle.SUSPENDED
     assert _conditions(job)["Ready"] == ("True", "Suspended") and not job.status.get("refusedSpec")
+
+
+def test_an_older_operators_top_level_specs_are_read_and_moved_under_reconciliation_status():
+    """Before reconciliationStatus (the Flink Kubernetes Operator's shape) the last reconciled and stable specs were
+    top-level status fields: a FlinkJob stored so goes on from them, and they move at its next valid spec."""
+    clusters = FakeClusters()
+    job, reconciler = _stable(clusters, SPEC)
+    recorded = job.status.pop("reconciliationStatus")
+    job.status.update(recorded)  # as an older operator left it
+    job.spec, job.generation = {**SPEC, "job": {**SPEC["job"], "upgradeMode": "savepoint"}}, 2  # refused
+    assert reconcile(reconciler, job) == Lifecycle.STABLE, "the last valid spec, read from the old field, runs on"
+    assert "remove" not in [c for c, _ in clusters.calls]
+    job.spec, job.generation = SPEC, 3  # reverted: a valid spec is reconciled
+    assert reconcile(reconciler, job) == Lifecycle.STABLE
+    assert job.status["reconciliationStatus"] == recorded
+    assert not {"lastReconciledSpec", "lastStableSpec"} & set(job.status), "moved, not copied"

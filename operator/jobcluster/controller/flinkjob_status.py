@@ -83,6 +83,27 @@ def replacing(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str
     return {**dict.fromkeys(old or {}), **new}
 
 
+#: ``status.reconciliationStatus``'s keys an operator before it wrote at the status's top level (moved at the next write).
+LEGACY_RECONCILIATION_KEYS = ("lastReconciledSpec", "lastStableSpec")
+
+
+def reconciliation(status: Mapping[str, Any]) -> dict[str, Any]:
+    """``status.reconciliationStatus`` (the Flink Kubernetes Operator's: ``lastReconciledSpec``, ``lastStableSpec``),
+    with what an older operator kept at the top level of ``status`` where the map has nothing."""
+    legacy = {key: status[key] for key in LEGACY_RECONCILIATION_KEYS if status.get(key)}
+    return {**legacy, **(status.get("reconciliationStatus") or {})}
+
+
+def compose(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+    """One JSON merge patch that does what ``first`` then ``second`` do, where ``first`` deletes no map ``second``
+    writes into (maps are composed key by key)."""
+    result = dict(first)
+    for key, value in second.items():
+        before = result.get(key)
+        result[key] = compose(before, value) if isinstance(value, Mapping) and isinstance(before, Mapping) else value
+    return result
+
+
 def timestamp(now: datetime.datetime) -> str:
     """RFC 3339, UTC, whole seconds (the API server's form)."""
     return now.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

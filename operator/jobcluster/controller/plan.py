@@ -280,7 +280,7 @@ def _plan_observed(facts: Facts) -> Plan:
         return rollback(facts, why)
     if ran_at and not facts.status.get("firstRunningTime"):
         update["firstRunningTime"] = ran_at  # the startup deadline is met for this deployment
-        update["lastStableSpec"] = facts.spec_json or None  # a later upgrade that fails is rolled back to it
+        update["reconciliationStatus"] = {"lastStableSpec": facts.spec_json or None}  # what a failed upgrade rolls back to
         if facts.status.get("upgrade"):
             update["upgrade"] = None  # the new job runs on the state it was given: the record has served
     events = []

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobcluster.controller.clusters import Observation
+from jobcluster.controller.flinkjob_status import reconciliation
 from jobcluster.controller.job_state import Restore, SavepointTrigger, StateSettings
 from jobcluster.controller.reconciled_spec import ValidSpec, spec_json
 from jobcluster.controller.resource import deployed_spec_hash
@@ -69,7 +70,7 @@ class Facts:
         trigger id (32 hex digits, as Flink's). ``rollback_of``: ``valid`` is the last stable spec, carried out
         instead of the spec of that digest (``reconciled_spec.rolled_back``)."""
         spec = valid.spec
-        stable = status.get("lastStableSpec")
+        stable = reconciliation(status).get("lastStableSpec")
         return cls(
             generation=generation,
             spec_hash=deployed_spec_hash(valid.raw),

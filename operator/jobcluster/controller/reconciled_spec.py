@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobcluster.client.operator_hook import InvalidSpecError
-from jobcluster.controller.flinkjob_status import Lifecycle
+from jobcluster.controller.flinkjob_status import LEGACY_RECONCILIATION_KEYS, Lifecycle, reconciliation
 from jobcluster.controller.job_state import StateSettings, state_settings
 from jobcluster.controller.resource import FlinkJobSpec, deployed_spec_hash, parse_spec
 
@@ -43,7 +43,8 @@ def validated(raw: Mapping[str, Any], defaults: Mapping[str, str]) -> ValidSpec:
 
 
 def spec_json(raw: Mapping[str, Any]) -> str:
-    """The spec as the status records it (``lastReconciledSpec``, ``lastStableSpec``): JSON, keys sorted."""
+    """The spec as the status records it (``reconciliationStatus.lastReconciledSpec``, ``.lastStableSpec``): JSON,
+    keys sorted."""
     return json.dumps(raw, sort_keys=True, default=str)
 
 
@@ -51,7 +52,7 @@ def rolled_back(status: Mapping[str, Any], valid: ValidSpec, defaults: Mapping[s
     """The spec to carry out instead of ``valid`` while it is rolled back: ``lastStableSpec``, as long as the spec
     is the one the ``rollback`` record names (an edit ends the rollback); None otherwise, or when the stable spec no
     longer passes the checks."""
-    record, stable = status.get("rollback") or {}, status.get("lastStableSpec")
+    record, stable = status.get("rollback") or {}, reconciliation(status).get("lastStableSpec")
     if not record or not stable or record.get("spec") != deployed_spec_hash(valid.raw):
         return None
     try:
@@ -69,7 +70,7 @@ def last_valid(status: Mapping[str, Any], defaults: Mapping[str, str]) -> ValidS
     """The spec to go on with while the current one is refused: the ``lastReconciledSpec``, when it still passes the
     checks, whatever the lifecycle (a running job runs on, a suspended one stays suspended, an ended one keeps its
     result and its TTL); None when no valid spec is known."""
-    recorded = status.get("lastReconciledSpec")
+    recorded = reconciliation(status).get("lastReconciledSpec")
     if not recorded:
         return None
     try:
@@ -79,12 +80,17 @@ def last_valid(status: Mapping[str, Any], defaults: Mapping[str, str]) -> ValidS
 
 
 def reconciled(status: Mapping[str, Any], valid: ValidSpec) -> dict[str, Any]:
-    """The status fields of reconciling ``valid``, the spec as it is: recorded as the last valid one, and a refusal
-    of an earlier edit cleared (the planner's own errors, written after these, win)."""
+    """The status fields of reconciling ``valid``, the spec as it is: recorded as the last valid one
+    (``reconciliationStatus.lastReconciledSpec``; what an older operator kept at the top level moved there), and a
+    refusal of an earlier edit cleared (the planner's own errors, written after these, win)."""
     record: dict[str, Any] = {}
-    text = spec_json(valid.raw)
-    if status.get("lastReconciledSpec") != text:
-        record["lastReconciledSpec"] = text
+    text, current = spec_json(valid.raw), reconciliation(status)
+    nested: dict[str, Any] = {"lastReconciledSpec": text} if current.get("lastReconciledSpec") != text else {}
+    if any(key in status for key in LEGACY_RECONCILIATION_KEYS):
+        record.update(dict.fromkeys(LEGACY_RECONCILIATION_KEYS))
+        nested = {**{key: current[key] for key in LEGACY_RECONCILIATION_KEYS if current.get(key)}, **nested}
+    if nested:
+        record["reconciliationStatus"] = nested
     if status.get("refusedSpec"):
         record.update(refusedSpec=None, error="", failureReason="")
     return record

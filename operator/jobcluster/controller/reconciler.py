@@ -37,7 +37,7 @@ from jobcluster.controller.clusters import Deployed, JobClusters, Observation
 from jobcluster.controller.deployment_status import deployed_status, failure_of, starting_status
 from jobcluster.controller.deployments import InFlight, deploy_blocking, report, superseded_by
 from jobcluster.controller.flinkjob_ref import FlinkJobRef
-from jobcluster.controller.flinkjob_status import Lifecycle, merge_patch, recorded, replacing
+from jobcluster.controller.flinkjob_status import Lifecycle, compose, merge_patch, recorded, replacing
 from jobcluster.controller.job_state import Restore, SavepointPoll, StateSettings, pending_trigger
 from jobcluster.controller.plan import needs_observation, plan
 from jobcluster.controller.plan_types import (
@@ -237,7 +237,7 @@ class Reconciler:
             facts = dataclasses.replace(facts, observation=observation, silent_for=self._silence(job.uid, observation, now))
         decided = plan(facts)
         if refusal is None:
-            status = {**reconciled(job.status, valid), **decided.status}
+            status = compose(reconciled(job.status, valid), decided.status)
         else:
             status = {**decided.status, **self._refused(job, refusal, post_event, kept=job.status.get("lifecycleState") in RUNS)}
         for action in decided.actions:

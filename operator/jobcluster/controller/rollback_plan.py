@@ -23,7 +23,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from jobcluster.controller.flinkjob_status import Lifecycle, replacing, timestamp
+from jobcluster.controller.flinkjob_status import Lifecycle, reconciliation, replacing, timestamp
 from jobcluster.controller.job_state import READINESS_TIMEOUT, ROLLBACK_ENABLED, kept_job_status, seconds_since
 from jobcluster.controller.plan_types import REMOVE, Facts, Plan
 from jobcluster.controller.resource import deployed_spec_hash
@@ -108,7 +108,7 @@ def may_roll_back(spec: Mapping[str, Any], status: Mapping[str, Any], defaults: 
     is on in its configuration or the operator's ``defaults``, no rollback is in effect, and what failed is not the
     last stable spec."""
     enabled = str({**defaults, **(spec.get("flinkConfiguration") or {})}.get(ROLLBACK_ENABLED, "false")).strip().lower() == "true"
-    stable = status.get("lastStableSpec")
+    stable = reconciliation(status).get("lastStableSpec")
     if not enabled or not stable or status.get("rollback"):
         return False
     try:

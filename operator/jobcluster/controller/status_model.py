@@ -159,6 +159,16 @@ class Rollback(_Status):
     time: str | None = None
 
 
+class ReconciliationStatus(_Status):
+    """What the operator reconciled (the Flink Kubernetes Operator's ReconciliationStatus)."""
+
+    last_reconciled_spec: str | None = None
+    """The last valid spec the operator reconciled, as JSON; a refused edit leaves this spec going."""
+    last_stable_spec: str | None = None
+    """The spec whose job last ran, as JSON; with kubernetes.operator.deployment.rollback.enabled an upgrade that does
+    not run in time is rolled back to it."""
+
+
 class Condition(_Status):
     """A standard condition (``kubectl wait --for=condition=Ready``)."""
 
@@ -190,11 +200,11 @@ class FlinkJobStatus(_Status):
     cluster_access: dict[str, str | None] | None = None  # None: a merge patch deleting one file
     """What the operator keeps, as the deployment begins, to reach the job cluster once the objects the spec names are gone (file name to
     content; yarn-per-job: the site files of spec.hadoopConfigMap). Dropped when the deployment fails."""
+    reconciliation_status: ReconciliationStatus | None = None
     last_reconciled_spec: str | None = None
-    """The last valid spec the operator reconciled, as JSON; a refused edit leaves this spec going."""
+    """Where operators before reconciliationStatus kept reconciliationStatus.lastReconciledSpec (moved there at the next reconciliation)."""
     last_stable_spec: str | None = None
-    """The spec whose job last ran, as JSON; with kubernetes.operator.deployment.rollback.enabled an upgrade that does not run in time is
-    rolled back to it."""
+    """Where operators before reconciliationStatus kept reconciliationStatus.lastStableSpec (moved there at the next reconciliation)."""
     refused_spec: str | None = None
     """The digest of a refused spec; cleared once the spec is fixed or reverted."""
     deployed_spec: str | None = None
