@@ -59,6 +59,9 @@ MOUNTS = [
     {"name": "jobcluster-work", "mountPath": "/opt/jobcluster/work"},
     {"name": "jobcluster-secret", "mountPath": "/opt/jobcluster/secret", "readOnly": True},
 ]
+#: Pod Security "restricted": the pod's and the main container's security contexts (spelled out, not imported)
+RESTRICTED_POD = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 SECRET_VOLUME = {
     "name": "jobcluster-secret",
     "secret": {"secretName": f"{CID}-secret", "items": [{"key": "cluster-secret", "path": "cluster-secret"}], "defaultMode": 0o444},
@@ -80,6 +83,7 @@ def test_job_manager_deployment():
                 "metadata": {"labels": labels},
                 "spec": {
                     "serviceAccountName": "default",
+                    "securityContext": RESTRICTED_POD,
                     "containers": [
                         {
                             "name": "jobcluster-main-container",
@@ -88,6 +92,7 @@ def test_job_manager_deployment():
                             "command": ["/opt/jobcluster/bin/jobmanager"],
                             "env": common_env([]),
                             "resources": {"requests": {"cpu": "1", "memory": "1600Mi"}, "limits": {"cpu": "1", "memory": "1600Mi"}},
+                            "securityContext": RESTRICTED_CONTAINER,
                             "volumeMounts": MOUNTS,
                             "ports": [{"name": "rest", "containerPort": 8081, "protocol": "TCP"}],
                         }
@@ -335,6 +340,8 @@ def test_task_manager_pod():
         },
         "spec": {
             "serviceAccountName": "default",
+            "securityContext": RESTRICTED_POD,
+            "automountServiceAccountToken": False,  # a TaskManager never talks to the API server
             "containers": [
                 {
                     "name": "jobcluster-main-container",
@@ -353,6 +360,7 @@ def test_task_manager_pod():
                         ]
                     ),
                     "resources": {"requests": {"cpu": "2", "memory": "1728Mi"}, "limits": {"cpu": "2", "memory": "1728Mi"}},
+                    "securityContext": RESTRICTED_CONTAINER,
                     "volumeMounts": MOUNTS,
                 }
             ],
@@ -439,7 +447,7 @@ def test_pod_template_merge_follows_flinks_rules():
     spec_ = pod["spec"]
     assert spec_["restartPolicy"] == "Never"
     assert spec_["serviceAccountName"] == "default"
-    assert spec_["securityContext"] == {"runAsUser": 1000}
+    assert spec_["securityContext"] == {**RESTRICTED_POD, "runAsUser": 1000}, "the template's fields win, the others stay"
     assert spec_["initContainers"] == [{"name": "init", "image": "busybox"}]
     assert spec_["tolerations"] == [{"key": "tmpl", "operator": "Exists"}, {"key": "spot", "operator": "Exists"}]
     config_only = [{"key": "jobcluster.yaml", "path": "jobcluster.yaml"}]

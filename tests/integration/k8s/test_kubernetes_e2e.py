@@ -57,11 +57,12 @@ JM_MEMORY_MIB = 1600  # the shipped jobmanager.memory.process.size
 CGROUP_MEMORY = "/sys/fs/cgroup/memory"  # the container's own memory cgroup (v1), as runc mounts it
 
 
-def job_namespace(k8s_cluster, k8s_api, prefix: str) -> Iterator[str]:
-    """A fresh namespace ``<prefix>-<random>`` with the JobManager's RBAC (manifests/rbac.yaml), deleted afterwards."""
+def job_namespace(k8s_cluster, k8s_api, prefix: str, labels: dict[str, str] | None = None) -> Iterator[str]:
+    """A fresh namespace ``<prefix>-<random>`` (with ``labels``) with the JobManager's RBAC (manifests/rbac.yaml),
+    deleted afterwards."""
     core = kubernetes.client.CoreV1Api(k8s_api)
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": name}}, _request_timeout=TIMEOUT)
+    core.create_namespace({"metadata": {"name": name, "labels": labels or {}}}, _request_timeout=TIMEOUT)
     k8s_cluster.kubectl("apply", "-n", name, "-f", str(REPO / "manifests" / "rbac.yaml"))
     yield name
     try:
@@ -73,6 +74,20 @@ def job_namespace(k8s_cluster, k8s_api, prefix: str) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def namespace(k8s_cluster, k8s_api):
     yield from job_namespace(k8s_cluster, k8s_api, "e2e")
+
+
+#: The Pod Security Standards' "restricted" profile, enforced by the API server's PodSecurity admission.
+RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}
+
+
+@pytest.fixture(scope="module")
+def restricted_namespace(k8s_cluster, k8s_api):
+    """A namespace that enforces Pod Security "restricted": a pod that does not comply is refused (checked first)."""
+    for name in job_namespace(k8s_cluster, k8s_api, "restricted", RESTRICTED):
+        plain = {"metadata": {"name": "plain"}, "spec": {"containers": [{"name": "c", "image": "any"}]}}
+        with pytest.raises(kubernetes.client.ApiException, match="violates PodSecurity"):
+            kubernetes.client.CoreV1Api(k8s_api).create_namespaced_pod(name, plain, dry_run="All", _request_timeout=TIMEOUT)
+        yield name
 
 
 @pytest.fixture(scope="module")
@@ -393,12 +408,14 @@ def test_memory_limits_are_the_memory_models_and_a_memory_heavy_job_is_not_oom_k
 
 
 def test_a_python_task_past_its_pyspark_workers_limit_fails_with_memory_error_and_no_container_is_killed(
-    k8s_api, k8s_image, namespace, cli_env
+    k8s_api, k8s_image, restricted_namespace, cli_env
 ):
     """Issue 27's program in real containers with the shipped sizes (-p 2, one TaskManager of 2 slots, its pod
     limited to its process size): each Python task fills 1,000 MiB, past the 268 MiB a PySpark worker may use (the
     daemon's RLIMIT_DATA, inherited by the workers). The tasks fail with MemoryError, the job's cause names the
-    limit and the options to raise it, and the kernel killed nothing: the one TaskManager is never lost."""
+    limit and the options to raise it, and the kernel killed nothing: the one TaskManager is never lost.
+    In a namespace that enforces Pod Security "restricted": the JobManager's and the TaskManager's pods pass it."""
+    namespace = restricted_namespace
     cluster_id = f"pyhog-{uuid.uuid4().hex[:6]}"
     options = {"taskmanager.numberOfTaskSlots": "2", "kubernetes.taskmanager.cpu.limit-factor": "4"}
     args = ["run", "-t", "kubernetes-application", "-p", "2", *cluster_options(namespace, k8s_image, cluster_id, options)]

@@ -8,6 +8,7 @@ cluster's Secret, never a literal value nor an environment variable) are the sam
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,6 +49,14 @@ def pod_env(params: KubernetesPodParameters, own: Mapping[str, str]) -> list[dic
     return [value_env(name, value) for name, value in params.env.items() if name not in ours] + entries
 
 
+#: What every job pod sets so that it passes the Pod Security Standards' "restricted" profile (the default posture of
+#: managed clusters): the image's user (numeric, 9999) must not be root, the runtime's default seccomp profile. A pod
+#: template's own values win (see pod_template.py), so a cluster that allows more can have it.
+RESTRICTED_POD_SECURITY: dict[str, Any] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+#: ... and every main container: no privilege escalation, no capability.
+RESTRICTED_CONTAINER_SECURITY: dict[str, Any] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
 def main_container(
     params: KubernetesPodParameters,
     entrypoint: str,
@@ -64,6 +73,7 @@ def main_container(
         "command": [f"{params.entrypoint_dir}/{entrypoint}"],
         "env": env,
         "resources": resources,
+        "securityContext": copy.deepcopy(RESTRICTED_CONTAINER_SECURITY),
         "volumeMounts": [
             {"name": object_names.STAGED_VOLUME, "mountPath": object_names.STAGED_MOUNT_PATH, "readOnly": True},
             {"name": object_names.WORK_VOLUME, "mountPath": object_names.WORK_MOUNT_PATH},
@@ -95,9 +105,20 @@ def volumes(cluster_id: str, staged_items: list[dict[str, str]]) -> list[dict[st
     ]
 
 
-def pod_spec(params: KubernetesPodParameters, container: dict[str, Any], pod_volumes: list[dict[str, Any]]) -> dict[str, Any]:
-    """A pod spec with the parameters' service account, image pull secrets, node selector and tolerations (empty ones left out)."""
-    spec: dict[str, Any] = {"serviceAccountName": params.service_account, "containers": [container], "volumes": pod_volumes}
+def pod_spec(
+    params: KubernetesPodParameters, container: dict[str, Any], pod_volumes: list[dict[str, Any]], api_token: bool = True
+) -> dict[str, Any]:
+    """A pod spec with the parameters' service account, image pull secrets, node selector and tolerations (empty ones
+    left out), the restricted security context; ``api_token``: whether the service account's token is mounted (only
+    the JobManager talks to the API server)."""
+    spec: dict[str, Any] = {
+        "serviceAccountName": params.service_account,
+        "securityContext": copy.deepcopy(RESTRICTED_POD_SECURITY),
+        "containers": [container],
+        "volumes": pod_volumes,
+    }
+    if not api_token:
+        spec["automountServiceAccountToken"] = False
     if params.image_pull_secrets:
         spec["imagePullSecrets"] = [{"name": name} for name in params.image_pull_secrets]
     if params.node_selector:

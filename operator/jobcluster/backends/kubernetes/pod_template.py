@@ -7,7 +7,10 @@ other containers, init containers and volumes stay as they are.  What
 jobcluster sets wins over the template: scalar fields, map entries (labels,
 annotations, node selector, resource requests and limits), and list entries of
 the same name (env, volume mounts, ports, volumes); tolerations are appended.
-Anything jobcluster does not set comes from the template.
+Anything jobcluster does not set comes from the template.  One exception: the
+security contexts (the pod's and the main container's), whose fields jobcluster
+sets only so that its pods pass Pod Security "restricted" by default, take the
+template's value field by field.
 """
 
 from __future__ import annotations
@@ -74,6 +77,8 @@ def _merge_map(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
         old = merged.get(field)
         if field in _MAP_FIELDS and isinstance(old, dict) and isinstance(value, dict):
             merged[field] = {**old, **copy.deepcopy(value)}
+        elif field == "securityContext" and isinstance(old, dict) and isinstance(value, dict):
+            merged[field] = {**copy.deepcopy(value), **old}  # the template's fields win (the module docstring)
         elif field == "resources" and isinstance(old, dict) and isinstance(value, dict):
             merged[field] = _merge_map(old, value)
         elif field in _NAMED_LISTS and isinstance(old, list) and isinstance(value, list):

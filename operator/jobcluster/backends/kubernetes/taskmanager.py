@@ -77,7 +77,7 @@ def build_task_manager_pod(
         resource_requirements(spec.total_process // MiB, spec.cpu_cores, params.memory_limit_factor, params.cpu_limit_factor),
         [],
     )
-    pod_spec_ = pod_spec(params, container, volumes(params.cluster_id, task_manager_staged_items()))
+    pod_spec_ = pod_spec(params, container, volumes(params.cluster_id, task_manager_staged_items()), api_token=False)
     metadata = pod_metadata(with_user_labels(params.labels, task_manager_selector(params.cluster_id)), params.annotations)
     pod = merge_pod_template(template, {"metadata": metadata, "spec": pod_spec_})
     pod["spec"]["restartPolicy"] = "Never"  # Flink overrides a template's value too: the ResourceManager replaces workers
