@@ -151,6 +151,7 @@ def operator(
     from jobcluster.controller.clusters import DescriptorClusters, JobClusters
     from jobcluster.controller.job_state import check_defaults
     from jobcluster.controller.leader import LeaseElector, LeaseTimings
+    from jobcluster.controller.pod_policy import allowed_kinds
     from jobcluster.controller.programs import allow_program_urls
     from jobcluster.controller.resource import TARGET_KUBERNETES, TARGET_YARN
 
@@ -169,6 +170,7 @@ def operator(
         timings = LeaseTimings(lease_duration, renew_deadline, retry_period)
         defaults = read_config_file(default_configuration) if default_configuration else {}
         check_defaults(defaults)
+        allowed_kinds(defaults)
         client_jvms = yarn_client_jvms(defaults)
         api = load_api_client(Configuration(defaults))
     except ValueError as exc:

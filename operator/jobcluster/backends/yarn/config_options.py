@@ -124,7 +124,8 @@ OPERATOR_YARN_CLIENT_JVMS = ConfigOption(
     description="The FlinkJob operator's bound on the YARN client JVMs it runs at once (read from its "
     "defaultConfiguration only): one per yarn-per-job deployment until its ApplicationMaster serves, one per "
     "removal. Each takes about 175 MiB of the operator pod's memory (measured: its RSS after ResourceManager calls): "
-    "raise the chart's resources.limits.memory (768Mi: the operator's ~150 MiB and two JVMs) with it. A deployment or removal past the bound waits for one to end (5 min at most, then it is tried again).",
+    "raise the chart's resources.limits.memory (768Mi: the operator's ~150 MiB and two JVMs) with it. A deployment "
+    "or removal past the bound waits for one to end (5 min at most, then it is tried again).",
 )
 
 YARN_SHARED_FILES_RETENTION = ConfigOption(
