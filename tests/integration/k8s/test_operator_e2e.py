@@ -160,6 +160,15 @@ def test_invalid_spec_fails_clearly_deploys_nothing_and_deploys_once_fixed(k8s_c
     refused = apply(k8s_cluster, flinkjob("zero", namespace, {**job, "parallelism": 0}), check=False)
     assert refused.returncode != 0 and "spec.job.parallelism" in refused.stderr
 
+    # a pod template that asks for the node (its PID namespace, its root as a volume): refused, nothing created
+    escape = {"spec": {"hostPID": True, "volumes": [{"name": "node", "hostPath": {"path": "/"}}]}}
+    apply(k8s_cluster, flinkjob("escape", namespace, job, jobManager={"podTemplate": escape}))
+    kubectl_wait(k8s_cluster, namespace, "escape", "Failed", timeout=60)
+    failed = condition(get(k8s_api, namespace, "escape"), "Failed")
+    assert failed["reason"] == "PodTemplateNotAllowed" and "spec.jobManager.podTemplate.spec.hostPID" in failed["message"], failed
+    assert cluster_objects(k8s_api, namespace, "escape") == []
+    k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "escape", timeout=60)
+
     k8s_cluster.kubectl(
         "patch",
         "flinkjob",
