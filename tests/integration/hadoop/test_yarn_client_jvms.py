@@ -34,7 +34,7 @@ def test_past_the_bound_a_connection_waits_for_a_jvm_to_end_then_fails_transient
         with pytest.raises(YarnUnavailableError, match=r"all 1 YARN client JVMs stayed busy for 1 s") as refused:
             descriptor._connect()
         assert refused.value.transient, "the operator tries the deployment or removal again later"
-        assert said == ["waiting for one of the 1 YARN client JVMs run at once (jobcluster.operator.yarn.client-jvms)"]
+        assert said == ["waiting for one of the 1 YARN client JVMs this process runs at once (jobcluster.operator.yarn.client-jvms)"]
         assert len(gateway_jvms()) == 1, "no JVM was started past the bound"
 
         waiting: list[object] = []
