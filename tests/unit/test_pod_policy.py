@@ -2,15 +2,13 @@
 administrator allows more): each escape refused with the field and the fix, the allowance only from the operator's
 defaults, and a refused edit of a running FlinkJob leaving its job running."""
 
-import subprocess
-import sys
-
 import pytest
 
 from jobcluster.client.operator_hook import InvalidSpecError
 from jobcluster.controller.flinkjob_status import Lifecycle
 from jobcluster.controller.pod_policy import allowed_kinds, check_pod_templates
 from jobcluster.controller.resource import parse_spec
+from tests.support.operator_start import start_operator
 from tests.unit.test_reconciler import SPEC, FakeClusters, FlinkJob, _stable, reconcile, reconciler_of
 
 MAIN = "jobcluster-main-container"
@@ -68,8 +66,5 @@ def test_a_running_flinkjob_edited_to_escape_runs_on_and_reports_the_refusal():
 def test_an_unknown_kind_in_the_operators_defaults_stops_it(tmp_path):
     with pytest.raises(InvalidSpecError, match="root-access is not one of privileged"):
         allowed_kinds({"jobcluster.operator.pod-template.allowed": "host-path,root-access"})
-    defaults = tmp_path / "defaults.yaml"
-    defaults.write_text("jobcluster.operator.pod-template.allowed: root-access\n")
-    argv = [sys.executable, "-m", "jobcluster", "operator", "--default-configuration", str(defaults)]
-    started = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    started = start_operator(tmp_path, "jobcluster.operator.pod-template.allowed: root-access\n")
     assert started.returncode == 2 and "root-access is not one of" in started.stderr, started.stderr

@@ -14,8 +14,6 @@ import asyncio
 import dataclasses
 import datetime
 import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +42,7 @@ from jobcluster.errors import (
     DeploymentError,
     PlatformUnavailableError,
 )
+from tests.support.operator_start import start_operator
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, tzinfo=datetime.UTC)
 SPEC = {"job": {"source": "print(1)", "parallelism": 2}, "startupDeadlineSeconds": 600}
@@ -776,14 +775,7 @@ def test_a_valid_edit_after_a_refused_one_upgrades_from_the_job_that_ran_on():
 def test_operator_defaults_that_refuse_every_spec_leave_running_jobs_running(tmp_path):
     """An administrator's typo in the operator's defaultConfiguration refuses the last valid spec too: the job runs on.
     The operator refuses to start with such defaults in the first place (a chart's install or upgrade fails)."""
-    defaults = tmp_path / "defaults.yaml"
-    defaults.write_text("kubernetes.operator.savepoint.history.max.age: one day\n")
-    started = subprocess.run(
-        [sys.executable, "-m", "jobcluster", "operator", "--default-configuration", str(defaults)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    started = start_operator(tmp_path, "kubernetes.operator.savepoint.history.max.age: one day\n")
     assert started.returncode == 2, started.stderr
     assert "kubernetes.operator.savepoint.history.max.age: duration 'one day' does not start with a number" in started.stderr
     clusters = FakeClusters()

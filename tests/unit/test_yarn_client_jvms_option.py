@@ -1,13 +1,11 @@
 """``jobcluster.operator.yarn.client-jvms``: read from the operator's defaults, refused at its start when not a whole
 number of at least 1 (tests/integration/hadoop/test_yarn_client_jvms.py bounds real JVMs with it)."""
 
-import subprocess
-import sys
-
 import pytest
 
 from jobcluster.backends.yarn.operator_hook import yarn_client_jvms
 from jobcluster.client.operator_hook import InvalidSpecError
+from tests.support.operator_start import start_operator
 
 
 def test_the_default_bound_is_two():
@@ -19,13 +17,6 @@ def test_the_default_bound_is_two():
 def test_a_bound_that_is_not_a_whole_number_of_at_least_one_stops_the_operator(value, tmp_path):
     with pytest.raises(InvalidSpecError, match=r"jobcluster\.operator\.yarn\.client-jvms"):
         yarn_client_jvms({"jobcluster.operator.yarn.client-jvms": value})
-    defaults = tmp_path / "defaults.yaml"
-    defaults.write_text(f"jobcluster.operator.yarn.client-jvms: '{value}'\n")
-    started = subprocess.run(
-        [sys.executable, "-m", "jobcluster", "operator", "--default-configuration", str(defaults)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    started = start_operator(tmp_path, f"jobcluster.operator.yarn.client-jvms: '{value}'\n")
     assert started.returncode == 2, started.stderr
     assert "jobcluster.operator.yarn.client-jvms" in started.stderr and "--default-configuration" in started.stderr
