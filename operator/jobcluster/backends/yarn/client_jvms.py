@@ -10,10 +10,13 @@ transiently (the operator tries it again later).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 
 from jobcluster.backends.yarn.errors import YarnUnavailableError
+
+log = logging.getLogger(__name__)
 
 WAIT = 300.0  # seconds a deployment or kill waits for a client JVM before it fails transiently
 
@@ -37,9 +40,11 @@ class ClientJvms:
         """
         timeout = self.wait
         if not self._slots.acquire(blocking=False):
-            on_wait(
+            waiting = (
                 f"waiting for one of the {self.limit} YARN client JVMs this process runs at once (jobcluster.operator.yarn.client-jvms)"
             )
+            log.info(waiting)  # the operator's descriptors report no progress: its log says why a deployment waits
+            on_wait(waiting)
             if not self._slots.acquire(timeout=timeout):
                 raise YarnUnavailableError(
                     f"all {self.limit} YARN client JVMs stayed busy for {timeout:.0f} s (jobcluster.operator.yarn.client-jvms): "
