@@ -19,12 +19,20 @@ from tests.infra.hadoop.cluster import HadoopCluster
 pytestmark = pytest.mark.hadoop
 
 
-def gateway_jvms() -> list[psutil.Process]:
-    """This process's py4j gateway JVMs."""
-    return [p for p in psutil.Process().children(recursive=True) if "py4j.GatewayServer" in " ".join(p.cmdline())]
+def gateway_jvms() -> set[psutil.Process]:
+    """This process's live py4j gateway JVMs (other tests of the same worker may keep their own)."""
+    return {p for p in psutil.Process().children(recursive=True) if _is_live_gateway(p)}
+
+
+def _is_live_gateway(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE and "py4j.GatewayServer" in " ".join(process.cmdline())
+    except psutil.NoSuchProcess:
+        return False
 
 
 def test_past_the_bound_a_connection_waits_for_a_jvm_to_end_then_fails_transiently(hadoop_cluster: HadoopCluster) -> None:
+    before = gateway_jvms()
     said: list[str] = []
     descriptor = YarnClusterDescriptor(Configuration({ENV_HADOOP_CONF_DIR: str(hadoop_cluster.hadoop_conf_dir)}), ClientJvms(1, wait=1.0))
     descriptor.progress = said.append
@@ -35,7 +43,7 @@ def test_past_the_bound_a_connection_waits_for_a_jvm_to_end_then_fails_transient
             descriptor._connect()
         assert refused.value.transient, "the operator tries the deployment or removal again later"
         assert said == ["waiting for one of the 1 YARN client JVMs this process runs at once (jobcluster.operator.yarn.client-jvms)"]
-        assert len(gateway_jvms()) == 1, "no JVM was started past the bound"
+        assert len(gateway_jvms() - before) == 1, "no JVM was started past the bound"
 
         waiting: list[object] = []
         waiter = threading.Thread(target=lambda: waiting.append(descriptor._connect()))
@@ -52,4 +60,4 @@ def test_past_the_bound_a_connection_waits_for_a_jvm_to_end_then_fails_transient
         assert second.yarn.applications(["no-such-type"]) == []  # type: ignore[attr-defined]
     finally:
         second.close()  # type: ignore[attr-defined]
-    assert gateway_jvms() == [] or all(p.status() == psutil.STATUS_ZOMBIE for p in gateway_jvms())
+    assert gateway_jvms() - before == set(), "each JVM ends with its client"
