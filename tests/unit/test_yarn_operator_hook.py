@@ -54,3 +54,23 @@ def test_an_existing_config_map_comes_before_the_kept_files(tmp_path):
     assert files_in(hook.hadoop_conf_dir(ref(DEPLOYED))) == {"core-site.xml": EDITED["core-site.xml"]}
     empty = hook_of(tmp_path / "other", {("jobs", "hadoop"): {"README": "x"}})
     assert files_in(empty.hadoop_conf_dir(ref(DEPLOYED))) == DEPLOYED, "a ConfigMap without a site file is no configuration"
+
+
+def test_names_that_are_not_site_files_never_become_files_of_the_operator(tmp_path):
+    """Whoever may write a FlinkJob's status or its ConfigMap cannot have the operator write elsewhere: a key
+    ``../../...`` (into another tenant's Hadoop directory, the packed Python environment) or any other ``*.xml``."""
+    work = tmp_path / "work"
+    escapes = {
+        "../../victims/hadoop/yarn-site.xml": "<configuration>attacker</configuration>",
+        "capacity-scheduler.xml": "<configuration/>",
+        "yarn-site.xml/../core-site.xml": "<configuration/>",
+    }
+    for reader in ({}, {("jobs", "hadoop"): escapes}):
+        hook = YarnOperatorHook(lambda namespace, name, reader=reader: reader.get((namespace, name)), work)
+        try:
+            hook.hadoop_conf_dir(ref({**DEPLOYED, **escapes}))
+        except InvalidSpecError as exc:  # the ConfigMap that holds no site file
+            assert "holds no Hadoop site file (core-site.xml, hdfs-site.xml, yarn-site.xml)" in str(exc)
+    written = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*") if path.is_file())
+    assert written and all(path.rsplit("/", 1)[-1] in ("core-site.xml", "yarn-site.xml") for path in written), written
+    assert not [path for path in written if "victims" in path], written

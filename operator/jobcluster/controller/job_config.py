@@ -47,6 +47,7 @@ from jobcluster.backends.kubernetes.config_options import (
     KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT,
     KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT,
     KUBERNETES_NAMESPACE,
+    KUBERNETES_SERVICE_ACCOUNT,
     KUBERNETES_TASK_MANAGER_CPU,
     KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE,
 )
@@ -109,7 +110,9 @@ def job_configuration(
         typed[KUBERNETES_CONTAINER_IMAGE.key] = spec.image
     if spec.image_pull_policy:
         typed[KUBERNETES_CONTAINER_IMAGE_PULL_POLICY.key] = spec.image_pull_policy
-    typed[KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT.key] = spec.service_account
+    # the TaskManagers too (as in the Flink Kubernetes Operator), unless kubernetes.taskmanager.service-account says
+    # otherwise: never the namespace's `default` by omission (their pods mount no token anyway)
+    typed[KUBERNETES_SERVICE_ACCOUNT.key] = typed[KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT.key] = spec.service_account
     yarn = spec.target == TARGET_YARN
     resources = (
         (

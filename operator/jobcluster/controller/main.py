@@ -67,6 +67,14 @@ class Duration(click.ParamType[float]):
     help="Watch FlinkJobs in this namespace (repeatable). Default: all namespaces.",
 )
 @click.option(
+    "--exclude-namespace",
+    "excluded_namespaces",
+    multiple=True,
+    metavar="NS",
+    help="Watching all namespaces, refuse the FlinkJobs of this one (NamespaceNotWatched; repeatable). The chart excludes "
+    "its own namespace, where a FlinkJob could run as the operator's ServiceAccount, unless watchReleaseNamespace is set.",
+)
+@click.option(
     "--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True, help="Port of /healthz and /metrics (0: none)."
 )
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
@@ -125,6 +133,7 @@ class Duration(click.ParamType[float]):
 )
 def operator(
     namespaces: tuple[str, ...],
+    excluded_namespaces: tuple[str, ...],
     port: int,
     log_level: str,
     default_configuration: Path | None,
@@ -151,7 +160,7 @@ def operator(
     from jobcluster.controller.clusters import DescriptorClusters, JobClusters
     from jobcluster.controller.job_state import check_defaults
     from jobcluster.controller.leader import LeaseElector, LeaseTimings
-    from jobcluster.controller.pod_policy import allowed_kinds
+    from jobcluster.controller.pod_policy import allowed_accounts, allowed_kinds
     from jobcluster.controller.programs import allow_program_urls
     from jobcluster.controller.resource import TARGET_KUBERNETES, TARGET_YARN
 
@@ -164,6 +173,8 @@ def operator(
         logging.getLogger("jobcluster.memory").setLevel(logging.WARNING)
     if leader_election is None:
         leader_election = bool(lease_namespace)
+    if namespaces and excluded_namespaces:
+        raise click.UsageError("--exclude-namespace is for an operator watching all namespaces: give --namespace or --exclude-namespace")
     if leader_election and not lease_namespace:
         raise click.UsageError("leader election needs the Lease's namespace: --lease-namespace or POD_NAMESPACE")
     try:
@@ -171,6 +182,7 @@ def operator(
         defaults = read_config_file(default_configuration) if default_configuration else {}
         check_defaults(defaults)
         allowed_kinds(defaults)
+        allowed_accounts(defaults)
         client_jvms = yarn_client_jvms(defaults)
         api = load_api_client(Configuration(defaults))
     except ValueError as exc:
@@ -189,7 +201,7 @@ def operator(
         }
     )
     elector = LeaseElector(api, lease_namespace, lease_name, candidate_identity(), timings) if leader_election and lease_namespace else None
-    operate(api, defaults, clusters, namespaces, port, elector)
+    operate(api, defaults, clusters, namespaces, port, elector, excluded_namespaces)
 
 
 def operate(
@@ -199,10 +211,11 @@ def operate(
     namespaces: tuple[str, ...],
     port: int,
     elector: LeaseElector | None = None,
+    excluded_namespaces: tuple[str, ...] = (),
 ) -> None:
-    """Run kopf with the FlinkJob handlers until stopped: FlinkJobs of ``namespaces`` (all when empty), their clusters
-    through ``clusters`` (an adapter per target), under the operator's ``defaults``; ``/healthz`` and ``/metrics`` on
-    ``port`` (0: none); with ``elector``, only while it holds the Lease."""
+    """Run kopf with the FlinkJob handlers until stopped: FlinkJobs of ``namespaces`` (all when empty, those of
+    ``excluded_namespaces`` refused), their clusters through ``clusters`` (an adapter per target), under the operator's
+    ``defaults``; ``/healthz`` and ``/metrics`` on ``port`` (0: none); with ``elector``, only while it holds the Lease."""
     import kopf
 
     from jobcluster.controller.handlers import OperatorContext, build_registry
@@ -210,7 +223,7 @@ def operate(
     from jobcluster.controller.reconciler import Reconciler
 
     metrics = OperatorMetrics()
-    reconciler = Reconciler(clusters, defaults, on_deployed=metrics.deploy_seconds.observe)
+    reconciler = Reconciler(clusters, defaults, on_deployed=metrics.deploy_seconds.observe, excluded_namespaces=excluded_namespaces)
     registry = build_registry(OperatorContext(reconciler, api, metrics))
     run_kopf = functools.partial(kopf.operator, registry=registry, standalone=True, clusterwide=not namespaces, namespaces=list(namespaces))
     asyncio.run(_serve(run_kopf, metrics, port, elector))

@@ -1,4 +1,4 @@
-"""What a FlinkJob's pod templates may ask for: the operator's policy, set by its administrator.
+"""What a FlinkJob's pods may ask for: the operator's policy, set by its administrator.
 
 Whoever may create a FlinkJob in a watched namespace has the operator create pods
 for it. Kubernetes' own admission control (Pod Security) is the cluster's line;
@@ -9,7 +9,15 @@ or IPC namespace, its ports, or a hostPath volume. An administrator who trusts
 the FlinkJobs' authors allows some of these in the operator's
 ``defaultConfiguration``: ``jobcluster.operator.pod-template.allowed``, a
 comma-separated list of :data:`KINDS` (never in a FlinkJob's own
-``flinkConfiguration``: a tenant cannot allow itself anything).
+``flinkConfiguration``: a tenant cannot allow itself anything). A FlinkJob's
+pod templates are its ``podTemplate`` fields: ``kubernetes.pod-template-file.*``
+would name files of the operator's own file system.
+
+The pods run as a ServiceAccount the operator's ``defaultConfiguration`` allows
+(``jobcluster.operator.service-accounts.allowed``, by default only ``jobcluster``,
+the account the operator or the chart makes in each namespace): a FlinkJob
+cannot borrow another workload's account, and never ``default``, which every
+pod of a namespace runs as unless it says otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from jobcluster.client.operator_hook import InvalidSpecError
-from jobcluster.controller.resource import FlinkJobSpec
+from jobcluster.controller.resource import TARGET_KUBERNETES, FlinkJobSpec
 
 ALLOWED_KEY = "jobcluster.operator.pod-template.allowed"
 #: What a pod template may be allowed to ask for, with the fields that ask for it.
@@ -31,6 +39,13 @@ KINDS = {
 }
 REASON = "PodTemplateNotAllowed"
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+_TEMPLATE_FILE_KEYS = "kubernetes.pod-template-file"
+
+ACCOUNTS_KEY = "jobcluster.operator.service-accounts.allowed"
+DEFAULT_ACCOUNTS = "jobcluster"
+ACCOUNT_REASON = "ServiceAccountNotAllowed"
+#: The keys of a FlinkJob's flinkConfiguration that name a ServiceAccount of its pods (besides spec.serviceAccount).
+ACCOUNT_KEYS = ("kubernetes.service-account", "kubernetes.jobmanager.service-account", "kubernetes.taskmanager.service-account")
 
 
 def allowed_kinds(defaults: Mapping[str, str]) -> frozenset[str]:
@@ -46,13 +61,58 @@ def allowed_kinds(defaults: Mapping[str, str]) -> frozenset[str]:
     return kinds
 
 
+def allowed_accounts(defaults: Mapping[str, str]) -> frozenset[str]:
+    """The ServiceAccounts the operator's ``defaults`` let a FlinkJob's pods run as
+    (``jobcluster.operator.service-accounts.allowed``, comma-separated; ``jobcluster`` when unset).
+
+    Raises:
+        InvalidSpecError: the list is empty or names ``default``.
+    """
+    text = str(defaults.get(ACCOUNTS_KEY) or DEFAULT_ACCOUNTS)
+    accounts = frozenset(part.strip() for part in text.split(",") if part.strip())
+    if not accounts or "default" in accounts:
+        raise InvalidSpecError(
+            f"{ACCOUNTS_KEY}: '{text}' must name at least one ServiceAccount, and never 'default' (every pod of a "
+            "namespace runs as it unless it says otherwise: binding the JobManager's rights to it gives them to them all)"
+        )
+    return accounts
+
+
+def check_service_accounts(spec: FlinkJobSpec, defaults: Mapping[str, str]) -> None:
+    """Refuse a ``kubernetes-application`` FlinkJob whose pods would run as a ServiceAccount the operator's
+    ``defaults`` do not allow: ``spec.serviceAccount``, or one of :data:`ACCOUNT_KEYS` in its ``flinkConfiguration``.
+
+    Raises:
+        InvalidSpecError: with reason ``ServiceAccountNotAllowed``, naming the field and the accounts allowed.
+    """
+    if spec.target != TARGET_KUBERNETES:
+        return
+    allowed = allowed_accounts(defaults)
+    named = [("spec.serviceAccount", spec.service_account)]
+    named += [(f"spec.flinkConfiguration.{key}", spec.flink_configuration[key]) for key in ACCOUNT_KEYS if key in spec.flink_configuration]
+    for field, account in named:
+        if account not in allowed:
+            raise InvalidSpecError(
+                f"{field}: the pods may not run as ServiceAccount '{account}': the operator's administrator allows "
+                f"{', '.join(sorted(allowed))} ({ACCOUNTS_KEY} in its defaultConfiguration)",
+                reason=ACCOUNT_REASON,
+            )
+
+
 def check_pod_templates(spec: FlinkJobSpec, defaults: Mapping[str, str]) -> None:
     """Refuse a FlinkJob whose ``jobManager.podTemplate`` or ``taskManager.podTemplate`` asks for what the operator's
-    ``defaults`` do not allow.
+    ``defaults`` do not allow, or whose ``flinkConfiguration`` names a pod template file.
 
     Raises:
         InvalidSpecError: with reason ``PodTemplateNotAllowed``, naming the field, the kind and the option.
     """
+    for key in spec.flink_configuration:
+        if key.startswith(_TEMPLATE_FILE_KEYS):
+            raise InvalidSpecError(
+                f"spec.flinkConfiguration.{key}: a FlinkJob's pod templates are spec.jobManager.podTemplate and "
+                "spec.taskManager.podTemplate (a file would be read from the operator's own file system)",
+                reason=REASON,
+            )
     allowed = allowed_kinds(defaults)
     for role, template in (("jobManager", spec.job_manager.pod_template), ("taskManager", spec.task_manager.pod_template)):
         for kind, field in asks(template or {}):

@@ -21,7 +21,7 @@ from typing import Any
 from jobcluster.client.operator_hook import InvalidSpecError
 from jobcluster.controller.flinkjob_status import LEGACY_RECONCILIATION_KEYS, Lifecycle, reconciliation
 from jobcluster.controller.job_state import StateSettings, state_settings
-from jobcluster.controller.pod_policy import check_pod_templates
+from jobcluster.controller.pod_policy import check_pod_templates, check_service_accounts
 from jobcluster.controller.resource import FlinkJobSpec, deployed_spec_hash, parse_spec
 
 #: Lifecycle states in which a cluster of the last valid spec runs or is being brought up: a refused edit keeps it.
@@ -38,10 +38,11 @@ class ValidSpec:
 
 
 def validated(raw: Mapping[str, Any], defaults: Mapping[str, str]) -> ValidSpec:
-    """``raw`` parsed and checked against the operator's ``defaults`` (its pod templates against the operator's
-    policy, ``pod_policy``); InvalidSpecError when it cannot run."""
+    """``raw`` parsed and checked against the operator's ``defaults`` (its pod templates
+    and ServiceAccounts against the operator's policy, ``pod_policy``); InvalidSpecError when it cannot run."""
     spec = parse_spec(raw)
     check_pod_templates(spec, defaults)
+    check_service_accounts(spec, defaults)
     return ValidSpec(raw, spec, state_settings(spec.job, spec.flink_configuration, defaults))
 
 

@@ -27,7 +27,7 @@ import dataclasses
 import datetime
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -87,7 +87,8 @@ class RemovalPending(JobClusterError):
 
 class Reconciler:
     """Carries out ``plan.plan`` for FlinkJobs through ``clusters``; ``defaults``: the operator's default configuration;
-    ``deploy_parallelism``: deployments at once (more wait for a thread; other work never does)."""
+    ``deploy_parallelism``: deployments at once (more wait for a thread; other work never does); ``excluded_namespaces``:
+    namespaces whose FlinkJobs are refused (``NamespaceNotWatched``)."""
 
     def __init__(
         self,
@@ -96,8 +97,10 @@ class Reconciler:
         clock: Callable[[], datetime.datetime] | None = None,
         on_deployed: Callable[[float], None] | None = None,
         deploy_parallelism: int = DEPLOY_PARALLELISM,
+        excluded_namespaces: Iterable[str] = (),
     ) -> None:
         self.clusters = clusters
+        self.excluded_namespaces = frozenset(excluded_namespaces)
         self.defaults = dict(defaults)
         self._clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
         self._on_deployed = on_deployed
@@ -221,6 +224,12 @@ class Reconciler:
         now = self._clock()
         refusal: InvalidSpecError | None = None
         try:
+            if job.namespace in self.excluded_namespaces:
+                raise InvalidSpecError(
+                    f"the operator does not run FlinkJobs of namespace {job.namespace} (its own, or excluded by its "
+                    "--exclude-namespace): create it in another namespace",
+                    reason="NamespaceNotWatched",
+                )
             valid = validated(job.spec, self.defaults)
         except InvalidSpecError as exc:  # the job of the last valid spec, if one runs, goes on with that spec
             refusal, kept = exc, last_valid(job.status, self.defaults)

@@ -81,6 +81,11 @@ def strip_finalizers(custom, namespace: str, name: str) -> None:
         pass
 
 
+def pods(template: dict) -> dict:
+    """The spec fields that give both the JobManager's and the TaskManagers' pods ``template``."""
+    return {"jobManager": {"podTemplate": template}, "taskManager": {"podTemplate": template}}
+
+
 def flinkjob(name: str, namespace: str, job: dict, **spec) -> dict:
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
@@ -178,6 +183,8 @@ def running_operator(k8s_cluster, k8s_image: str, namespace: str, work: Path, **
                 **image_options(k8s_image),
                 **TEST_NODE_CPU,
                 POD_TEMPLATE: str(host_path_template(work / "programs-pod-template.yaml", [PROGRAMS])),
+                # the FlinkJobs mount this machine's directories (input, output) by hostPath: the test node is this machine
+                "jobcluster.operator.pod-template.allowed": "host-path",
                 **defaults,
             }
         )

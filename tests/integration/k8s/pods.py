@@ -37,18 +37,18 @@ def host_path_template(path: Path, directories: list[Path], writable: list[Path]
 
     ``writable``: those of ``directories`` the containers write to (an output directory).
     """
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", **host_path_pod(directories, writable)}, sort_keys=False))
+    return path
+
+
+def host_path_pod(directories: list[Path], writable: list[Path] = ()) -> dict:  # type: ignore[assignment]
+    """The pod template of :func:`host_path_template` as a FlinkJob's ``podTemplate`` field holds it."""
     volumes, mounts = [], []
     for n, directory in enumerate(directories):
         open_to_containers(directory, writable=directory in writable)
         volumes.append({"name": f"host-{n}", "hostPath": {"path": str(directory), "type": "Directory"}})
         mounts.append({"name": f"host-{n}", "mountPath": str(directory)})
-    template = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "spec": {"containers": [{"name": MAIN_CONTAINER, "volumeMounts": mounts}], "volumes": volumes},
-    }
-    path.write_text(yaml.safe_dump(template, sort_keys=False))
-    return path
+    return {"spec": {"containers": [{"name": MAIN_CONTAINER, "volumeMounts": mounts}], "volumes": volumes}}
 
 
 # The test node has this machine's 2 cores, shared by the pods of several job clusters: small CPU requests so

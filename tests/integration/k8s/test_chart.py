@@ -106,12 +106,17 @@ def test_the_operator_deployment():
     assert defaults == {
         "kubernetes.container.image.ref": "jobcluster:0.1.0",
         "kubernetes.container.image.pull-policy": "IfNotPresent",
+        "jobcluster.operator.service-accounts.allowed": "jobcluster",
         "taskmanager.numberOfTaskSlots": "2",
     }
 
-    # watching all namespaces, the operator makes the JobManager's ServiceAccount where a FlinkJob runs
+    # watching all namespaces, the operator makes the JobManager's ServiceAccount where a FlinkJob runs, and refuses
+    # the FlinkJobs of its own namespace unless told
     (everywhere,) = by_kind(render(), "Deployment")
-    assert "--job-cluster-role=jobcluster-operator-jobmanager" in everywhere["spec"]["template"]["spec"]["containers"][0]["args"]
+    arguments = everywhere["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--job-cluster-role=jobcluster-operator-jobmanager" in arguments and "--exclude-namespace=jobcluster-system" in arguments
+    (own,) = by_kind(render("--set", "watchReleaseNamespace=true"), "Deployment")
+    assert not [a for a in own["spec"]["template"]["spec"]["containers"][0]["args"] if a.startswith("--exclude-namespace")]
     (nowhere,) = by_kind(render("--set", "jobServiceAccount.create=false"), "Deployment")
     assert not [a for a in nowhere["spec"]["template"]["spec"]["containers"][0]["args"] if a.startswith("--job-cluster-role")]
 
@@ -630,15 +635,22 @@ def test_watching_all_namespaces_an_example_runs_as_it_is_in_a_namespace_of_its_
     """The chart watching every namespace; the sized example of manifests/examples applied exactly as it is in a
     namespace that is not the release's and that has nothing of jobcluster: the operator creates the JobManager's
     ServiceAccount and its RoleBinding there, the example runs from the image to Succeeded, and uninstalling
-    removes what the operator created."""
+    removes what the operator created. A FlinkJob in the release's own namespace is refused, and so is one whose
+    ServiceAccount exists but was not made by the operator (it binds no rights to it)."""
     system = f"jobcluster-system-{uuid.uuid4().hex[:4]}"
+
+    def reported(namespace: str) -> str:
+        document = custom.get_namespaced_custom_object("jobcluster.io", "v1alpha1", namespace, "flinkjobs", "wordcount-memory")
+        return (document.get("status") or {}).get("error") or ""
+
     team = f"team-{uuid.uuid4().hex[:6]}"
     core = kubernetes.client.CoreV1Api(k8s_api)
     rbac = kubernetes.client.RbacAuthorizationV1Api(k8s_api)
     custom = kubernetes.client.CustomObjectsApi(k8s_api)
     core.create_namespace({"metadata": {"name": team}}, _request_timeout=TIMEOUT)
+    borrowed = f"borrowed-{uuid.uuid4().hex[:6]}"
     release = ["jobcluster", "-n", system]
-    names = []
+    names, names_in = [], {}
     try:
         installed = k8s_cluster.helm(
             "install", *release, str(CHART), "--create-namespace", "-f", str(TEST_VALUES), *image_values(k8s_image)
@@ -697,15 +709,41 @@ def test_watching_all_namespaces_an_example_runs_as_it_is_in_a_namespace_of_its_
             assert answer == expected, (verb, resource, namespace, answer)
         for name in names:
             k8s_cluster.kubectl("delete", "flinkjob", "-n", team, name, timeout=60)
+
+        # what a FlinkJob cannot have the operator do: run in the operator's own namespace (where it could name the
+        # operator's ServiceAccount), or have it bind the JobManager's rights to an account someone else made
+        core.create_namespace({"metadata": {"name": borrowed}}, _request_timeout=TIMEOUT)
+        core.create_namespaced_service_account(borrowed, {"metadata": {"name": "jobcluster"}}, _request_timeout=TIMEOUT)
+        refused = {system: "NamespaceNotWatched", borrowed: "ServiceAccountNotBound"}
+        for namespace in refused:
+            k8s_cluster.kubectl("apply", "-n", namespace, "-f", str(REPO / "manifests" / "examples" / "wordcount-memory.yaml"))
+            names_in[namespace] = "wordcount-memory"
+        for namespace, reason in refused.items():
+
+            def warned(namespace: str = namespace, reason: str = reason) -> bool:  # kopf posts events from a queue: a moment later
+                events = k8s_cluster.kubectl("get", "events", "-n", namespace, "--field-selector", f"reason={reason}").stdout
+                return "wordcount-memory" in events and bool(reported(namespace))
+
+            wait_for(warned, timeout=60, what=f"the refusal in {namespace}: {reason}")
+        assert "was not made by the operator" in reported(borrowed) and "namespace " + system in reported(system)
+        assert rbac.list_namespaced_role_binding(borrowed, _request_timeout=TIMEOUT).items == []
+        assert core.list_namespaced_pod(system, label_selector="app=wordcount-memory", _request_timeout=TIMEOUT).items == []
+        for namespace in refused:
+            k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "wordcount-memory", timeout=60)
+            del names_in[namespace]
     finally:
-        for name in names:  # the operator gone, nothing would remove its finalizer
+        for namespace, name in [
+            *((team, name) for name in names),
+            *names_in.items(),
+        ]:  # the operator gone, nothing would remove its finalizer
             try:
                 custom.patch_namespaced_custom_object(
-                    "jobcluster.io", "v1alpha1", team, "flinkjobs", name, {"metadata": {"finalizers": None}}, _request_timeout=TIMEOUT
+                    "jobcluster.io", "v1alpha1", namespace, "flinkjobs", name, {"metadata": {"finalizers": None}}, _request_timeout=TIMEOUT
                 )
             except kubernetes.client.ApiException:
                 pass
         k8s_cluster.helm("uninstall", *release, "--wait", check=False)
+        k8s_cluster.kubectl("delete", "namespace", borrowed, "--ignore-not-found", "--wait=false", check=False)
     # uninstalling deletes the ClusterRole, and with it (the garbage collector) what the operator created
     wait_for(
         lambda: (

@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from jobcluster.backends.kubernetes.cluster_objects import create_job_manager_objects, delete_cluster
-from jobcluster.backends.kubernetes.kube_client import ObjectExistsError
+from jobcluster.backends.kubernetes.descriptor import KubernetesClusterDescriptor
+from jobcluster.backends.kubernetes.kube_client import ObjectExistsError, ObjectNotFoundError
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters
 from jobcluster.backends.kubernetes.pod_template import load_pod_template
 from jobcluster.backends.kubernetes.staging import CONFIG_MAP_MAX_BYTES
@@ -121,9 +122,37 @@ def test_create_then_delete_the_whole_cluster(k8s_api, k8s_namespace, k8s_image,
     assert [o for o in objects_of(k8s_api, k8s_namespace) if not o.startswith("pod/")] == wanted
     assert running_pods(k8s_api, k8s_namespace) == [jm_pod]
 
-    assert delete_cluster(k8s_api, k8s_namespace, "wordcount") is True
+    # a deletion names the Deployment it means by its uid: another of the same name is left alone
+    assert delete_cluster(k8s_api, k8s_namespace, "wordcount", "00000000-0000-0000-0000-000000000000") is False
+    assert [o for o in objects_of(k8s_api, k8s_namespace) if not o.startswith("pod/")] == wanted
+    assert delete_cluster(k8s_api, k8s_namespace, "wordcount", created["metadata"]["uid"]) is True
     wait_for(lambda: not objects_of(k8s_api, k8s_namespace), timeout=120, what="the cluster's objects to go")
-    assert delete_cluster(k8s_api, k8s_namespace, "wordcount") is False
+    assert delete_cluster(k8s_api, k8s_namespace, "wordcount", created["metadata"]["uid"]) is False
+
+
+def test_a_deployment_that_is_not_a_job_clusters_is_neither_found_nor_deleted(k8s_api, k8s_namespace, k8s_image):
+    """`jobcluster cancel`, and the operator removing a FlinkJob's cluster, act on job clusters only: another workload's
+    Deployment of the same name is left alone."""
+    apps = kubernetes.client.AppsV1Api(k8s_api)
+    labels = {"app": "frontend"}
+    container = {"name": "web", "image": k8s_image, "imagePullPolicy": "Never"}
+    body = {
+        "metadata": {"name": "frontend", "labels": labels},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
+    apps.create_namespaced_deployment(k8s_namespace, body, _request_timeout=TIMEOUT)
+    try:
+        descriptor = KubernetesClusterDescriptor(Configuration({"kubernetes.namespace": k8s_namespace}), api=k8s_api)
+        assert descriptor.retrieve("frontend") is None and descriptor.job_manager_deployment("frontend") is None
+        with pytest.raises(ObjectNotFoundError, match=f"no job cluster frontend in namespace {k8s_namespace}"):
+            descriptor.kill_cluster("frontend")
+        assert apps.read_namespaced_deployment("frontend", k8s_namespace, _request_timeout=TIMEOUT).metadata.deletion_timestamp is None
+    finally:
+        apps.delete_namespaced_deployment("frontend", k8s_namespace, _request_timeout=TIMEOUT)
 
 
 def test_a_cluster_id_is_used_again_only_once_the_deleted_clusters_pods_are_gone(
@@ -132,13 +161,13 @@ def test_a_cluster_id_is_used_again_only_once_the_deleted_clusters_pods_are_gone
     # A JobManager pod of the deleted Deployment that still ran would read the new Deployment by its name and start
     # TaskManagers for it. A finalizer keeps the old pod, deleted, for as long as the test wants.
     p, core = params(k8s_namespace, entrypoint_dir, k8s_image, pod_template), kubernetes.client.CoreV1Api(k8s_api)
-    create_job_manager_objects(k8s_api, p, FILES, "s3cr3t", template_of(pod_template))
+    first = create_job_manager_objects(k8s_api, p, FILES, "s3cr3t", template_of(pod_template))
     (old_pod,) = wait_for(lambda: running_pods(k8s_api, k8s_namespace), what="the JobManager pod Running")
     hold = {"metadata": {"finalizers": ["jobcluster.io/test-hold"]}}
     core.patch_namespaced_pod(old_pod, k8s_namespace, hold, _request_timeout=TIMEOUT)
     release = threading.Timer(5, _release, (core, k8s_namespace, old_pod))
     try:
-        assert delete_cluster(k8s_api, k8s_namespace, "wordcount") is True
+        assert delete_cluster(k8s_api, k8s_namespace, "wordcount", first["metadata"]["uid"]) is True
 
         with pytest.raises(ObjectExistsError, match=rf"pod/{old_pod} of a deleted job cluster wordcount still exist .* after 2 s"):
             create_job_manager_objects(k8s_api, p, FILES, "s3cr3t", template_of(pod_template), previous_cluster_timeout=2)
@@ -157,7 +186,7 @@ def test_a_cluster_id_is_used_again_only_once_the_deleted_clusters_pods_are_gone
     finally:
         release.cancel()
         _release(core, k8s_namespace, old_pod)
-    delete_cluster(k8s_api, k8s_namespace, "wordcount")
+    delete_cluster(k8s_api, k8s_namespace, "wordcount", created["metadata"]["uid"])
     wait_for(lambda: not objects_of(k8s_api, k8s_namespace), timeout=120, what="the cluster's objects to go")
 
 

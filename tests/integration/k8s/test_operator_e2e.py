@@ -34,7 +34,6 @@ import requests
 from jobcluster.controller.handlers import OBSERVE_INTERVAL
 from tests.infra.k8s.node import pod_pids
 from tests.integration.k8s.flinkjobs import (
-    POD_TEMPLATE,
     REPO,
     TIMEOUT,
     WAITS,
@@ -47,10 +46,11 @@ from tests.integration.k8s.flinkjobs import (
     job_status,
     kubectl_wait,
     operator_namespace,
+    pods,
     running_operator,
     strip_finalizers,
 )
-from tests.integration.k8s.pods import host_path_template
+from tests.integration.k8s.pods import host_path_pod
 from tests.integration.k8s.waiting import wait_for
 
 pytestmark = pytest.mark.k8s
@@ -64,7 +64,9 @@ def namespace(k8s_cluster, k8s_api):
 
 @pytest.fixture(scope="module")
 def operator(k8s_cluster, k8s_image, namespace, tmp_path_factory):
-    with running_operator(k8s_cluster, k8s_image, namespace, tmp_path_factory.mktemp("operator")) as process:
+    # "nobody": an account the policy allows but the namespace lacks (CANNOT_START)
+    accounts = {"jobcluster.operator.service-accounts.allowed": "jobcluster, nobody"}
+    with running_operator(k8s_cluster, k8s_image, namespace, tmp_path_factory.mktemp("operator"), **accounts) as process:
         yield process
 
 
@@ -77,15 +79,15 @@ def test_inline_wordcount_succeeds_with_exact_counts_and_a_true_status(k8s_clust
     source = (REPO / "examples" / "wordcount.py").read_text()
     # Spark replaces the output directory: a directory below the mount point, not the mount point itself
     job = {"source": source, "args": ["--input", str(corpus), "--output", str(out / "counts")], "parallelism": 2}
-    mounts = str(host_path_template(tmp_path / "pod-template.yaml", [corpus, out], writable=[out]))
+    mounts = host_path_pod([corpus, out], writable=[out])
     # the Flink Kubernetes Operator's spec.ingress; the test cluster has no ingress controller: the object is what is checked
     ingress = {
         "template": "/{{namespace}}/{{name}}(/|$)(.*)",
         "className": "nginx",
         "annotations": {"nginx.ingress.kubernetes.io/rewrite-target": "/$2"},
     }
-    configuration = {"taskmanager.numberOfTaskSlots": "2", POD_TEMPLATE: mounts}
-    apply(k8s_cluster, flinkjob("wordcount", namespace, job, flinkConfiguration=configuration, ingress=ingress))
+    configuration = {"taskmanager.numberOfTaskSlots": "2"}
+    apply(k8s_cluster, flinkjob("wordcount", namespace, job, flinkConfiguration=configuration, ingress=ingress, **pods(mounts)))
     # while the cluster runs: the Ingress to its REST Service, owned by the JobManager Deployment
     networking = kubernetes.client.NetworkingV1Api(k8s_api)
     named = {"field_selector": "metadata.name=wordcount", "_request_timeout": TIMEOUT}
@@ -168,6 +170,31 @@ def test_invalid_spec_fails_clearly_deploys_nothing_and_deploys_once_fixed(k8s_c
     assert failed["reason"] == "PodTemplateNotAllowed" and "spec.jobManager.podTemplate.spec.hostPID" in failed["message"], failed
     assert cluster_objects(k8s_api, namespace, "escape") == []
     k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "escape", timeout=60)
+
+    # a FlinkJob named as another workload's Deployment: refused, and deleting it leaves that Deployment alone
+    apps = kubernetes.client.AppsV1Api(k8s_api)
+    labels = {"app.kubernetes.io/name": "frontend"}
+    pod = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "web", "image": "localhost/web:1"}]}}
+    apps.create_namespaced_deployment(
+        namespace,
+        {"metadata": {"name": "frontend"}, "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": pod}},
+        _request_timeout=TIMEOUT,
+    )
+    apply(k8s_cluster, flinkjob("frontend", namespace, job))
+    kubectl_wait(k8s_cluster, namespace, "frontend", "Failed", timeout=60)
+    failed = condition(get(k8s_api, namespace, "frontend"), "Failed")
+    assert failed["reason"] == "ClusterExists" and "is another workload's, not a job cluster's" in failed["message"], failed
+    k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "frontend", timeout=60)
+    assert apps.read_namespaced_deployment("frontend", namespace, _request_timeout=TIMEOUT).metadata.deletion_timestamp is None
+    apps.delete_namespaced_deployment("frontend", namespace, _request_timeout=TIMEOUT)
+
+    # pods that would run as the namespace's default ServiceAccount (which other workloads run as): refused
+    apply(k8s_cluster, flinkjob("borrowed", namespace, job, serviceAccount="default"))
+    kubectl_wait(k8s_cluster, namespace, "borrowed", "Failed", timeout=60)
+    failed = condition(get(k8s_api, namespace, "borrowed"), "Failed")
+    assert failed["reason"] == "ServiceAccountNotAllowed" and "ServiceAccount 'default'" in failed["message"], failed
+    assert cluster_objects(k8s_api, namespace, "borrowed") == []
+    k8s_cluster.kubectl("delete", "flinkjob", "-n", namespace, "borrowed", timeout=60)
 
     k8s_cluster.kubectl(
         "patch",

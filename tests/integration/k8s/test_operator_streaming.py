@@ -47,7 +47,6 @@ from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.staging import HdfsPaths, webhdfs_client
 from tests.infra.kafka.cluster import KafkaCluster
 from tests.integration.k8s.flinkjobs import (
-    POD_TEMPLATE,
     PROGRAMS,
     TIMEOUT,
     apply,
@@ -56,9 +55,10 @@ from tests.integration.k8s.flinkjobs import (
     flinkjob,
     get,
     operator_namespace,
+    pods,
     running_operator,
 )
-from tests.integration.k8s.pods import host_path_template, open_to_containers
+from tests.integration.k8s.pods import host_path_pod, open_to_containers
 from tests.integration.k8s.waiting import wait_for
 from tests.support.streaming import PROGRAM, Steps, lines, local_batches, wait_for_counts, word_counts
 
@@ -153,12 +153,12 @@ def test_a_streaming_flinkjob_keeps_its_state_through_savepoints_upgrades_a_kill
     state, out, jars_dir = _dir(tmp_path / "state"), _dir(tmp_path / "out"), _dir(tmp_path / "jars")
     jars = [f"local://{shutil.copy(jar, jars_dir)}" for jar in spark_kafka_jars]
     open_to_containers(jars_dir)
-    mounts = host_path_template(tmp_path / "pod-template.yaml", [PROGRAMS, jars_dir, state, out], writable=[state, out])
+    mounts = host_path_pod([PROGRAMS, jars_dir, state, out], writable=[state, out])
     words = Topic(kafka_cluster)
     jobs = FlinkJobs(k8s_cluster, k8s_api, namespace)
     status, patch, stable, savepoints, produce = jobs.status, jobs.patch, jobs.stable, jobs.savepoints, words.produce
 
-    def document(name: str, output: Path, **job: object) -> dict:
+    def document(name: str, output: Path, template: dict = mounts, **job: object) -> dict:
         program = {
             "program": f"local://{PROGRAM}",
             "args": ["--kafka", kafka_cluster.pod_bootstrap_servers, "--topic", words.name, "--output", str(output), "--per-batch", "20"],
@@ -168,7 +168,6 @@ def test_a_streaming_flinkjob_keeps_its_state_through_savepoints_upgrades_a_kill
             **job,
         }
         configuration = {
-            POD_TEMPLATE: str(mounts),
             "taskmanager.numberOfTaskSlots": "2",
             "execution.checkpointing.dir": f"{state}/checkpoints",
             "execution.checkpointing.savepoint-dir": f"{state}/savepoints",
@@ -176,7 +175,7 @@ def test_a_streaming_flinkjob_keeps_its_state_through_savepoints_upgrades_a_kill
             "kubernetes.operator.savepoint.history.max.count": "2",
             "kubernetes.operator.savepoint.dispose-on-delete": "true",
         }
-        return flinkjob(name, namespace, program, flinkConfiguration=configuration, startupDeadlineSeconds=STATE_TIMEOUT)
+        return flinkjob(name, namespace, program, flinkConfiguration=configuration, startupDeadlineSeconds=STATE_TIMEOUT, **pods(template))
 
     step = Steps()
 
@@ -267,10 +266,8 @@ def test_a_streaming_flinkjob_keeps_its_state_through_savepoints_upgrades_a_kill
         expected = produce(4)
         copy = _dir(tmp_path / "copy")
         open_to_containers(copy, writable=True)
-        second = document("wc-copy", copy, initialSavepointPath=from_suspension, parallelism=1)
-        second["spec"]["flinkConfiguration"][POD_TEMPLATE] = str(
-            host_path_template(tmp_path / "copy-template.yaml", [PROGRAMS, jars_dir, state, out, copy], writable=[state, out, copy])
-        )
+        template = host_path_pod([PROGRAMS, jars_dir, state, out, copy], writable=[state, out, copy])
+        second = document("wc-copy", copy, template, initialSavepointPath=from_suspension, parallelism=1)
         apply(k8s_cluster, second)
         # ... and, at the same time, the first resumed from its own savepoint, what arrived meanwhile included
         patch({"job": {"state": "running"}})

@@ -28,8 +28,8 @@ import kubernetes
 from jobcluster.backends.kubernetes import object_names
 from jobcluster.backends.kubernetes.config_options import KUBERNETES_CLUSTER_ID, KUBERNETES_NAMESPACE
 from jobcluster.backends.kubernetes.jobmanager import build_ingress, build_job_manager_deployment, build_rest_service
-from jobcluster.backends.kubernetes.kube_client import ObjectExistsError, api_call
-from jobcluster.backends.kubernetes.labels import common_labels, selector_text
+from jobcluster.backends.kubernetes.kube_client import ObjectChangedError, ObjectExistsError, api_call
+from jobcluster.backends.kubernetes.labels import LABEL_TYPE, TYPE_VALUE, common_labels, selector_text
 from jobcluster.backends.kubernetes.parameters import KubernetesJobManagerParameters
 from jobcluster.backends.kubernetes.staging import build_config_map, build_secret, check_config_map_size, staged_items
 from jobcluster.errors import AlreadyExistsError, DeploymentError, NotFoundError
@@ -102,13 +102,14 @@ def create_job_manager_objects(
                 raise ObjectExistsError(f"could not create {kind} {name}: {kind} {name} already exists in namespace {namespace}") from exc
             log.info("created %s %s", body["kind"], body["metadata"]["name"])
     except BaseException:
-        delete_cluster(api, namespace, cluster_id)
+        delete_cluster(api, namespace, cluster_id, created["metadata"]["uid"])
         raise
     return created
 
 
-def delete_cluster(api: kubernetes.client.ApiClient, namespace: str, cluster_id: str) -> bool:
-    """Delete the Deployment ``cluster_id``; the garbage collector removes what it owns.  False if it was gone.
+def delete_cluster(api: kubernetes.client.ApiClient, namespace: str, cluster_id: str, uid: str) -> bool:
+    """Delete the Deployment ``cluster_id`` whose uid is ``uid`` (the one created or read, not another made under its
+    name since); the garbage collector removes what it owns.  False if it was gone or is another.
 
     Background propagation (Flink's cascading delete): the call returns at once.
 
@@ -117,28 +118,41 @@ def delete_cluster(api: kubernetes.client.ApiClient, namespace: str, cluster_id:
     """
     apps = kubernetes.client.AppsV1Api(api)
     name = object_names.deployment_name(cluster_id)
+    options = kubernetes.client.V1DeleteOptions(propagation_policy="Background", preconditions=kubernetes.client.V1Preconditions(uid=uid))
     try:
-        api_call("delete", "deployments", namespace, apps.delete_namespaced_deployment, name, namespace, propagation_policy="Background")
-    except NotFoundError:
+        api_call("delete", "deployments", namespace, apps.delete_namespaced_deployment, name, namespace, body=options)
+    except (NotFoundError, ObjectChangedError):
         return False
     log.info("deleted Deployment %s in namespace %s (its objects follow)", name, namespace)
     return True
 
 
 def _check_unused(apps: kubernetes.client.AppsV1Api, params: KubernetesJobManagerParameters) -> None:
-    """The cluster exists when its Deployment does and is not being deleted (create would refuse it too)."""
-    if _deployment(apps, params, deleted=False) is not None:
-        raise _in_use(params)
+    """The cluster exists when its Deployment does and is not being deleted (create would refuse it too); a
+    Deployment of that name without the job clusters' label is another workload's, and said to be."""
+    namespace, name = params.namespace, object_names.deployment_name(params.cluster_id)
+    try:
+        found: Any = api_call("get", "deployments", namespace, apps.read_namespaced_deployment, name, namespace)
+    except NotFoundError:
+        return
+    if found.metadata.deletion_timestamp is not None:
+        return
+    if (found.metadata.labels or {}).get(LABEL_TYPE) != TYPE_VALUE:
+        raise ObjectExistsError(
+            f"Deployment {name} of namespace {namespace} is another workload's, not a job cluster's: "
+            f"choose another {KUBERNETES_CLUSTER_ID.key} (a FlinkJob: another name)"
+        )
+    raise _in_use(params)
 
 
-def _deployment(apps: kubernetes.client.AppsV1Api, params: KubernetesJobManagerParameters, deleted: bool) -> str | None:
-    """``deployment/<name>`` when the cluster's Deployment exists and is (``deleted``) or is not being deleted."""
+def _deleted_deployment(apps: kubernetes.client.AppsV1Api, params: KubernetesJobManagerParameters) -> str | None:
+    """``deployment/<name>`` while the cluster's Deployment exists and is being deleted."""
     namespace, name = params.namespace, object_names.deployment_name(params.cluster_id)
     try:
         found: Any = api_call("get", "deployments", namespace, apps.read_namespaced_deployment, name, namespace)
     except NotFoundError:
         return None
-    return f"deployment/{name}" if (found.metadata.deletion_timestamp is not None) == deleted else None
+    return f"deployment/{name}" if found.metadata.deletion_timestamp is not None else None
 
 
 def _wait_for_deleted_cluster(
@@ -178,7 +192,7 @@ def _leftovers(
     when the new cluster has an Ingress, the old one's: creating the new one would fail on its name.  Only then, so
     that a user who configures none needs no rights on Ingresses."""
     namespace, selector = params.namespace, selector_text(common_labels(params.cluster_id))
-    left = [found] if (found := _deployment(apps, params, deleted=True)) else []
+    left = [found] if (found := _deleted_deployment(apps, params)) else []
     for kind, list_call in (("replicaset", apps.list_namespaced_replica_set), ("pod", core.list_namespaced_pod)):
         listed: Any = api_call("list", f"{kind}s", namespace, list_call, namespace, label_selector=selector)
         left += [f"{kind}/{item.metadata.name}" for item in listed.items]

@@ -139,7 +139,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             load_pod_template(jm.pod_template_file, KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE.key) if jm.pod_template_file else None
         )
         api = self.api
-        create_job_manager_objects(api, jm, files, secret, jm_template, progress=self.progress)
+        deployment = create_job_manager_objects(api, jm, files, secret, jm_template, progress=self.progress)
         owned = [
             f"ConfigMap {object_names.config_map_name(jm.cluster_id)}",
             f"Secret {object_names.secret_name(jm.cluster_id)}",
@@ -155,7 +155,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             rest_url = self._wait_until_serving(jm, config.get(KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT))
         except BaseException:
             try:
-                delete_cluster(api, jm.namespace, jm.cluster_id)
+                delete_cluster(api, jm.namespace, jm.cluster_id, deployment["metadata"]["uid"])
             except DeploymentError as exc:
                 log.error("could not delete the job cluster %s after its failed start: %s", jm.cluster_id, exc)
             raise
@@ -335,10 +335,26 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         Raises:
             DeploymentError: the API server refuses or cannot be reached.
         """
+        deployment = self.job_manager_deployment(cluster_id)
+        return self._handle(kubernetes.client.CoreV1Api(self.api), deployment) if deployment else None
+
+    def job_manager_deployment(self, cluster_id: str) -> dict[str, Any] | None:
+        """The JobManager Deployment of job cluster ``cluster_id`` as a dict; None when there is none, it is being
+        deleted, or the Deployment of that name is not a job cluster's (it lacks the jobcluster labels: another
+        workload's, never adopted nor deleted).
+
+        Raises:
+            DeploymentError: the API server refuses or cannot be reached.
+        """
         deployment = self._read_deployment(cluster_id)
-        if not deployment or (deployment.get("metadata") or {}).get("deletionTimestamp"):
+        metadata = deployment.get("metadata") or {}
+        labels = metadata.get("labels") or {}
+        if metadata.get("deletionTimestamp") or (labels.get(LABEL_TYPE), labels.get(LABEL_COMPONENT)) != (
+            TYPE_VALUE,
+            COMPONENT_JOB_MANAGER,
+        ):
             return None
-        return self._handle(kubernetes.client.CoreV1Api(self.api), deployment)
+        return deployment
 
     def _handle(self, core: kubernetes.client.CoreV1Api, deployment: Mapping[str, Any]) -> ClusterHandle:
         metadata = deployment["metadata"]
@@ -419,14 +435,16 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
             pass
 
     def kill_cluster(self, cluster_id: str) -> None:
-        """Delete the Deployment ``cluster_id`` (everything it owns follows).
+        """Delete the JobManager Deployment ``cluster_id`` (everything it owns follows): only a job cluster's (see
+        :meth:`job_manager_deployment`), and only the one read (a uid precondition).
 
         Raises:
             IllegalConfigurationError: ``cluster_id`` is not a valid cluster id.
             DeploymentError: there is no such job cluster in the namespace, or the API server refuses.
         """
         check_cluster_id(cluster_id)
-        if not delete_cluster(self.api, self.namespace, cluster_id):
+        deployment = self.job_manager_deployment(cluster_id)
+        if deployment is None or not delete_cluster(self.api, self.namespace, cluster_id, deployment["metadata"]["uid"]):
             raise ObjectNotFoundError(f"no job cluster {cluster_id} in namespace {self.namespace}")
 
 

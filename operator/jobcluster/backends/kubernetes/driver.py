@@ -249,8 +249,10 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         JobManager Deployment; its ConfigMap, Secret, Service and pods follow (cascading)."""
         log.info("application finished with %s%s", status.name, f": {diagnostics}" if diagnostics else "")
         await self.record_job_result(status, diagnostics)
+        uid = str(((self._owner or {}).get("metadata") or {}).get("uid") or "")
         try:
-            await asyncio.to_thread(delete_cluster, self._api, self._params.namespace, self._params.cluster_id)
+            if uid:  # its own Deployment, the one it read at start: never another made under its name since
+                await asyncio.to_thread(delete_cluster, self._api, self._params.namespace, self._params.cluster_id, uid)
         except DeploymentError as exc:
             # the job has ended: its owner (the FlinkJob's finalizer, `jobcluster cancel`) deletes what is left
             log.error("could not delete the job cluster %s: %s", self._params.cluster_id, exc)

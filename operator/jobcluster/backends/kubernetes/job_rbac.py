@@ -14,7 +14,9 @@ creates in the FlinkJob's namespace, unless they exist:
 Both are owned by that ClusterRole: uninstalling the chart deletes the
 ClusterRole and Kubernetes' garbage collector then deletes them in every
 namespace. Objects that exist already (the user's own, or the chart's in the
-watched namespaces) are left as they are. The operator needs only ``get`` and
+watched namespaces) are left as they are; but the operator binds the
+JobManager's rights only to an account it made itself (its ``managed-by``
+label): an account some other workload runs as would gain them. The operator needs only ``get`` and
 ``create`` on ServiceAccounts and RoleBindings, and ``get`` and ``bind`` on
 that one ClusterRole (it binds it without holding its rights).
 """
@@ -28,6 +30,7 @@ from typing import Any
 import kubernetes
 
 from jobcluster.backends.kubernetes.kube_client import api_call
+from jobcluster.client.operator_hook import InvalidSpecError
 from jobcluster.errors import AlreadyExistsError, DeploymentError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -46,14 +49,26 @@ def ensure_job_service_account(api: kubernetes.client.ApiClient, namespace: str,
     Raises:
         DeploymentError: the operator may not read or create them, or the API server cannot be reached
             (the ClusterRole missing: its message says so).
+        InvalidSpecError: (transient, reason ``ServiceAccountNotBound``) the account exists, was not made by the
+            operator and has no binding: the operator does not bind it; someone who may must.
     """
     core, rbac = kubernetes.client.CoreV1Api(api), kubernetes.client.RbacAuthorizationV1Api(api)
     created: list[str] = []
-    missing_account = _absent("get", "serviceaccounts", namespace, core.read_namespaced_service_account, account, namespace)
+    existing = _read("get", "serviceaccounts", namespace, core.read_namespaced_service_account, account, namespace)
     binding = binding_name(account)
-    missing_binding = _absent("get", "rolebindings", namespace, rbac.read_namespaced_role_binding, binding, namespace)
-    if not (missing_account or missing_binding):
+    missing_binding = _read("get", "rolebindings", namespace, rbac.read_namespaced_role_binding, binding, namespace) is None
+    if existing is not None and not missing_binding:
         return created
+    if existing is not None and _labels(existing).get("app.kubernetes.io/managed-by") != MANAGED_BY:
+        raise InvalidSpecError(
+            f"ServiceAccount {account} of namespace {namespace} was not made by the operator and has no RoleBinding "
+            f"{binding}: the operator gives the JobManager's rights only to an account it made (others run other "
+            f"workloads); bind it to ClusterRole {cluster_role} yourself (as manifests/rbac.yaml does), or delete it "
+            "and the operator makes it",
+            reason="ServiceAccountNotBound",
+            transient=True,
+        )
+    missing_account = existing is None
     owner = _owner(rbac, cluster_role)
     labels = {"app.kubernetes.io/name": "jobcluster", "app.kubernetes.io/managed-by": MANAGED_BY}
     metadata: dict[str, Any] = {"namespace": namespace, "labels": labels, "ownerReferences": [owner]}
@@ -76,12 +91,16 @@ def ensure_job_service_account(api: kubernetes.client.ApiClient, namespace: str,
     return created
 
 
-def _absent(verb: str, resource: str, namespace: str, call: Callable[..., Any], *args: Any) -> bool:
+def _read(verb: str, resource: str, namespace: str, call: Callable[..., Any], *args: Any) -> Any:
+    """The object, None when it does not exist."""
     try:
-        api_call(verb, resource, namespace, call, *args)
+        return api_call(verb, resource, namespace, call, *args)
     except NotFoundError:
-        return True
-    return False
+        return None
+
+
+def _labels(found: Any) -> dict[str, str]:
+    return dict((found.metadata.labels if found.metadata else None) or {})
 
 
 def _create(resource: str, namespace: str, call: Callable[..., Any], *args: Any) -> bool:

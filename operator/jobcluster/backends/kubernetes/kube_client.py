@@ -89,6 +89,10 @@ class ObjectExistsError(DeploymentError, AlreadyExistsError):
     """An object of that name exists already (HTTP 409, reason AlreadyExists)."""
 
 
+class ObjectChangedError(DeploymentError):
+    """The object is not the one the call's precondition names (HTTP 409, reason Conflict: another uid or version)."""
+
+
 def api_call(verb: str, resource: str, namespace: str | None, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``call(*args, **kwargs)`` with :data:`REQUEST_TIMEOUT`, its failures as :class:`DeploymentError`.
 
@@ -102,6 +106,7 @@ def api_call(verb: str, resource: str, namespace: str | None, call: Callable[...
     Raises:
         ObjectNotFoundError: status 404.
         ObjectExistsError: status 409 with reason AlreadyExists.
+        ObjectChangedError: status 409 with reason Conflict (a precondition failed).
         PlatformUnavailableError: unreachable, or status 5xx or 429 (a DeploymentError that may pass).
         DeploymentError: forbidden, unauthorized, or any other API error.
     """
@@ -114,6 +119,8 @@ def api_call(verb: str, resource: str, namespace: str | None, call: Callable[...
             raise ObjectNotFoundError(f"{resource}{where}: not found ({_reason(exc)})") from exc
         if exc.status == 409 and _status_reason(exc) == "AlreadyExists":
             raise ObjectExistsError(f"{resource}{where}: {_reason(exc)}") from exc
+        if exc.status == 409:
+            raise ObjectChangedError(f"could not {verb} {resource}{where}: {_reason(exc)}") from exc
         if exc.status == 403:
             raise DeploymentError(
                 f"not allowed to {verb} {resource}{where}: {_reason(exc)}. Grant the permission "

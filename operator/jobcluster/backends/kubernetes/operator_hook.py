@@ -10,6 +10,8 @@ descriptor's.
 
 from __future__ import annotations
 
+import logging
+
 import kubernetes
 
 from jobcluster.backends.kubernetes.config_options import KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT, KUBERNETES_NAMESPACE
@@ -20,6 +22,8 @@ from jobcluster.client.descriptor import ClusterDescriptor
 from jobcluster.client.operator_hook import ClusterRef
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import NotFoundError
+
+log = logging.getLogger(__name__)
 
 
 def read_config_map(api: kubernetes.client.ApiClient, namespace: str, name: str) -> dict[str, str] | None:
@@ -59,7 +63,17 @@ class KubernetesOperatorHook:
         return ref.name
 
     def running(self, ref: ClusterRef, descriptor: ClusterDescriptor) -> list[str]:
-        return [ref.name] if descriptor.retrieve(ref.name) is not None else []
+        """The FlinkJob's cluster while its Deployment exists and is owned by the FlinkJob (its uid): a job cluster
+        of the same name deployed otherwise (``jobcluster run``) is not this FlinkJob's to remove."""
+        assert isinstance(descriptor, KubernetesClusterDescriptor)
+        deployment = descriptor.job_manager_deployment(ref.name)
+        if deployment is None:
+            return []
+        owners = [owner.get("uid") for owner in deployment["metadata"].get("ownerReferences") or []]
+        if ref.uid not in owners:
+            log.warning("job cluster %s/%s is not owned by FlinkJob %s (uid %s): left alone", ref.namespace, ref.name, ref.name, ref.uid)
+            return []
+        return [ref.name]
 
     def access(self, ref: ClusterRef) -> dict[str, str]:
         """Nothing: the cluster is reached through the operator's own API client."""

@@ -35,6 +35,7 @@ from pathlib import Path
 from jobcluster.backends.yarn.client_jvms import ClientJvms
 from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, OPERATOR_YARN_CLIENT_JVMS, YARN_TAGS
 from jobcluster.backends.yarn.descriptor import YarnClusterDescriptor
+from jobcluster.backends.yarn.hadoop_conf import SITE_FILES
 from jobcluster.client.descriptor import ClusterDescriptor
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config.configuration import Configuration
@@ -64,6 +65,12 @@ def yarn_client_jvms(defaults: Mapping[str, str]) -> ClientJvms:
         return ClientJvms(Configuration(dict(defaults)).get(OPERATOR_YARN_CLIENT_JVMS))
     except (IllegalConfigurationError, ValueError) as exc:
         raise InvalidSpecError(f"{OPERATOR_YARN_CLIENT_JVMS.key}: {exc}") from None
+
+
+def site_files(files: Mapping[str, str]) -> dict[str, str]:
+    """Those of ``files`` (file name → text) that are a Hadoop client's site files (``hadoop_conf.SITE_FILES``):
+    other keys of a tenant's ConfigMap or of a FlinkJob's status never become files of the operator."""
+    return {name: text for name, text in files.items() if name in SITE_FILES}
 
 
 class YarnOperatorHook:
@@ -132,7 +139,7 @@ class YarnOperatorHook:
     @staticmethod
     def _write(directory: Path, files: Mapping[str, str]) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
+        for name, text in site_files(files).items():  # kept files come from the status: never another name
             # replaced whole, never seen half-written by a deployment of another FlinkJob reading it
             fd, partial = tempfile.mkstemp(dir=directory, prefix=f".{name}.")
             with os.fdopen(fd, "w") as out:
@@ -149,10 +156,10 @@ class YarnOperatorHook:
                 reason="HadoopConfigurationMissing",
                 transient=True,  # applied after the FlinkJob, it is there at a later attempt
             )
-        files = {key: value for key, value in data.items() if key.endswith(".xml")}
+        files = site_files(data)
         if not files:
             raise InvalidSpecError(
-                f"ConfigMap {namespace}/{name} (spec.hadoopConfigMap) holds no Hadoop site file (core-site.xml, yarn-site.xml)",
+                f"ConfigMap {namespace}/{name} (spec.hadoopConfigMap) holds no Hadoop site file ({', '.join(SITE_FILES)})",
                 reason="HadoopConfigurationMissing",
             )
         return files

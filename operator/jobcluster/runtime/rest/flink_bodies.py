@@ -560,8 +560,10 @@ def _vertex(details: dict[str, Any], vertex_id: str) -> dict[str, Any]:
     raise KeyError(vertex_id)
 
 
-#: Keys whose values Flink's web UI masks (GlobalConfiguration's sensitive keys), matched in lower case.
-_SENSITIVE = (
+#: Keys whose values the web UI masks, matched in lower case: the union of Flink's (GlobalConfiguration's sensitive
+#: keys, ``http-headers`` among them) and Spark's (``spark.redaction.regex``: secret, password, token, access.key),
+#: and credentials by name.
+SENSITIVE_KEY_PARTS = (
     "password",
     "secret",
     "fs.azure.account.key",
@@ -572,6 +574,9 @@ _SENSITIVE = (
     "token",
     "basic-auth",
     "jaas.config",
+    "http-headers",
+    "access.key",
+    "credential",
 )
 
 
@@ -579,7 +584,7 @@ def configuration_entries(values: dict[str, str]) -> list[dict[str, str]]:
     """Flink's ``/jobmanager/config`` (ConfigurationInfo): the cluster's configuration, sorted by key, sensitive values
     masked as Flink masks them (``******``)."""
     return [
-        {"key": key, "value": "******" if any(word in key.lower() for word in _SENSITIVE) else str(value)}
+        {"key": key, "value": "******" if any(word in key.lower() for word in SENSITIVE_KEY_PARTS) else str(value)}
         for key, value in sorted(values.items())
     ]
 
