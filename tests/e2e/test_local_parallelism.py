@@ -22,6 +22,9 @@ def reported(stdout: str, name: str) -> str:
     return found.group(1)
 
 
+MARKER = "passed through = a:b #c !d \\e"  # what a Java properties file would mangle unescaped
+
+
 def test_parallelism_below_the_slots_of_a_task_executor_runs_on_exactly_its_cores_with_user_spark_settings(home):
     # -p 1 with 2 slots per TaskExecutor used to wait for ever (spark.cores.max 1 < spark.executor.cores 2)
     result = jobcluster(
@@ -33,7 +36,7 @@ def test_parallelism_below_the_slots_of_a_task_executor_runs_on_exactly_its_core
         "-D",
         "taskmanager.numberOfTaskSlots=2",
         "-D",
-        "spark.jobcluster.test.marker=passed through",
+        f"spark.jobcluster.test.marker={MARKER}",
         "-D",
         "spark.sql.shuffle.partitions=7",
         str(SPARK_CORES),
@@ -45,7 +48,8 @@ def test_parallelism_below_the_slots_of_a_task_executor_runs_on_exactly_its_core
     assert reported(result.stdout, "EXECUTOR_CORES") == "1"
     assert reported(result.stdout, "EXECUTORS") == "1"
     assert reported(result.stdout, "DEFAULT_PARALLELISM") == "1"
-    assert reported(result.stdout, "CONF spark.jobcluster.test.marker") == "passed through"
+    assert reported(result.stdout, "CONF spark.jobcluster.test.marker") == MARKER
+    assert reported(result.stdout, "ON_A_COMMAND_LINE spark.jobcluster.test.marker") == "False", "a user's settings are on no command line"
     assert reported(result.stdout, "CONF spark.sql.shuffle.partitions") == "7", "the user's value wins over the one -p suggests"
     assert staging_dirs(home) == []
 

@@ -174,7 +174,7 @@ def _spark_ui_through_the_link(browser: Browser, rest: str, home: Path) -> None:
     shown = browser.wait_for_text("spark.authenticate.secret", PAGE_TIMEOUT)
     assert re.search(r"spark\.authenticate\.secret \*+\(redacted\)", shown), "Spark redacts the cluster's Spark secret"
     (spark_defaults,) = home.glob(f"clusters/*/{SPARK_CONF_DIR_NAME}/spark-defaults.conf")
-    spark_secret = re.search(r"^spark\.authenticate\.secret (\S+)$", spark_defaults.read_text(), re.MULTILINE)
+    spark_secret = re.search(r"^spark\.authenticate\.secret=(\S+)$", spark_defaults.read_text(), re.MULTILINE)
     assert spark_secret is not None
     (token_file,) = home.glob(f"clusters/*/{REST_TOKEN_FILE}")
     page = browser.driver.page_source

@@ -19,7 +19,8 @@ from jobcluster.runtime.jobmaster.driver_output import (
     stderr_tail,
     with_memory_error_hint,
 )
-from jobcluster.runtime.jobmaster.spark_application import driver_python_path, driver_submit_args, program_location
+from jobcluster.runtime.jobmaster.spark_application import driver_properties, driver_python_path, driver_submit_args, program_location
+from jobcluster.spark.security import SparkSecurity, properties_text
 
 PY4J_ERROR = """WARN: something the program printed first
 Traceback (most recent call last):
@@ -200,18 +201,24 @@ def test_the_error_of_an_attempt_is_found_when_its_stderr_spans_rotated_files(tm
     assert error.startswith("Traceback (most recent call last):") and error.endswith("ValueError: attempt 2")
 
 
-def test_submit_args_survive_pysparks_shlex_split():
-    conf = {"spark.app.name": "my job", "spark.driver.extraJavaOptions": "-XX:MaxDirectMemorySize=64m -XX:MaxMetaspaceSize=96m"}
-    args = shlex.split(driver_submit_args(conf, [Path("/s/a.py"), Path("/s/lib.zip")]))
-    assert args == [
-        "--conf",
-        "spark.app.name=my job",
-        "--conf",
-        "spark.driver.extraJavaOptions=-XX:MaxDirectMemorySize=64m -XX:MaxMetaspaceSize=96m",
-        "--py-files",
-        "/s/a.py,/s/lib.zip",
-        "pyspark-shell",
-    ]
+def test_submit_args_survive_pysparks_shlex_split_and_carry_no_setting():
+    args = shlex.split(driver_submit_args(Path("/c/my conf/driver-1.properties"), [Path("/s/a.py"), Path("/s/lib.zip")]))
+    assert args == ["--properties-file", "/c/my conf/driver-1.properties", "--py-files", "/s/a.py,/s/lib.zip", "pyspark-shell"]
+
+
+def test_the_drivers_properties_are_the_clusters_spark_defaults_then_the_jobs_settings(tmp_path):
+    conf_dir = tmp_path / "spark-conf"
+    SparkSecurity("the-spark-secret", "127.0.0.1").install(conf_dir)
+    conf = {"spark.app.name": "my job", "spark.driver.extraJavaOptions": "-XX:MaxDirectMemorySize=64m -Dx=a:b"}
+    text = driver_properties(conf, str(conf_dir))
+    assert text.startswith((conf_dir / "spark-defaults.conf").read_text()) and "spark.authenticate.secret=the-spark-secret\n" in text
+    assert text.endswith("spark.app.name=my job\nspark.driver.extraJavaOptions=-XX:MaxDirectMemorySize=64m -Dx=a:b\n")
+    assert driver_properties({"spark.app.name": "wc"}, None) == "spark.app.name=wc\n"
+
+
+def test_properties_are_escaped_as_java_reads_them():
+    text = properties_text({"spark.hadoop.a key=x": "C:\\temp\nnext #not a comment", "!k": "v"})
+    assert text == "spark.hadoop.a\\ key\\=x=C:\\\\temp\\nnext #not a comment\n\\!k=v\n"
 
 
 def test_python_path_holds_py_files_by_directory_and_archives_themselves():
@@ -288,9 +295,9 @@ def test_the_follower_copies_each_stream_once_and_whole(tmp_path):
 
 
 def test_jars_go_to_spark_submit_after_the_py_files_so_the_driver_jvm_has_them_on_its_classpath():
-    args = shlex.split(driver_submit_args({}, [Path("/s/a.py")], [Path("/s/x.jar"), Path("/opt/y.jar")]))
-    assert args == ["--py-files", "/s/a.py", "--jars", "/s/x.jar,/opt/y.jar", "pyspark-shell"]
-    assert "--jars" not in shlex.split(driver_submit_args({}, [], []))
+    args = shlex.split(driver_submit_args(Path("/c/p"), [Path("/s/a.py")], [Path("/s/x.jar"), Path("/opt/y.jar")]))
+    assert args == ["--properties-file", "/c/p", "--py-files", "/s/a.py", "--jars", "/s/x.jar,/opt/y.jar", "pyspark-shell"]
+    assert "--jars" not in shlex.split(driver_submit_args(Path("/c/p"), [], []))
 
 
 def test_artifact_paths_tell_jars_from_py_files_by_kind_and_keep_provided_ones_absolute(tmp_path):

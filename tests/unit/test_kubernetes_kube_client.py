@@ -104,6 +104,6 @@ def test_a_write_conflict_is_not_taken_for_an_object_that_exists():
         kube_client.api_call("create", "pods", "ns", _refused(409, "AlreadyExists", 'pods "p" already exists'))
     with pytest.raises(DeploymentError, match=r"could not patch deployments in namespace ns: 409 .*modified") as info:
         kube_client.api_call("patch", "deployments", "ns", _refused(409, "Conflict", "the object has been modified"))
-    assert not isinstance(info.value, AlreadyExistsError)
+    assert not isinstance(info.value, AlreadyExistsError) and isinstance(info.value, kube_client.ObjectChangedError)
     with pytest.raises(NotFoundError, match="pods in namespace ns: not found"):
         kube_client.api_call("get", "pods", "ns", _refused(404, "NotFound", 'pods "p" not found'))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import re
 
 import pytest
 
@@ -516,3 +517,57 @@ def test_image_pull_secrets_reach_the_job_manager_and_the_task_manager_pods():
     # none by default: the field is left out
     default = build_job_manager_deployment(job_manager_parameters(conf(), JOB_ID), STAGED)
     assert "imagePullSecrets" not in default["spec"]["template"]["spec"]
+
+
+def test_the_users_secrets_reach_the_job_manager_and_the_task_manager_containers_as_files_and_variables():
+    """Flink's kubernetes.secrets and kubernetes.env.secretKeyRef: the kubelet reads the Secrets, never a configuration
+    value; a variable from a Secret wins over a plain one of the same name, jobcluster's own over both."""
+    config = conf(
+        **{
+            "kubernetes.secrets": "s3-credentials:/opt/secrets/s3, db:/etc/db",
+            "kubernetes.env.secretKeyRef": "env:AWS_SECRET_ACCESS_KEY,secret:s3-credentials,key:secret-key;"
+            "env:DB_PASSWORD,secret:db,key:password;env:JOBCLUSTER_WORK_DIR,secret:db,key:x",
+            "containerized.master.env.DB_PASSWORD": "in-the-configmap",
+        }
+    )
+    deployment = build_job_manager_deployment(job_manager_parameters(config, JOB_ID), STAGED)
+    tm = build_task_manager_pod(
+        task_manager_parameters(config, JOB_ID),
+        task_executor_process_spec_from_config(config),
+        "wordcount-taskmanager-1-1",
+        launch_env={},
+        job_manager_address="10.244.0.5",
+        owner=DEPLOYMENT,
+    )
+    for pod in (deployment["spec"]["template"]["spec"], tm["spec"]):
+        (main,) = pod["containers"]
+        assert {"name": "user-secret-0", "secret": {"secretName": "s3-credentials", "defaultMode": 0o444}} in pod["volumes"]
+        assert {"name": "user-secret-1", "secret": {"secretName": "db", "defaultMode": 0o444}} in pod["volumes"]
+        assert main["volumeMounts"][len(MOUNTS) :] == [
+            {"name": "user-secret-0", "mountPath": "/opt/secrets/s3", "readOnly": True},
+            {"name": "user-secret-1", "mountPath": "/etc/db", "readOnly": True},
+        ]
+        from_secrets = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in main["env"] if "secretKeyRef" in e.get("valueFrom", {})}
+        assert from_secrets == {
+            "AWS_SECRET_ACCESS_KEY": {"name": "s3-credentials", "key": "secret-key"},
+            "DB_PASSWORD": {"name": "db", "key": "password"},
+        }
+        assert [e["name"] for e in main["env"]].count("DB_PASSWORD") == 1 and "in-the-configmap" not in str(main["env"])
+        assert {"name": "JOBCLUSTER_WORK_DIR", "value": "/opt/jobcluster/work"} in main["env"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("kubernetes.secrets", "creds:relative/dir", "absolute path outside"),
+        ("kubernetes.secrets", "creds:/opt/jobcluster/secret", "the cluster's own"),
+        ("kubernetes.secrets", "Creds_1:/opt/creds", "is not a Secret's name"),
+        ("kubernetes.env.secretKeyRef", "env:A,secret:creds", "must have exactly env, secret and key"),
+        ("kubernetes.env.secretKeyRef", "env:A,secret:creds,key:k,optional:true", "must have exactly env, secret and key"),
+        ("kubernetes.env.secretKeyRef", "env:1A,secret:creds,key:k", "is not an environment variable's name"),
+        ("kubernetes.env.secretKeyRef", "env:A,secret:creds,key:k;env:A,secret:other,key:k", "A is set more than once"),
+    ],
+)
+def test_a_bad_secret_option_is_refused_naming_it(key, value, said):
+    with pytest.raises(IllegalConfigurationError, match=rf"{re.escape(key)}: .*{re.escape(said)}"):
+        job_manager_parameters(conf(**{key: value}), JOB_ID)

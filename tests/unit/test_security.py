@@ -73,7 +73,7 @@ def test_spark_security_is_installed_as_a_private_spark_defaults_file(tmp_path, 
     assert env == {"SPARK_CONF_DIR": str(tmp_path / "conf"), "SPARK_LOCAL_IP": "10.1.2.3"}
     conf_file = tmp_path / "conf" / SPARK_DEFAULTS_FILE
     assert _mode(tmp_path / "conf") == 0o700 and _mode(conf_file) == 0o600
-    properties = dict(line.split(" ", 1) for line in conf_file.read_text().splitlines())
+    properties = dict(line.split("=", 1) for line in conf_file.read_text().splitlines())
     assert properties["spark.authenticate"] == "true"
     assert properties["spark.authenticate.secret"] == "the-spark-secret"
     assert properties["spark.network.crypto.enabled"] == str(encrypt).lower()

@@ -60,6 +60,6 @@ def test_in_local_mode_the_driver_is_the_executor_that_runs_tasks():
 def test_the_driver_does_not_take_yarns_web_proxy_path_as_its_uis_root(monkeypatch, tmp_path):
     # YARN sets it in the ApplicationMaster's environment; Spark's UI would prefer it to the root the REST endpoint gives it
     monkeypatch.setenv("APPLICATION_WEB_PROXY_BASE", "/proxy/application_1_0001")
-    env = driver_env({"spark.app.name": "wc"}, [], tmp_path / "log4j2.properties", {"SPARK_LOCAL_IP": "127.0.0.1"})
+    env = driver_env(tmp_path / "driver.properties", [], tmp_path / "log4j2.properties", {"SPARK_LOCAL_IP": "127.0.0.1"})
     assert "APPLICATION_WEB_PROXY_BASE" not in env
-    assert env["SPARK_LOCAL_IP"] == "127.0.0.1" and "spark.app.name=wc" in env["PYSPARK_SUBMIT_ARGS"]
+    assert env["SPARK_LOCAL_IP"] == "127.0.0.1" and f"--properties-file {tmp_path / 'driver.properties'}" in env["PYSPARK_SUBMIT_ARGS"]

@@ -32,6 +32,7 @@ to loopback by themselves.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,20 @@ from jobcluster.security import private_directory, write_private_file
 
 #: The file Spark's launchers read from ``SPARK_CONF_DIR`` (master, worker, spark-submit, pyspark's gateway).
 SPARK_DEFAULTS_FILE = "spark-defaults.conf"
+
+
+_ESCAPED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}
+
+
+def properties_text(properties: Mapping[str, str]) -> str:
+    """``properties`` as a Java properties file (``java.util.Properties.load``, which Spark's launchers use for
+    ``spark-defaults.conf`` and ``--properties-file``): one ``key=value`` line each, escaped so that any text comes
+    back as it is (Spark then trims each value's surrounding whitespace, as it does for its own files)."""
+    lines = []
+    for key, value in properties.items():
+        escaped_key = "".join(_ESCAPED.get(c) or ("\\" + c if c in " =:#!" else c) for c in key)
+        lines.append(f"{escaped_key}={''.join(_ESCAPED.get(c) or c for c in value)}\n")
+    return "".join(lines)
 
 
 @dataclass(frozen=True)
@@ -69,5 +84,5 @@ class SparkSecurity:
         (``SPARK_CONF_DIR``, ``SPARK_LOCAL_IP``). Raises OSError.
         """
         properties = {**self.settings(), "spark.authenticate.secret": self.secret}
-        write_private_file(private_directory(conf_dir) / SPARK_DEFAULTS_FILE, "".join(f"{k} {v}\n" for k, v in properties.items()))
+        write_private_file(private_directory(conf_dir) / SPARK_DEFAULTS_FILE, properties_text(properties))
         return {"SPARK_CONF_DIR": str(conf_dir), "SPARK_LOCAL_IP": self.bind_host}

@@ -1,12 +1,13 @@
 """Reports what Spark really gave this application: its executors' cores, and chosen Spark settings.
 
 Prints ``EXECUTOR_CORES=<sum of the executors' cores>``, ``EXECUTORS=<count>``,
-``DEFAULT_PARALLELISM=<n>`` and ``CONF <key>=<value>`` for each key given as an
-argument. The cores come from Spark's monitoring API, read once they stopped
+``DEFAULT_PARALLELISM=<n>``, ``CONF <key>=<value>`` for each key given as an
+argument with ``ON_A_COMMAND_LINE <key>=<True|False>``: whether a descendant's command line holds its value. The cores come from Spark's monitoring API, read once they stopped
 changing, after a job that needs all of them (none in Spark's local mode, where the driver runs the tasks).
 """
 
 import json
+import os
 import sys
 import time
 import urllib.request
@@ -45,9 +46,38 @@ def main() -> None:
     print(f"EXECUTOR_CORES={sum(e['totalCores'] for e in found)}")
     print(f"EXECUTORS={len(found)}")
     print(f"DEFAULT_PARALLELISM={sc.defaultParallelism}")
+    command_lines = descendants_command_lines()
     for key in sys.argv[1:]:
-        print(f"CONF {key}={spark.conf.get(key, None)}")
+        value = spark.conf.get(key, None)
+        print(f"CONF {key}={value}")
+        print(f"ON_A_COMMAND_LINE {key}={bool(value) and any(value in line for line in command_lines)}")
     spark.stop()
+
+
+def descendants_command_lines() -> list[str]:
+    """The command lines of this process's descendants (the driver JVM), as `ps` shows them to every user."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    mine, found = {os.getpid()}, True
+    while found:
+        found = False
+        for pid, parent in parents.items():
+            if parent in mine and pid not in mine:
+                mine.add(pid)
+                found = True
+    lines = []
+    for pid in mine - {os.getpid()}:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                lines.append(cmdline.read().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            continue
+    return lines
 
 
 if __name__ == "__main__":

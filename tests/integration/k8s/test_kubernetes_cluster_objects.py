@@ -82,7 +82,7 @@ def template_of(path: Path) -> dict[str, Any]:
     return load_pod_template(str(path), TEMPLATE_OPTION)
 
 
-def params(namespace: str, entrypoint_dir: Path, image: str, pod_template: Path, cluster_id: str = "wordcount"):
+def params(namespace: str, entrypoint_dir: Path, image: str, pod_template: Path, cluster_id: str = "wordcount", **more: str):
     config = Configuration(
         {
             "jobmanager.memory.process.size": "1g",
@@ -92,6 +92,7 @@ def params(namespace: str, entrypoint_dir: Path, image: str, pod_template: Path,
             "jobcluster.kubernetes.entrypoint.dir": str(entrypoint_dir),
             TEMPLATE_OPTION: str(pod_template),
             **image_options(image),
+            **more,
         }
     )
     return job_manager_parameters(config, JOB_ID)
@@ -128,6 +129,33 @@ def test_create_then_delete_the_whole_cluster(k8s_api, k8s_namespace, k8s_image,
     assert delete_cluster(k8s_api, k8s_namespace, "wordcount", created["metadata"]["uid"]) is True
     wait_for(lambda: not objects_of(k8s_api, k8s_namespace), timeout=120, what="the cluster's objects to go")
     assert delete_cluster(k8s_api, k8s_namespace, "wordcount", created["metadata"]["uid"]) is False
+
+
+def test_the_users_secrets_reach_the_main_container_as_a_file_and_a_variable(
+    k8s_cluster, k8s_api, k8s_namespace, k8s_image, entrypoint_dir, pod_template
+):
+    """kubernetes.secrets and kubernetes.env.secretKeyRef, resolved by the real kubelet (the pod would not start
+    without the Secret); the value is in no object jobcluster wrote."""
+    core = kubernetes.client.CoreV1Api(k8s_api)
+    secret = {"metadata": {"name": "s3-credentials"}, "stringData": {"secret-key": "wJalrXUtnFEMI"}}
+    core.create_namespaced_secret(k8s_namespace, secret, _request_timeout=TIMEOUT)
+    options = {
+        "kubernetes.secrets": "s3-credentials:/opt/secrets/s3",
+        "kubernetes.env.secretKeyRef": "env:S3_KEY,secret:s3-credentials,key:secret-key",
+    }
+    created = create_job_manager_objects(
+        k8s_api, params(k8s_namespace, entrypoint_dir, k8s_image, pod_template, **options), FILES, "s3cr3t", template_of(pod_template)
+    )
+    try:
+        (pod,) = wait_for(lambda: running_pods(k8s_api, k8s_namespace), what="the JobManager pod Running")
+        shown = k8s_cluster.kubectl("exec", "-n", k8s_namespace, pod, "--", "sh", "-c", 'echo "$S3_KEY"; cat /opt/secrets/s3/secret-key')
+        assert shown.stdout.split() == ["wJalrXUtnFEMI", "wJalrXUtnFEMI"]
+        written = k8s_cluster.kubectl("get", "deployment,configmap", "-n", k8s_namespace, "-o", "yaml").stdout
+        assert "wJalrXUtnFEMI" not in written
+    finally:
+        delete_cluster(k8s_api, k8s_namespace, "wordcount", created["metadata"]["uid"])
+        wait_for(lambda: not objects_of(k8s_api, k8s_namespace), timeout=120, what="the cluster's objects to go")
+        core.delete_namespaced_secret("s3-credentials", k8s_namespace, _request_timeout=TIMEOUT)
 
 
 def test_a_deployment_that_is_not_a_job_clusters_is_neither_found_nor_deleted(k8s_api, k8s_namespace, k8s_image):

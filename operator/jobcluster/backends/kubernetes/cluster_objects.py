@@ -28,7 +28,7 @@ import kubernetes
 from jobcluster.backends.kubernetes import object_names
 from jobcluster.backends.kubernetes.config_options import KUBERNETES_CLUSTER_ID, KUBERNETES_NAMESPACE
 from jobcluster.backends.kubernetes.jobmanager import build_ingress, build_job_manager_deployment, build_rest_service
-from jobcluster.backends.kubernetes.kube_client import ObjectChangedError, ObjectExistsError, api_call
+from jobcluster.backends.kubernetes.kube_client import ForeignObjectError, ObjectChangedError, ObjectExistsError, api_call
 from jobcluster.backends.kubernetes.labels import LABEL_TYPE, TYPE_VALUE, common_labels, selector_text
 from jobcluster.backends.kubernetes.parameters import KubernetesJobManagerParameters
 from jobcluster.backends.kubernetes.staging import build_config_map, build_secret, check_config_map_size, staged_items
@@ -138,7 +138,7 @@ def _check_unused(apps: kubernetes.client.AppsV1Api, params: KubernetesJobManage
     if found.metadata.deletion_timestamp is not None:
         return
     if (found.metadata.labels or {}).get(LABEL_TYPE) != TYPE_VALUE:
-        raise ObjectExistsError(
+        raise ForeignObjectError(
             f"Deployment {name} of namespace {namespace} is another workload's, not a job cluster's: "
             f"choose another {KUBERNETES_CLUSTER_ID.key} (a FlinkJob: another name)"
         )

@@ -249,6 +249,20 @@ KUBERNETES_JOB_MANAGER_OWNER_REFERENCE = ConfigOption(
     description="Owners of the JobManager Deployment, ';'-separated, each 'apiVersion:v1,kind:K,name:n,uid:u' "
     "(optionally controller:true, blockOwnerDeletion:true). Deleting an owner deletes the whole job cluster.",
 )
+KUBERNETES_SECRETS = ConfigOption(
+    "kubernetes.secrets",
+    "str",
+    None,
+    description="Secrets of the namespace mounted read-only in the JobManager and TaskManager containers, as "
+    "'foo:/opt/secrets-foo,bar:/opt/secrets-bar' (a file per key). For credentials: never put them in the configuration.",
+)
+KUBERNETES_ENV_SECRET_KEY_REF = ConfigOption(
+    "kubernetes.env.secretKeyRef",
+    "str",
+    None,
+    description="Environment variables of the JobManager and TaskManager containers set from Secrets of the namespace, "
+    "';'-separated, each 'env:FOO_ENV,secret:foo_secret,key:foo_key'.",
+)
 KUBERNETES_POD_TEMPLATE_FILE = ConfigOption(
     "kubernetes.pod-template-file.default",
     "str",

@@ -27,11 +27,12 @@ def field_env(name: str, field_path: str) -> dict[str, Any]:
 
 
 def pod_env(params: KubernetesPodParameters, own: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The environment of a main container: the user's (``containerized.*.env.*``), then jobcluster's.
+    """The environment of a main container: the user's (``containerized.*.env.*``, then the variables from Secrets,
+    ``kubernetes.env.secretKeyRef``), then jobcluster's.
 
     jobcluster's entries win over a user entry of the same name, which is
     dropped (a duplicate name would leave the value to the kubelet), and a
-    user entry ``JOBCLUSTER_CLUSTER_SECRET`` is dropped as well.
+    user entry ``JOBCLUSTER_CLUSTER_SECRET`` is dropped as well; a variable from a Secret wins over a plain one.
     """
     entries = [
         value_env(layout.ENV_CLUSTER_ID, params.cluster_id),
@@ -46,7 +47,9 @@ def pod_env(params: KubernetesPodParameters, own: Mapping[str, str]) -> list[dic
     entries += [value_env(name, value) for name, value in own.items() if name not in every_pod]
     # The secret's variable too: the bootstraps would take it before the secret's file.
     ours = {entry["name"] for entry in entries} | {layout.ENV_CLUSTER_SECRET}
-    return [value_env(name, value) for name, value in params.env.items() if name not in ours] + entries
+    from_secrets = [entry for entry in params.secrets.env_entries() if entry["name"] not in ours]
+    ours |= {entry["name"] for entry in from_secrets}
+    return [value_env(name, value) for name, value in params.env.items() if name not in ours] + from_secrets + entries
 
 
 #: What every job pod sets so that it passes the Pod Security Standards' "restricted" profile (the default posture of
@@ -78,6 +81,7 @@ def main_container(
             {"name": object_names.STAGED_VOLUME, "mountPath": object_names.STAGED_MOUNT_PATH, "readOnly": True},
             {"name": object_names.WORK_VOLUME, "mountPath": object_names.WORK_MOUNT_PATH},
             {"name": object_names.SECRET_VOLUME, "mountPath": object_names.SECRET_MOUNT_PATH, "readOnly": True},
+            *params.secrets.volume_mounts(),
         ],
     }
     if args:
@@ -115,7 +119,7 @@ def pod_spec(
         "serviceAccountName": params.service_account,
         "securityContext": copy.deepcopy(RESTRICTED_POD_SECURITY),
         "containers": [container],
-        "volumes": pod_volumes,
+        "volumes": [*pod_volumes, *params.secrets.volumes()],
     }
     if not api_token:
         spec["automountServiceAccountToken"] = False

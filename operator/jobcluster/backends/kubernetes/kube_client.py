@@ -89,6 +89,12 @@ class ObjectExistsError(DeploymentError, AlreadyExistsError):
     """An object of that name exists already (HTTP 409, reason AlreadyExists)."""
 
 
+class ForeignObjectError(ObjectExistsError):
+    """An object of that name exists and is another workload's: it does not go by itself (not transient)."""
+
+    transient = False
+
+
 class ObjectChangedError(DeploymentError):
     """The object is not the one the call's precondition names (HTTP 409, reason Conflict: another uid or version)."""
 
@@ -120,7 +126,7 @@ def api_call(verb: str, resource: str, namespace: str | None, call: Callable[...
         if exc.status == 409 and _status_reason(exc) == "AlreadyExists":
             raise ObjectExistsError(f"{resource}{where}: {_reason(exc)}") from exc
         if exc.status == 409:
-            raise ObjectChangedError(f"could not {verb} {resource}{where}: {_reason(exc)}") from exc
+            raise ObjectChangedError(f"could not {verb} {resource}{where}: {exc.status} {_reason(exc)}") from exc
         if exc.status == 403:
             raise DeploymentError(
                 f"not allowed to {verb} {resource}{where}: {_reason(exc)}. Grant the permission "

@@ -43,6 +43,7 @@ from jobcluster.backends.kubernetes.config_options import (
 )
 from jobcluster.backends.kubernetes.ingress import IngressParameters, ingress_parameters
 from jobcluster.backends.kubernetes.option_text import map_list_option, map_option, prefixed_map
+from jobcluster.backends.kubernetes.user_secrets import UserSecrets, user_secrets
 from jobcluster.config import options
 from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
@@ -75,7 +76,8 @@ class KubernetesPodParameters:
     (``containerized.{master,taskmanager}.env.*``); ``cpu_limit_factor`` and
     ``memory_limit_factor``: limits = requests x factor, both at least 1;
     ``image_pull_secrets``: names of Secrets in the namespace;
-    ``pod_template_file``: a YAML Pod merged under the built pod, or None.
+    ``pod_template_file``: a YAML Pod merged under the built pod, or None; ``secrets``: the user's Secrets in the
+    main container (``kubernetes.secrets``, ``kubernetes.env.secretKeyRef``).
     """
 
     cluster_id: str
@@ -93,6 +95,7 @@ class KubernetesPodParameters:
     cpu_limit_factor: float
     memory_limit_factor: float
     pod_template_file: str | None
+    secrets: UserSecrets
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,7 @@ def _pod_parameters(
         "cpu_limit_factor": _limit_factor(config, cpu_limit_factor),
         "memory_limit_factor": _limit_factor(config, memory_limit_factor),
         "pod_template_file": config.get(pod_template_file),
+        "secrets": user_secrets(config),
     }
 
 

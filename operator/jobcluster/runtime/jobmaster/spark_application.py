@@ -60,10 +60,12 @@ from jobcluster.runtime.jobmaster.driver_output import (
     stderr_tail,
     with_memory_error_hint,
 )
+from jobcluster.security import write_private_file
 from jobcluster.spark.checkpoints import job_checkpoint_root
 from jobcluster.spark.driver_agent.settings import AgentSettings
 from jobcluster.spark.home import python_command, spark_env
 from jobcluster.spark.processes import SparkMasterAddress, fetch_json
+from jobcluster.spark.security import SPARK_DEFAULTS_FILE, properties_text
 
 log = logging.getLogger(__name__)
 
@@ -170,16 +172,24 @@ def artifact_paths(graph: JobGraph, staging_dir: Path) -> tuple[list[Path], list
     return py_files, jars
 
 
-def driver_submit_args(conf: dict[str, str], py_files: list[Path], jars: Sequence[Path] = ()) -> str:
-    """``PYSPARK_SUBMIT_ARGS``: ``--conf`` per setting, ``--py-files``, ``--jars``, then ``pyspark-shell`` (PySpark splits it with shlex).
+def driver_properties(conf: Mapping[str, str], spark_conf_dir: str | None) -> str:
+    """The driver's ``--properties-file``: the cluster's ``spark-defaults.conf`` in ``spark_conf_dir`` (the Spark
+    secret, which spark-submit would no longer read with a properties file of its own), then ``conf``, which wins."""
+    defaults = Path(spark_conf_dir) / SPARK_DEFAULTS_FILE if spark_conf_dir else None
+    cluster = defaults.read_text() if defaults is not None and defaults.exists() else ""
+    return cluster + properties_text(conf)
 
-    ``--jars`` rather than ``--conf spark.jars``: spark-submit in client mode puts
-    the jars of ``--jars`` on the driver JVM's own classpath as well, while the
-    executors fetch them from the driver's file server through ``spark.jars``.
+
+def driver_submit_args(properties_file: Path, py_files: list[Path], jars: Sequence[Path] = ()) -> str:
+    """``PYSPARK_SUBMIT_ARGS``: ``--properties-file``, ``--py-files``, ``--jars``, then ``pyspark-shell`` (PySpark splits
+    it with shlex).
+
+    The settings go in a private file, never ``--conf`` on the driver JVM's command line, where every user of the
+    machine would read them (``ps``): a user's ``spark.*`` settings may hold credentials. ``--jars`` rather than
+    ``spark.jars``: spark-submit in client mode puts the jars of ``--jars`` on the driver JVM's own classpath as well,
+    while the executors fetch them from the driver's file server through ``spark.jars``.
     """
-    args: list[str] = []
-    for key, value in conf.items():
-        args += ["--conf", f"{key}={value}"]
+    args = ["--properties-file", str(properties_file)]
     if py_files:
         args += ["--py-files", ",".join(str(p) for p in py_files)]
     if jars:
@@ -200,7 +210,7 @@ def driver_python_path(py_files: list[Path], inherited: str | None) -> str:
 
 
 def driver_env(
-    conf: dict[str, str],
+    properties_file: Path,
     py_files: list[Path],
     log4j_config: Path,
     extra: Mapping[str, str] | None = None,
@@ -210,7 +220,7 @@ def driver_env(
     env = spark_env(dict(extra or {}))
     for name in (*_GATEWAY_VARIABLES, *_UI_ROOT_VARIABLES):
         env.pop(name, None)
-    env["PYSPARK_SUBMIT_ARGS"] = driver_submit_args(conf, py_files, jars)
+    env["PYSPARK_SUBMIT_ARGS"] = driver_submit_args(properties_file, py_files, jars)
     env["PYTHONPATH"] = driver_python_path(py_files, env.get("PYTHONPATH"))
     env["PYTHONUNBUFFERED"] = "1"
     log4j = f"-Dlog4j2.configurationFile={log4j_config.resolve().as_uri()}"
@@ -294,10 +304,14 @@ class SparkApplication:
         self.spark_log_file = log_dir / DRIVER_LOG_FILE
         self._log4j_config = log_dir / DRIVER_LOG4J_CONFIG_FILE
         self._stderr_start = output.stderr.end()  # the logical offset where this attempt's stderr begins
+        spark_conf_dir = (env or {}).get("SPARK_CONF_DIR")
+        # next to the Spark secret (a 0700 directory of the cluster's), removed with it
+        self._properties = (Path(spark_conf_dir) if spark_conf_dir else staging_dir) / f"driver-{attempt}.properties"
+        self._properties_text = driver_properties(conf, spark_conf_dir)
         self.process = ChildProcess(
             f"spark-driver-{attempt}",
             [sys.executable, "-m", DRIVER_AGENT_MODULE, str(program), *vertex.program_args],
-            driver_env(conf, py_files, self._log4j_config, {**(env or {}), **agent.environment(agent_secret)}, jars),
+            driver_env(self._properties, py_files, self._log4j_config, {**(env or {}), **agent.environment(agent_secret)}, jars),
             log_dir / DRIVER_STDERR_FILE,  # not opened: both streams go to their sinks
             cwd=cwd,
             umask=program_umask(),  # the program's files get the modes they would get under spark-submit
@@ -310,6 +324,7 @@ class SparkApplication:
     async def start(self) -> None:
         """Start the program; OSError when it cannot be started (e.g. its working directory is gone)."""
         await asyncio.to_thread(_write_file, self._log4j_config, driver_log4j_config(self.spark_log_file))
+        await asyncio.to_thread(write_private_file, self._properties, self._properties_text)
         # created here, with this process's private modes: the driver JVM (the program's umask) only appends to it
         await asyncio.to_thread(self.spark_log_file.touch)
         await self.process.start()
