@@ -2,8 +2,9 @@
 
 Prints ``EXECUTOR_CORES=<sum of the executors' cores>``, ``EXECUTORS=<count>``,
 ``DEFAULT_PARALLELISM=<n>``, ``CONF <key>=<value>`` for each key given as an
-argument with ``ON_A_COMMAND_LINE <key>=<True|False>``: whether a descendant's command line holds its value. The cores come from Spark's monitoring API, read once they stopped
-changing, after a job that needs all of them (none in Spark's local mode, where the driver runs the tasks).
+argument with ``ON_A_COMMAND_LINE <key>=<True|False>``: whether a descendant's command line holds its
+value. The cores come from Spark's monitoring API, read once they stopped changing, after a job that
+needs all of them (none in Spark's local mode, where the driver runs the tasks).
 """
 
 import json
