@@ -134,3 +134,15 @@ def test_malformed_xml_names_the_file(tmp_path):
 )
 def test_resourcemanager_web_services_url(tmp_path, yarn, url):
     assert conf(tmp_path, yarn=yarn).resourcemanager_webapp_url() == url
+
+
+def test_every_resource_manager_of_an_ha_cluster_is_known_the_first_first(tmp_path):
+    """Where the operator may follow a standby's redirect (and nowhere else)."""
+    yarn = {
+        "yarn.resourcemanager.ha.rm-ids": "rm1,rm2,rm3",
+        "yarn.resourcemanager.hostname.rm1": "r1",
+        "yarn.resourcemanager.hostname.rm2": "r2",
+        "yarn.resourcemanager.webapp.address.rm3": "r3:8188",
+    }
+    assert conf(tmp_path, yarn=yarn).resourcemanager_webapp_urls() == ["http://r1:8088", "http://r2:8088", "http://r3:8188"]
+    assert conf(tmp_path, yarn={"yarn.resourcemanager.hostname": "rm"}).resourcemanager_webapp_urls() == ["http://rm:8088"]

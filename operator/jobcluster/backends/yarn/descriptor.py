@@ -319,7 +319,9 @@ class YarnClusterDescriptor(ClusterDescriptor):
         """
         conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
         hadoop_conf = HadoopConfiguration.load(conf_dir)
-        rest = ResourceManagerRest(hadoop_conf.resourcemanager_webapp_url(), user=hadoop_user())
+        rest = ResourceManagerRest(
+            hadoop_conf.resourcemanager_webapp_url(), user=hadoop_user(), peers=hadoop_conf.resourcemanager_webapp_urls()
+        )
         return rest, HdfsPaths(webhdfs_client(hadoop_conf), hadoop_conf.default_fs)
 
     def _application_report(self, cluster_id: str) -> tuple[ApplicationReport | None, HdfsPaths]:

@@ -16,6 +16,7 @@ common cases.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -175,20 +176,35 @@ class HadoopConfiguration:
         Raises:
             YarnConfigurationError: the configuration names no ResourceManager.
         """
+        return self.resourcemanager_webapp_urls()[0]
+
+    def resourcemanager_webapp_urls(self) -> list[str]:
+        """The base URL of each ResourceManager's web services (see :meth:`resourcemanager_webapp_url`): one, or one
+        per RM id of ``yarn.resourcemanager.ha.rm-ids``, in its order.
+
+        Raises:
+            YarnConfigurationError: the configuration names no ResourceManager.
+        """
+        rm_ids = [r.strip() for r in (self.get("yarn.resourcemanager.ha.rm-ids") or "").split(",") if r.strip()]
+        urls = [self._webapp_url(f".{rm_ids[0]}" if rm_ids else "")]
+        for rm_id in rm_ids[1:]:
+            with contextlib.suppress(YarnConfigurationError):  # an RM the configuration does not place: none to reach
+                urls.append(self._webapp_url(f".{rm_id}"))
+        return urls
+
+    def _webapp_url(self, suffix: str) -> str:
         https = (self.get("yarn.http.policy") or "HTTP_ONLY").upper() == "HTTPS_ONLY"
         scheme, key, port = (
             ("https", "yarn.resourcemanager.webapp.https.address", 8090) if https else ("http", "yarn.resourcemanager.webapp.address", 8088)
         )
-        rm_ids = [r.strip() for r in (self.get("yarn.resourcemanager.ha.rm-ids") or "").split(",") if r.strip()]
-        suffix = f".{rm_ids[0]}" if rm_ids else ""
         address = self.get(f"{key}{suffix}") or self.get(key)
         if address:
             host, _, given_port = address.rpartition(":")
             if host not in ("", "0.0.0.0"):
                 return f"{scheme}://{address}"
             port = int(given_port or port)
-        rpc_host = self.resourcemanager_address().rpartition(":")[0]
-        return f"{scheme}://{rpc_host}:{port}"
+        host = (self.get(f"yarn.resourcemanager.hostname{suffix}") if suffix else None) or self.resourcemanager_address().rpartition(":")[0]
+        return f"{scheme}://{host}:{port}"
 
 
 def _read_site_file(path: Path) -> dict[str, str]:

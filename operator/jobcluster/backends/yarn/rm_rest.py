@@ -8,15 +8,20 @@ carries Hadoop RPC's security.
 
 Every call has ``timeout`` seconds; errors become :class:`YarnClientError`
 naming the URL (:class:`YarnUnavailableError`, which the operator retries, when
-the ResourceManager does not answer or answers 5xx).  Reports are the same :class:`ApplicationReport` the Java
+the ResourceManager does not answer or answers 5xx). The Hadoop configuration
+may come from a FlinkJob's author (its ConfigMap), so the client follows a
+redirect only to a ResourceManager of that configuration (a standby sends to
+the active one) and quotes no answer's body but the message of Hadoop's own
+``RemoteException``.  Reports are the same :class:`ApplicationReport` the Java
 client gives (``host``/``rpc_port`` from ``amRPCAddress``, where the
 ApplicationMaster registered its REST endpoint).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import requests
 
@@ -26,17 +31,30 @@ from jobcluster.backends.yarn.yarn_client import ACTIVE_STATES, ApplicationRepor
 
 DEFAULT_TIMEOUT = 10.0
 """Seconds for one REST call (connect and read)."""
+MAX_REDIRECTS = 3
+_ACCEPT = {"Accept": "application/json"}
+
+
+def _remote_exception(response: requests.Response) -> str:
+    """``: <message>`` of a Hadoop ``RemoteException`` answer (the ResourceManager's own errors), else nothing."""
+    try:
+        message = response.json()["RemoteException"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return ""
+    return f": {str(message)[:300]}"
 
 
 class ResourceManagerRest:
     """The web services of the ResourceManager at ``url`` (``http://host:port``, see
-    ``HadoopConfiguration.resourcemanager_webapp_url``); ``user``: the simple-auth user name."""
+    ``HadoopConfiguration.resourcemanager_webapp_url``); ``user``: the simple-auth user name; ``peers``: the other
+    ResourceManagers of an HA cluster (``resourcemanager_webapp_urls``), the only places a redirect is followed to."""
 
-    def __init__(self, url: str, user: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, url: str, user: str | None = None, timeout: float = DEFAULT_TIMEOUT, peers: Iterable[str] = ()) -> None:
         self.url = url.rstrip("/")
         self.user = user
         self.timeout = timeout
         self._session = requests.Session()
+        self._resource_managers = {urlsplit(base)[:2] for base in (url, *peers)}
 
     def close(self) -> None:
         self._session.close()
@@ -45,17 +63,36 @@ class ResourceManagerRest:
         url = f"{self.url}/ws/v1/cluster/{path}"
         query = {**(params or {}), **({"user.name": self.user} if self.user else {})}
         try:
-            response = self._session.get(url, params=query, timeout=self.timeout, headers={"Accept": "application/json"})
+            response = self._follow(self._session.get(url, params=query, timeout=self.timeout, headers=_ACCEPT, allow_redirects=False))
         except requests.RequestException as error:
             raise YarnUnavailableError(f"the YARN ResourceManager's REST API at {self.url} cannot be reached: {error}") from error
         if response.status_code == 404:
             return None
         if response.status_code >= 500:
-            raise YarnUnavailableError(f"GET {url} answered {response.status_code}: {response.text[:300]}")
+            raise YarnUnavailableError(f"GET {url} answered {response.status_code}{_remote_exception(response)}")
         if not response.ok:
-            raise YarnClientError(f"GET {url} answered {response.status_code}: {response.text[:300]}")
+            raise YarnClientError(f"GET {url} answered {response.status_code}{_remote_exception(response)}")
         document: dict[str, Any] = response.json()
         return document
+
+    def _follow(self, response: requests.Response) -> requests.Response:
+        """``response``, or where its redirects lead while each leads to a ResourceManager of the configuration.
+
+        Raises:
+            YarnClientError: a redirect elsewhere (not followed), or more than :data:`MAX_REDIRECTS`.
+        """
+        for _ in range(MAX_REDIRECTS):
+            if not response.is_redirect:
+                return response
+            target = urljoin(response.url, response.headers.get("Location", ""))
+            if urlsplit(target)[:2] not in self._resource_managers:
+                raise YarnClientError(
+                    f"GET {response.url} redirected to {target}, which is no ResourceManager of the Hadoop configuration: not followed"
+                )
+            response = self._session.get(target, timeout=self.timeout, headers=_ACCEPT, allow_redirects=False)
+        if response.is_redirect:
+            raise YarnClientError(f"GET {response.url}: more than {MAX_REDIRECTS} redirects")
+        return response
 
     def application(self, application_id: str) -> ApplicationReport | None:
         """The report of ``application_id``; None when the ResourceManager does not know it (any more).
