@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import stat
 
 import pytest
@@ -154,3 +155,25 @@ def test_the_endpoint_binds_exactly_its_bind_addresses_on_one_port():
             await endpoint.stop()
 
     asyncio.run(main())
+
+
+def test_on_loopback_only_a_request_for_a_name_of_the_endpoint_is_served():
+    """DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 reads as evil.example's own; the
+    endpoint on loopback answers 421 to any Host that is not a loopback name or its own, and nothing runs."""
+
+    def scenario(url, dispatcher):
+        port = url.rsplit(":", 1)[1]
+        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.nip.io:{port}"):
+            response = requests.get(f"{url}/jobs/{JOB_ID}", headers={"Host": host}, timeout=5)
+            assert response.status_code == 421 and "Misdirected request" in response.json()["errors"][0], host
+            assert (
+                requests.patch(
+                    f"{url}/jobs/{JOB_ID}?mode=cancel", headers={"Host": host, "Authorization": "Bearer t0ken"}, timeout=5
+                ).status_code
+                == 421
+            )
+        assert dispatcher.cancelled == []
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", f"{socket.gethostname()}:{port}", "LOCALHOST"):
+            assert requests.get(f"{url}/jobs/{JOB_ID}", headers={"Host": host}, timeout=5).json()["state"] == "RUNNING", host
+
+    _with_endpoint(scenario)

@@ -18,13 +18,16 @@ only trusted clients reach.
 from __future__ import annotations
 
 import errno
+import ipaddress
 import logging
 import re
+import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -58,6 +61,15 @@ OUTPUT_OFFSET_HEADER = "X-Output-Offset"
 _JOB_ID = re.compile(r"[0-9a-fA-F]{32}")
 
 
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class RestEndpoint:
     """aiohttp server for the dispatcher plus ResourceManager views (``task_managers``, ``resource_overview``).
 
@@ -85,6 +97,7 @@ class RestEndpoint:
         self.host = host
         self.port = port
         self.bind_hosts = bind_hosts or (host,)
+        self._own_names = {name.lower() for name in (host, *self.bind_hosts, socket.gethostname())}
         self._version = version
         self._token = token
         self._runner: web.AppRunner | None = None
@@ -108,7 +121,7 @@ class RestEndpoint:
     async def start(self) -> None:
         """Bind each of ``bind_hosts`` (default: the advertised host) and serve; DeploymentError when the port
         cannot be bound (e.g. taken). With port 0, the first address picks the port and the others take it too."""
-        app = web.Application(middlewares=[self._json_errors, self._authorize, self._errors])
+        app = web.Application(middlewares=[self._json_errors, self._loopback_host, self._authorize, self._errors])
         routes: list[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]] = [
             ("GET", "/overview", self._overview),
             ("GET", "/config", self._config),
@@ -212,6 +225,23 @@ class RestEndpoint:
                 raise
             message = f"Not found: {request.path}" if exc.status == 404 else f"{exc.reason}: {request.method} {request.path}"
             return web.json_response({"errors": [message]}, status=exc.status, headers=_allow_header(exc))
+
+    @web.middleware
+    async def _loopback_host(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """On a connection to a loopback address, serve only a request for a loopback name or one of the endpoint's
+        own (its host, the machine's name): a page of another site whose name resolves to 127.0.0.1 (DNS rebinding)
+        would otherwise read the endpoint with the browser as if it were its own. Other addresses are reached by
+        whatever name their users give them (a Service, an Ingress)."""
+        local = request.transport.get_extra_info("sockname") if request.transport is not None else None
+        name = (urlsplit(f"//{request.host}").hostname or "").lower()
+        if local and _is_loopback(local[0]) and not (_is_loopback(name) or name in self._own_names):
+            return web.json_response(
+                {"errors": [f"Misdirected request: {request.host} is not a name of this endpoint, which listens on a loopback address"]},
+                status=421,
+            )
+        return await handler(request)
 
     @web.middleware
     async def _authorize(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
