@@ -23,11 +23,19 @@ CLUSTER_SECRET_BYTES = 32
 
 _SPARK_SECRET_LABEL = "jobcluster spark.authenticate.secret"
 _REST_TOKEN_LABEL = "jobcluster rest bearer token"
+_CLUSTER_SECRET_LABEL = "jobcluster cluster secret of"
 
 
 def new_cluster_secret() -> str:
     """A fresh cluster secret: 32 random bytes, hex-encoded (64 characters)."""
     return secrets.token_hex(CLUSTER_SECRET_BYTES)
+
+
+def derived_cluster_secret(key: str, owner: str) -> str:
+    """The cluster secret of the clusters of ``owner`` (e.g. ``namespace/name/uid`` of a FlinkJob) under a deployer's
+    ``key``, 64 hex characters: who holds the key (the FlinkJob operator) derives each cluster's REST token again
+    without reading the cluster's Secret, and no two owners share a secret."""
+    return _derive(key, f"{_CLUSTER_SECRET_LABEL} {owner}")
 
 
 def _derive(cluster_secret: str, label: str) -> str:

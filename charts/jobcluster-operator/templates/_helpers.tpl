@@ -88,9 +88,10 @@ FlinkJob's namespace (empty when the chart creates no job ServiceAccounts or wat
 - apiGroups: [networking.k8s.io]
   resources: [ingresses]
   verbs: [get, list, create, delete]
+# each cluster's Secret, created with its Deployment; never read: the operator derives the secrets from its key
 - apiGroups: [""]
   resources: [secrets]
-  verbs: [get, create]
+  verbs: [create]
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch]

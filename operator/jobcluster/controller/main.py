@@ -39,6 +39,7 @@ DEFAULT_PORT = 8080
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DEFAULT_LEASE_NAME = "jobcluster-operator"
 LEADERSHIP_LOST_EXIT = 1  # the pod restarts and stands by (the Java operator SDK exits with 1 as well)
+MIN_KEY_CHARACTERS = 32  # the cluster secrets derived from the key are as strong as it is
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,14 @@ class Duration(click.ParamType[float]):
     "and its RoleBinding to this ClusterRole (the rules of manifests/rbac.yaml). The chart sets it when it watches all namespaces.",
 )
 @click.option(
+    "--cluster-secret-key-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A file holding the operator's key (at least 32 characters): each FlinkJob's cluster secret is derived from "
+    "it, so that the operator needs no right to read Secrets (the chart mounts one). Without it, the secrets are random "
+    "and read back from the clusters' Secrets.",
+)
+@click.option(
     "--leader-election/--no-leader-election",
     default=None,
     help="Reconcile only while holding the Lease (--lease-namespace, --lease-name), standing by otherwise, so that several "
@@ -138,6 +147,7 @@ def operator(
     log_level: str,
     default_configuration: Path | None,
     job_cluster_role: str | None,
+    cluster_secret_key_file: Path | None,
     leader_election: bool | None,
     lease_name: str,
     lease_namespace: str | None,
@@ -173,6 +183,13 @@ def operator(
         logging.getLogger("jobcluster.memory").setLevel(logging.WARNING)
     if leader_election is None:
         leader_election = bool(lease_namespace)
+    cluster_secret_key = cluster_secret_key_file.read_text().strip() if cluster_secret_key_file else None
+    if cluster_secret_key is not None and len(cluster_secret_key) < MIN_KEY_CHARACTERS:
+        raise click.BadParameter(
+            f"{cluster_secret_key_file} holds {len(cluster_secret_key)} characters; the key needs at least {MIN_KEY_CHARACTERS} "
+            "(e.g. head -c 48 /dev/urandom | base64)",
+            param_hint="--cluster-secret-key-file",
+        )
     if namespaces and excluded_namespaces:
         raise click.UsageError("--exclude-namespace is for an operator watching all namespaces: give --namespace or --exclude-namespace")
     if leader_election and not lease_namespace:
@@ -194,7 +211,7 @@ def operator(
     work_dir = Path(tempfile.gettempdir()) / "jobcluster-operator"
     clusters = JobClusters(
         {
-            TARGET_KUBERNETES: DescriptorClusters(KubernetesOperatorHook(api, job_cluster_role)),
+            TARGET_KUBERNETES: DescriptorClusters(KubernetesOperatorHook(api, job_cluster_role, cluster_secret_key)),
             TARGET_YARN: DescriptorClusters(
                 YarnOperatorHook(functools.partial(read_config_map, api), work_dir / "hadoop-conf", client_jvms)
             ),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -54,6 +55,11 @@ class Operator:
             "--no-leader-election",
         ]
         argv += ["--default-configuration", str(self.defaults)]
+        # as the chart runs it: the clusters' secrets derived from the operator's key, never read from their Secrets
+        key = self.defaults.with_name("cluster-key")
+        if not key.exists():
+            key.write_text(secrets.token_urlsafe(48))
+        argv += ["--cluster-secret-key-file", str(key)]
         with open(self.log, "a") as log:
             self.process = subprocess.Popen(argv, env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         wait_for(self.healthy, timeout=60, what="the operator's /healthz")

@@ -10,6 +10,7 @@ image. The examples of manifests/examples are applied exactly as they are.
 
 from __future__ import annotations
 
+import base64
 import re
 import subprocess
 import tempfile
@@ -85,6 +86,7 @@ def test_the_operator_deployment():
         "--port=8080",
         "--log-level=info",
         "--default-configuration=/etc/jobcluster/flink-conf.yaml",
+        "--cluster-secret-key-file=/etc/jobcluster-key/key",
         "--namespace=analytics",
         "--leader-election",
         "--lease-name=jobcluster-operator",
@@ -214,6 +216,11 @@ def test_rbac_is_cluster_wide_only_without_watched_namespaces_and_the_job_role_i
         (rule,) = [r for r in operator_rules if r["resources"] == [resource]]
         assert rule["verbs"] == ["get", "create"]
     assert not [r for r in operator_rules if r["resources"] in (["roles"], ["clusterrolebindings"])]
+    # no Secret is ever read: the clusters' secrets are derived from the operator's key, mounted from its own Secret
+    (secrets,) = [r for r in operator_rules if r["resources"] == ["secrets"]]
+    assert secrets["verbs"] == ["create"]
+    (key,) = by_kind(everywhere, "Secret")
+    assert key["metadata"]["name"] == "jobcluster-operator-cluster-key" and len(base64.b64decode(key["data"]["key"])) == 64
     assert roles["jobcluster-operator-jobmanager"]["rules"] == reference["Role"]["rules"]
     assert [b["metadata"]["name"] for b in by_kind(everywhere, "ClusterRoleBinding")] == ["jobcluster-operator-discovery"]
     # in namespaces, only the leader election's (below)
@@ -429,6 +436,7 @@ def test_helm_install_runs_the_operator_which_runs_the_examples_then_uninstall_l
             ("create", "deployments.apps", jobs, "yes"),
             ("create", "deployments.apps", "default", "no"),
             ("get", "secrets", "default", "no"),
+            ("get", "secrets", jobs, "no"),
             ("create", "serviceaccounts", jobs, "no"),
             ("delete", "nodes", "", "no"),
         ):

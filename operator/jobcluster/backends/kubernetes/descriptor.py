@@ -94,14 +94,24 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
 
     ``config``: the client's configuration (kubeconfig, context, namespace,
     REST endpoint choice); ``api``: an ApiClient to use instead of loading one
-    from ``config`` (the operator's); ``progress``: where step lines go.
+    from ``config`` (the operator's); ``progress``: where step lines go;
+    ``cluster_secrets``: the cluster secret of a cluster id, derived by the
+    deployer (the operator, from its key), instead of a random one read back
+    from the cluster's Secret (which the operator may not read).
     """
 
     target = DeploymentTarget.KUBERNETES_APPLICATION
 
-    def __init__(self, config: Configuration, api: kubernetes.client.ApiClient | None = None, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        config: Configuration,
+        api: kubernetes.client.ApiClient | None = None,
+        progress: Progress | None = None,
+        cluster_secrets: Callable[[str], str] | None = None,
+    ) -> None:
         self._config = config
         self._api = api
+        self._cluster_secrets = cluster_secrets
         if progress is not None:
             self.progress = progress
         self.namespace = config.get(KUBERNETES_NAMESPACE)
@@ -133,7 +143,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         jm = job_manager_parameters(config, graph.job_id)
         tm = task_manager_parameters(config, graph.job_id)
         staged_config = cluster_side_configuration(config, jm, tm)
-        secret = new_cluster_secret()
+        secret = self._cluster_secrets(jm.cluster_id) if self._cluster_secrets else new_cluster_secret()
         files = config_map_files(graph, program, staged_config, tm, secret)
         jm_template = (
             load_pod_template(jm.pod_template_file, KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE.key) if jm.pod_template_file else None
@@ -388,7 +398,10 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
         return rest_endpoint.service_rest_url(_json(response), pod)
 
     def _read_rest_token(self, core: kubernetes.client.CoreV1Api, cluster_id: str) -> str | None:
-        """The cluster's REST token, derived from its Secret; None when this user may not read it."""
+        """The cluster's REST token, derived from its cluster secret (``cluster_secrets``, else its Secret); None when
+        this user may not read the Secret."""
+        if self._cluster_secrets is not None:
+            return rest_token(self._cluster_secrets(cluster_id))
         name = object_names.secret_name(cluster_id)
         try:
             response: Any = api_call(

@@ -22,6 +22,7 @@ from jobcluster.client.descriptor import ClusterDescriptor
 from jobcluster.client.operator_hook import ClusterRef
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import NotFoundError
+from jobcluster.security import derived_cluster_secret
 
 log = logging.getLogger(__name__)
 
@@ -43,15 +44,23 @@ def read_config_map(api: kubernetes.client.ApiClient, namespace: str, name: str)
 class KubernetesOperatorHook:
     """The :class:`~jobcluster.client.operator_hook.OperatorHook` of FlinkJobs on this cluster, through ``api``
     (the operator's ApiClient); ``job_cluster_role``: the ClusterRole of the JobManagers' ServiceAccounts the
-    operator makes in every namespace (all-namespaces mode), None where the chart made them."""
+    operator makes in every namespace (all-namespaces mode), None where the chart made them; ``cluster_secret_key``:
+    the operator's key each FlinkJob's cluster secret is derived from (``security.derived_cluster_secret``), so that
+    it needs no right to read Secrets; None: random secrets, read back from the clusters' Secrets."""
 
-    def __init__(self, api: kubernetes.client.ApiClient, job_cluster_role: str | None = None) -> None:
+    def __init__(
+        self, api: kubernetes.client.ApiClient, job_cluster_role: str | None = None, cluster_secret_key: str | None = None
+    ) -> None:
         self.api = api
         self.job_cluster_role = job_cluster_role
+        self.cluster_secret_key = cluster_secret_key
 
     def descriptor(self, ref: ClusterRef, config: Configuration | None = None) -> ClusterDescriptor:
         config = config if config is not None else Configuration({KUBERNETES_NAMESPACE.key: ref.namespace})
-        return KubernetesClusterDescriptor(config, api=self.api)
+        key = self.cluster_secret_key
+        owner = f"{ref.namespace}/{ref.name}/{ref.uid}"
+        secrets = (lambda _cluster_id: derived_cluster_secret(key, owner)) if key else None
+        return KubernetesClusterDescriptor(config, api=self.api, cluster_secrets=secrets)
 
     def prepare(self, ref: ClusterRef, config: Configuration) -> Configuration:
         if self.job_cluster_role:
