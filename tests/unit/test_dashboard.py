@@ -125,21 +125,21 @@ def test_the_dashboard_is_fetched_once_and_a_download_with_another_checksum_is_r
     MavenCentral.jar, MavenCentral.downloads = buffer.getvalue(), 0
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), MavenCentral)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url, sha1 = f"http://127.0.0.1:{server.server_port}/flink-runtime-web.jar", hashlib.sha1(MavenCentral.jar).hexdigest()
+    url, sha256 = f"http://127.0.0.1:{server.server_port}/flink-runtime-web.jar", hashlib.sha256(MavenCentral.jar).hexdigest()
     try:
         refused = tmp_path / "refused" / "web"
         with pytest.raises(OSError, match="not the expected"):
-            fetch_dashboard(refused, url, "0" * 40)
+            fetch_dashboard(refused, url, hashlib.sha1(MavenCentral.jar).hexdigest())  # Maven Central's SHA-1: no SHA-256
         assert not refused.parent.exists() or list(refused.parent.iterdir()) == [], "nothing of a bad download is kept"
 
         target = tmp_path / "cache" / "flink-runtime-web-1.20.3" / "web"
-        assert fetch_dashboard(target, url, sha1) == target and dashboard_installed(target)
+        assert fetch_dashboard(target, url, sha256) == target and dashboard_installed(target)
         assert (target / "assets" / "vs" / "loader.js").is_file() and not (target.parent / "org").exists()
         assert target.parent.stat().st_mode & 0o005 == 0o005, "other users (an image's JobManager) read and enter it"
-        fetch_dashboard(target, url, sha1)
+        fetch_dashboard(target, url, sha256)
         assert MavenCentral.downloads == 2, "an installed dashboard is not fetched again"
         elsewhere = tmp_path / "opt" / "dashboard"
-        assert dashboard_installed(fetch_dashboard(elsewhere, url, sha1)) and (elsewhere / "index.html").is_file()
+        assert dashboard_installed(fetch_dashboard(elsewhere, url, sha256)) and (elsewhere / "index.html").is_file()
         assert [p.name for p in target.parent.parent.iterdir()] == ["flink-runtime-web-1.20.3"], "no scratch folder left"
     finally:
         server.shutdown()

@@ -44,7 +44,7 @@ fi
 tmp=$(mktemp -d "$cache_root/flink-$version.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 echo "build.sh: resolving Flink $version's client jars from Maven Central into $dest (cold: ~1 min)" >&2
-"$mvn" -B -ntp -f "$pom" -Dflink.cache.dir="$tmp" -Dflink.classpath.prefix="$dest/lib" "$@" package 1>&2
+"$mvn" -B -ntp -C -f "$pom" -Dflink.cache.dir="$tmp" -Dflink.classpath.prefix="$dest/lib" "$@" package 1>&2
 mv "$tmp/classpath.txt.tmp" "$tmp/classpath.txt"
 compgen -G "$tmp/lib/flink-clients-$version.jar" >/dev/null || { echo "build.sh: flink-clients-$version.jar missing after the build" >&2; exit 1; }
 echo "$pom_sum" >"$tmp/.complete"

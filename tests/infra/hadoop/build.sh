@@ -76,7 +76,7 @@ start=$SECONDS
 echo "build.sh: resolving Hadoop $version server jars from Maven Central into $dest (cold: ~1 min)" >&2
 # copy-dependencies writes the jars into $tmp/lib; build-classpath names them
 # under their final home ($dest/lib) so the file is valid once renamed.
-"$mvn" -B -ntp -f "$pom" \
+"$mvn" -B -ntp -C -f "$pom" \
     -Dhadoop.cache.dir="$tmp" \
     -Dhadoop.classpath.prefix="$dest/lib" \
     "$@" package 1>&2

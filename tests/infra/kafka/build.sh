@@ -82,12 +82,12 @@ start=$SECONDS
 echo "build.sh: resolving the Kafka $version broker and Spark $spark_version's Kafka connector from Maven Central into $dest (cold: ~30 s)" >&2
 # copy-dependencies writes the jars into $tmp/lib; build-classpath names them
 # under their final home ($dest/lib) so the file is valid once renamed.
-"$mvn" -B -ntp -f "$pom" \
+"$mvn" -B -ntp -C -f "$pom" \
     -Dkafka.cache.dir="$tmp" \
     -Dkafka.classpath.prefix="$dest/lib" \
     "$@" package 1>&2
 mv "$tmp/classpath.txt.tmp" "$tmp/classpath.txt"
-"$mvn" -B -ntp -f "$connector_pom" -Dconnector.dir="$tmp/spark-connector" "$@" package 1>&2
+"$mvn" -B -ntp -C -f "$connector_pom" -Dconnector.dir="$tmp/spark-connector" "$@" package 1>&2
 
 # Sanity: the broker, and exactly the connector's four jars (a fifth one is a
 # dependency pyspark already ships, which the pom's exclusions missed).

@@ -6,7 +6,7 @@ application that only calls that API, with relative URLs) shows a jobcluster job
 as it shows a Flink job. Its files are the ``web/`` folder of Maven Central's
 ``org.apache.flink:flink-runtime-web`` jar, never copied into this repository:
 :func:`fetch_dashboard` downloads the pinned version once (checked against its
-SHA-1 from Maven Central) and unpacks it into the cache
+pinned SHA-256) and unpacks it into the cache
 (``$JOBCLUSTER_CACHE/flink-runtime-web-<version>/web``, default
 ``~/.cache/jobcluster``); ``make venv`` and the image build call it
 (``python -m jobcluster.runtime.rest.dashboard``). A cluster without the files
@@ -47,8 +47,9 @@ from aiohttp import web
 
 #: The pinned dashboard: Flink's release whose REST API the endpoint speaks (Flink's CLI of tests/infra/flink too).
 FLINK_WEB_VERSION = "1.20.3"
-#: Maven Central's SHA-1 of the pinned jar (its ``.sha1`` file).
-FLINK_WEB_SHA1 = "10e43da104b4606dda7e6fc11837f23bfb5fddde"
+#: SHA-256 of the pinned jar (the file whose SHA-1 is Maven Central's ``.sha1``, 10e43da1...): SHA-1 no longer
+#: stands against a forged file.
+FLINK_WEB_SHA256 = "84328e9d5f9e7e2419f0469e98a64ad853fa546e5c004926b1cfa774ef5b0c2b"
 FLINK_WEB_URL = (
     f"https://repo1.maven.org/maven2/org/apache/flink/flink-runtime-web/{FLINK_WEB_VERSION}/flink-runtime-web-{FLINK_WEB_VERSION}.jar"
 )
@@ -75,13 +76,13 @@ def dashboard_installed(directory: Path) -> bool:
     return (directory / "index.html").is_file() and (directory.parent / _COMPLETE).is_file()
 
 
-def fetch_dashboard(directory: Path | None = None, url: str = FLINK_WEB_URL, sha1: str = FLINK_WEB_SHA1) -> Path:
+def fetch_dashboard(directory: Path | None = None, url: str = FLINK_WEB_URL, sha256: str = FLINK_WEB_SHA256) -> Path:
     """The dashboard's folder, downloaded from ``url`` and unpacked into ``directory`` (default
     :func:`default_dashboard_dir`) unless it is there already; concurrent callers unpack into their own temporary
     folders and the first rename wins.
 
     Raises:
-        OSError: ``url`` cannot be reached, or the download's SHA-1 is not ``sha1`` (nothing is kept).
+        OSError: ``url`` cannot be reached, or the download's SHA-256 is not ``sha256`` (nothing is kept).
     """
     target = directory or default_dashboard_dir()
     if dashboard_installed(target):
@@ -91,9 +92,9 @@ def fetch_dashboard(directory: Path | None = None, url: str = FLINK_WEB_URL, sha
         response.raise_for_status()
     except requests.RequestException as exc:
         raise OSError(f"cannot download Flink's web dashboard from {url}: {exc}") from exc
-    digest = hashlib.sha1(response.content, usedforsecurity=False).hexdigest()
-    if digest != sha1:
-        raise OSError(f"{url} has SHA-1 {digest}, not the expected {sha1}: not used")
+    digest = hashlib.sha256(response.content).hexdigest()
+    if digest != sha256:
+        raise OSError(f"{url} has SHA-256 {digest}, not the expected {sha256}: not used")
     home = target.parent
     home.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{home.name}-", dir=home.parent))
@@ -106,7 +107,7 @@ def fetch_dashboard(directory: Path | None = None, url: str = FLINK_WEB_URL, sha
                     destination = scratch / target.name / relative  # the jar's web/ becomes the folder asked for
                     destination.parent.mkdir(parents=True, exist_ok=True)
                     destination.write_bytes(jar.read(member))
-        (scratch / _COMPLETE).write_text(sha1)
+        (scratch / _COMPLETE).write_text(sha256)
         if not dashboard_installed(target):
             shutil.rmtree(home, ignore_errors=True)  # an incomplete one: a complete one only ever appears by this rename
             try:
