@@ -221,6 +221,9 @@ def test_rbac_is_cluster_wide_only_without_watched_namespaces_and_the_job_role_i
     assert secrets["verbs"] == ["create"]
     (key,) = by_kind(everywhere, "Secret")
     assert key["metadata"]["name"] == "jobcluster-operator-cluster-key" and len(base64.b64decode(key["data"]["key"])) == 64
+    # the JobManager's rights are never the namespace's default account's
+    refused = helm("template", "jobcluster", str(CHART), "--set", "jobServiceAccount.name=default", check=False)
+    assert refused.returncode != 0 and "jobServiceAccount.name: 'default' would give the JobManager's rights" in refused.stderr
     assert roles["jobcluster-operator-jobmanager"]["rules"] == reference["Role"]["rules"]
     assert [b["metadata"]["name"] for b in by_kind(everywhere, "ClusterRoleBinding")] == ["jobcluster-operator-discovery"]
     # in namespaces, only the leader election's (below)
