@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from jobcluster.backends.yarn.operator_hook import YarnOperatorHook
+from jobcluster.backends.yarn.operator_hook import YarnOperatorHook, hadoop_users
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
+from jobcluster.config.configuration import Configuration
 
 DEPLOYED = {"core-site.xml": "<configuration>deployed</configuration>", "yarn-site.xml": "<configuration/>"}
 EDITED = {"core-site.xml": "<configuration>edited</configuration>", "README": "not a site file"}
@@ -74,3 +75,27 @@ def test_names_that_are_not_site_files_never_become_files_of_the_operator(tmp_pa
     written = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*") if path.is_file())
     assert written and all(path.rsplit("/", 1)[-1] in ("core-site.xml", "yarn-site.xml") for path in written), written
     assert not [path for path in written if "victims" in path], written
+
+
+def test_each_namespace_runs_on_yarn_as_its_own_hadoop_user_and_one_with_none_is_refused(tmp_path):
+    users = hadoop_users({"jobcluster.operator.yarn.hadoop-users": "jobs:etl, reporting:bi"})
+    assert users == {"jobs": "etl", "reporting": "bi"}
+    hook = YarnOperatorHook(lambda namespace, name: DEPLOYED, tmp_path, hadoop_users=users)
+    assert hook.descriptor(ref()).hadoop_user == "etl"  # type: ignore[attr-defined]
+    hook.prepare(ref(), Configuration())
+    other = ClusterRef("yarn-per-job", "sandbox", "wc", "u-2", "", "hadoop")
+    with pytest.raises(InvalidSpecError, match=r"namespace sandbox has no Hadoop user .* jobcluster.operator.yarn.hadoop-users") as refused:
+        hook.prepare(other, Configuration())
+    assert refused.value.reason == "HadoopUserNotMapped"
+    assert hook.descriptor(other).hadoop_user != "etl"  # type: ignore[attr-defined]  # looked at as the operator's own
+    everyone = YarnOperatorHook(lambda namespace, name: DEPLOYED, tmp_path, hadoop_users={"*": "shared", "jobs": "etl"})
+    assert everyone.hadoop_user("sandbox") == "shared" and everyone.hadoop_user("jobs") == "etl"
+    everyone.prepare(other, Configuration())
+
+
+@pytest.mark.parametrize(
+    ("text", "said"), [("jobs", "not a key:value entry"), ("jobs:etl:x", "not a key:value entry"), ("jobs:-rf /", "not a Hadoop user")]
+)
+def test_a_bad_hadoop_user_map_stops_the_operator(text, said):
+    with pytest.raises(InvalidSpecError, match=said):
+        hadoop_users({"jobcluster.operator.yarn.hadoop-users": text})

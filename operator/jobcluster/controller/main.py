@@ -165,7 +165,7 @@ def operator(
     # kopf and the Kubernetes client load only here: `jobcluster run` never pays for them
     from jobcluster.backends.kubernetes.kube_client import load_api_client
     from jobcluster.backends.kubernetes.operator_hook import KubernetesOperatorHook, read_config_map
-    from jobcluster.backends.yarn.operator_hook import YarnOperatorHook, yarn_client_jvms
+    from jobcluster.backends.yarn.operator_hook import YarnOperatorHook, hadoop_users, yarn_client_jvms
     from jobcluster.client.operator_hook import InvalidSpecError
     from jobcluster.controller.clusters import DescriptorClusters, JobClusters
     from jobcluster.controller.job_state import check_defaults
@@ -201,6 +201,7 @@ def operator(
         allowed_kinds(defaults)
         allowed_accounts(defaults)
         client_jvms = yarn_client_jvms(defaults)
+        users = hadoop_users(defaults)
         api = load_api_client(Configuration(defaults))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--lease-duration/--renew-deadline/--retry-period") from None
@@ -213,7 +214,7 @@ def operator(
         {
             TARGET_KUBERNETES: DescriptorClusters(KubernetesOperatorHook(api, job_cluster_role, cluster_secret_key)),
             TARGET_YARN: DescriptorClusters(
-                YarnOperatorHook(functools.partial(read_config_map, api), work_dir / "hadoop-conf", client_jvms)
+                YarnOperatorHook(functools.partial(read_config_map, api), work_dir / "hadoop-conf", client_jvms, users)
             ),
         }
     )

@@ -8,6 +8,7 @@ of its own with the job clusters' RBAC (manifests/rbac.yaml) and the CRD of mani
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import secrets
 import signal
@@ -191,6 +192,8 @@ def running_operator(k8s_cluster, k8s_image: str, namespace: str, work: Path, **
                 POD_TEMPLATE: str(host_path_template(work / "programs-pod-template.yaml", [PROGRAMS])),
                 # the FlinkJobs mount this machine's directories (input, output) by hostPath: the test node is this machine
                 "jobcluster.operator.pod-template.allowed": "host-path",
+                # FlinkJobs on YARN as this machine's user, whose files the tests read (test_chart.py maps another)
+                "jobcluster.operator.yarn.hadoop-users": f"{namespace}:{getpass.getuser()}",
                 **defaults,
             }
         )

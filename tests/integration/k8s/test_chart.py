@@ -39,7 +39,7 @@ CHART = REPO / "charts" / "jobcluster-operator"
 TEST_VALUES = CHART / "ci" / "test-values.yaml"
 TIMEOUT = (5, 30)
 OPERATOR_PODS = "app.kubernetes.io/name=jobcluster-operator"
-IMAGE_USER = "jobcluster"  # uid 9999 of entrypoints/Dockerfile
+HADOOP_USER = "analytics"  # the Hadoop user the chart maps the YARN example's namespace to (not the operator pod's)
 
 
 def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -419,6 +419,8 @@ def test_helm_install_runs_the_operator_which_runs_the_examples_then_uninstall_l
             "--set",
             "hostNetwork=true",
             "--set",
+            f"yarn.hadoopUsers.{jobs}={HADOOP_USER}",
+            "--set",
             f"metrics.port={free_port()}",  # a port of this machine, in the node's network
             "--set",
             "replicas=1",  # the one node has the metrics port once (test_operator_leader.py tests the hand-overs)
@@ -534,15 +536,15 @@ def test_helm_install_runs_the_operator_which_runs_the_examples_then_uninstall_l
 
 class YarnExample:
     """manifests/examples/wordcount-yarn.yaml as its header says to run it, on the Hadoop test cluster: the
-    ConfigMap hadoop-conf, a corpus on HDFS in the home directory of the image's user (``jobcluster``: the
-    operator pod's user, the Hadoop user it submits as), which a Hadoop admin makes."""
+    ConfigMap hadoop-conf, a corpus on HDFS in the home directory of the Hadoop user the chart maps the namespace to
+    (``analytics``, yarn.hadoopUsers; not the operator pod's own), which a Hadoop admin makes."""
 
     def __init__(self, hadoop_cluster, namespace: str) -> None:
         hadoop = HadoopConfiguration.load(hadoop_cluster.hadoop_conf_dir)
         self.paths = HdfsPaths(webhdfs_client(hadoop), hadoop.default_fs)
         self.yarn = ResourceManagerRest(hadoop.resourcemanager_webapp_url())
         self.site_files = {p.name: p.read_text() for p in Path(hadoop_cluster.hadoop_conf_dir).glob("*.xml")}
-        self.root = f"/user/{IMAGE_USER}/wordcount-{uuid.uuid4().hex[:6]}"
+        self.root = f"/user/{HADOOP_USER}/wordcount-{uuid.uuid4().hex[:6]}"
         self.expected: Counter = Counter()
         self.flinkjob = yaml.safe_load((REPO / "manifests" / "examples" / "wordcount-yarn.yaml").read_text())
         self.name = self.flinkjob["metadata"]["name"]
@@ -553,17 +555,17 @@ class YarnExample:
 
     def prepare(self) -> None:
         client = self.paths.client  # the test's user: the HDFS superuser
-        client.makedirs(f"/user/{IMAGE_USER}")
-        client.set_owner(f"/user/{IMAGE_USER}", owner=IMAGE_USER)
+        client.makedirs(f"/user/{HADOOP_USER}")
+        client.set_owner(f"/user/{HADOOP_USER}", owner=HADOOP_USER)
         for n in range(3):
             text = f"Hadoop and YARN {n}\nthe fox and the hadoop dog\n" * (n + 2)
             client.write(f"{self.root}/corpus/part{n}.txt", data=text.encode(), overwrite=True)
             self.expected.update(re.findall(r"[a-z0-9_]+", text.lower()))
-        client.set_owner(self.root, owner=IMAGE_USER)
+        client.set_owner(self.root, owner=HADOOP_USER)
 
     def check(self, k8s_cluster, document: dict) -> None:
         """The counts on HDFS; the status and `kubectl get`; YARN's own view of the application: submitted by the
-        image's user, SUCCEEDED, tagged with the FlinkJob and its job."""
+        namespace's Hadoop user, SUCCEEDED, tagged with the FlinkJob and its job."""
         status, namespace = document["status"], document["metadata"]["namespace"]
         application = status["clusterId"]
         assert re.fullmatch(r"application_\d+_\d+", application), status
@@ -584,7 +586,7 @@ class YarnExample:
         )
         assert (report.state, report.final_status) == ("FINISHED", "SUCCEEDED"), report
         app = requests.get(f"{self.yarn.url}/ws/v1/cluster/apps/{application}", timeout=10).json()["app"]
-        assert app["user"] == IMAGE_USER, app
+        assert app["user"] == HADOOP_USER, app
         assert f"flinkjob-uid:{document['metadata']['uid']}" in report.tags
         assert f"jobcluster-job-id:{status['jobStatus']['jobId']}" in report.tags
 
@@ -617,7 +619,7 @@ class YarnExample:
         running = status["clusterId"]
         assert self.yarn.application(running).state == "RUNNING"
         assert status["clusterAccess"] == self.site_files, sorted(status.get("clusterAccess") or {})
-        staging = StagingDirectory(self.paths, f"/user/{IMAGE_USER}", running)
+        staging = StagingDirectory(self.paths, f"/user/{HADOOP_USER}", running)
         assert self.paths.client.status(staging.path, strict=False) is not None
         k8s_cluster.kubectl("delete", "configmap", "-n", namespace, "hadoop-conf")
         restart_operator()

@@ -128,6 +128,16 @@ OPERATOR_YARN_CLIENT_JVMS = ConfigOption(
     "or removal past the bound waits for one to end (5 min at most, then it is tried again).",
 )
 
+OPERATOR_YARN_HADOOP_USERS = ConfigOption(
+    "jobcluster.operator.yarn.hadoop-users",
+    "str",
+    None,
+    description="The Hadoop user the FlinkJob operator submits each namespace's yarn-per-job FlinkJobs as (read from its "
+    "defaultConfiguration only), as 'namespace1:user1,namespace2:user2'; '*' stands for every namespace not listed. A "
+    "FlinkJob of a namespace with no user is refused (HadoopUserNotMapped). Its staging directory, application and "
+    "files on HDFS are that user's, so FlinkJobs of namespaces mapped to different users cannot read each other's.",
+)
+
 YARN_SHARED_FILES_RETENTION = ConfigOption(
     "jobcluster.yarn.shared-files.retention",
     "duration",

@@ -48,11 +48,12 @@ from jobcluster.backends.yarn.pyenv import container_python
 from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
 from jobcluster.backends.yarn.savepoint_files import webhdfs_file_system
 from jobcluster.backends.yarn.shared_retention import oldest_start, prune_shared_files
-from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, hadoop_user, hdfs_errors, webhdfs_client
+from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, hdfs_errors, webhdfs_client
+from jobcluster.backends.yarn.staging import hadoop_user as hadoop_user_of_process
 from jobcluster.backends.yarn.statuses import job_state_of_final_status
 from jobcluster.backends.yarn.submission import submit_application_master
 from jobcluster.backends.yarn.validation import check_cluster_specification
-from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication, YarnClient
+from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication, YarnClient, act_as
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram
 from jobcluster.client.savepoints import dispose_savepoint, read_savepoint
@@ -107,10 +108,14 @@ class YarnClusterDescriptor(ClusterDescriptor):
 
     target = DeploymentTarget.YARN_PER_JOB
 
-    def __init__(self, config: Configuration, client_jvms: ClientJvms | None = None) -> None:
-        """``client_jvms``: the bound on the YARN client JVMs of this process (the operator's); None: unbounded."""
+    def __init__(self, config: Configuration, client_jvms: ClientJvms | None = None, hadoop_user: str | None = None) -> None:
+        """``client_jvms``: the bound on the YARN client JVMs of this process (the operator's); None: unbounded;
+        ``hadoop_user``: the Hadoop user to act as (the operator's per namespace); None: this process's
+        (``HADOOP_USER_NAME``, else the login name)."""
         self.config = config
         self.client_jvms = client_jvms
+        self._acting_as = hadoop_user  # given: the JVM acts as it; else the process's own login, Kerberos included
+        self.hadoop_user = hadoop_user or hadoop_user_of_process()
 
     # -- connecting ---------------------------------------------------------------
 
@@ -125,7 +130,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
         conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
         hadoop_conf = HadoopConfiguration.load(conf_dir)
         address = hadoop_conf.resourcemanager_address()
-        paths = HdfsPaths(webhdfs_client(hadoop_conf), hadoop_conf.default_fs)
+        paths = HdfsPaths(webhdfs_client(hadoop_conf, user=self.hadoop_user), hadoop_conf.default_fs)
         release = self.client_jvms.acquire(self.progress) if self.client_jvms else (lambda: None)
         try:
             gateway = JvmGateway(conf_dir).start()
@@ -133,6 +138,8 @@ class YarnClusterDescriptor(ClusterDescriptor):
             release()
             raise
         try:
+            if self._acting_as:
+                act_as(gateway, self._acting_as)
             return _Connection(gateway, YarnClient(gateway, address), paths, release)
         except BaseException:
             gateway.close()
@@ -320,9 +327,9 @@ class YarnClusterDescriptor(ClusterDescriptor):
         conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
         hadoop_conf = HadoopConfiguration.load(conf_dir)
         rest = ResourceManagerRest(
-            hadoop_conf.resourcemanager_webapp_url(), user=hadoop_user(), peers=hadoop_conf.resourcemanager_webapp_urls()
+            hadoop_conf.resourcemanager_webapp_url(), user=self.hadoop_user, peers=hadoop_conf.resourcemanager_webapp_urls()
         )
-        return rest, HdfsPaths(webhdfs_client(hadoop_conf), hadoop_conf.default_fs)
+        return rest, HdfsPaths(webhdfs_client(hadoop_conf, user=self.hadoop_user), hadoop_conf.default_fs)
 
     def _application_report(self, cluster_id: str) -> tuple[ApplicationReport | None, HdfsPaths]:
         rest, paths = self._web_services()

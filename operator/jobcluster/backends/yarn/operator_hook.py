@@ -27,21 +27,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from jobcluster.backends.yarn.client_jvms import ClientJvms
-from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, OPERATOR_YARN_CLIENT_JVMS, YARN_TAGS
+from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, OPERATOR_YARN_CLIENT_JVMS, OPERATOR_YARN_HADOOP_USERS, YARN_TAGS
 from jobcluster.backends.yarn.descriptor import YarnClusterDescriptor
 from jobcluster.backends.yarn.hadoop_conf import SITE_FILES
 from jobcluster.client.descriptor import ClusterDescriptor
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.values import parse_map
 from jobcluster.errors import IllegalConfigurationError
 
 TAG_PREFIX = "flinkjob-uid:"
+ANY_NAMESPACE = "*"
+_HADOOP_USER = re.compile(r"[A-Za-z_][A-Za-z0-9._-]{0,63}")
 KEPT_DIR = ".kept"  # under the work dir: the files FlinkJobs kept in their status, by digest
 
 
@@ -67,6 +71,24 @@ def yarn_client_jvms(defaults: Mapping[str, str]) -> ClientJvms:
         raise InvalidSpecError(f"{OPERATOR_YARN_CLIENT_JVMS.key}: {exc}") from None
 
 
+def hadoop_users(defaults: Mapping[str, str]) -> dict[str, str]:
+    """The Hadoop user of each namespace the operator's ``defaults`` map (``jobcluster.operator.yarn.hadoop-users``;
+    ``*``: any other namespace); empty: none, and no FlinkJob runs on YARN.
+
+    Raises:
+        InvalidSpecError: the map is malformed or a user name is not one Hadoop takes.
+    """
+    text = defaults.get(OPERATOR_YARN_HADOOP_USERS.key)
+    try:
+        users = parse_map(str(text)) if text else {}
+    except ValueError as exc:
+        raise InvalidSpecError(f"{OPERATOR_YARN_HADOOP_USERS.key}: {exc} (expected 'namespace1:user1,namespace2:user2')") from None
+    for namespace, user in users.items():
+        if not _HADOOP_USER.fullmatch(user):
+            raise InvalidSpecError(f"{OPERATOR_YARN_HADOOP_USERS.key}: '{user}' (of namespace {namespace}) is not a Hadoop user name")
+    return users
+
+
 def site_files(files: Mapping[str, str]) -> dict[str, str]:
     """Those of ``files`` (file name → text) that are a Hadoop client's site files (``hadoop_conf.SITE_FILES``):
     other keys of a tenant's ConfigMap or of a FlinkJob's status never become files of the operator."""
@@ -76,11 +98,20 @@ def site_files(files: Mapping[str, str]) -> dict[str, str]:
 class YarnOperatorHook:
     """The :class:`~jobcluster.client.operator_hook.OperatorHook` of FlinkJobs on YARN clusters; ``read_config_map``
     reads the Hadoop ConfigMaps, ``work_dir`` holds their files; ``client_jvms`` bounds the YARN client JVMs of all
-    its deployments and removals together (``jobcluster.operator.yarn.client-jvms``; None: unbounded)."""
+    its deployments and removals together (``jobcluster.operator.yarn.client-jvms``; None: unbounded);
+    ``hadoop_users``: the Hadoop user of each namespace (:func:`hadoop_users`; None: every FlinkJob as the operator's
+    own user)."""
 
-    def __init__(self, read_config_map: ConfigMapReader, work_dir: Path, client_jvms: ClientJvms | None = None) -> None:
+    def __init__(
+        self,
+        read_config_map: ConfigMapReader,
+        work_dir: Path,
+        client_jvms: ClientJvms | None = None,
+        hadoop_users: Mapping[str, str] | None = None,
+    ) -> None:
         self.read_config_map = read_config_map
         self.client_jvms = client_jvms
+        self.hadoop_users = None if hadoop_users is None else dict(hadoop_users)
         self.work_dir = work_dir
         self._written: dict[tuple[str, str], Path] = {}
         self._lock = threading.Lock()
@@ -181,10 +212,28 @@ class YarnOperatorHook:
         deploying = config is not None
         config = config.copy() if config is not None else Configuration()
         config.set(ENV_HADOOP_CONF_DIR, str(self.hadoop_conf_dir(ref, refresh=deploying)))
-        return YarnClusterDescriptor(config, self.client_jvms)
+        return YarnClusterDescriptor(config, self.client_jvms, self.hadoop_user(ref.namespace))
+
+    def hadoop_user(self, namespace: str) -> str | None:
+        """The Hadoop user of ``namespace``'s FlinkJobs (its own, else ``*``'s); None: the operator's own (no map, or
+        a namespace no longer mapped, whose clusters are still looked at and removed)."""
+        users = self.hadoop_users or {}
+        return users.get(namespace) or users.get(ANY_NAMESPACE)
 
     def prepare(self, ref: ClusterRef, config: Configuration) -> Configuration:
-        """``config`` with the FlinkJob's tag among ``yarn.tags``."""
+        """``config`` with the FlinkJob's tag among ``yarn.tags``.
+
+        Raises:
+            InvalidSpecError: (reason ``HadoopUserNotMapped``) the operator maps Hadoop users and none to the
+                FlinkJob's namespace.
+        """
+        if self.hadoop_users is not None and self.hadoop_user(ref.namespace) is None:
+            raise InvalidSpecError(
+                f"namespace {ref.namespace} has no Hadoop user to run yarn-per-job FlinkJobs as: the operator's "
+                f"administrator maps it in {OPERATOR_YARN_HADOOP_USERS.key} (chart value yarn.hadoopUsers), "
+                "so that its files on HDFS and its applications are that user's",
+                reason="HadoopUserNotMapped",
+            )
         config = config.copy()
         user_tags = [t for t in config.get(YARN_TAGS).split(",") if t.strip()]
         config.set(YARN_TAGS, ",".join([*user_tags, flinkjob_tag(ref.uid)]))

@@ -145,6 +145,19 @@ def _java_message(error: Py4JJavaError) -> str:
         return str(error)
 
 
+def act_as(gateway: JvmGateway, user: str) -> None:
+    """Make ``user`` the Hadoop login user of ``gateway``'s JVM, as ``HADOOP_USER_NAME`` would for a whole process (a
+    cluster without Kerberos takes the name a client gives): what the JVM submits, kills and writes is that user's.
+    Called before any YarnClient of the JVM is made.
+
+    Raises:
+        YarnClientError: Java refuses.
+    """
+    ugi = gateway.jvm.org.apache.hadoop.security.UserGroupInformation
+    with java_errors(f"cannot act as Hadoop user {user}"):
+        ugi.setLoginUser(ugi.createRemoteUser(user))
+
+
 class YarnClient:
     """A started Java YarnClient on ``gateway``'s JVM. Close it with :meth:`close` (or ``with``)."""
 
