@@ -51,6 +51,9 @@ def host_path_pod(directories: list[Path], writable: list[Path] = ()) -> dict:  
     return {"spec": {"containers": [{"name": MAIN_CONTAINER, "volumeMounts": mounts}], "volumes": volumes}}
 
 
+#: The labels of a namespace that enforces Pod Security "restricted" (a pod that does not comply is refused).
+RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}
+
 # The test node has this machine's 2 cores, shared by the pods of several job clusters: small CPU requests so
 # that they all fit, limits of a whole core (Flink's limit factors) so that no JVM starts at a quarter's pace.
 TEST_NODE_CPU = {

@@ -29,7 +29,7 @@ from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from tests.infra.k8s.cluster import build_tools, free_port
-from tests.integration.k8s.pods import host_path_template
+from tests.integration.k8s.pods import RESTRICTED, host_path_template
 from tests.integration.k8s.waiting import wait_for
 
 pytestmark = pytest.mark.k8s
@@ -648,7 +648,8 @@ def test_watching_all_namespaces_an_example_runs_as_it_is_in_a_namespace_of_its_
     """The chart watching every namespace; the sized example of manifests/examples applied exactly as it is in a
     namespace that is not the release's and that has nothing of jobcluster: the operator creates the JobManager's
     ServiceAccount and its RoleBinding there, the example runs from the image to Succeeded, and uninstalling
-    removes what the operator created. A FlinkJob in the release's own namespace is refused, and so is one whose
+    removes what the operator created; that namespace enforces Pod Security "restricted". A FlinkJob in the
+    release's own namespace is refused, and so is one whose
     ServiceAccount exists but was not made by the operator (it binds no rights to it)."""
     system = f"jobcluster-system-{uuid.uuid4().hex[:4]}"
 
@@ -660,7 +661,8 @@ def test_watching_all_namespaces_an_example_runs_as_it_is_in_a_namespace_of_its_
     core = kubernetes.client.CoreV1Api(k8s_api)
     rbac = kubernetes.client.RbacAuthorizationV1Api(k8s_api)
     custom = kubernetes.client.CustomObjectsApi(k8s_api)
-    core.create_namespace({"metadata": {"name": team}}, _request_timeout=TIMEOUT)
+    # the FlinkJob's pods must pass Pod Security "restricted", as every job pod does
+    core.create_namespace({"metadata": {"name": team, "labels": RESTRICTED}}, _request_timeout=TIMEOUT)
     borrowed = f"borrowed-{uuid.uuid4().hex[:6]}"
     release = ["jobcluster", "-n", system]
     names, names_in = [], {}

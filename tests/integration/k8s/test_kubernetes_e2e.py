@@ -36,7 +36,7 @@ from kubernetes.utils import parse_quantity
 
 from tests.e2e.support import memory_error_cause, run_timing_stderr
 from tests.infra.k8s.cluster import free_port
-from tests.integration.k8s.pods import MAIN_CONTAINER, TEST_NODE_CPU, host_path_template, image_options
+from tests.integration.k8s.pods import MAIN_CONTAINER, RESTRICTED, TEST_NODE_CPU, host_path_template, image_options
 from tests.integration.k8s.test_kubernetes_cluster_objects import objects_of
 from tests.integration.k8s.waiting import wait_for
 
@@ -77,7 +77,6 @@ def namespace(k8s_cluster, k8s_api):
 
 
 #: The Pod Security Standards' "restricted" profile, enforced by the API server's PodSecurity admission.
-RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}
 
 
 @pytest.fixture(scope="module")
