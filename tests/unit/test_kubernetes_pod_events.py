@@ -89,6 +89,26 @@ def test_a_new_attempt_keeps_live_scheduled_pods_deletes_the_rest_and_counts_on(
     assert recovery.attempt == 3
 
 
+def test_pods_told_to_register_at_a_replaced_job_managers_address_are_deleted_not_waited_for():
+    """A JobManager pod deleted (a new pod, a new IP): the TaskManagers of the old one retry its address until their
+    registration timeout, as long as the job's slot request timeout; counted as workers on their way they would let
+    the job fail for want of slots. Those of a JobManager restarted in its pod (the same address) are kept."""
+
+    def told(name: str, address: str) -> dict:
+        found = pod(name)
+        found["spec"] = {
+            "containers": [
+                {"name": "jobcluster-main-container", "env": [{"name": "JOBCLUSTER_RESOURCE_MANAGER_ADDRESS", "value": address}]}
+            ]
+        }
+        return found
+
+    pods = [told("wc-taskmanager-1-1", "http://10.244.0.5:6123"), told("wc-taskmanager-2-1", "http://10.244.0.9:6123")]
+    recovery = plan_recovery(pods, resource_manager_address="http://10.244.0.9:6123")
+    assert (recovery.recovered, recovery.to_delete, recovery.attempt) == (["wc-taskmanager-2-1"], ["wc-taskmanager-1-1"], 3)
+    assert plan_recovery(pods).recovered == ["wc-taskmanager-1-1", "wc-taskmanager-2-1"], "no address known: all kept"
+
+
 def test_pods_of_a_removed_cluster_of_the_same_id_are_neither_recovered_nor_deleted_and_their_names_stay_theirs():
     # an upgrade: the operator removed the cluster "wc" (its pods await the garbage collector) and deployed a new "wc"
     old = [pod("wc-taskmanager-1-1", owner="old-uid"), pod("wc-taskmanager-1-2", owner="old-uid")]

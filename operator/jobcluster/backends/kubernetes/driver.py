@@ -136,7 +136,8 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         try:
             self._owner = await asyncio.to_thread(self._read_owner)
             pods, version = await asyncio.to_thread(list_pods, self._core, self._params.namespace, self._selector)
-            recovery = plan_recovery(pods, recorded_attempt(self._owner), (self._owner.get("metadata") or {}).get("uid"))
+            owner_uid = (self._owner.get("metadata") or {}).get("uid")
+            recovery = plan_recovery(pods, recorded_attempt(self._owner), owner_uid, launch_context.settings.resource_manager_address)
             await asyncio.to_thread(self._record_attempt, recovery.attempt)
         except DeploymentError as exc:
             raise ResourceManagerError(f"cannot start the Kubernetes ResourceManager driver: {exc}") from exc

@@ -20,6 +20,7 @@ from jobcluster.backends.kubernetes.labels import ANNOTATION_ATTEMPT
 from jobcluster.backends.kubernetes.pod_status import is_scheduled, is_terminated, max_attempt, pod_termination, termination_diagnostics
 from jobcluster.backends.kubernetes.taskmanager import attempt_of_pod
 from jobcluster.runtime.resourcemanager.worker_termination import WorkerTermination
+from jobcluster.runtime.taskexecutor.launch import ENV_RESOURCE_MANAGER_ADDRESS
 
 #: Watch event types (``watch.Event.type``) the API server sends for objects.
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
@@ -63,7 +64,9 @@ class Recovery:
     """What a new JobManager attempt does with the TaskManager pods it finds.
 
     ``recovered``: pods kept as workers of this attempt (scheduled and alive);
-    ``to_delete``: terminated or unscheduled pods; ``attempt``: the new attempt,
+    ``to_delete``: terminated or unscheduled pods, and those told to register at another JobManager's address (a
+    JobManager pod that was replaced: theirs would retry it until their registration timeout, counted as workers on
+    their way all along, while the job's slot request times out); ``attempt``: the new attempt,
     one above the highest in any pod name or recorded (1 on a first start).
     """
 
@@ -72,11 +75,17 @@ class Recovery:
     attempt: int
 
 
-def plan_recovery(pods: Iterable[Mapping[str, Any]], recorded_attempt: int = 0, owner_uid: str | None = None) -> Recovery:
+def plan_recovery(
+    pods: Iterable[Mapping[str, Any]],
+    recorded_attempt: int = 0,
+    owner_uid: str | None = None,
+    resource_manager_address: str | None = None,
+) -> Recovery:
     """Sort the listed TaskManager pods of earlier attempts (see :class:`Recovery`).
 
     ``recorded_attempt``: the last attempt the Deployment recorded (0 if none);
-    ``owner_uid``: the uid of this cluster's JobManager Deployment, which owns its pods.
+    ``owner_uid``: the uid of this cluster's JobManager Deployment, which owns its pods;
+    ``resource_manager_address``: where this attempt's ResourceManager is reached (None: any pod may register).
 
     Pods whose name is not ``<cluster-id>-taskmanager-<attempt>-<n>`` are
     left alone (not ours to recover, not ours to delete). So are pods owned by
@@ -92,12 +101,26 @@ def plan_recovery(pods: Iterable[Mapping[str, Any]], recorded_attempt: int = 0, 
             continue
         if owner_uid is not None and not _owned_by(pod, owner_uid):
             others.append(name)
-        elif is_terminated(pod) or not is_scheduled(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
+        elif _ended(pod) or (resource_manager_address is not None and _resource_manager_of(pod) != resource_manager_address):
             to_delete.append(name)
         else:
             recovered.append(name)
     attempt = max(max_attempt(recovered + to_delete + others), recorded_attempt) + 1
     return Recovery(sorted(recovered), sorted(to_delete), attempt)
+
+
+def _ended(pod: Mapping[str, Any]) -> bool:
+    """Terminated, never scheduled, or being deleted: no worker to wait for."""
+    return is_terminated(pod) or not is_scheduled(pod) or bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _resource_manager_of(pod: Mapping[str, Any]) -> str | None:
+    """The ResourceManager address the pod's TaskExecutor was told to register at (its main container's environment)."""
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        for variable in container.get("env") or []:
+            if variable.get("name") == ENV_RESOURCE_MANAGER_ADDRESS:
+                return str(variable.get("value"))
+    return None
 
 
 def _owned_by(pod: Mapping[str, Any], uid: str) -> bool:
