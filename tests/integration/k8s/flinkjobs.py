@@ -8,7 +8,6 @@ of its own with the job clusters' RBAC (manifests/rbac.yaml) and the CRD of mani
 from __future__ import annotations
 
 import contextlib
-import getpass
 import os
 import secrets
 import signal
@@ -23,6 +22,7 @@ import kubernetes
 import requests
 import yaml
 
+from jobcluster.backends.yarn.staging import hadoop_user
 from tests.infra.k8s.cluster import free_port
 from tests.integration.k8s.pods import TEST_NODE_CPU, host_path_template, image_options
 from tests.integration.k8s.waiting import wait_for
@@ -192,8 +192,8 @@ def running_operator(k8s_cluster, k8s_image: str, namespace: str, work: Path, **
                 POD_TEMPLATE: str(host_path_template(work / "programs-pod-template.yaml", [PROGRAMS])),
                 # the FlinkJobs mount this machine's directories (input, output) by hostPath: the test node is this machine
                 "jobcluster.operator.pod-template.allowed": "host-path",
-                # FlinkJobs on YARN as this machine's user, whose files the tests read (test_chart.py maps another)
-                "jobcluster.operator.yarn.hadoop-users": f"{namespace}:{getpass.getuser()}",
+                # FlinkJobs on YARN as the Hadoop user of this process, as before there was a map (test_chart.py maps another)
+                "jobcluster.operator.yarn.hadoop-users": f"{namespace}:{hadoop_user()}",
                 **defaults,
             }
         )
