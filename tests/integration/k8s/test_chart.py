@@ -25,7 +25,7 @@ import pytest
 import requests
 import yaml
 
-from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
+from jobcluster.backends.yarn.hadoop_conf import SITE_FILES, HadoopConfiguration
 from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from tests.infra.k8s.cluster import build_tools, free_port
@@ -543,7 +543,8 @@ class YarnExample:
         hadoop = HadoopConfiguration.load(hadoop_cluster.hadoop_conf_dir)
         self.paths = HdfsPaths(webhdfs_client(hadoop), hadoop.default_fs)
         self.yarn = ResourceManagerRest(hadoop.resourcemanager_webapp_url())
-        self.site_files = {p.name: p.read_text() for p in Path(hadoop_cluster.hadoop_conf_dir).glob("*.xml")}
+        # what the operator keeps of the ConfigMap: the site files, not the cluster's capacity-scheduler.xml
+        self.site_files = {name: (Path(hadoop_cluster.hadoop_conf_dir) / name).read_text() for name in SITE_FILES}
         self.root = f"/user/{HADOOP_USER}/wordcount-{uuid.uuid4().hex[:6]}"
         self.expected: Counter = Counter()
         self.flinkjob = yaml.safe_load((REPO / "manifests" / "examples" / "wordcount-yarn.yaml").read_text())
