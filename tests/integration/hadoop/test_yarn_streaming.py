@@ -169,8 +169,12 @@ def test_a_streaming_word_count_on_yarn_is_exactly_once_through_failover_savepoi
     wait_for(lambda: len(_attempts(hadoop_conf, first)) == 2, "ApplicationMaster attempt 2", timeout=120)
     rest = _rest(yarn, first)
     wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "after a TaskExecutor and the ApplicationMaster were killed")
-    details = job_details(rest, job)
-    assert (details["state"], details["job-type"]) == ("RUNNING", "STREAMING"), details
+    # attempt 1 may have counted all of it before it was killed: attempt 2's query runs once its slots arrived
+    details = wait_for(
+        lambda: (found := job_details(rest, job))["state"] == "RUNNING" and found["job-type"] == "STREAMING" and found,
+        "attempt 2's streaming query running",
+        timeout=COUNT_TIMEOUT,
+    )
     assert details["streaming"]["queries"][0]["checkpoint"] == f"{checkpoints}/{job}/wordcount"
     # Resumed, not started over: attempt 2 ran only batches after those attempt 1 committed, and did not write those again.
     ran = [entry["batchId"] for entry in details["streaming"]["queries"][0]["history"]]
