@@ -84,22 +84,33 @@ def job_details(rest_url: str, job_id: str) -> dict[str, Any]:
     return dict(resp.json())
 
 
-def wait_for_committed_batch(rest_url: str, job_id: str, at_least: int, timeout: float) -> dict[str, Any]:
-    """The job's first streaming query once it has committed micro-batch ``at_least`` (from the job's details)."""
+def wait_for_job(rest_url: str, job_id: str, ready: Callable[[dict[str, Any]], bool], timeout: float, what: str) -> dict[str, Any]:
+    """The job's details once ``ready(details)`` holds; a JobManager not serving yet (a connection refused, a 503
+    while a new ApplicationMaster attempt starts) is waited for too. AssertionError after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
         try:
-            queries = (job_details(rest_url, job_id).get("streaming") or {}).get("queries") or []
+            last = job_details(rest_url, job_id)
         except requests.RequestException as exc:
             last = exc
         else:
-            last = queries
-            committed = queries[0].get("committedBatchId") if queries else None
-            if committed is not None and committed >= at_least:  # batch 0 is a committed batch too
-                return dict(queries[0])
+            if ready(last):
+                return last
         time.sleep(1.0)
-    raise AssertionError(f"job {job_id} committed no micro-batch {at_least} within {timeout:.0f} s; last seen: {last}")
+    raise AssertionError(f"job {job_id}: no {what} within {timeout:.0f} s; last seen: {last}")
+
+
+def wait_for_committed_batch(rest_url: str, job_id: str, at_least: int, timeout: float) -> dict[str, Any]:
+    """The job's first streaming query once it has committed micro-batch ``at_least`` (from the job's details)."""
+
+    def committed(details: dict[str, Any]) -> bool:
+        queries = (details.get("streaming") or {}).get("queries") or []
+        batch = queries[0].get("committedBatchId") if queries else None
+        return batch is not None and batch >= at_least  # batch 0 is a committed batch too
+
+    details = wait_for_job(rest_url, job_id, committed, timeout, f"committed micro-batch {at_least}")
+    return dict(details["streaming"]["queries"][0])
 
 
 class Steps:

@@ -48,7 +48,7 @@ from tests.integration.hadoop.test_yarn_job_cluster import (  # noqa: F401 - fix
     wait_for,
     yarn_clean,
 )
-from tests.support.streaming import PROGRAM, job_details, lines, local_batches, wait_for_committed_batch, wait_for_counts, word_counts
+from tests.support.streaming import PROGRAM, lines, local_batches, wait_for_committed_batch, wait_for_counts, wait_for_job, word_counts
 
 pytestmark = [pytest.mark.hadoop, pytest.mark.kafka]
 
@@ -98,6 +98,10 @@ def _attempts(hadoop_conf: HadoopConfiguration, application: str) -> list[dict]:
 def _ended(yarn: YarnClient, application: str) -> tuple[str, str]:  # noqa: F811
     report = yarn.follow(application, timeout=120)
     return report.state, report.final_status
+
+
+def _streaming(details: dict) -> bool:
+    return bool(details["state"] == "RUNNING" and details["job-type"] == "STREAMING")
 
 
 def _processes_of(applications: list[str]) -> list[psutil.Process]:
@@ -170,11 +174,7 @@ def test_a_streaming_word_count_on_yarn_is_exactly_once_through_failover_savepoi
     rest = _rest(yarn, first)
     wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "after a TaskExecutor and the ApplicationMaster were killed")
     # attempt 1 may have counted all of it before it was killed: attempt 2's query runs once its slots arrived
-    details = wait_for(
-        lambda: (found := job_details(rest, job))["state"] == "RUNNING" and found["job-type"] == "STREAMING" and found,
-        "attempt 2's streaming query running",
-        timeout=COUNT_TIMEOUT,
-    )
+    details = wait_for_job(rest, job, _streaming, COUNT_TIMEOUT, "attempt 2's streaming query running")
     assert details["streaming"]["queries"][0]["checkpoint"] == f"{checkpoints}/{job}/wordcount"
     # Resumed, not started over: attempt 2 ran only batches after those attempt 1 committed, and did not write those again.
     ran = [entry["batchId"] for entry in details["streaming"]["queries"][0]["history"]]
