@@ -54,6 +54,7 @@ class RecordingEventHandler:
     def __init__(self) -> None:
         self.terminated: list[tuple[str, WorkerTermination]] = []
         self.warnings: list[tuple[str, str]] = []
+        self.pending: list[tuple[str, str]] = []
         self.recovered: list[list[str]] = []
         self.errors: list[Exception] = []
         self.changed = asyncio.Event()
@@ -64,6 +65,10 @@ class RecordingEventHandler:
 
     async def on_worker_warning(self, resource_id: str, message: str) -> None:
         self.warnings.append((resource_id, message))
+        self.changed.set()
+
+    async def on_worker_pending(self, resource_id: str, reason: str) -> None:
+        self.pending.append((resource_id, reason))
         self.changed.set()
 
     async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None:
@@ -130,6 +135,11 @@ class RecordingDriver(ResourceManagerDriver):
         """The backend warns of the live worker ``resource_id``."""
         assert self.handler is not None, "driver not initialized"
         await self.handler.on_worker_warning(resource_id, message)
+
+    async def report_pending(self, resource_id: str, reason: str) -> None:
+        """The backend cannot start the requested worker ``resource_id`` yet."""
+        assert self.handler is not None, "driver not initialized"
+        await self.handler.on_worker_pending(resource_id, reason)
 
 
 class TaskExecutorStandIn(RpcEndpoint):

@@ -38,7 +38,7 @@ import click
 import yaml
 
 from jobcluster.cli.main import cli
-from jobcluster.config.config_option import ConfigOption
+from jobcluster.config.config_option import ConfigOption, ConfigPrefix
 from jobcluster.config.values import float32_text, java_double_text, map_text
 from jobcluster.controller.status_model import crd_status_schema
 
@@ -136,6 +136,12 @@ def declared_options(modules: Iterable[ModuleType]) -> list[ConfigOption]:
     return [by_key[key] for key in sorted(by_key)]
 
 
+def declared_prefixes(modules: Iterable[ModuleType]) -> list[ConfigPrefix]:
+    """The module-level ``ConfigPrefix`` values of ``modules``, once each, sorted by prefix."""
+    found = {value.prefix: value for module in modules for value in vars(module).values() if isinstance(value, ConfigPrefix)}
+    return [found[prefix] for prefix in sorted(found)]
+
+
 def value_text(kind: str, value: Any) -> str:
     """A typed option value (bytes, seconds, ...) as it is written in a configuration file."""
     if kind == "memory":
@@ -201,7 +207,11 @@ def other_keys_text(option: ConfigOption) -> str:
 
 def origin(option: ConfigOption) -> str:
     """``Flink`` for a key that mirrors one of Flink's options, ``jobcluster`` for this project's own."""
-    return "jobcluster" if option.key.startswith(OWN_PREFIX) else "Flink"
+    return _origin_of(option.key)
+
+
+def _origin_of(key: str) -> str:
+    return "jobcluster" if key.startswith(OWN_PREFIX) else "Flink"
 
 
 OPTION_HEADER = ("Key", "Origin", "Type", "Default", "Accepted values", "Other keys", "Description")
@@ -226,9 +236,10 @@ def section_of(key: str) -> str:
     return first if first in SECTIONS else ""
 
 
-def configuration_page(options: Sequence[ConfigOption] | None = None) -> str:
-    """The text of configuration.md for ``options`` (default: every option declared in the package)."""
+def configuration_page(options: Sequence[ConfigOption] | None = None, prefixes: Sequence[ConfigPrefix] | None = None) -> str:
+    """The text of configuration.md for ``options`` and ``prefixes`` (default: every one declared in the package)."""
     options = declared_options(package_modules()) if options is None else options
+    prefixes = declared_prefixes(package_modules()) if prefixes is None else prefixes
     lines = intro("Configuration", "the `ConfigOption` declarations of the `jobcluster` package")
     lines += [
         "Origin `Flink`: the key is one of Apache Flink's, with Flink's meaning; `jobcluster`: this project's own key. "
@@ -239,6 +250,10 @@ def configuration_page(options: Sequence[ConfigOption] | None = None) -> str:
         rows = [option_row(option) for option in sorted(options, key=lambda o: o.key) if section_of(option.key) == section]
         if rows:
             lines += ["", f"## `{section}.*`" if section else "## Other options", "", *table(OPTION_HEADER, rows)]
+    if prefixes:
+        lines += ["", "## Prefixes", "", "Each key `<prefix><name>` is one entry `name: value` of a map.", ""]
+        rows = [(code(p.prefix + "<name>"), _origin_of(p.prefix), p.description) for p in prefixes]
+        lines += table(("Prefix", "Origin", "Description"), rows)
     return "\n".join(lines) + "\n"
 
 

@@ -39,6 +39,16 @@ def test_the_slots_a_finished_job_frees_are_not_said(capsys):
     assert capsys.readouterr().err.splitlines() == ["Slots offered to the job: 4/4", "Job j1 is RUNNING"]
 
 
+def test_why_a_task_executor_cannot_start_is_said_once_while_the_job_waits_for_its_slots(capsys):
+    printer = ProgressPrinter()
+    reason = "the pod cannot be scheduled: 0/1 nodes are available: 1 Insufficient cpu."
+    pending = {"pending-taskmanagers": [{"id": "wc-taskmanager-1-1", "reason": reason}]}
+    printer.update({**job("CREATED", 0), **pending}, [])
+    printer.update({**job("CREATED", 0), **pending}, [])
+    said = capsys.readouterr().err.splitlines()
+    assert said.count(f"TaskExecutor wc-taskmanager-1-1 cannot start yet: {reason}") == 1, said
+
+
 def test_a_lost_task_executor_is_said_once_with_the_platforms_reason(capsys):
     printer = ProgressPrinter()
     oom = "worker terminated: Pod terminated, container termination statuses: [main(exitCode=137, reason=OOMKilled, message=None)]"

@@ -392,3 +392,18 @@ def test_shipped_configuration(monkeypatch):
     assert config.get(o.RESTART_STRATEGY) == "none"
     assert config.get(o.EXECUTION_TARGET) == "local"
     assert config.get(o.HEARTBEAT_INTERVAL) < config.get(o.HEARTBEAT_TIMEOUT)
+
+
+def test_prefixed_keys_are_read_as_a_map_by_name():
+    config = Configuration(
+        {
+            "containerized.master.env.JAVA_HOME": "/usr/lib/jvm/java-21",
+            "containerized.master.env.": "a bare prefix is no entry",
+            "containerized.master.envX": "another key",
+            "containerized.taskmanager.env.JAVA_HOME": "/usr/lib/jvm/java-25",
+            "containerized.master.env.LD_LIBRARY_PATH": "/usr/lib/native",
+        }
+    )
+    assert config.prefixed(o.CONTAINERIZED_MASTER_ENV) == {"JAVA_HOME": "/usr/lib/jvm/java-21", "LD_LIBRARY_PATH": "/usr/lib/native"}
+    assert config.prefixed(o.CONTAINERIZED_TASK_MANAGER_ENV) == {"JAVA_HOME": "/usr/lib/jvm/java-25"}
+    assert Configuration().prefixed(o.CONTAINERIZED_MASTER_ENV) == {}

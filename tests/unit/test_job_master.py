@@ -122,6 +122,22 @@ def test_the_job_declares_its_slots_at_start_and_runs_once_the_pool_holds_them(t
     asyncio.run(scenario())
 
 
+def test_slots_that_do_not_arrive_name_what_the_platform_said_of_the_workers_that_could_not_start(tmp_path):
+    async def scenario() -> None:
+        async with running_job(tmp_path, parallelism=4, slot_request_timeout=1.0) as job:
+            await until(lambda: len(job.driver.started) == 2)
+            reason = "the pod cannot be scheduled: 0/1 nodes are available: 1 Insufficient cpu."
+            await job.driver.report_pending("worker-2", reason)
+            await until(lambda: bool(job.job_master.pending_task_executors))
+            assert job.job_master.job_details()["pending-taskmanagers"] == [{"id": "worker-2", "reason": reason}]
+            await until(lambda: bool(job.results))
+            (result,) = job.results
+            assert result.failure_cause and result.failure_cause.endswith(f"Workers that could not start: worker-2: {reason}")
+            assert "See the TaskManager logs" not in result.failure_cause
+
+    asyncio.run(scenario())
+
+
 def test_slots_that_do_not_arrive_in_time_fail_the_job_and_withdraw_its_requirements(tmp_path):
     async def scenario() -> None:
         async with running_job(tmp_path, parallelism=4, slot_request_timeout=0.3) as job:

@@ -98,7 +98,7 @@ def test_a_pod_that_ends_before_its_creation_returns_fails_the_request():
     asyncio.run(scenario())
 
 
-def test_an_unschedulable_worker_is_logged_once_with_the_schedulers_reason_and_not_reported(caplog):
+def test_an_unschedulable_worker_is_reported_pending_once_with_the_schedulers_reason_and_not_ended():
     async def scenario() -> None:
         recorder = RecordingEventHandler()
         driver, _core = ready_driver(recorder)
@@ -108,10 +108,9 @@ def test_an_unschedulable_worker_is_logged_once_with_the_schedulers_reason_and_n
             "metadata": {"name": name},
             "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "message": message}]},
         }
-        with caplog.at_level("WARNING", logger="jobcluster.backends.kubernetes.driver"):
-            for _ in range(3):
-                await driver._on_pod_event("MODIFIED", pending)
-        assert [r.getMessage() for r in caplog.records] == [f"TaskManager pod {name} cannot be scheduled: {message}"]
+        for _ in range(3):
+            await driver._on_pod_event("MODIFIED", pending)
+        assert recorder.pending == [(name, f"the pod cannot be scheduled: {message}")]
         assert recorder.terminated == []
 
     asyncio.run(scenario())

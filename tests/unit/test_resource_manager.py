@@ -43,6 +43,7 @@ class JobMasterStandIn(FencedRpcEndpoint):
         self.lost: list[tuple[str, str]] = []
         self.terminated: list[str] = []  # of them, those whose worker ended
         self.memory_kills: list[str] = []  # of those, the ones killed for memory
+        self.pending: list[tuple[str, str]] = []
 
     @rpc
     async def disconnect_task_manager(self, resource_id: str, cause: str, terminated: bool = False, memory_kill: bool = False) -> None:
@@ -51,6 +52,10 @@ class JobMasterStandIn(FencedRpcEndpoint):
             self.terminated.append(resource_id)
         if memory_kill:
             self.memory_kills.append(resource_id)
+
+    @rpc
+    async def worker_pending(self, resource_id: str, reason: str) -> None:
+        self.pending.append((resource_id, reason))
 
     @rpc
     async def heartbeat_from_resource_manager(self, resource_manager_id: str) -> None:
@@ -240,6 +245,22 @@ def test_a_drivers_warning_is_shown_with_its_task_manager(tmp_path):
             await c.driver.report_warning("worker-1", "again")
             (info,) = await c.rm.request_task_manager_info()
             assert info["warnings"] == ["its processes use too much", "again"]
+
+    run(scenario)
+
+
+def test_why_a_requested_worker_does_not_start_reaches_the_job_master_while_it_is_pending(tmp_path):
+    async def scenario() -> None:
+        async with started(tmp_path) as c:
+            await c.declare(2)
+            await c.driver.report_pending("worker-1", "the pod cannot be scheduled: 1 Insufficient cpu.")
+            await until(lambda: bool(c.job_master.pending))
+            assert c.job_master.pending == [("worker-1", "the pod cannot be scheduled: 1 Insufficient cpu.")]
+            await c.register("worker-1")
+            await c.driver.report_pending("worker-1", "said late, once it started")
+            await c.driver.report_pending("worker-7", "not a worker of this ResourceManager")
+            await asyncio.sleep(0.2)
+            assert len(c.job_master.pending) == 1, "a started or unknown worker is no news to the JobMaster"
 
     run(scenario)
 

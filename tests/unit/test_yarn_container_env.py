@@ -19,8 +19,10 @@ from jobcluster.backends.yarn.container_env import (
     launch_command,
     task_executor_argv,
 )
+from jobcluster.backends.yarn.driver import task_executor_environment
 from jobcluster.backends.yarn.errors import YarnDeploymentError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType, LocalResourceVisibility
+from jobcluster.config.configuration import Configuration
 from jobcluster.runtime.entrypoint.layout import ENV_BIND_HOST, ENV_CLUSTER_DIR, ENV_LOG_DIR
 
 FILES = (
@@ -129,3 +131,16 @@ def test_the_task_executor_runs_the_containers_python_not_the_application_master
     command = ["/data/nm/appcache/application_1_0001/container_1_0001_01_000001/environment/bin/python", "-m", "x"]
     assert task_executor_argv(command, "./environment/bin/python") == ["./environment/bin/python", "-m", "x"]
     assert task_executor_argv(command, None) == command
+
+
+def test_a_task_executor_gets_the_users_containerized_environment_below_the_hadoop_configuration():
+    config = Configuration(
+        {
+            "containerized.taskmanager.env.JAVA_HOME": "/usr/lib/jvm/java-25",
+            "containerized.taskmanager.env.HADOOP_CONF_DIR": "/elsewhere",
+            "containerized.master.env.ONLY_THE_AM": "1",
+        }
+    )
+    environment = task_executor_environment(config, {"HADOOP_CONF_DIR": "/etc/hadoop", "PATH": "/bin"})
+    assert environment == {"JAVA_HOME": "/usr/lib/jvm/java-25", "HADOOP_CONF_DIR": "/etc/hadoop"}
+    assert task_executor_environment(Configuration(), {}) == {}

@@ -104,6 +104,10 @@ class ProgressPrinter:
                 if (tm["id"], warning) not in self._warned:
                     self._warned.add((tm["id"], warning))
                     _say(f"TaskExecutor {tm['id']}: WARNING: {warning}")
+        for pending in job.get("pending-taskmanagers") or []:
+            if (pending["id"], pending["reason"]) not in self._warned:
+                self._warned.add((pending["id"], pending["reason"]))
+                _say(f"TaskExecutor {pending['id']} cannot start yet: {pending['reason']}")
         for lost in job.get("lost-taskmanagers") or []:
             if (lost["id"], lost["cause"]) not in self._lost:
                 self._lost.add((lost["id"], lost["cause"]))

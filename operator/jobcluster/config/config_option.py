@@ -145,3 +145,13 @@ def _memory_text_exact(size: int) -> str:
 def options_declared_in(namespace: Mapping[str, object]) -> tuple[ConfigOption[Any], ...]:
     """The ConfigOption values of a module's namespace (its ``globals()``), in declaration order."""
     return tuple(value for value in namespace.values() if isinstance(value, ConfigOption))
+
+
+@dataclass(frozen=True)
+class ConfigPrefix:
+    """A family of keys ``<prefix><name>``, each one entry ``name: value`` of a map (Flink's
+    ``ConfigurationUtils.getPrefixedKeyValuePairs``), e.g. ``containerized.master.env.JAVA_HOME``.
+    Read with ``Configuration.prefixed``; listed on the configuration page beside the options."""
+
+    prefix: str
+    description: str

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from jobcluster.config.config_option import ConfigOption
+from jobcluster.config.config_option import ConfigOption, ConfigPrefix
 from jobcluster.config.values import (
     map_text,
     parse_bool,
@@ -121,6 +121,11 @@ class Configuration:
     def get_raw(self, key: str, default: str | None = None) -> str | None:
         """The text stored under exactly ``key`` (no fallbacks), or ``default``."""
         return self._values.get(key, default)
+
+    def prefixed(self, prefix: ConfigPrefix) -> dict[str, str]:
+        """Every ``<prefix><name>: value`` stored as ``{name: value}``, by key (a bare prefix is no entry)."""
+        start = len(prefix.prefix)
+        return {key[start:]: self._values[key] for key in sorted(self._values) if key.startswith(prefix.prefix) and len(key) > start}
 
     def set(self, key: str | ConfigOption[Any], value: Any) -> Configuration:
         """Store ``value`` (converted to text) under ``key`` or the option's key; returns self."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobcluster.config.config_option import ConfigOption, options_declared_in
+from jobcluster.config.config_option import ConfigOption, ConfigPrefix, options_declared_in
 from jobcluster.config.targets import DeploymentTarget
 from jobcluster.config.values import INT_MAX, LONG_MAX, parse_float32
 
@@ -545,6 +545,25 @@ SECURITY_ENCRYPT_DATA_PLANE = ConfigOption(
     description="Encrypt Spark's RPC and block transfers between the driver, executors and daemons "
     "(spark.network.crypto.enabled: AES, keys agreed through the cluster's Spark secret); "
     "off by default because it costs CPU on every shuffle byte. Authentication is always on.",
+)
+
+# --------------------------------------------------------------------------
+# Containers (yarn-per-job, kubernetes-application)
+# --------------------------------------------------------------------------
+
+CONTAINERIZED_MASTER_ENV = ConfigPrefix(
+    "containerized.master.env.",
+    "An environment variable of the JobManager's container (the ApplicationMaster on YARN, the JobManager pod's main "
+    "container on Kubernetes): containerized.master.env.JAVA_HOME: /usr/lib/jvm/java-21 sets JAVA_HOME, which picks the "
+    "Java of the Spark driver and of the YARN client there. Flink's prefix. jobcluster's own variables win over one of the "
+    "same name. Not read by the local targets.",
+)
+CONTAINERIZED_TASK_MANAGER_ENV = ConfigPrefix(
+    "containerized.taskmanager.env.",
+    "An environment variable of every TaskManager container (the TaskExecutors' YARN containers, the TaskManager pods' "
+    "main container): containerized.taskmanager.env.JAVA_HOME picks the Java of the Spark worker and executors there, "
+    "which the PySpark workers inherit too. Flink's prefix. jobcluster's own variables win over one of the same name. Not "
+    "read by the local targets.",
 )
 
 

@@ -284,6 +284,11 @@ class HadoopCluster:
             *args,
         ]
 
+    @property
+    def java_home(self) -> str:
+        """The JDK the daemons run on, which the NodeManager passes on to the containers."""
+        return self._env()["JAVA_HOME"]
+
     def _env(self) -> dict[str, str]:
         env = {
             k: v

@@ -166,6 +166,9 @@ def test_detached_run_container_sizes_dashboard_list_and_cancel(
     yarn_clean: None,
 ) -> None:
     settings = ("-D", "taskmanager.numberOfTaskSlots=2", "-D", "yarn.tags=Nightly,team-a")
+    # the containers' Java, per job, other than the NodeManager's (Flink's containerized.*.env.* on YARN)
+    java_home = other_java_home(hadoop_cluster)
+    settings += ("-D", f"containerized.master.env.JAVA_HOME={java_home}", "-D", f"containerized.taskmanager.env.JAVA_HOME={java_home}")
     result = cli(cli_env, "run", "-t", "yarn-per-job", "-d", "-p", "4", *settings, str(PROGRAMS / "waits.py"), "600")
     assert result.returncode == 0, result.stderr
     application, job_id = application_id_in(result.stderr), job_id_in(result.stdout)
@@ -185,6 +188,10 @@ def test_detached_run_container_sizes_dashboard_list_and_cancel(
     am = next(cid for cid in containers if cid.endswith("_000001"))
     assert containers.pop(am) == -(-jm_mib // 256) * 256
     assert sorted(containers.values()) == [tm_mib, tm_mib]
+    # every JVM of the job on that Java: the driver and the YARN client in the ApplicationMaster, a Spark worker and
+    # its executor in each TaskExecutor's container
+    jvms = wait_for(lambda: (j := container_jvms(application)) and len(j) == 3 and all(len(e) >= 2 for e in j.values()) and j, "the JVMs")
+    assert {exe for exes in jvms.values() for exe in exes} == {os.path.join(java_home, "bin", "java")}, jvms
 
     # the dashboard went to HDFS once, for every job: an archive named by its content, readable by all (PUBLIC)
     (shared,) = paths.client.list(f"{paths.staging_base(None)}/{STAGING_ROOT}/dashboard", status=True)
@@ -334,6 +341,29 @@ def test_missing_input_fails_the_job_with_the_programs_error(
     # YARN's own view carries the job's end and the program's error (the ApplicationMaster's diagnostics)
     yarn_view = f"YARN application {application} FINISHED with final status FAILED: job [0-9a-f]{{32}} FAILED: .*no-such-corpus"
     assert re.search(yarn_view, result.stderr, re.DOTALL), result.stderr
+
+
+def other_java_home(hadoop_cluster: HadoopCluster) -> str:
+    """A JDK of this machine other than the one the NodeManager runs on (and passes on to containers)."""
+    nodemanager = os.path.realpath(hadoop_cluster.java_home)
+    others = sorted(str(p) for p in Path("/usr/lib/jvm").glob("*") if (p / "bin" / "java").is_file() and os.path.realpath(p) != nodemanager)
+    if not others:
+        pytest.skip(f"no Java but the NodeManager's ({nodemanager}) under /usr/lib/jvm")
+    return os.path.realpath(others[-1])
+
+
+def container_jvms(application_id: str) -> dict[str, list[str]]:
+    """The executables of the JVMs running in each container of the application, by container id."""
+    suffix = f"_{application_id.split('_', 1)[1]}_"
+    found: dict[str, list[str]] = {}
+    for proc in psutil.process_iter(["name", "exe", "environ"]):
+        try:
+            container = (proc.info["environ"] or {}).get("CONTAINER_ID", "")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if suffix in container and proc.info["name"] == "java":
+            found.setdefault(container, []).append(proc.info["exe"])
+    return found
 
 
 def container_process(application_id: str, container_suffix: str, module: str) -> psutil.Process:

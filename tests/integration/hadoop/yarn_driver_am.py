@@ -26,7 +26,7 @@ from pathlib import Path
 
 from jobcluster.backends.yarn.container_env import ContainerEnvironment
 from jobcluster.backends.yarn.container_requests import task_executor_resource
-from jobcluster.backends.yarn.driver import YarnDriverSettings, YarnResourceManagerDriver, container_environment_of
+from jobcluster.backends.yarn.driver import YarnDriverSettings, YarnResourceManagerDriver, task_executor_environment
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from jobcluster.config.configuration import Configuration
@@ -159,7 +159,7 @@ async def main(staging_base: str) -> int:
         heartbeat_interval=1.0,
         container_request_interval=0.2,
         local_resources=env.local_resources,
-        environment=container_environment_of(),
+        environment=task_executor_environment(Configuration()),
         staging=staging,
         gateway_log=str(Path(env.log_dir) / "gateway.log"),
     )

@@ -293,7 +293,8 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
             unscheduled = unscheduled_reason(pod)
             if unscheduled and name not in self._unschedulable:
                 self._unschedulable.add(name)  # once per pod: the scheduler retries, and says so on every try
-                log.warning("TaskManager pod %s cannot be scheduled: %s", name, unscheduled)
+                assert self._handler is not None
+                await self._handler.on_worker_pending(name, f"the pod cannot be scheduled: {unscheduled}")
             return
         if name in self._creating:
             self._creating[name] = termination

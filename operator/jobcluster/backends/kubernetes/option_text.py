@@ -48,8 +48,3 @@ def map_list_option(config: Configuration, option: ConfigOption[str | None]) -> 
     """The list of maps a ``str`` option holds in Flink's form; ``[]`` when unset."""
     text = config.get(option)
     return [] if text is None else parse_map_list(option.key, text)
-
-
-def prefixed_map(config: Configuration, prefix: str) -> dict[str, str]:
-    """Every ``<prefix><name>: value`` of ``config`` as ``{name: value}`` (e.g. ``containerized.master.env.``)."""
-    return {key[len(prefix) :]: config[key] for key in sorted(config) if key.startswith(prefix) and len(key) > len(prefix)}

@@ -42,10 +42,10 @@ from jobcluster.backends.kubernetes.config_options import (
     KUBERNETES_TASK_MANAGER_TOLERATIONS,
 )
 from jobcluster.backends.kubernetes.ingress import IngressParameters, ingress_parameters
-from jobcluster.backends.kubernetes.option_text import map_list_option, map_option, prefixed_map
+from jobcluster.backends.kubernetes.option_text import map_list_option, map_option
 from jobcluster.backends.kubernetes.user_secrets import UserSecrets, user_secrets
 from jobcluster.config import options
-from jobcluster.config.config_option import ConfigOption
+from jobcluster.config.config_option import ConfigOption, ConfigPrefix
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import IllegalConfigurationError
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
@@ -54,10 +54,6 @@ from jobcluster.memory.taskexecutor import cpu_cores_from_config
 log = logging.getLogger(__name__)
 
 _MiB = 1 << 20
-
-#: Flink's prefixes of environment variables set in the JobManager and TaskManager containers.
-JOB_MANAGER_ENV_PREFIX = "containerized.master.env."
-TASK_MANAGER_ENV_PREFIX = "containerized.taskmanager.env."
 
 #: Kubernetes needs a fixed REST port (Service targetPort); Flink sets this one when rest.port is 0.
 FIXED_REST_PORT = 8081
@@ -155,7 +151,7 @@ def job_manager_parameters(config: Configuration, job_id: str) -> KubernetesJobM
         cpu_limit_factor=KUBERNETES_JOB_MANAGER_CPU_LIMIT_FACTOR,
         memory_limit_factor=KUBERNETES_JOB_MANAGER_MEMORY_LIMIT_FACTOR,
         pod_template_file=KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
-        env_prefix=JOB_MANAGER_ENV_PREFIX,
+        env_prefix=options.CONTAINERIZED_MASTER_ENV,
     )
     return KubernetesJobManagerParameters(
         **pod,
@@ -183,7 +179,7 @@ def task_manager_parameters(config: Configuration, job_id: str) -> KubernetesTas
             cpu_limit_factor=KUBERNETES_TASK_MANAGER_CPU_LIMIT_FACTOR,
             memory_limit_factor=KUBERNETES_TASK_MANAGER_MEMORY_LIMIT_FACTOR,
             pod_template_file=KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE,
-            env_prefix=TASK_MANAGER_ENV_PREFIX,
+            env_prefix=options.CONTAINERIZED_TASK_MANAGER_ENV,
         ),
         cpu_cores=cpu_cores_from_config(config, config.get(KUBERNETES_TASK_MANAGER_CPU)),
     )
@@ -201,7 +197,7 @@ def _pod_parameters(
     cpu_limit_factor: ConfigOption[float],
     memory_limit_factor: ConfigOption[float],
     pod_template_file: ConfigOption[str | None],
-    env_prefix: str,
+    env_prefix: ConfigPrefix,
 ) -> dict[str, Any]:
     return {
         "cluster_id": cluster_id_from_config(config, job_id),
@@ -215,7 +211,7 @@ def _pod_parameters(
         "annotations": map_option(config, annotations),
         "node_selector": map_option(config, node_selector),
         "tolerations": _tolerations(config, tolerations),
-        "env": prefixed_map(config, env_prefix),
+        "env": config.prefixed(env_prefix),
         "cpu_limit_factor": _limit_factor(config, cpu_limit_factor),
         "memory_limit_factor": _limit_factor(config, memory_limit_factor),
         "pod_template_file": config.get(pod_template_file),

@@ -57,6 +57,7 @@ from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, Applicat
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.descriptor import ClusterDescriptor, ClusterHandle, ClusterSpecification, JobResult, PackagedProgram
 from jobcluster.client.savepoints import dispose_savepoint, read_savepoint
+from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
 from jobcluster.jobgraph.model import JobGraph
@@ -225,6 +226,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
             resource=ContainerResource(job.spec.master_memory_mib, opts.am_vcores),
             command=application_master_command([python.executable, "-m", ENTRYPOINT_MODULE]),
             environment={
+                **job.config.prefixed(options.CONTAINERIZED_MASTER_ENV),  # below jobcluster's own
                 # what the TaskExecutor containers get too: not the dashboard, which only the JobManager serves
                 ENV_LOCAL_RESOURCES: encode_local_resources(resources),
                 ENV_STAGING_BASE: staging.base,

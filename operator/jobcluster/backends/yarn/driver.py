@@ -60,6 +60,7 @@ from jobcluster.backends.yarn.options import yarn_options
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from jobcluster.backends.yarn.statuses import container_termination, final_application_status
 from jobcluster.backends.yarn.yarn_client import java_errors, java_local_resource
+from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JvmGatewayError, ResourceManagerError
 from jobcluster.jobgraph.job_status import ApplicationStatus
@@ -88,7 +89,7 @@ class YarnDriverSettings:
     ``heartbeat_interval``/``container_request_interval``: seconds (``yarn.heartbeat.interval``,
     ``yarn.heartbeat.container-request-interval``); ``local_resources``: the client's staged files,
     localized into every TaskExecutor container; ``environment``: added to each TaskExecutor's
-    environment (after the launch context's); ``staging``: the directory to delete after unregistering;
+    environment (below the launch context's: jobcluster's own variables win); ``staging``: the directory to delete after unregistering;
     ``gateway_log``: the JVM's log file; ``python``: the TaskExecutors' interpreter in their containers
     (``./environment/bin/python`` when the environment is shipped, else ``jobcluster.yarn.python``), None
     to keep the launch context's. Bind host, cluster and log directory are each container's own
@@ -296,7 +297,7 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
         # the container's directories and host are set by that script (container_env.launch_command)
         shipped = any(r.key == SECRET_FILE for r in self.settings.local_resources)
         secret = None if shipped else self._context.secret
-        return command, {**self._context.settings.environment(container_id, secret=secret), **self.settings.environment}
+        return command, {**self.settings.environment, **self._context.settings.environment(container_id, secret=secret)}
 
     async def release_resource(self, resource_id: str) -> None:
         """Stop the container and give it back to YARN (idempotent); its completion is not reported."""
@@ -440,10 +441,12 @@ def _worker_of(java_container: Any) -> _Worker:
     )
 
 
-def container_environment_of(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """What a TaskExecutor container inherits from the ApplicationMaster's: the Hadoop configuration directory."""
+def task_executor_environment(config: Configuration, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a TaskExecutor container gets besides its launch context: the user's ``containerized.taskmanager.env.*``
+    (Flink's prefix), then the ApplicationMaster's Hadoop configuration directory."""
     environ = os.environ if environ is None else environ
-    return {k: environ[k] for k in ("HADOOP_CONF_DIR",) if environ.get(k)}
+    inherited = {k: environ[k] for k in ("HADOOP_CONF_DIR",) if environ.get(k)}
+    return {**config.prefixed(options.CONTAINERIZED_TASK_MANAGER_ENV), **inherited}
 
 
 def create_driver(config: Configuration, rest_url: str) -> YarnResourceManagerDriver:
@@ -475,7 +478,7 @@ def create_driver(config: Configuration, rest_url: str) -> YarnResourceManagerDr
             heartbeat_interval=yarn.heartbeat_interval,
             container_request_interval=yarn.container_request_interval,
             local_resources=env.local_resources,
-            environment=container_environment_of(),
+            environment=task_executor_environment(config),
             staging=StagingDirectory(paths, env.staging_base, env.application_id),
             gateway_log=str(Path(env.log_dir) / "gateway.log"),
             python=env.python,

@@ -24,5 +24,9 @@ class JobMasterGateway(RpcGateway):
         platform killed it for its memory)."""
         await self.call("disconnect_task_manager", resource_id=resource_id, cause=cause, terminated=terminated, memory_kill=memory_kill)
 
+    async def worker_pending(self, resource_id: str, reason: str) -> None:
+        """The worker ``resource_id`` requested for the job cannot start yet, for ``reason`` (the platform's words)."""
+        await self.call("worker_pending", resource_id=resource_id, reason=reason)
+
     async def heartbeat_from_resource_manager(self, resource_manager_id: str) -> None:
         await self.call("heartbeat_from_resource_manager", resource_manager_id=resource_manager_id)

@@ -141,6 +141,9 @@ class JobMaster(FencedRpcEndpoint):
         #: status and its meaning; "memory-kill": the platform killed it for its memory), shown in the job's details so
         #: that an attached client can tell its user.
         self.lost_task_executors: list[dict[str, Any]] = []
+        #: Workers requested for the job that cannot start yet → the platform's reason (a pod no node fits), until they
+        #: register or end: the job's ``pending-taskmanagers``, and the cause when its slots do not arrive.
+        self.pending_task_executors: dict[str, str] = {}
         #: The job's failures, oldest first: {"timestamp" (ms), "cause"}: each one a restart recovered from, and the last
         #: one of a FAILED job (Flink's exception history).
         self.failures: list[dict[str, Any]] = []
@@ -179,7 +182,7 @@ class JobMaster(FencedRpcEndpoint):
                 JobStatus.FAILED,
                 f"NoResourceAvailableException: could not acquire the {self.slot_pool.required_slots} required slots within "
                 f"slot.request.timeout ({self.settings.slot_request_timeout:.0f} s); {self.slot_pool.size} arrived. "
-                "See the TaskManager logs for why workers did not start or register.",
+                + _why_no_slots(self.pending_task_executors),
             )
             if self._application is not None:
                 await self._application.stop()
@@ -192,6 +195,7 @@ class JobMaster(FencedRpcEndpoint):
             raise JobClusterError(f"this JobMaster runs job {self.graph.job_id}, not {job_id}")
         gateway = TaskExecutorGateway(self._rpc, address, resource_id)
         self._task_executors[resource_id] = gateway
+        self.pending_task_executors.pop(resource_id, None)
         if not self._heartbeats.is_monitoring(resource_id):
             self._heartbeats.monitor_target(resource_id, lambda: gateway.heartbeat_from_job_manager(job_id))
         return {"spark_master_url": self.spark_master.url, "spark_master_web_url": self.spark_master.web_url}
@@ -217,6 +221,12 @@ class JobMaster(FencedRpcEndpoint):
         self._release_task_executor(resource_id, cause, terminated=terminated, memory_kill=memory_kill)
 
     @rpc
+    async def worker_pending(self, resource_id: str, reason: str) -> None:
+        """The worker ``resource_id`` cannot start yet (see JobMasterGateway.worker_pending)."""
+        if resource_id not in self._task_executors:
+            self.pending_task_executors[resource_id] = reason
+
+    @rpc
     async def heartbeat_from_resource_manager(self, resource_manager_id: str) -> None:
         if resource_manager_id != self._rm.fencing_token:
             raise JobClusterError("heartbeat from an unknown ResourceManager")
@@ -231,6 +241,7 @@ class JobMaster(FencedRpcEndpoint):
     def _release_task_executor(self, resource_id: str, cause: str, *, terminated: bool = False, memory_kill: bool = False) -> None:
         """Give up the slots of ``resource_id``; record it as lost when it held some or its worker ended (``terminated``)."""
         self._task_executors.pop(resource_id, None)
+        self.pending_task_executors.pop(resource_id, None)
         self._task_executor_released.set()
         self._heartbeats.unmonitor_target(resource_id)
         lost = self.slot_pool.release_task_executor(resource_id)
@@ -512,9 +523,17 @@ class JobMaster(FencedRpcEndpoint):
             "spark": progress,
             "program-exit-code": self.result.program_exit_code if self.result else None,
             "lost-taskmanagers": list(self.lost_task_executors),
+            "pending-taskmanagers": [{"id": rid, "reason": reason} for rid, reason in self.pending_task_executors.items()],
             "failures": list(self.failures),
             "restart-strategy": self.graph.execution_config.restart_strategy.model_dump(),
             "job-type": "STREAMING" if self.checkpoints.queries else "BATCH",
             "streaming": {"queries": list(self.checkpoints.queries)} if self.checkpoints.queries else None,
             "savepoints": self.checkpoints.savepoints.completed(),
         }
+
+
+def _why_no_slots(pending: dict[str, str]) -> str:
+    """The end of the slot timeout's cause: what the platform said of the workers that did not start, else where to look."""
+    if not pending:
+        return "See the TaskManager logs for why workers did not start or register."
+    return "Workers that could not start: " + "; ".join(f"{rid}: {reason}" for rid, reason in pending.items())

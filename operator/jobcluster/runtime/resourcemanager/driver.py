@@ -72,6 +72,10 @@ class ResourceEventHandler(Protocol):
     async def on_worker_warning(self, resource_id: str, message: str) -> None:
         """Something the user should know about the live worker ``resource_id`` (one sentence, with what to change)."""
 
+    async def on_worker_pending(self, resource_id: str, reason: str) -> None:
+        """The platform cannot start the requested worker ``resource_id`` yet, in its own words (a pod no node fits:
+        the scheduler's message); said once per worker, it may still start."""
+
     async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None: ...
 
     async def on_error(self, error: Exception) -> None:

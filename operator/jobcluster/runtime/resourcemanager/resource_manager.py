@@ -330,6 +330,21 @@ class ResourceManager(FencedRpcEndpoint):
         log.warning("TaskExecutor %s: %s", resource_id, message)
         self._warnings.setdefault(resource_id, []).append(message)
 
+    async def on_worker_pending(self, resource_id: str, reason: str) -> None:
+        """Log why the requested worker does not start, and tell the JobMasters (their job's ``pending-taskmanagers``,
+        and the cause should their slots not arrive)."""
+        if not self.slot_manager.is_pending(resource_id):
+            return  # started, released or replaced since
+        log.warning("TaskExecutor %s cannot start yet: %s", resource_id, reason)
+        for jm in self._job_masters.values():
+            self.spawn(self._notify_job_master_pending(jm, resource_id, reason), f"notify-pending-{resource_id}")
+
+    async def _notify_job_master_pending(self, jm: _JobMasterConnection, resource_id: str, reason: str) -> None:
+        try:
+            await jm.gateway.worker_pending(resource_id, reason)
+        except RpcError as exc:
+            log.warning("could not tell JobMaster of job %s why %s does not start: %s", jm.job_id, resource_id, exc)
+
     async def on_previous_attempt_workers_recovered(self, resource_ids: list[str]) -> None:
         self.slot_manager.workers_recovered(resource_ids)
 

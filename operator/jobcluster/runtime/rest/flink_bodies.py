@@ -117,7 +117,7 @@ def job_details_info(details: dict[str, Any]) -> dict[str, Any]:
     status_counts = dict.fromkeys(EXECUTION_STATES, 0)
     for vertex in vertices:
         status_counts[vertex["status"]] += 1
-    kept = ("restarts", "slots", "spark", "program-exit-code", "lost-taskmanagers", "streaming")
+    kept = ("restarts", "slots", "spark", "program-exit-code", "lost-taskmanagers", "pending-taskmanagers", "streaming")
     extras = {k: details[k] for k in kept if k in details}
     return {
         "jid": details["jid"],
