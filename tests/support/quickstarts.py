@@ -47,7 +47,11 @@ def page(name: str) -> Path:
 def blocks(path: Path) -> list[tuple[str, str | None, str | None, str]]:
     """Every fenced block of the page: (info string, quick-start name, test, body); name and test are None
     for a block without a marker on the line before it (blank lines between allowed)."""
-    text = path.read_text()
+    return blocks_of(path.read_text())
+
+
+def blocks_of(text: str) -> list[tuple[str, str | None, str | None, str]]:
+    """:func:`blocks` of a page's ``text``."""
     found = []
     for match in _BLOCK.finditer(text):
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.quickstarts import REPO, SHELL_LANGUAGES, TRY_DIR, blocks
+from tests.support.quickstarts import REPO, SHELL_LANGUAGES, TRY_DIR, blocks, blocks_of, commands
 
 PAGES = sorted(TRY_DIR.glob("*.md"))
 
@@ -33,3 +33,14 @@ def test_every_shell_block_is_a_marked_step_of_the_pages_quick_start_and_its_tes
         assert f'quickstart("{path.stem}")' in test_file.read_text() or f'run_all("{path.stem}"' in test_file.read_text(), (
             f"{test} does not run quick start {path.stem!r}"
         )
+
+
+def test_every_command_of_the_readmes_examples_is_one_a_quick_start_runs() -> None:
+    """The README says its examples are the quick starts' commands: each is, word for word."""
+    tested = {command for path in PAGES for _, name, _, body in blocks(path) if name for command in commands(body)}
+    readme = (REPO / "README.md").read_text()
+    examples = readme.split("## One example per way in", 1)[1].split("\n## ", 1)[0]
+    shown = [command for info, _, _, body in blocks_of(examples) if info != "text" for command in commands(body)]
+    assert len(shown) >= 5, shown
+    untested = [command for command in shown if command not in tested]
+    assert untested == [], f"README commands no quick start runs as written: {untested}"
