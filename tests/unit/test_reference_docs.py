@@ -80,7 +80,10 @@ def test_options_are_grouped_by_first_component_and_sorted(rendered):
         "## `kubernetes.*`",
         "## `jobcluster.*`",
         "## Other options",
+        "## Prefixes",
     ]
+    prefixes = page.split("## Prefixes")[1]
+    assert "| `containerized.master.env.<name>` | Flink |" in prefixes and "| `containerized.taskmanager.env.<name>` | Flink |" in prefixes
     yarn_section = page.split("## `yarn.*`")[1].split("## ")[0]
     keys = [line.split("`")[1] for line in yarn_section.splitlines() if line.startswith("| `")]
     assert keys == sorted(keys) and all(key.startswith("yarn.") for key in keys)
