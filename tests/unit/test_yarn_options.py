@@ -6,6 +6,7 @@ import pytest
 
 from jobcluster.backends import registry
 from jobcluster.backends.yarn.config_options import (
+    PYTHON_EXECUTABLE,
     YARN_APPLICATION_NAME,
     YARN_APPLICATION_PRIORITY,
     YARN_APPLICATION_QUEUE,
@@ -15,7 +16,6 @@ from jobcluster.backends.yarn.config_options import (
     YARN_CONTAINERS_VCORES,
     YARN_HEARTBEAT_INTERVAL,
     YARN_OPTIONS,
-    YARN_PYTHON,
     YARN_STAGING_DIRECTORY,
     YARN_TAGS,
 )
@@ -59,7 +59,7 @@ def test_option_defaults_as_declared():
     assert YARN_APPMASTER_VCORES.default == 1
     assert YARN_APPLICATION_PRIORITY.default == -1
     assert YARN_TAGS.default == ""
-    for option in (YARN_APPLICATION_NAME, YARN_APPLICATION_QUEUE, YARN_APPLICATION_TYPE, YARN_STAGING_DIRECTORY, YARN_PYTHON):
+    for option in (YARN_APPLICATION_NAME, YARN_APPLICATION_QUEUE, YARN_APPLICATION_TYPE, YARN_STAGING_DIRECTORY, PYTHON_EXECUTABLE):
         assert option in YARN_OPTIONS and option in registry.ALL_OPTIONS
 
 
@@ -99,6 +99,13 @@ def test_configured_values():
     assert opts.python == "/opt/py/bin/python3"
 
 
+def test_the_containers_python_is_pyflinks_key_with_jobclusters_older_key_as_its_alias():
+    assert yarn_options(Configuration({"python.executable": "/opt/a/bin/python"}), "j").python == "/opt/a/bin/python"
+    assert yarn_options(Configuration({"jobcluster.yarn.python": "/opt/b/bin/python"}), "j").python == "/opt/b/bin/python"
+    both = Configuration({"python.executable": "/opt/a/bin/python", "jobcluster.yarn.python": "/opt/b/bin/python"})
+    assert yarn_options(both, "j").python == "/opt/a/bin/python"
+
+
 def test_old_heartbeat_key_still_read():
     assert yarn_options(Configuration({"yarn.heartbeat-delay": "7"}), "j").heartbeat_interval == 7.0
 
@@ -114,7 +121,8 @@ def test_old_heartbeat_key_still_read():
         ("yarn.application.id", "app_1", "yarn.application.id"),
         ("yarn.application.id", "application_17x_0001", "yarn.application.id"),
         ("yarn.staging-directory", "file:///tmp/x", "yarn.staging-directory"),
-        ("jobcluster.yarn.python", "python3", "jobcluster.yarn.python"),
+        ("python.executable", "python3", "python.executable"),
+        ("jobcluster.yarn.python", "python3", "jobcluster.yarn.python"),  # the alias: the key the user wrote
         ("yarn.tags", ",".join(f"t{i}" for i in range(10)), "yarn.tags"),  # 10 + the JobID tag
         ("yarn.tags", "x" * 101, "yarn.tags"),
         ("yarn.tags", "équipe", "yarn.tags"),

@@ -222,7 +222,7 @@ def test_application_killed_through_yarn_while_attached(
 ) -> None:
     # With a Python present on every node (here: this one), nothing is packed or shipped;
     # a local:// program is on every node too: it runs where it is, not staged.
-    python = ("-D", f"jobcluster.yarn.python={sys.executable}")
+    python = ("-D", f"python.executable={sys.executable}")
     program = f"local://{PROGRAMS / 'waits.py'}"
     argv = [sys.executable, "-m", "jobcluster", "run", "-t", "yarn-per-job", "-p", "1", *python, program, "600"]
     with subprocess.Popen(argv, env=cli_env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as client:

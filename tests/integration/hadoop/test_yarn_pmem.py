@@ -102,7 +102,7 @@ def test_a_task_executor_killed_for_its_memory_is_reported_with_yarns_numbers_an
     """The executor JVM of the shipped 2560m TaskManager allocates 3 GiB of native memory (outside its limits): YARN kills
     the container; one task failure fails the job (spark.task.maxFailures=1), which then fails in seconds (after the
     replacement's kill too, when Spark did not count the first loss)."""
-    python = ("-D", f"jobcluster.yarn.python={sys.executable}")  # nothing packed or shipped: the test's Python is on the node
+    python = ("-D", f"python.executable={sys.executable}")  # nothing packed or shipped: the test's Python is on the node
     program = f"local://{PROGRAMS / 'native_memory.py'}"
     result = cli(cli_env, "run", "-t", "yarn-per-job", "-p", "1", "-D", "spark.task.maxFailures=1", *python, program, "--mib", "3072")
     assert result.returncode == 1, result.stderr

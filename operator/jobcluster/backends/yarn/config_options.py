@@ -4,8 +4,8 @@ Why here: as Flink keeps them in flink-yarn rather than flink-core, the options
 only YARN reads live beside the YARN backend; ``backends/registry.py`` collects
 them with every other option, so the client checks them before it deploys and
 ``make docs`` documents them.  Besides the ``yarn.*`` keys: Flink's
-``env.hadoop.conf.dir`` (the client's Hadoop configuration) and jobcluster's own
-``jobcluster.yarn.python``, ``jobcluster.yarn.shared-files.retention`` and the operator's
+``env.hadoop.conf.dir`` (the client's Hadoop configuration), PyFlink's ``python.executable``
+(the containers' Python) and jobcluster's own ``jobcluster.yarn.shared-files.retention`` and the operator's
 ``jobcluster.operator.yarn.client-jvms``.  :mod:`jobcluster.backends.yarn.options` reads them
 for one deployment.
 """
@@ -109,12 +109,15 @@ ENV_HADOOP_CONF_DIR = ConfigOption(
     "takes precedence over HADOOP_CONF_DIR and YARN_CONF_DIR (Flink's option). The containers use the "
     "NodeManagers' own configuration.",
 )
-YARN_PYTHON = ConfigOption(
-    "jobcluster.yarn.python",
+PYTHON_EXECUTABLE = ConfigOption(
+    "python.executable",
     "str",
     None,
-    description="Absolute path of a Python (with jobcluster and pyspark installed) present on every YARN node. "
-    "Unset: the client's own Python environment is packed, uploaded once to HDFS and shipped to the containers.",
+    fallback_keys=("jobcluster.yarn.python",),
+    description="On YARN, the absolute path of a Python (with jobcluster and pyspark installed) present on every node, "
+    "which the containers run (PyFlink's key; jobcluster.yarn.python is its alias). Unset: the client's own Python "
+    "environment is packed, uploaded once to HDFS and shipped to the containers, which then need the client's Python "
+    "at the same path.",
 )
 
 OPERATOR_YARN_CLIENT_JVMS = ConfigOption(

@@ -41,7 +41,7 @@ ApplicationMaster deletes that directory after it unregisters."""
 
 ENV_CONTAINER_PYTHON = "JOBCLUSTER_YARN_PYTHON"
 """The Python the client chose for every container (``./environment/bin/python`` when it ships its own
-environment, else ``jobcluster.yarn.python``): the ApplicationMaster starts its TaskExecutors with it."""
+environment, else ``python.executable``): the ApplicationMaster starts its TaskExecutors with it."""
 
 LOG_DIR_EXPANSION = "<LOG_DIR>"
 """What the NodeManager replaces with the container's log directory in a launch command."""
@@ -160,7 +160,7 @@ def application_master_command(argv: Sequence[str], log_name: str = "jobmanager"
 def task_executor_argv(command: Sequence[str], python: str | None) -> list[str]:
     """The TaskExecutor's argv in its container: the launch context's ``command`` (built in the
     ApplicationMaster, whose interpreter path is its own container's) with the interpreter replaced by
-    ``python`` (the shipped ``./environment/bin/python`` or ``jobcluster.yarn.python``); unchanged when None."""
+    ``python`` (the shipped ``./environment/bin/python`` or ``python.executable``); unchanged when None."""
     argv = list(command)
     if python and argv:
         argv[0] = python

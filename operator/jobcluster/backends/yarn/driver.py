@@ -91,7 +91,7 @@ class YarnDriverSettings:
     localized into every TaskExecutor container; ``environment``: added to each TaskExecutor's
     environment (below the launch context's: jobcluster's own variables win); ``staging``: the directory to delete after unregistering;
     ``gateway_log``: the JVM's log file; ``python``: the TaskExecutors' interpreter in their containers
-    (``./environment/bin/python`` when the environment is shipped, else ``jobcluster.yarn.python``), None
+    (``./environment/bin/python`` when the environment is shipped, else ``python.executable``), None
     to keep the launch context's. Bind host, cluster and log directory are each container's own
     (``container_env.launch_command``).
     """

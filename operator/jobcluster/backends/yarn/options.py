@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from jobcluster.backends.yarn.config_options import (
+    PYTHON_EXECUTABLE,
     YARN_APPLICATION_ATTEMPTS,
     YARN_APPLICATION_ID,
     YARN_APPLICATION_NAME,
@@ -28,7 +29,6 @@ from jobcluster.backends.yarn.config_options import (
     YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL,
     YARN_CONTAINERS_VCORES,
     YARN_HEARTBEAT_INTERVAL,
-    YARN_PYTHON,
     YARN_STAGING_DIRECTORY,
     YARN_TAGS,
 )
@@ -191,9 +191,10 @@ def _staging_directory(config: Configuration) -> str | None:
 
 
 def _python(config: Configuration) -> str | None:
-    value = _blank_to_none(config.get(YARN_PYTHON))
+    value = _blank_to_none(config.get(PYTHON_EXECUTABLE))
     if value is not None and not os.path.isabs(value):
-        raise YarnConfigurationError(f"{YARN_PYTHON.key} {value!r} must be an absolute path of a Python present on every YARN node.")
+        key = next(k for k in PYTHON_EXECUTABLE.all_keys if config.get_raw(k) is not None)  # the key the user wrote
+        raise YarnConfigurationError(f"{key} {value!r} must be an absolute path of a Python present on every YARN node.")
     return value
 
 

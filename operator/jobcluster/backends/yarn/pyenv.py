@@ -40,7 +40,7 @@ compressed already, so gzip would cost time for little. The others are
 Limits, as for venv-pack itself: the archive links ``bin/python`` to the
 client's interpreter, so every node needs the same Python at the same path
 (a Python built into the same prefix on all machines, as cluster images
-usually have); otherwise set ``jobcluster.yarn.python`` to a Python installed
+usually have); otherwise set ``python.executable`` to a Python installed
 on the nodes, and nothing is shipped. Only virtual environments (venv,
 virtualenv) can be packed.
 
@@ -75,7 +75,7 @@ import venv_pack
 
 import jobcluster
 from jobcluster.backends.yarn import pyenv_parts
-from jobcluster.backends.yarn.config_options import YARN_PYTHON
+from jobcluster.backends.yarn.config_options import PYTHON_EXECUTABLE
 from jobcluster.backends.yarn.errors import PythonEnvironmentError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType
 from jobcluster.backends.yarn.pyenv_parts import JOBCLUSTER_KEY, PARTS_MODULE, PARTS_PTH, PYSPARK_KEY, PackagePart, Split
@@ -179,7 +179,7 @@ def current_prefix() -> Path:
     if sys.prefix == sys.base_prefix:
         raise PythonEnvironmentError(
             f"jobcluster runs in the Python at {sys.prefix}, which is not a virtual environment, so it cannot be shipped to "
-            f"YARN; run jobcluster from a venv, or set {YARN_PYTHON.key} to a Python with jobcluster installed on every node."
+            f"YARN; run jobcluster from a venv, or set {PYTHON_EXECUTABLE.key} to a Python with jobcluster installed on every node."
         )
     return Path(sys.prefix)
 
@@ -232,7 +232,7 @@ def split_environment(prefix: Path, package: Path | None = None) -> Split:
         listing = "; ".join(f"{pth.name}: {', '.join(map(str, dirs))}" for pth, dirs in foreign.items())
         raise PythonEnvironmentError(
             f"The environment {prefix} has packages installed in editable mode (pip install -e), which cannot be shipped to "
-            f"YARN ({listing}); install them normally, or set {YARN_PYTHON.key} to a Python prepared on every node."
+            f"YARN ({listing}); install them normally, or set {PYTHON_EXECUTABLE.key} to a Python prepared on every node."
         )
     return parts
 
@@ -485,7 +485,7 @@ def container_python(
     staging_base: str,
     progress: Progress = _no_progress,
 ) -> ContainerPython:
-    """The containers' Python: ``python`` (``jobcluster.yarn.python``) when set, nothing shipped; else this
+    """The containers' Python: ``python`` (``python.executable``) when set, nothing shipped; else this
     client's environment, packed and uploaded as needed.
 
     Raises:
