@@ -16,7 +16,8 @@ from jobcluster.config.loader import (
     parse_dynamic_property,
     read_config_file,
 )
-from jobcluster.config.values import java_double_text, parse_duration
+from jobcluster.config.validation import validate_configuration
+from jobcluster.config.values import java_double_text, parse_duration, parse_port_ranges
 from jobcluster.errors import IllegalConfigurationError, JobClusterError
 
 MiB = 1 << 20
@@ -407,3 +408,18 @@ def test_prefixed_keys_are_read_as_a_map_by_name():
     assert config.prefixed(o.CONTAINERIZED_MASTER_ENV) == {"JAVA_HOME": "/usr/lib/jvm/java-21", "LD_LIBRARY_PATH": "/usr/lib/native"}
     assert config.prefixed(o.CONTAINERIZED_TASK_MANAGER_ENV) == {"JAVA_HOME": "/usr/lib/jvm/java-25"}
     assert Configuration().prefixed(o.CONTAINERIZED_MASTER_ENV) == {}
+
+
+def test_port_ranges_are_read_as_flink_writes_them():
+    assert parse_port_ranges("8081") == (8081,)
+    assert parse_port_ranges("0") == (0,)
+    assert parse_port_ranges(" 50100-50102, 50300 ,50101") == (50100, 50101, 50102, 50300)
+    for bad in ("", "x", "50200-50100", "70000", "1-2-3", "-5"):
+        with pytest.raises(ValueError, match="port"):
+            parse_port_ranges(bad)
+
+
+def test_a_bad_rest_bind_port_is_refused_before_anything_runs():
+    with pytest.raises(IllegalConfigurationError, match=r"rest\.bind-port: '50200-50100' is not a port nor a range of ports"):
+        validate_configuration(Configuration({"rest.bind-port": "50200-50100"}), registry.ALL_OPTIONS)
+    validate_configuration(Configuration({"rest.bind-port": "50100-50200,50300"}), registry.ALL_OPTIONS)

@@ -15,11 +15,13 @@ import pytest
 import requests
 
 from jobcluster.client.cluster_client import RestClusterClient
-from jobcluster.errors import ClusterClientError
+from jobcluster.config.values import parse_port_ranges
+from jobcluster.errors import ClusterClientError, DeploymentError
 from jobcluster.runtime.entrypoint.layout import ENV_CLUSTER_SECRET, SECRET_FILE, take_cluster_secret
 from jobcluster.runtime.rest.endpoint import RestEndpoint
 from jobcluster.security import new_cluster_secret, private_directory, rest_token, spark_secret, write_private_file
 from jobcluster.spark.security import SPARK_DEFAULTS_FILE, SparkSecurity
+from tests.support.ports import free_port_block
 from tests.support.rest_standin import StandInDispatcher
 
 JOB_ID = "0" * 32
@@ -131,6 +133,28 @@ def test_client_with_the_token_cancels():
         assert dispatcher.cancelled == [JOB_ID, JOB_ID]
 
     _with_endpoint(scenario)
+
+
+def test_rest_bind_port_takes_the_first_free_port_of_its_range_and_says_when_all_are_taken():
+    """rest.bind-port as Flink parses it: the endpoint binds the first port of the range nobody holds."""
+    ports = free_port_block(3)
+
+    async def main():
+        with socket.socket() as held:
+            held.bind(("127.0.0.1", ports[0]))
+            held.listen()
+            endpoint = RestEndpoint("127.0.0.1", 8081, "test", "t0ken", bind_ports=parse_port_ranges(f"{ports[0]}-{ports[2]}"))
+            await endpoint.start()
+            try:
+                assert endpoint.url == f"http://127.0.0.1:{ports[1]}"
+                crowded = RestEndpoint("127.0.0.1", 8081, "test", "t0ken", bind_ports=(ports[0], ports[1]))
+                crowded_error = rf"every port rest.bind-port names on 127.0.0.1 \(2 from {ports[0]} to {ports[1]}\) is in use"
+                with pytest.raises(DeploymentError, match=crowded_error):
+                    await crowded.start()
+            finally:
+                await endpoint.stop()
+
+    asyncio.run(main())
 
 
 def test_the_endpoint_binds_exactly_its_bind_addresses_on_one_port():

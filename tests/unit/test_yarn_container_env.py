@@ -144,3 +144,14 @@ def test_a_task_executor_gets_the_users_containerized_environment_below_the_hado
     environment = task_executor_environment(config, {"HADOOP_CONF_DIR": "/etc/hadoop", "PATH": "/bin"})
     assert environment == {"JAVA_HOME": "/usr/lib/jvm/java-25", "HADOOP_CONF_DIR": "/etc/hadoop"}
     assert task_executor_environment(Configuration(), {}) == {}
+
+
+@pytest.mark.parametrize(("environment", "arenas"), [({}, "4"), ({"MALLOC_ARENA_MAX": ""}, "4"), ({"MALLOC_ARENA_MAX": "8"}, "8")])
+def test_every_process_of_a_container_gets_few_malloc_arenas_unless_the_container_says_otherwise(tmp_path, environment, arenas):
+    """YARN's admin-env may hand the container an empty MALLOC_ARENA_MAX (the NodeManager's own, unset): 4 then."""
+    probe = "import os; print(os.environ['MALLOC_ARENA_MAX'])"
+    line = application_master_command([sys.executable, "-c", probe])
+    script = tmp_path / "launch_container.sh"
+    script.write_text('exec /bin/bash -c "' + line.replace("<LOG_DIR>", str(tmp_path)) + '"\n')
+    subprocess.run(["/bin/bash", str(script)], check=True, env={"NM_HOST": "n1", "PATH": os.environ["PATH"], **environment})
+    assert (tmp_path / "jobmanager.out").read_text().strip() == arenas

@@ -114,3 +114,29 @@ def test_each_exit_status_has_yarns_name_and_its_meaning(exit_status, status, me
     ended = s.container_termination(CID, exit_status, "d")
     assert (ended.status, ended.meaning) == (status, meaning)
     assert (ended.memory_kill is not None) == s.is_killed_for_memory(exit_status)
+
+
+# What the ResourceManager said of a real ApplicationMaster the test cluster's NodeManager killed (vmem check on, 2.1).
+AM_VMEM_KILL = (
+    "Application application_1795922389290_0001 failed 1 times (global limit =2; local limit is =1) due to AM Container "
+    "for appattempt_1795922389290_0001_000001 exited with  exitCode: -103\nFailing this attempt.Diagnostics: "
+    "[2026-11-29 03:20:19.767]Container [pid=11814,containerID=container_1795922389290_0001_01_000001] is running "
+    "879140352B beyond the 'VIRTUAL' memory limit. Current usage: 244.6 MB of 1.8 GB physical memory used; 4.5 GB of "
+    "3.7 GB virtual memory used. Killing container.\nDump of the process-tree for container_1795922389290_0001_01_000001 :"
+)
+
+
+def test_an_application_master_killed_for_its_memory_is_named_first_with_the_numbers_and_what_to_change():
+    explained = s.explained_application_diagnostics(AM_VMEM_KILL)
+    assert explained.startswith(
+        "The ApplicationMaster (the JobManager) was killed by YARN for exceeding its virtual memory limit "
+        "(Current usage: 4.5 GB of 3.7 GB virtual memory used). YARN's virtual memory limit is the container's size times"
+    )
+    assert "raise jobmanager.memory.process.size, or the ratio (or turn yarn.nodemanager.vmem-check-enabled off)" in explained
+    assert explained.endswith(AM_VMEM_KILL), "YARN's own words follow"
+    pmem = AM_VMEM_KILL.replace("-103", "-104").replace("'VIRTUAL'", "'PHYSICAL'").replace("244.6 MB of 1.8 GB", "2.0 GB of 1.8 GB")
+    assert "(Current usage: 2.0 GB of 1.8 GB physical memory used). The JVM overhead" in s.explained_application_diagnostics(pmem)
+    assert "raise jobmanager.memory.jvm-overhead.min" in s.explained_application_diagnostics(pmem)
+    other = AM_VMEM_KILL.replace("-103", "1")
+    assert s.explained_application_diagnostics(other) == other
+    assert s.explained_application_diagnostics("") == ""

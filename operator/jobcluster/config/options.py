@@ -367,6 +367,15 @@ REST_PORT = ConfigOption(
     minimum=0,
     maximum=65535,
 )
+REST_BIND_PORT = ConfigOption(
+    "rest.bind-port",
+    "str",
+    None,
+    description="Port(s) the JobManager's REST endpoint binds to, the first free one taken: a port, a range such as "
+    "50100-50200, or a list of both separated by ',' (Flink's option). Unset: rest.port; on YARN, any free port of the "
+    "ApplicationMaster's node, so set a range there that a firewall lets the client reach. Kubernetes binds rest.port, "
+    "the REST Service's port, whatever this says.",
+)
 
 # --------------------------------------------------------------------------
 # Failure handling

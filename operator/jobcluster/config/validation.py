@@ -19,6 +19,7 @@ from typing import Any
 from jobcluster.config import options
 from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.values import parse_port_ranges
 from jobcluster.errors import IllegalConfigurationError
 
 #: The form each kind of value takes, as the error messages describe it.
@@ -94,10 +95,17 @@ def _number(value: float) -> str:
 def cross_option_problems(config: Configuration) -> list[str]:
     """Rules that involve more than one option (read only once each option is valid on its own).
 
-    Flink's ``HeartbeatServices``: the heartbeat timeout must not be shorter than the interval.
+    Flink's ``HeartbeatServices``: the heartbeat timeout must not be shorter than the interval. Also the text options
+    with a syntax of their own (``rest.bind-port``'s port ranges).
     """
     problems = []
     interval, timeout = config.get(options.HEARTBEAT_INTERVAL), config.get(options.HEARTBEAT_TIMEOUT)
     if timeout < interval:
         problems.append(f"heartbeat.timeout ({_number(timeout)} s) must not be shorter than heartbeat.interval ({_number(interval)} s)")
+    bind_port = config.get(options.REST_BIND_PORT)
+    if bind_port is not None:
+        try:
+            parse_port_ranges(bind_port)
+        except ValueError as exc:
+            problems.append(f"{options.REST_BIND_PORT.key}: {exc}")
     return problems

@@ -163,6 +163,32 @@ def parse_map(text: str) -> dict[str, str]:
     return mapping
 
 
+def parse_port_ranges(text: str) -> tuple[int, ...]:
+    """Parse Flink's port-range syntax (``rest.bind-port``, ``NetUtils.getPortRangeFromString``): a port, a range
+    ``50100-50200`` (both ends included), or a list of both separated by commas; the ports in the order given, each
+    once. ``0`` (any free port) is a port of its own.
+
+    Raises:
+        ValueError: an entry that is not a port or a range of ports from 0 to 65535, a range whose end is below its
+            start, or no entry at all.
+    """
+    ports: dict[int, None] = {}
+    for entry in (part.strip() for part in str(text).split(",")):
+        if not entry:
+            continue
+        low, _, high = entry.partition("-")
+        try:
+            first, last = int(low), int(high or low)
+        except ValueError:
+            raise ValueError(f"{entry!r} is not a port nor a range such as 50100-50200") from None
+        if not 0 <= first <= last <= 65535:
+            raise ValueError(f"{entry!r} is not a port nor a range of ports from 0 to 65535")
+        ports.update(dict.fromkeys(range(first, last + 1)))
+    if not ports:
+        raise ValueError(f"{text!r} names no port")
+    return tuple(ports)
+
+
 def map_text(mapping: Mapping[str, object]) -> str:
     """A map as Flink writes a map option's value: ``key:value`` entries joined by commas, in the map's order."""
     return ",".join(f"{key}:{value}" for key, value in mapping.items())

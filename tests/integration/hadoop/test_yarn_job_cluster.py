@@ -40,6 +40,7 @@ from tests.infra.hadoop.cluster import HadoopCluster
 from tests.integration.hadoop.test_wordcount_hdfs import CORPUS, count_words
 from tests.integration.hadoop.test_yarn_client import hadoop_conf, paths, yarn  # noqa: F401 - fixtures
 from tests.support.browser import Browser, headless_chromium
+from tests.support.ports import free_port_block
 
 pytestmark = pytest.mark.hadoop
 
@@ -169,6 +170,9 @@ def test_detached_run_container_sizes_dashboard_list_and_cancel(
     # the containers' Java, per job, other than the NodeManager's (Flink's containerized.*.env.* on YARN)
     java_home = other_java_home(hadoop_cluster)
     settings += ("-D", f"containerized.master.env.JAVA_HOME={java_home}", "-D", f"containerized.taskmanager.env.JAVA_HOME={java_home}")
+    # the REST port in a range a firewall could open (Flink's rest.bind-port), not any free port of the node
+    ports = free_port_block(20)
+    settings += ("-D", f"rest.bind-port={ports[0]}-{ports[-1]}")
     result = cli(cli_env, "run", "-t", "yarn-per-job", "-d", "-p", "4", *settings, str(PROGRAMS / "waits.py"), "600")
     assert result.returncode == 0, result.stderr
     application, job_id = application_id_in(result.stderr), job_id_in(result.stdout)
@@ -177,6 +181,7 @@ def test_detached_run_container_sizes_dashboard_list_and_cancel(
 
     report = yarn.report(application)
     assert report.application_type == "jobcluster" and report.name == "waits"
+    assert ports[0] <= report.rpc_port <= ports[-1], report
     assert {"nightly", "team-a", f"jobcluster-job-id:{job_id}"} <= set(report.tags)
 
     # Two TaskExecutor containers of exactly the memory model's size, the ApplicationMaster of the

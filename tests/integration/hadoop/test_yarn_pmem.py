@@ -1,4 +1,5 @@
-"""The test cluster enforces physical memory: a container whose process tree outgrows its size is killed by YARN.
+"""The test cluster enforces physical and virtual memory: a container whose process tree outgrows its size, or
+reserves more address space than the cluster's ratio allows, is killed by YARN.
 
 An ApplicationMaster container of the smallest size (256 MiB) runs a Python one-liner that fills 768 MiB
 and holds it. The NodeManager's container monitor (pmem check on, see tests/infra/hadoop/siteconf.py) must
@@ -6,7 +7,8 @@ kill it with exit status -104 (KILLED_EXCEEDED_PMEM), which the ResourceManager 
 exit code with the monitor's diagnostics; with the check off the process would sleep its 90 s and exit 0.
 
 Then a job cluster's TaskExecutor container killed so: the client's progress and the job's failure cause
-say so with YARN's status and numbers, and name the option to change.
+say so with YARN's status and numbers, and name the option to change. Last the ApplicationMaster killed for its
+virtual memory (the check Hadoop turns on by default): the client names it, with YARN's numbers and what to change.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from jobcluster.backends.yarn.statuses import KILLED_EXCEEDED_PMEM
 from jobcluster.backends.yarn.submission import submit_application_master
 from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, NewApplication, YarnClient
 from tests.infra.hadoop.cluster import HadoopCluster
-from tests.infra.hadoop.siteconf import MIN_ALLOCATION_MB
+from tests.infra.hadoop.siteconf import MIN_ALLOCATION_MB, VMEM_PMEM_RATIO
 from tests.integration.hadoop.test_yarn_client import (  # noqa: F401 - fixtures
     APP_TIMEOUT,
     TEST_TYPE,
@@ -133,3 +135,24 @@ def test_a_task_executor_killed_for_its_memory_is_reported_with_yarns_numbers_an
     # ...which YARN's view of the application keeps (the end of the cause)
     final = re.search(rf"YARN application {application} FINISHED with final status FAILED: (.*)", result.stderr, re.DOTALL)
     assert final and re.search(KILLS_HEAD, final.group(1)), result.stderr
+
+
+def test_an_application_master_past_its_virtual_memory_is_killed_and_named_with_the_numbers_and_what_to_change(
+    cli_env: dict[str, str],  # noqa: F811
+    yarn_clean: None,  # noqa: F811
+) -> None:
+    """The driver reserves 16 GiB of address space it never uses: more than the ApplicationMaster's 1792 MiB container
+    times the test cluster's vmem-pmem-ratio, far less than its physical limit. One attempt: nothing runs it again."""
+    python = ("-D", f"python.executable={sys.executable}")
+    program = f"local://{PROGRAMS / 'address_space.py'}"
+    result = cli(cli_env, "run", "-t", "yarn-per-job", "-p", "1", "-D", "yarn.application-attempts=1", *python, program, "--mib", "16384")
+    assert result.returncode == 1, result.stderr
+    application = application_id_in(result.stderr)
+    named = re.search(
+        rf"YARN application {application} FAILED with final status FAILED: The ApplicationMaster \(the JobManager\) was killed "
+        r"by YARN for exceeding its virtual memory limit \(Current usage: ([\d.]+) GB of ([\d.]+) GB virtual memory used\)\. "
+        r"YARN's virtual memory limit is the container's size times the cluster's yarn\.nodemanager\.vmem-pmem-ratio",
+        result.stderr,
+    )
+    assert named and float(named.group(1)) > float(named.group(2)) == round(1792 * VMEM_PMEM_RATIO / 1024, 1), result.stderr
+    assert "raise jobmanager.memory.process.size, or the ratio (or turn yarn.nodemanager.vmem-check-enabled off)" in result.stderr

@@ -129,6 +129,10 @@ def application_id_of(container_id: str) -> str:
     return f"application_{match.group(1)}_{match.group(2)}"
 
 
+#: glibc's malloc arenas per process in the containers, unless their environment says otherwise (see launch_command).
+MALLOC_ARENAS = 4
+
+
 def launch_command(argv: Sequence[str], dynamic_configs: Mapping[str, str], log_name: str) -> str:
     r"""The shell line a NodeManager runs to start a jobcluster process in a container: ``argv`` with
     ``-D key=value`` per dynamic config, its stdout and stderr into ``<LOG_DIR>/<log_name>.out`` / ``.err``.
@@ -142,11 +146,19 @@ def launch_command(argv: Sequence[str], dynamic_configs: Mapping[str, str], log_
 
     The NodeManager writes the line unescaped into its launch script as ``exec /bin/bash -c "<line>"``
     (``ContainerLaunch``'s shell script builder), so each word is shell-quoted for the inner bash and then
-    ``\``, ``"``, ``$`` and backquotes are escaped for the outer double quotes: every word arrives as given."""
+    ``\``, ``"``, ``$`` and backquotes are escaped for the outer double quotes: every word arrives as given.
+
+    ``MALLOC_ARENA_MAX`` is 4 unless the container's environment sets it (Hadoop's own value for its daemons,
+    HADOOP-7154): glibc reserves 64 MiB of address space per malloc arena, up to 8 per core, in every process
+    of the container (the Python processes and each JVM), which YARN's virtual memory check counts
+    (``yarn.nodemanager.vmem-check-enabled``, on by Hadoop's default)."""
     words = list(argv)
     for key, value in dynamic_configs.items():
         words += ["-D", f"{key}={value}"]
-    assignments = f'{ENV_BIND_HOST}="$NM_HOST" {ENV_CLUSTER_DIR}="$PWD" {ENV_LOG_DIR}={LOG_DIR_EXPANSION} exec '
+    assignments = (
+        f'{ENV_BIND_HOST}="$NM_HOST" {ENV_CLUSTER_DIR}="$PWD" {ENV_LOG_DIR}={LOG_DIR_EXPANSION} '
+        f'MALLOC_ARENA_MAX="${{MALLOC_ARENA_MAX:-{MALLOC_ARENAS}}}" exec '
+    )
     line = _DOUBLE_QUOTED_SPECIALS.sub(r"\\\1", assignments + " ".join(shlex.quote(w) for w in words))
     return f"{line} 1>{LOG_DIR_EXPANSION}/{log_name}.out 2>{LOG_DIR_EXPANSION}/{log_name}.err"
 

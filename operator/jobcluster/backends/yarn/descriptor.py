@@ -50,7 +50,7 @@ from jobcluster.backends.yarn.savepoint_files import webhdfs_file_system
 from jobcluster.backends.yarn.shared_retention import oldest_start, prune_shared_files
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, hdfs_errors, webhdfs_client
 from jobcluster.backends.yarn.staging import hadoop_user as hadoop_user_of_process
-from jobcluster.backends.yarn.statuses import job_state_of_final_status
+from jobcluster.backends.yarn.statuses import explained_application_diagnostics, job_state_of_final_status
 from jobcluster.backends.yarn.submission import submit_application_master
 from jobcluster.backends.yarn.validation import check_cluster_specification
 from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication, YarnClient, act_as
@@ -492,7 +492,7 @@ class _ApplicationWatch:
         while True:
             report = self._report()
             if report is not None and report.is_terminal:
-                diagnostics = report.diagnostics.strip()
+                diagnostics = explained_application_diagnostics(report.diagnostics.strip())
                 return f"YARN application {report.application_id} {report.state} with final status {report.final_status}" + (
                     f": {diagnostics}" if diagnostics else ""
                 )

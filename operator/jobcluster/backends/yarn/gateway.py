@@ -79,6 +79,13 @@ JAVA17_MODULE_OPTIONS = (
     "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
 )
 
+#: The address space the gateway reserves, bounded: a JVM reserves 1 GiB for compressed class metadata and 240 MiB
+#: for compiled code whatever it uses (Hadoop's YARN and HDFS clients need some 20 MiB and a few MiB), and G1 its
+#: own structures and threads, which a 256 MiB heap does not need (Spark's daemons run the serial collector too);
+#: YARN's virtual memory check (``yarn.nodemanager.vmem-check-enabled``, on by Hadoop's default) counts every
+#: reserved byte against the ApplicationMaster's container.
+SMALL_JVM_OPTIONS = ("-XX:CompressedClassSpaceSize=128m", "-XX:ReservedCodeCacheSize=64m", "-XX:+UseSerialGC")
+
 DEFAULT_STARTUP_TIMEOUT = 60.0
 """Seconds from launching the JVM until py4j answers: a JVM on ~250 jars
 starts in 1-3 s; the margin is for a loaded 2-core CI machine."""
@@ -214,6 +221,7 @@ class JvmGateway:
         java = _java_executable()
         javaopts = [
             f"-Xmx{self.heap}",
+            *SMALL_JVM_OPTIONS,
             *JAVA17_MODULE_OPTIONS,
             # Spark's log4j2 defaults (INFO to stderr) instead of log4j2's "no configuration found" error.
             "-Dlog4j2.configurationFile=org/apache/spark/log4j2-defaults.properties",

@@ -10,6 +10,9 @@ Pure mappings for the YarnResourceManagerDriver (backends.md §2):
   aborted by YARN, bad disks, killed for exceeding its memory, anything else)
   and, for a memory kill, the NodeManager's numbers (``Current usage: 2.6 GB
   of 2.5 GB physical memory used``, and how many bytes beyond the limit);
+- an application whose ApplicationMaster YARN killed for its memory (its
+  attempt's diagnostics: ``exited with exitCode: -103``) gets the numbers and
+  the options to change said first (:func:`explained_application_diagnostics`);
 - the job's terminal state becomes the ``FinalApplicationStatus`` the
   ApplicationMaster unregisters with (``SUCCEEDED``, ``FAILED``, ``KILLED``
   for a canceled job, else ``UNDEFINED``), and back, for a watcher that
@@ -117,6 +120,34 @@ def memory_kill_of(exit_status: int, diagnostics: str) -> MemoryKill | None:
     beyond = _BEYOND.search(diagnostics)
     words = f"Current usage: {usage.group(0)}" if usage else "YARN's diagnostics give no usage"
     return MemoryKill(words, int(beyond.group(1)) if beyond else None, virtual=kind == "virtual")
+
+
+# RMAppAttemptImpl: "AM Container for appattempt_1_0001_000001 exited with  exitCode: -103"
+_AM_EXIT = re.compile(r"AM Container for \S+ exited with\s+exitCode: (-?\d+)")
+
+
+def explained_application_diagnostics(diagnostics: str) -> str:
+    """An application's diagnostics from YARN, led by what to change when YARN killed its ApplicationMaster (the
+    JobManager) for its memory: YARN's numbers, then the JobManager's options or the cluster's; unchanged otherwise."""
+    exit_status = next((int(m.group(1)) for m in _AM_EXIT.finditer(diagnostics)), None)
+    kill = None if exit_status is None else memory_kill_of(exit_status, diagnostics)
+    if kill is None:
+        return diagnostics
+    if kill.virtual:
+        hint = (
+            "YARN's virtual memory limit is the container's size times the cluster's yarn.nodemanager.vmem-pmem-ratio "
+            "(2.1 by default), and the JobManager's JVMs and Python processes reserve more address space than they use: "
+            "raise jobmanager.memory.process.size, or the ratio (or turn yarn.nodemanager.vmem-check-enabled off) on the cluster"
+        )
+    else:
+        hint = (
+            "The JVM overhead holds all memory no limit of the JobManager's memory model covers (the program's Python, "
+            "the JVMs' native memory): raise jobmanager.memory.jvm-overhead.min (and .max, if lower), or "
+            "jobmanager.memory.process.size"
+        )
+    kind = "virtual" if kill.virtual else "physical"
+    killed = f"The ApplicationMaster (the JobManager) was killed by YARN for exceeding its {kind} memory limit ({kill.words})"
+    return f"{killed}. {hint}. {diagnostics}"
 
 
 def container_termination(container_id: str, exit_status: int, diagnostics: str) -> WorkerTermination:

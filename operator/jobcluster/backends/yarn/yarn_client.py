@@ -34,7 +34,7 @@ from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.errors import YarnClientError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
-from jobcluster.backends.yarn.statuses import finish_time_of
+from jobcluster.backends.yarn.statuses import explained_application_diagnostics, finish_time_of
 from jobcluster.backends.yarn.validation import NodeCapacity, YarnClusterResources
 
 DEFAULT_CONNECT_TIMEOUT = 30.0
@@ -285,7 +285,7 @@ class YarnClient:
             if report.is_terminal:
                 raise YarnClientError(
                     f"The YARN application {application_id} ended {report.state} ({report.final_status}) before it got there. "
-                    f"Diagnostics from YARN: {report.diagnostics}"
+                    f"Diagnostics from YARN: {explained_application_diagnostics(report.diagnostics)}"
                 )
             if deadline is not None and time.monotonic() > deadline:
                 raise YarnClientError(f"The YARN application {application_id} is still {report.state} after {timeout:g} s")

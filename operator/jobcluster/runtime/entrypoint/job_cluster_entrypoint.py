@@ -50,6 +50,7 @@ import jobcluster
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.loader import load_configuration
+from jobcluster.config.values import parse_port_ranges
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.jobgraph.model import JobGraph, read_job_graph
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
@@ -213,6 +214,7 @@ class JobClusterEntrypoint:
     async def _start_rest(self, stack: AsyncExitStack, config: Configuration) -> RestEndpoint:
         """The REST endpoint, first up and last down: its disappearance tells the client the cluster is gone."""
         bind_hosts = tuple(host.strip() for host in config.get(options.REST_BIND_ADDRESS).split(",") if host.strip())
+        bind_port = config.get(options.REST_BIND_PORT)
         rest = RestEndpoint(
             config.get(options.REST_ADDRESS),
             config.get(options.REST_PORT),
@@ -223,6 +225,7 @@ class JobClusterEntrypoint:
             # as Flink's JobManager: its memory pinned to the process spec (the dashboard's JobManager memory model)
             config.to_dict() | job_manager_process_spec_from_config(config).dynamic_configs(),
             self.context.log_dir,
+            parse_port_ranges(bind_port) if bind_port is not None else (),
         )
         await rest.start()
         stack.push_async_callback(rest.stop)

@@ -77,7 +77,8 @@ class RestEndpoint:
     anything else starts, and so that a client sees the REST API go away only
     once the whole cluster is gone. Until :meth:`serve` binds the cluster's
     components, requests are answered with 503. ``token``: the bearer token
-    that mutating requests must carry (security.rest_token).
+    that mutating requests must carry (security.rest_token). ``bind_ports``: the
+    ports to try in order, the first free one taken (``rest.bind-port``); default: ``port``.
     """
 
     def __init__(
@@ -90,6 +91,7 @@ class RestEndpoint:
         dashboard: Path | None = None,
         configuration: Mapping[str, str] | None = None,
         log_dir: Path | None = None,
+        bind_ports: tuple[int, ...] = (),
     ) -> None:
         self._dispatcher: MiniDispatcher | None = None
         self._task_managers: ResourceView | None = None
@@ -97,6 +99,7 @@ class RestEndpoint:
         self.host = host
         self.port = port
         self.bind_hosts = bind_hosts or (host,)
+        self.bind_ports = bind_ports or (port,)
         self._own_names = {name.lower() for name in (host, *self.bind_hosts, socket.gethostname())}
         self._version = version
         self._token = token
@@ -119,8 +122,9 @@ class RestEndpoint:
         return f"http://{self.host}:{self.port}"
 
     async def start(self) -> None:
-        """Bind each of ``bind_hosts`` (default: the advertised host) and serve; DeploymentError when the port
-        cannot be bound (e.g. taken). With port 0, the first address picks the port and the others take it too."""
+        """Bind each of ``bind_hosts`` (default: the advertised host) and serve; DeploymentError when no port of
+        ``bind_ports`` can be bound (e.g. all taken). The first address picks the port (the first free one; with 0,
+        any), the others take it too."""
         app = web.Application(middlewares=[self._json_errors, self._loopback_host, self._authorize, self._errors])
         routes: list[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]] = [
             ("GET", "/overview", self._overview),
@@ -153,23 +157,45 @@ class RestEndpoint:
             add_dashboard_routes(app, self._dashboard, with_additions)  # last: every REST path wins over a file
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        for host in self.bind_hosts:
-            await self._bind(host)
-            if self.port == 0:
-                self.port = self._runner.addresses[0][1]
+        first, *others = self.bind_hosts
+        await self._bind_first_free(first)
+        for host in others:
+            await self._bind(host, self.port)
         log.info("REST endpoint listening at %s", self.url)
 
-    async def _bind(self, host: str) -> None:
+    async def _bind_first_free(self, host: str) -> None:
+        """Bind ``host`` on the first port of ``bind_ports`` that is free, and advertise that port."""
+        assert self._runner is not None
+        for port in self.bind_ports:
+            try:
+                await web.TCPSite(self._runner, host, port).start()
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE and port != self.bind_ports[-1]:
+                    continue
+                await self._runner.cleanup()
+                raise self._bind_error(host, port, exc) from exc
+            self.port = self._runner.addresses[0][1]
+            return
+
+    async def _bind(self, host: str, port: int) -> None:
         assert self._runner is not None
         try:
-            await web.TCPSite(self._runner, host, self.port).start()
+            await web.TCPSite(self._runner, host, port).start()
         except OSError as exc:
             await self._runner.cleanup()
-            if exc.errno == errno.EADDRINUSE:
-                raise DeploymentError(
-                    f"rest.port {self.port} on {host} is already in use; choose another port with -D rest.port=PORT, or 0 for any free port"
-                ) from exc
-            raise DeploymentError(f"could not start the REST endpoint on {host}:{self.port}: {exc}") from exc
+            raise self._bind_error(host, port, exc) from exc
+
+    def _bind_error(self, host: str, port: int, exc: OSError) -> DeploymentError:
+        if exc.errno != errno.EADDRINUSE:
+            return DeploymentError(f"could not start the REST endpoint on {host}:{port}: {exc}")
+        if len(self.bind_ports) > 1:
+            return DeploymentError(
+                f"every port rest.bind-port names on {host} ({len(self.bind_ports)} from {self.bind_ports[0]} to "
+                f"{self.bind_ports[-1]}) is in use; give a larger range"
+            )
+        return DeploymentError(
+            f"rest.port {port} on {host} is already in use; choose another port with -D rest.port=PORT, or 0 for any free port"
+        )
 
     def serve(
         self,
