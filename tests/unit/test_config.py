@@ -415,11 +415,11 @@ def test_port_ranges_are_read_as_flink_writes_them():
     assert parse_port_ranges("0") == (0,)
     assert parse_port_ranges(" 50100-50102, 50300 ,50101") == (50100, 50101, 50102, 50300)
     for bad in ("", "x", "50200-50100", "70000", "1-2-3", "-5"):
-        with pytest.raises(ValueError, match="port"):
+        with pytest.raises(ValueError, match="port|range"):
             parse_port_ranges(bad)
 
 
 def test_a_bad_rest_bind_port_is_refused_before_anything_runs():
-    with pytest.raises(IllegalConfigurationError, match=r"rest\.bind-port: '50200-50100' is not a port nor a range of ports"):
+    with pytest.raises(IllegalConfigurationError, match=r"rest\.bind-port: the range '50200-50100' ends below its start"):
         validate_configuration(Configuration({"rest.bind-port": "50200-50100"}), registry.ALL_OPTIONS)
     validate_configuration(Configuration({"rest.bind-port": "50100-50200,50300"}), registry.ALL_OPTIONS)

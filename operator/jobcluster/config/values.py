@@ -181,6 +181,8 @@ def parse_port_ranges(text: str) -> tuple[int, ...]:
             first, last = int(low), int(high or low)
         except ValueError:
             raise ValueError(f"{entry!r} is not a port nor a range such as 50100-50200") from None
+        if first > last:
+            raise ValueError(f"the range {entry!r} ends below its start")
         if not 0 <= first <= last <= 65535:
             raise ValueError(f"{entry!r} is not a port nor a range of ports from 0 to 65535")
         ports.update(dict.fromkeys(range(first, last + 1)))
