@@ -415,7 +415,7 @@ def test_port_ranges_are_read_as_flink_writes_them():
     assert parse_port_ranges("0") == (0,)
     assert parse_port_ranges(" 50100-50102, 50300 ,50101") == (50100, 50101, 50102, 50300)
     for bad in ("", "x", "50200-50100", "70000", "1-2-3", "-5"):
-        with pytest.raises(ValueError, match="port|range"):
+        with pytest.raises(ValueError, match=r"port|range"):
             parse_port_ranges(bad)
 
 
