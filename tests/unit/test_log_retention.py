@@ -86,3 +86,16 @@ def test_fresh_logs_survive_a_short_max_age(tmp_path):
     directory.mkdir()
     (directory / "x.log").write_text("now")
     assert expired_log_dirs(tmp_path, 60.0, running=(), now=time.time()) == []
+
+
+def test_a_kept_staging_directory_outlives_its_cluster_and_an_ended_clusters_other_one_does_not(tmp_path):
+    """jobcluster.staging.keep: `list` neither shows nor removes the ended cluster's kept staging directory."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    for cluster_id, keep in (("kept", True), ("gone", False)):
+        cluster_dir = tmp_path / "clusters" / cluster_id
+        cluster_dir.mkdir(parents=True)
+        info = {"cluster_id": cluster_id, "pid": dead.pid, "log_dir": str(tmp_path / "log" / cluster_id), "keep_staging": keep}
+        (cluster_dir / CLUSTER_INFO_FILE).write_text(json.dumps(info))
+    assert LocalClusterDescriptor(home=tmp_path).list_clusters() == []
+    assert (tmp_path / "clusters" / "kept").is_dir() and not (tmp_path / "clusters" / "gone").exists()

@@ -487,7 +487,9 @@ CLUSTER_STAGING_KEEP = ConfigOption(
     "jobcluster.staging.keep",
     "bool",
     False,
-    description="Keep the staged artifacts (program files, JobGraph, effective configuration) after the job ends, for debugging.",
+    description="On the local targets, keep the cluster's staging directory ($JOBCLUSTER_HOME/clusters/<cluster-id>: "
+    "program files, JobGraph, effective configuration) after the job ends, for debugging; remove it by hand. On YARN and "
+    "Kubernetes the containers' copies go with them.",
 )
 LOGS_MAX_AGE = ConfigOption(
     "jobcluster.logs.max-age",

@@ -6,11 +6,12 @@ TaskExecutor process per worker, each with its Spark worker. ``local``
 (:class:`MiniClusterDescriptor`, Flink's MiniCluster): one process holding the
 JobManager's components and the TaskExecutors, the program's Spark in local
 mode. Both start their JobManager's process the same way and keep their
-clusters in the same place, so ``jobcluster list``, ``info`` and ``cancel``
-find a cluster of either target.
+clusters in the same place, so ``jobcluster list``, ``cancel``, ``stop`` and
+``savepoint`` find a cluster of either target.
 
 Each cluster gets a staging directory ``$JOBCLUSTER_HOME/clusters/<cluster-id>``
-(effective config, JobGraph, artifacts; removed when the job ends) and a log
+(effective config, JobGraph, artifacts; removed when the job ends, unless
+``jobcluster.staging.keep``) and a log
 directory ``$JOBCLUSTER_HOME/log/<cluster-id>`` (kept for
 ``jobcluster.logs.max-age`` after the cluster ends; see retention.py).  Both are
 private to the user: directories 0700, files 0600, and the cluster's processes
@@ -109,6 +110,7 @@ class LocalClusterDescriptor(ClusterDescriptor):
                     "job_name": graph.job_name,
                     "pid": process.pid,
                     "log_dir": str(log_dir),
+                    "keep_staging": config.get(options.CLUSTER_STAGING_KEEP),
                 },
             )
             rest_url = self._wait_until_serving(process, cluster_dir, log_dir)
@@ -184,7 +186,8 @@ class LocalClusterDescriptor(ClusterDescriptor):
             except (OSError, ValueError):
                 continue
             if not psutil.pid_exists(info["pid"]):
-                shutil.rmtree(cluster_dir, ignore_errors=True)  # its entrypoint was killed; nothing can clean up but us
+                if not info.get("keep_staging"):  # kept for debugging (jobcluster.staging.keep): the user removes it
+                    shutil.rmtree(cluster_dir, ignore_errors=True)  # its entrypoint was killed; nothing can clean up but us
                 continue
             rest_file = cluster_dir / layout.REST_INFO_FILE
             rest_url = json.loads(rest_file.read_text())["rest_url"] if rest_file.exists() else None
