@@ -92,7 +92,8 @@ def test_a_new_attempt_keeps_live_scheduled_pods_deletes_the_rest_and_counts_on(
 def test_pods_told_to_register_at_a_replaced_job_managers_address_are_deleted_not_waited_for():
     """A JobManager pod deleted (a new pod, a new IP): the TaskManagers of the old one retry its address until their
     registration timeout, as long as the job's slot request timeout; counted as workers on their way they would let
-    the job fail for want of slots. Those of a JobManager restarted in its pod (the same address) are kept."""
+    the job fail for want of slots. Only pods told the address this JobManager serves at are kept (the rule; a new
+    attempt's RPC port is picked at its start, so in practice its address is new)."""
 
     def told(name: str, address: str) -> dict:
         found = pod(name)

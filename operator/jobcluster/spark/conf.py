@@ -29,6 +29,10 @@ _PYSPARK_MEMORY = (
     f"or {o.TASK_MANAGER_TASK_OFF_HEAP_MEMORY.key}; the PySpark workers' limit is their share divided by the slots"
 )
 _OFF_HEAP_MEMORY = f"{o.TASK_MANAGER_MANAGED_MEMORY_SIZE.key} or OPERATOR's weight in {_WEIGHTS}"
+_CLUSTER_PYTHON = (
+    "nothing: the cluster runs the client's Python (the one `jobcluster` runs on) on the local targets and, shipped, on "
+    "YARN (or python.executable there), the image's on Kubernetes"
+)
 _UI_ROOT = "the REST endpoint serves the driver's UI under /spark/ and gives it its root with each request"
 
 #: Spark keys the cluster decides, and what to set instead.
@@ -62,8 +66,8 @@ RESERVED_SPARK_KEYS: dict[str, str] = {
     "spark.ui.proxyBase": f"nothing: {_UI_ROOT}",
     "spark.ui.reverseProxy": f"nothing: {_UI_ROOT}",  # it makes the driver set spark.ui.proxyBase itself
     "spark.local.dir": f"nothing: {_CLUSTER} (scratch space lives and dies with the cluster)",
-    "spark.pyspark.python": "nothing: the cluster runs the client's Python (the one `jobcluster` runs on)",
-    "spark.pyspark.driver.python": "nothing: the cluster runs the client's Python (the one `jobcluster` runs on)",
+    "spark.pyspark.python": _CLUSTER_PYTHON,
+    "spark.pyspark.driver.python": _CLUSTER_PYTHON,
     "spark.authenticate": f"nothing: {_CLUSTER} (its own secret)",
     "spark.authenticate.secret": f"nothing: {_CLUSTER} (its own secret)",
 }
