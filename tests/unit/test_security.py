@@ -151,6 +151,9 @@ def test_rest_bind_port_takes_the_first_free_port_of_its_range_and_says_when_all
                 crowded_error = rf"every port rest.bind-port names on 127.0.0.1 \(2 from {ports[0]} to {ports[1]}\) is in use"
                 with pytest.raises(DeploymentError, match=crowded_error):
                     await crowded.start()
+                single = RestEndpoint("127.0.0.1", 8081, "test", "t0ken", bind_ports=(ports[1],))
+                with pytest.raises(DeploymentError, match=rf"rest.bind-port {ports[1]} on 127.0.0.1 is already in use"):
+                    await single.start()
             finally:
                 await endpoint.stop()
 

@@ -24,7 +24,13 @@ from __future__ import annotations
 import datetime
 import re
 
-from jobcluster.runtime.resourcemanager.worker_termination import MemoryKill, WorkerTermination, exit_code_meaning, exit_code_status
+from jobcluster.runtime.resourcemanager.worker_termination import (
+    MemoryKill,
+    WorkerTermination,
+    exit_code_meaning,
+    exit_code_status,
+    virtual_memory_hint,
+)
 
 # org.apache.hadoop.yarn.api.records.ContainerExitStatus
 SUCCESS = 0
@@ -134,11 +140,7 @@ def explained_application_diagnostics(diagnostics: str) -> str:
     if kill is None:
         return diagnostics
     if kill.virtual:
-        hint = (
-            "YARN's virtual memory limit is the container's size times the cluster's yarn.nodemanager.vmem-pmem-ratio "
-            "(2.1 by default), and the JobManager's JVMs and Python processes reserve more address space than they use: "
-            "raise jobmanager.memory.process.size, or the ratio (or turn yarn.nodemanager.vmem-check-enabled off) on the cluster"
-        )
+        hint = virtual_memory_hint("jobmanager.memory.process.size")
     else:
         hint = (
             "The JVM overhead holds all memory no limit of the JobManager's memory model covers (the program's Python, "

@@ -139,11 +139,7 @@ def memory_hint(spec: TaskExecutorProcessSpec | None, excess_bytes: int | None =
     (None: the hint names the options without them).
     """
     if virtual:
-        size = f" (now {_mib(spec.total_process)})" if spec else ""
-        return (
-            "YARN's virtual memory limit is the container's size times the cluster's yarn.nodemanager.vmem-pmem-ratio: "
-            f"raise taskmanager.memory.process.size{size}, or the ratio (or turn yarn.nodemanager.vmem-check-enabled off) on the cluster"
-        )
+        return virtual_memory_hint("taskmanager.memory.process.size" + (f" (now {_mib(spec.total_process)})" if spec else ""))
     holds = "all memory no limit of the memory model covers (the JVMs' native memory, Python processes without a limit)"
     if spec is None:
         return (
@@ -159,6 +155,16 @@ def memory_hint(spec: TaskExecutorProcessSpec | None, excess_bytes: int | None =
         f"taskmanager.memory.jvm-overhead.min{target} (and .max, if lower); with taskmanager.memory.process.size set, the "
         "container keeps its size and the task heap and managed memory shrink by as much, so raise "
         f"taskmanager.memory.process.size by as much too{keep} to keep them"
+    )
+
+
+def virtual_memory_hint(process_size: str) -> str:
+    """What to change for a container YARN killed for its virtual memory: ``process_size``, the option of its size
+    (``taskmanager.memory.process.size``, ``jobmanager.memory.process.size``), or the cluster's ratio or check."""
+    return (
+        "YARN's virtual memory limit is the container's size times the cluster's yarn.nodemanager.vmem-pmem-ratio "
+        f"(2.1 by default), and JVMs and Python processes reserve more address space than they use: raise {process_size}, "
+        "or the ratio (or turn yarn.nodemanager.vmem-check-enabled off) on the cluster"
     )
 
 

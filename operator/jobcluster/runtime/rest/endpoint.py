@@ -100,6 +100,7 @@ class RestEndpoint:
         self.port = port
         self.bind_hosts = bind_hosts or (host,)
         self.bind_ports = bind_ports or (port,)
+        self._from_bind_port = bool(bind_ports)  # the ports came from rest.bind-port, not rest.port
         self._own_names = {name.lower() for name in (host, *self.bind_hosts, socket.gethostname())}
         self._version = version
         self._token = token
@@ -188,7 +189,9 @@ class RestEndpoint:
     def _bind_error(self, host: str, port: int, exc: OSError) -> DeploymentError:
         if exc.errno != errno.EADDRINUSE:
             return DeploymentError(f"could not start the REST endpoint on {host}:{port}: {exc}")
-        if len(self.bind_ports) > 1:
+        if self._from_bind_port and len(self.bind_ports) == 1:
+            return DeploymentError(f"rest.bind-port {port} on {host} is already in use; name a free port or a range such as 50100-50200")
+        if self._from_bind_port:
             return DeploymentError(
                 f"every port rest.bind-port names on {host} ({len(self.bind_ports)} from {self.bind_ports[0]} to "
                 f"{self.bind_ports[-1]}) is in use; give a larger range"
