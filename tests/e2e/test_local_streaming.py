@@ -38,7 +38,16 @@ from support import PROGRAMS, REPO, jobcluster, processes_of, staging_dirs
 from jobcluster.spark.driver_agent.settings import EXIT_NOT_RESTARTABLE
 from tests.infra.flink.client import FlinkClient
 from tests.infra.kafka.cluster import KafkaCluster
-from tests.support.streaming import PROGRAM, Steps, lines, local_batches, wait_for_committed_batch, wait_for_counts, word_counts
+from tests.support.streaming import (
+    PROGRAM,
+    Steps,
+    lines,
+    local_batches,
+    wait_for_committed_batch,
+    wait_for_counts,
+    wait_for_job,
+    word_counts,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka, pytest.mark.flink]
 
@@ -114,7 +123,8 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
     wait_for_committed_batch(rest, job, 1, COUNT_TIMEOUT)
     _driver(home).send_signal(signal.SIGKILL)
     wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "after a TaskExecutor and the driver were killed")
-    details = requests.get(f"{rest}/jobs/{job}", timeout=5).json()
+    # the counts can be complete before the JobMaster has seen the driver's death and restarted it
+    details = wait_for_job(rest, job, lambda d: d["restarts"] >= 1 and d["state"] == "RUNNING", COUNT_TIMEOUT, "the restart")
     assert (details["state"], details["restarts"], details["job-type"]) == ("RUNNING", 1, "STREAMING")
     assert details["streaming"]["queries"][0]["checkpoint"] == f"file:{checkpoints}/{job}/wordcount"
 

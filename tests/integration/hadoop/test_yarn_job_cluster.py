@@ -60,7 +60,8 @@ def staged_applications(paths: HdfsPaths) -> list[str]:  # noqa: F811
 
 @pytest.fixture
 def yarn_clean(yarn: YarnClient, paths: HdfsPaths) -> Iterator[None]:  # noqa: F811
-    """After the test: no jobcluster application active and no staging directory left (both are failures)."""
+    """After the test: no jobcluster application active and no staging directory left (both are failures, and
+    both are removed)."""
     yield
     deadline = time.monotonic() + 30
     active = [r.application_id for r in yarn.applications(["jobcluster"])]
@@ -70,6 +71,8 @@ def yarn_clean(yarn: YarnClient, paths: HdfsPaths) -> Iterator[None]:  # noqa: F
     for application_id in active:
         yarn.kill(application_id)
     staged = staged_applications(paths)
+    for name in staged:  # so that one test's leftovers fail that test, not every test after it
+        paths.client.delete(f"{paths.staging_base(None)}/{STAGING_ROOT}/{name}", recursive=True)
     assert active == [], f"applications left active: {active}"
     assert staged == [], f"staging directories left: {staged}"
 
@@ -358,16 +361,20 @@ def other_java_home(hadoop_cluster: HadoopCluster) -> str:
 
 
 def container_jvms(application_id: str) -> dict[str, list[str]]:
-    """The executables of the JVMs running in each container of the application, by container id."""
+    """The executables of the JVMs running in each container of the application, by container id.
+
+    Fresh Process objects each call: process_iter's keep a process's name and executable from when they were
+    first read, which for a process caught between fork and exec (a JVM starting another) are its parent's."""
     suffix = f"_{application_id.split('_', 1)[1]}_"
     found: dict[str, list[str]] = {}
-    for proc in psutil.process_iter(["name", "exe", "environ"]):
+    for pid in psutil.pids():
         try:
-            container = (proc.info["environ"] or {}).get("CONTAINER_ID", "")
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            proc = psutil.Process(pid)
+            container, exe = proc.environ().get("CONTAINER_ID", ""), proc.exe()
+        except psutil.Error:
             continue
-        if suffix in container and proc.info["name"] == "java":
-            found.setdefault(container, []).append(proc.info["exe"])
+        if suffix in container and os.path.basename(exe) == "java":
+            found.setdefault(container, []).append(exe)
     return found
 
 
