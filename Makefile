@@ -77,6 +77,7 @@ packages:
 infra: java packages
 	bash tests/infra/hadoop/build.sh
 	bash tests/infra/kafka/build.sh
+	bash tests/infra/s3/build.sh
 	bash tests/infra/k8s/build.sh
 	bash tests/infra/image/build.sh
 	bash tests/infra/flink/build.sh

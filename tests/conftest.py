@@ -1,4 +1,5 @@
-"""Fixtures every layer may use: the real Kafka test broker (tests/infra/kafka), Spark's Kafka connector, browser artefacts.
+"""Fixtures every layer may use: the real Kafka test broker (tests/infra/kafka), Spark's Kafka connector, an S3 server
+(tests/infra/s3), browser artefacts.
 
 The broker starts once per session, and only when a test that needs it is
 selected: ``kafka_cluster`` is a lazy session fixture, as ``hadoop_cluster``
@@ -26,6 +27,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tests.infra.kafka.cluster import KafkaCluster, spark_kafka_connector_jars  # noqa: E402
+from tests.infra.s3.server import S3Server  # noqa: E402
 from tests.support.kafka_session import KEPT_KAFKA_LOGS, kafka_session  # noqa: E402
 
 
@@ -39,6 +41,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
     """A running one-node KRaft Kafka cluster; clients on this machine use ``bootstrap_servers``."""
     yield from kafka_session(request)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """An S3-compatible server (moto's, in memory) on 127.0.0.1, for s3a:// through Hadoop's S3A connector."""
+    with S3Server() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

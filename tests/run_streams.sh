@@ -13,8 +13,9 @@
 # venv-spark35` while the first tests run). Which stream ends first depends on the cache: on a cold
 # machine the Kubernetes tools' compile makes the `kubernetes` stream the longer one, on a warm one
 # the `others` stream is.
-# Both resolve the Kafka test broker and Spark's Kafka connector (tests/infra/kafka, flock'd and
-# cached: one stream waits for the other's build, a warm cache costs nothing).
+# Both resolve the Kafka test broker and Spark's Kafka connector (tests/infra/kafka) and install the S3
+# test server (tests/infra/s3), flock'd and cached: one stream waits for the other's build, a warm cache
+# costs nothing.
 # Each stream starts its own test clusters (the Kubernetes node in one, a Hadoop cluster in each
 # that needs one); nothing of one stream is visible to the other's checks.
 #
@@ -55,7 +56,7 @@ kubernetes() {
     bash tests/infra/image/build.sh &
     local image=$!
     local made=0
-    bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh || made=1
+    bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/s3/build.sh >/dev/null || made=1
     wait "$tools" || made=1
     wait "$image" || made=1
     local passed=1
@@ -67,7 +68,8 @@ kubernetes() {
 others() {
     venv_spark35 &  # while the first tests run; the lane waits for it
     local passed=1
-    bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/flink/build.sh \
+    bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/s3/build.sh >/dev/null \
+        && bash tests/infra/flink/build.sh \
         && "${pytest[@]}" -m "not ($KUBERNETES_STREAM)" && passed=0
     spark35_lane || passed=1
     wait

@@ -5,7 +5,7 @@ count per word, written per micro-batch to ``<output>/batch=<id>/`` (a batch
 run again replaces its own directory). A word's count is the one in the last
 batch that has it, so the output holds the whole truth of the job: a record
 lost leaves a count too low, a record processed twice one too high. Reading
-is pluggable (a local directory, HDFS through WebHDFS) so one check serves
+is pluggable (a local directory, HDFS through WebHDFS, S3) so one check serves
 every target.
 """
 
@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import requests
+
+from tests.infra.s3.server import S3Server
 
 PROGRAM = Path(__file__).resolve().parents[1] / "e2e" / "programs" / "streaming_wordcount.py"
 VOCABULARY = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet")
@@ -58,6 +60,20 @@ def local_batches(output: Path) -> BatchReader:
             rows = [row for part in directory.glob("part-*.json") for row in part.read_text().splitlines() if row]
             found.append((int(directory.name.split("=")[1]), rows))
         return found
+
+    return read
+
+
+def s3_batches(server: S3Server, bucket: str, prefix: str) -> BatchReader:
+    """Reads the batch directories under ``s3a://<bucket>/<prefix>`` through the S3 server's API."""
+
+    def read() -> list[tuple[int, list[str]]]:
+        found: dict[int, list[str]] = {}
+        for key in server.keys(bucket, f"{prefix}/batch="):
+            batch, _, name = key[len(prefix) + len("/batch=") :].partition("/")
+            if name.startswith("part-") and name.endswith(".json"):
+                found.setdefault(int(batch), []).extend(row for row in server.read_text(bucket, key).splitlines() if row)
+        return list(found.items())
 
     return read
 

@@ -10,6 +10,7 @@ import click
 from jobcluster.backends import registry
 from jobcluster.cli.common import conf_dir_option, dynamic_properties_option, load_cli_configuration, reports_errors
 from jobcluster.cli.progress import ProgressPrinter
+from jobcluster.client.connectors import with_s3a_connector
 from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.job_client import JobExecutionResult
 from jobcluster.client.program import build_job_graph, packaged_program, split_list_arguments
@@ -124,6 +125,7 @@ def run(
     target = config.get(options.EXECUTION_TARGET)
     descriptor = registry.cluster_descriptor(target, config)
     packaged = packaged_program(program, program_args, py_files, split_list_arguments(jars))
+    packaged = with_s3a_connector(packaged, config, descriptor.runs_client_spark, lambda line: click.echo(line, err=True))
     graph = build_job_graph(packaged, config, task_executor_process_spec_from_config(config))
     if graph.savepoint_restore is not None:
         descriptor.read_savepoint(graph.savepoint_restore.path)  # missing or not a savepoint: refused before anything is deployed

@@ -96,10 +96,14 @@ class ClusterDescriptor(abc.ABC):
 
     ``progress``: where a descriptor tells the user how a deployment goes, one
     line per step (the CLI prints them to stderr); silent unless set.
+    ``runs_client_spark``: whether the cluster runs the client's own Spark (this
+    machine's, or shipped from it), so jars it lacks come with the job; false
+    where the cluster's Spark is the image's.
     """
 
     target: str
     progress: Callable[[str], None] = staticmethod(_silent)
+    runs_client_spark: bool = True
 
     @abc.abstractmethod
     def deploy_job_cluster(

@@ -482,6 +482,17 @@ WEB_DASHBOARD_DIR = ConfigOption(
     "the client's copy, which it ships to the ApplicationMaster (fetched first when missing). Set, it names a folder "
     "on the JobManager's machine, and nothing is shipped.",
 )
+S3A_CONNECTOR = ConfigOption(
+    "jobcluster.s3a.connector",
+    "str",
+    "auto",
+    description="Whether the client adds the S3A connector (hadoop-aws of Spark's Hadoop and the AWS SDK modules it "
+    "needs, fetched once by Ivy from Maven Central into $JOBCLUSTER_CACHE/s3a-connector) to the job's jars: 'auto' when "
+    "the job's configuration, arguments or savepoint name an s3a:// URI and neither Spark's jars nor --jars hold "
+    "hadoop-aws; 'always'; 'never'. Only where the cluster runs the client's Spark (local, local-cluster, "
+    "yarn-per-job); the Kubernetes image carries it. A mirror: spark.jars.repositories or spark.jars.ivySettings.",
+    choices=("auto", "always", "never"),
+)
 
 CLUSTER_STAGING_KEEP = ConfigOption(
     "jobcluster.staging.keep",

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from jobcluster.client.cluster_client import RestClusterClient, SavepointStatus
+from jobcluster.client.connectors import with_s3a_connector
 from jobcluster.client.descriptor import ClusterHandle, JobResult, PackagedProgram
 from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError, OperatorHook
@@ -197,6 +198,7 @@ class DescriptorClusters:
         earlier = self.hook.cluster_id(ref, descriptor)
         if earlier:
             descriptor.remove_job_result(earlier)  # a result an earlier run left is not this run's
+        program = with_s3a_connector(program, config, descriptor.runs_client_spark)
         graph = build_job_graph(program, config, task_executor_process_spec_from_config(config))
         client = PipelineExecutor(descriptor).execute(graph, program, config).cluster_client
         try:

@@ -141,11 +141,13 @@ if ! buildah inspect --type image "$base" >/dev/null 2>&1; then
     echo "build.sh: base image built after $((SECONDS - start)) s" >&2
 fi
 
-# pip in the build trusts what this host trusts (e.g. the CA of a TLS-inspecting proxy): Debian's
-# pip reads the system bundle, mounted over the image's for the RUN steps only.
-ca_bundle=/etc/ssl/certs/ca-certificates.crt
+# pip and Ivy in the build trust what this host trusts (e.g. the CA of a TLS-inspecting proxy): Debian's
+# pip reads the system bundle, Debian's Java the keystore made from it; both are mounted over the
+# image's for the RUN steps only.
 ca_mount=()
-[[ -f $ca_bundle ]] && ca_mount=(--volume "$ca_bundle:$ca_bundle:ro")
+for ca_file in /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/java/cacerts; do
+    [[ -f $ca_file ]] && ca_mount+=(--volume "$ca_file:$ca_file:ro")
+done
 echo "build.sh: building $ref (~2 min with the dependencies, ~30 s when only the code changed)" >&2
 (cd "$repo" && buildah bud --layers --isolation chroot --pull=never --format docker \
     --ignorefile "$ignorefile" "${ca_mount[@]}" --build-arg "BASE_IMAGE=$base" \

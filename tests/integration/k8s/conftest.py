@@ -30,6 +30,7 @@ from jobcluster.backends.kubernetes.config_options import KUBERNETES_CONTAINER_I
 from tests.infra.k8s.cluster import KubernetesCluster, KubernetesClusterError, build_project_image, build_tools  # noqa: E402
 from tests.infra.k8s.node import NODE_IP  # noqa: E402
 from tests.infra.kafka.cluster import KafkaCluster  # noqa: E402
+from tests.infra.s3.server import S3Server  # noqa: E402
 from tests.support.kafka_session import kafka_session  # noqa: E402
 
 # The image the product's defaults name (kubernetes.container.image.ref, the chart's image): the working
@@ -115,6 +116,13 @@ def kafka_cluster(request: pytest.FixtureRequest, k8s_cluster: KubernetesCluster
     program in a pod uses ``pod_bootstrap_servers``, the host's clients ``bootstrap_servers``.
     """
     yield from kafka_session(request, pod_address=NODE_IP)
+
+
+@pytest.fixture(scope="session")
+def s3_server(k8s_cluster: KubernetesCluster) -> Iterator[S3Server]:
+    """The S3 test server (tests/conftest.py's) on the node's address, which pods and this machine both reach."""
+    with S3Server(host=NODE_IP) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -101,6 +101,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
     """
 
     target = DeploymentTarget.KUBERNETES_APPLICATION
+    runs_client_spark = False  # the image's Spark, which carries the S3A connector
 
     def __init__(
         self,

@@ -167,9 +167,23 @@ class HadoopFiles:
             raise
 
     def set_modification_time(self, uri: str, millis: int) -> None:
-        """Set ``uri``'s modification time to ``millis`` (ms since the epoch; its access time stays)."""
+        """Set ``uri``'s modification time to ``millis`` (ms since the epoch; its access time stays).
+
+        Where the store ignores ``setTimes`` (S3A: an object's time is that of its last write), the file is written
+        again with its own text, which gives it the store's present time instead: either way a reader sees a change.
+        An object store replaces an object whole, so no reader sees it half-written.
+        """
         path = self._path(uri)
-        self._fs(path).setTimes(path, millis, -1)
+        fs = self._fs(path)
+        before = int(fs.getFileStatus(path).getModificationTime())
+        fs.setTimes(path, millis, -1)
+        if int(fs.getFileStatus(path).getModificationTime()) == before != millis:
+            text = self.read_text(uri)
+            stream = fs.create(path, True)
+            try:
+                stream.write(bytearray(text.encode()))
+            finally:
+                stream.close()
 
     def delete(self, uri: str) -> bool:
         """Delete ``uri`` and everything below it; False when it did not exist."""
