@@ -28,6 +28,7 @@ from jobcluster.backends.kubernetes.driver import KubernetesResourceManagerDrive
 from jobcluster.backends.kubernetes.job_result import read_job_result
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
 from jobcluster.config.configuration import Configuration
+from jobcluster.errors import ResourceManagerError
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from tests.integration.k8s.pods import image_options
@@ -289,7 +290,12 @@ def test_a_new_attempt_recovers_live_pods_and_deletes_ended_ones(k8s_api, k8s_na
         await third.initialize(RecordingEventHandler(), launch_context(tmp_path, CLUSTER_ID))
         assert third.attempt == 3
         await third.release_all_workers()
-        await later.deregister_application(ApplicationStatus.FAILED, "test")
+        # one start more than jobcluster.kubernetes.jobmanager.attempts (3) allows within its interval: the job fails
+        # and the cluster is removed, as YARN ends an application out of attempts
+        fourth = KubernetesResourceManagerDriver(k8s_api, params, "127.0.0.1", template=template, watch_timeout_seconds=3)
+        refused = r"the JobManager started 4 times within \d+ s, more than jobcluster\.kubernetes\.jobmanager\.attempts=3"
+        with pytest.raises(ResourceManagerError, match=refused):
+            await fourth.initialize(RecordingEventHandler(), launch_context(tmp_path, CLUSTER_ID))
 
     try:
         asyncio.run(scenario())

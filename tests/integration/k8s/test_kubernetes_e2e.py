@@ -191,7 +191,11 @@ def read_counts(out: Path) -> Counter:
 
 def list_json(k8s_api, namespace: str, kind: str, selector: str) -> list[dict]:
     core, apps = kubernetes.client.CoreV1Api(k8s_api), kubernetes.client.AppsV1Api(k8s_api)
-    lister = {"pods": core.list_namespaced_pod, "deployments": apps.list_namespaced_deployment}[kind]
+    lister = {
+        "pods": core.list_namespaced_pod,
+        "deployments": apps.list_namespaced_deployment,
+        "configmaps": core.list_namespaced_config_map,
+    }[kind]
     response = lister(namespace, label_selector=selector, _preload_content=False, _request_timeout=TIMEOUT)
     return json.loads(response.data)["items"]
 

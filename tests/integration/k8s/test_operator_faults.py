@@ -70,6 +70,8 @@ SMALL = {
     "kubernetes.jobmanager.cpu.limit-factor": "10",
     "kubernetes.taskmanager.cpu.amount": "0.2",
     "kubernetes.taskmanager.cpu.limit-factor": "5",
+    # the random JobManager pod deletions are faults the clusters must survive, however many hit one of them
+    "jobcluster.kubernetes.jobmanager.attempts": "1000",
 }
 #: Where the jobs checkpoint (what last-state mode asks for): a change between the two is a change of the job's
 #: configuration, which deploys a new cluster (the jobs are batch jobs, whose state no mode carries)

@@ -242,6 +242,26 @@ KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT = ConfigOption(
     "and pulling the image); the cluster is deleted when it does not.",
     positive=True,
 )
+KUBERNETES_JOB_MANAGER_ATTEMPTS = ConfigOption(
+    "jobcluster.kubernetes.jobmanager.attempts",
+    "int",
+    3,
+    description="How many times the JobManager may start within jobcluster.kubernetes.jobmanager.attempts-interval, "
+    "its first start included, as YARN bounds ApplicationMaster attempts (yarn.application-attempts with "
+    "yarn.application-attempt-failures-validity-interval). The Deployment starts it again when its pod is deleted, "
+    "evicted or lost with its node, or its container exits or is OOM-killed; each start runs the job again (a batch "
+    "job from its beginning, a streaming job from its checkpoints). One start more fails the job with the count and "
+    "removes the cluster.",
+    positive=True,
+)
+KUBERNETES_JOB_MANAGER_ATTEMPTS_INTERVAL = ConfigOption(
+    "jobcluster.kubernetes.jobmanager.attempts-interval",
+    "duration",
+    600.0,
+    description="The window of jobcluster.kubernetes.jobmanager.attempts (seconds): starts longer ago no longer "
+    "count, so a long streaming job survives node losses spread over time.",
+    positive=True,
+)
 KUBERNETES_JOB_MANAGER_OWNER_REFERENCE = ConfigOption(
     "kubernetes.jobmanager.owner.reference",
     "str",

@@ -31,6 +31,7 @@ import asyncio
 import datetime
 import logging
 import os
+import time
 from typing import Any
 
 import kubernetes
@@ -39,6 +40,13 @@ from jobcluster.backends.kubernetes import object_names
 from jobcluster.backends.kubernetes.cluster_objects import delete_cluster
 from jobcluster.backends.kubernetes.config_options import KUBERNETES_CLUSTER_ID, KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE
 from jobcluster.backends.kubernetes.job_result import build_job_result_config_map
+from jobcluster.backends.kubernetes.jobmanager_attempts import (
+    JobManagerAttempts,
+    admit_start,
+    job_manager_attempts,
+    recorded_starts,
+    starts_annotation,
+)
 from jobcluster.backends.kubernetes.kube_client import api_call, load_api_client
 from jobcluster.backends.kubernetes.labels import selector_text, task_manager_selector
 from jobcluster.backends.kubernetes.parameters import KubernetesTaskManagerParameters, task_manager_parameters
@@ -80,7 +88,8 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
     ``api``: a client allowed what manifests/rbac.yaml grants;
     ``job_manager_address``: the JobManager pod's IP, given to the TaskManager
     pods (no cluster DNS needed); ``template``: the TaskManager pod template,
-    if any; ``watch_timeout_seconds``: how long one watch request lasts.
+    if any; ``watch_timeout_seconds``: how long one watch request lasts;
+    ``attempts``: how often the JobManager may start (jobmanager_attempts.py).
     """
 
     def __init__(
@@ -91,8 +100,10 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         *,
         template: dict[str, Any] | None = None,
         watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
+        attempts: JobManagerAttempts = JobManagerAttempts(),  # noqa: B008 - frozen
     ) -> None:
         self._api = api
+        self._attempts = attempts
         self._core = kubernetes.client.CoreV1Api(api)
         self._params = params
         self._job_manager_address = job_manager_address
@@ -125,20 +136,25 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         return self._watch
 
     async def initialize(self, handler: ResourceEventHandler, launch_context: TaskExecutorLaunchContext) -> None:
-        """Read the owner Deployment, recover or delete earlier attempts' pods, record the new attempt, start watching.
+        """Read the owner Deployment, admit this JobManager start, recover or delete earlier attempts' pods, record the
+        new attempt, start watching.
 
         Raises:
-            ResourceManagerError: the Deployment is missing, or the API server
-                refuses or cannot be reached.
+            ResourceManagerError: the Deployment is missing, the API server refuses or cannot be reached, or the
+                JobManager started more often than ``attempts`` allows (the job is FAILED and the cluster removed).
         """
         self._handler, self._context = handler, launch_context
         loop = asyncio.get_running_loop()
         try:
             self._owner = await asyncio.to_thread(self._read_owner)
+            starts, refused = admit_start(recorded_starts(self._owner), time.time(), self._attempts)
+            if refused:
+                await self.deregister_application(ApplicationStatus.FAILED, refused)
+                raise ResourceManagerError(refused)
             pods, version = await asyncio.to_thread(list_pods, self._core, self._params.namespace, self._selector)
             owner_uid = (self._owner.get("metadata") or {}).get("uid")
             recovery = plan_recovery(pods, recorded_attempt(self._owner), owner_uid, launch_context.settings.resource_manager_address)
-            await asyncio.to_thread(self._record_attempt, recovery.attempt)
+            await asyncio.to_thread(self._record_attempt, recovery.attempt, starts)
         except DeploymentError as exc:
             raise ResourceManagerError(f"cannot start the Kubernetes ResourceManager driver: {exc}") from exc
         for name in recovery.to_delete:
@@ -181,10 +197,12 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         owner: dict[str, Any] = self._api.sanitize_for_serialization(deployment)  # type: ignore[no-untyped-call]  # untyped client
         return owner
 
-    def _record_attempt(self, attempt: int) -> None:
+    def _record_attempt(self, attempt: int, starts: list[float]) -> None:
         apps = kubernetes.client.AppsV1Api(self._api)
         namespace, name = self._params.namespace, object_names.deployment_name(self._params.cluster_id)
-        api_call("patch", "deployments", namespace, apps.patch_namespaced_deployment, name, namespace, attempt_patch(attempt))
+        patch = attempt_patch(attempt)
+        patch["metadata"]["annotations"].update(starts_annotation(starts))
+        api_call("patch", "deployments", namespace, apps.patch_namespaced_deployment, name, namespace, patch)
 
     async def request_resource(self, spec: TaskExecutorProcessSpec) -> str:
         """Create the next TaskManager pod of this attempt; its name once the API server accepted it.
@@ -342,4 +360,5 @@ def create_driver(config: Configuration, rest_url: str = "") -> KubernetesResour
     params = task_manager_parameters(config, job_id=cluster_id)
     template_file = params.pod_template_file
     template = load_pod_template(template_file, KUBERNETES_TASK_MANAGER_POD_TEMPLATE_FILE.key) if template_file else None
-    return KubernetesResourceManagerDriver(load_api_client(config), params, pod_ip, template=template)
+    attempts = job_manager_attempts(config)
+    return KubernetesResourceManagerDriver(load_api_client(config), params, pod_ip, template=template, attempts=attempts)

@@ -18,6 +18,8 @@ LABEL_COMPONENT = "component"
 LABEL_JOB_ID = "jobcluster.io/job-id"
 #: On the JobManager Deployment: the last JobManager attempt, the number in its TaskManager pods' names.
 ANNOTATION_ATTEMPT = "jobcluster.io/jobmanager-attempt"
+#: The JobManager's recent start times on its Deployment (jobmanager_attempts.py).
+ANNOTATION_STARTS = "jobcluster.io/jobmanager-starts"
 
 TYPE_VALUE = "jobcluster-native-kubernetes"
 COMPONENT_JOB_MANAGER = "jobmanager"
