@@ -47,11 +47,16 @@ def test_wordcount_on_two_task_executors_with_two_slots(home, corpus, tmp_path):
     assert not list(log.parent.glob("spark-*.log")), "no Spark master or worker: the program's Spark runs in local mode"
 
 
-def test_parallelism_one_with_one_slot_per_task_executor(home, corpus, tmp_path):
+def test_parallelism_one_with_one_slot_per_task_executor_and_a_quieter_log(home, corpus, tmp_path):
     out = tmp_path / "out"
     small = corpus if corpus.is_file() else sorted(p for p in corpus.rglob("*") if p.is_file())[0]
+    quiet = ("-D", "jobcluster.log.level=WARNING")
     result = jobcluster(
-        "run", "-p", "1", "-D", "taskmanager.numberOfTaskSlots=1", str(WORDCOUNT), "--input", str(small), "--output", str(out), check=True
-    )
+        "run", "-p", "1", "-D", "taskmanager.numberOfTaskSlots=1", *quiet, str(WORDCOUNT), "--input", str(small), "--output", str(out),
+        check=True,
+    )  # fmt: skip
     assert read_word_counts(out) == independent_word_count(small)
     assert len(set(re.findall(r"TaskExecutor (\S+) registered: 1 slots", result.stderr))) == 1
+    # nothing below WARNING in the JobManager's own log (at the default INFO it has "started TaskExecutor", see above)
+    (log,) = (home / "log").glob("*/jobmanager.log")
+    assert not re.search(r" (DEBUG|INFO) ", log.read_text()), log.read_text()[:2000]

@@ -482,6 +482,14 @@ WEB_DASHBOARD_DIR = ConfigOption(
     "the client's copy, which it ships to the ApplicationMaster (fetched first when missing). Set, it names a folder "
     "on the JobManager's machine, and nothing is shipped.",
 )
+LOG_LEVEL = ConfigOption(
+    "jobcluster.log.level",
+    "str",
+    "INFO",
+    description="Level of the JobManager's and the TaskExecutors' own log (Python's logging levels; Flink sets its "
+    "processes' level in log4j's rootLogger.level). The Spark driver's and executors' level is Spark's spark.log.level.",
+    choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+)
 S3A_CONNECTOR = ConfigOption(
     "jobcluster.s3a.connector",
     "str",

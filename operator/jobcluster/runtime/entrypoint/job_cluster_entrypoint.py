@@ -53,6 +53,7 @@ from jobcluster.config.loader import load_configuration
 from jobcluster.config.values import parse_port_ranges
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.jobgraph.model import JobGraph, read_job_graph
+from jobcluster.logging_setup import set_process_log_level
 from jobcluster.memory.jobmanager import job_manager_process_spec_from_config
 from jobcluster.memory.managed import ManagedMemoryConsumers
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
@@ -136,6 +137,7 @@ class JobClusterEntrypoint:
     async def run(self) -> ApplicationStatus:
         ctx = self.context
         config = load_configuration(ctx.cluster_dir, ctx.config_overrides)
+        set_process_log_level(config.get(options.LOG_LEVEL))
         graph = read_job_graph(layout.job_graph_file(ctx.cluster_dir))
         async with AsyncExitStack() as stack:
             status = await self._run_cluster(stack, config, graph)

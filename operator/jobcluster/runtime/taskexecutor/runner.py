@@ -22,7 +22,7 @@ from collections.abc import Callable
 from jobcluster.config import options
 from jobcluster.config.loader import load_configuration, parse_dynamic_property
 from jobcluster.errors import JobClusterError
-from jobcluster.logging_setup import configure_process_logging
+from jobcluster.logging_setup import configure_process_logging, set_process_log_level
 from jobcluster.memory.managed import ManagedMemoryConsumers
 from jobcluster.memory.spec import TaskExecutorProcessSpec
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
@@ -46,6 +46,7 @@ async def run_task_executor(launch: TaskExecutorLaunch, dynamic_properties: dict
     cluster_dir, host, resource_id = launch.location.cluster_dir, launch.location.bind_host, launch.resource_id
     own_log = log_to_own_file(launch.location.log_dir)  # first: where its stderr is no file, the file has every line
     config = load_configuration(cluster_dir, dynamic_properties)
+    set_process_log_level(config.get(options.LOG_LEVEL))
     spec = task_executor_process_spec_from_config(config)
     log.info("TaskExecutor %s: %d slots, JVM options for Spark executors %s", resource_id, spec.num_slots, spec.jvm_args())
     spark_conf_dir = cluster_dir / f"spark-conf-{resource_id}"
