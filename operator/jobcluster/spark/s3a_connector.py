@@ -242,8 +242,14 @@ def _resolve(module: str, target: Path, repositories: Sequence[str], ivy_setting
                 f"(or -D spark.jars.ivySettings=FILE), or the jars can be given with --jars. Ivy said:\n{tail}"
             )
         (jars / _COMPLETE).write_text(module)
-        shutil.rmtree(target, ignore_errors=True)
-        jars.rename(target)
+        if (target / _COMPLETE).is_file():
+            return  # another client finished first, and may be reading its jars: keep them
+        shutil.rmtree(target, ignore_errors=True)  # what an interrupted older resolution left
+        try:
+            jars.rename(target)
+        except OSError:
+            if not (target / _COMPLETE).is_file():  # not another client's complete result: a real failure
+                raise
 
 
 def _ivy_problems(output: str) -> str:
