@@ -73,9 +73,8 @@ def test_a_streaming_job_with_its_state_on_s3_is_stopped_and_restored_exactly(k8
     config_maps = list_json(k8s_api, namespace, "configmaps", f"app={cluster_a}")
     assert config_maps and all(SECRET_KEY not in str(cm.get("data")) for cm in config_maps), "the secret key is in no ConfigMap"
     pods = list_json(k8s_api, namespace, "pods", f"app={cluster_a}")
-    assert all(
-        not (p["spec"].get("volumes") and any("hostPath" in v or "persistentVolumeClaim" in v for v in p["spec"]["volumes"])) for p in pods
-    )
+    shared = [v["name"] for p in pods for v in p["spec"].get("volumes") or [] if "hostPath" in v or "persistentVolumeClaim" in v]
+    assert pods and shared == [], f"no volume shared between the pods: {shared}"
 
     stopped = jobcluster(env, "stop", "-t", "kubernetes-application", "-D", f"kubernetes.namespace={namespace}", job)
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
