@@ -114,10 +114,21 @@ PYTHON_EXECUTABLE = ConfigOption(
     "str",
     None,
     fallback_keys=("jobcluster.yarn.python",),
-    description="On YARN, the absolute path of a Python (with jobcluster and pyspark installed) present on every node, "
-    "which the containers run (PyFlink's key; jobcluster.yarn.python is its alias). Unset: the client's own Python "
-    "environment is packed, uploaded once to HDFS and shipped to the containers, which then need the client's Python "
-    "at the same path.",
+    description="On YARN, the Python the containers run (PyFlink's key; jobcluster.yarn.python is its alias): an "
+    "absolute path of a Python with jobcluster and pyspark installed on every node (nothing is shipped), or a path into "
+    "one of python.archives (<name>/bin/python3.11: that interpreter runs the client's shipped environment). Unset: the "
+    "client's own Python environment is packed, uploaded once to HDFS and shipped to the containers, which then need "
+    "the client's Python at the same path.",
+)
+PYTHON_ARCHIVES = ConfigOption(
+    "python.archives",
+    "str",
+    None,
+    description="On YARN, archives unpacked into every container's working directory (PyFlink's key and format): "
+    "comma-separated path[#name] entries, each a local file (uploaded once per content) or an hdfs:// file, unpacked "
+    "into <name> (default: the archive's file name); .tar.gz, .tgz, .tar, .zip or .jar. With python.executable "
+    "pointing into one (a relocatable CPython of the client's version, e.g. cpython.tar.gz#python with "
+    "python.executable=python/bin/python3.11), the containers need no Python of their own.",
 )
 
 OPERATOR_YARN_CLIENT_JVMS = ConfigOption(

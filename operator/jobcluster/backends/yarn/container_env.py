@@ -21,6 +21,7 @@ naming the missing variable.
 from __future__ import annotations
 
 import base64
+import posixpath
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
@@ -41,7 +42,21 @@ ApplicationMaster deletes that directory after it unregisters."""
 
 ENV_CONTAINER_PYTHON = "JOBCLUSTER_YARN_PYTHON"
 """The Python the client chose for every container (``./environment/bin/python`` when it ships its own
-environment, else ``python.executable``): the ApplicationMaster starts its TaskExecutors with it."""
+environment, :data:`SKELETON_PYTHON` with an archived interpreter, else ``python.executable``): the
+ApplicationMaster starts its TaskExecutors with it."""
+
+ENV_ARCHIVED_PYTHON = "JOBCLUSTER_YARN_ARCHIVED_PYTHON"
+"""The interpreter in one of ``python.archives`` (relative to the working directory, ``python/bin/python3.11``) that
+runs the shipped environment through :data:`PYTHON_SKELETON`; unset otherwise."""
+
+ENVIRONMENT_KEY = "environment"
+"""The shipped environment's part in a container's working directory (``pyenv.py``)."""
+
+PYTHON_SKELETON = ".jobcluster-python"
+"""The virtual environment's skeleton a launch line makes in the working directory for an archived interpreter."""
+
+SKELETON_PYTHON = f"./{PYTHON_SKELETON}/bin/python"
+"""The Python a container runs with an archived interpreter."""
 
 LOG_DIR_EXPANSION = "<LOG_DIR>"
 """What the NodeManager replaces with the container's log directory in a launch command."""
@@ -64,6 +79,7 @@ class ContainerEnvironment:
     local_resources: tuple[LocalResourceDescriptor, ...]
     staging_base: str | None = None
     python: str | None = None
+    archived_python: str | None = None
 
     @property
     def application_id(self) -> str:
@@ -95,6 +111,7 @@ class ContainerEnvironment:
             local_resources=tuple(decode_local_resources(resources)) if resources else (),
             staging_base=environ.get(ENV_STAGING_BASE) or None,
             python=environ.get(ENV_CONTAINER_PYTHON) or None,
+            archived_python=environ.get(ENV_ARCHIVED_PYTHON) or None,
         )
 
 
@@ -133,9 +150,10 @@ def application_id_of(container_id: str) -> str:
 MALLOC_ARENAS = 4
 
 
-def launch_command(argv: Sequence[str], dynamic_configs: Mapping[str, str], log_name: str) -> str:
+def launch_command(argv: Sequence[str], dynamic_configs: Mapping[str, str], log_name: str, archived_python: str | None = None) -> str:
     r"""The shell line a NodeManager runs to start a jobcluster process in a container: ``argv`` with
-    ``-D key=value`` per dynamic config, its stdout and stderr into ``<LOG_DIR>/<log_name>.out`` / ``.err``.
+    ``-D key=value`` per dynamic config, its stdout and stderr into ``<LOG_DIR>/<log_name>.out`` / ``.err``;
+    with ``archived_python`` (:data:`ENV_ARCHIVED_PYTHON`), :func:`python_skeleton` first.
 
     The process gets its bind host, cluster directory and log directory from the container it runs in,
     whatever its environment says (a TaskExecutor's launch context is built in the ApplicationMaster's
@@ -155,7 +173,8 @@ def launch_command(argv: Sequence[str], dynamic_configs: Mapping[str, str], log_
     words = list(argv)
     for key, value in dynamic_configs.items():
         words += ["-D", f"{key}={value}"]
-    assignments = (
+    prepare = f"{python_skeleton(archived_python)} && " if archived_python else ""
+    assignments = prepare + (
         f'{ENV_BIND_HOST}="$NM_HOST" {ENV_CLUSTER_DIR}="$PWD" {ENV_LOG_DIR}={LOG_DIR_EXPANSION} '
         f'MALLOC_ARENA_MAX="${{MALLOC_ARENA_MAX:-{MALLOC_ARENAS}}}" exec '
     )
@@ -163,10 +182,28 @@ def launch_command(argv: Sequence[str], dynamic_configs: Mapping[str, str], log_
     return f"{line} 1>{LOG_DIR_EXPANSION}/{log_name}.out 2>{LOG_DIR_EXPANSION}/{log_name}.err"
 
 
-def application_master_command(argv: Sequence[str], log_name: str = "jobmanager") -> str:
+def application_master_command(argv: Sequence[str], log_name: str = "jobmanager", archived_python: str | None = None) -> str:
     """The ApplicationMaster's shell line: ``argv`` (the JobClusterEntrypoint, from the container's working
     directory) as :func:`launch_command` starts it."""
-    return launch_command(argv, {}, log_name)
+    return launch_command(argv, {}, log_name, archived_python)
+
+
+def python_skeleton(archived_python: str) -> str:
+    """Shell commands (for the launch line's bash, in the working directory) that make :data:`PYTHON_SKELETON`, a
+    virtual environment's skeleton: ``bin/python`` links to ``archived_python`` (an interpreter unpacked from
+    ``python.archives``), ``pyvenv.cfg``'s ``home`` is that interpreter's directory, ``lib`` links to the shipped
+    environment's. Python then takes the archive as its base (the standard library) and the skeleton as its prefix,
+    so the environment's site-packages and its ``.pth`` files apply, and the parts of the environment are found
+    relative to the working directory as with ``./environment/bin/python`` (``pyenv_parts.py``). The links are
+    absolute: a relative target would be read from the skeleton's own directories."""
+    interpreter = shlex.quote(archived_python)
+    home = shlex.quote(posixpath.dirname(archived_python) or ".")
+    return (
+        f"mkdir -p {PYTHON_SKELETON}/bin"
+        f' && ln -sfn "$PWD"/{interpreter} {PYTHON_SKELETON}/bin/python'
+        f' && ln -sfn "$PWD"/{ENVIRONMENT_KEY}/lib {PYTHON_SKELETON}/lib'
+        f" && printf 'home = %s\\ninclude-system-site-packages = false\\n' \"$PWD\"/{home} > {PYTHON_SKELETON}/pyvenv.cfg"
+    )
 
 
 def task_executor_argv(command: Sequence[str], python: str | None) -> list[str]:

@@ -31,6 +31,7 @@ from jobcluster.backends.cluster_files import cluster_files
 from jobcluster.backends.yarn.client_jvms import ClientJvms
 from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_SHARED_FILES_RETENTION
 from jobcluster.backends.yarn.container_env import (
+    ENV_ARCHIVED_PYTHON,
     ENV_CONTAINER_PYTHON,
     ENV_LOCAL_RESOURCES,
     ENV_STAGING_BASE,
@@ -209,7 +210,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
     def _stage(self, job: _Job, paths: HdfsPaths, staging: StagingDirectory) -> ApplicationMasterSpec:
         """Ship the Python, stage the cluster's files, and describe the ApplicationMaster to submit."""
         opts = job.yarn
-        python = container_python(opts.python, paths, staging.base, progress=self.progress)
+        python = container_python(opts.python, paths, staging.base, progress=self.progress, archives=opts.python_archives)
         self.progress(f"Staging the job's files in {staging.uri}")
         # the secret too: the staging directory is 0700, and it is localized into the container only
         files = [
@@ -224,13 +225,14 @@ class YarnClusterDescriptor(ClusterDescriptor):
             name=opts.application_name,
             application_type=opts.application_type,
             resource=ContainerResource(job.spec.master_memory_mib, opts.am_vcores),
-            command=application_master_command([python.executable, "-m", ENTRYPOINT_MODULE]),
+            command=application_master_command([python.executable, "-m", ENTRYPOINT_MODULE], archived_python=python.archived),
             environment={
                 **job.config.prefixed(options.CONTAINERIZED_MASTER_ENV),  # below jobcluster's own
                 # what the TaskExecutor containers get too: not the dashboard, which only the JobManager serves
                 ENV_LOCAL_RESOURCES: encode_local_resources(resources),
                 ENV_STAGING_BASE: staging.base,
                 ENV_CONTAINER_PYTHON: python.executable,
+                **({ENV_ARCHIVED_PYTHON: python.archived} if python.archived else {}),
             },
             local_resources=(*resources, *self._dashboard(job.config, paths, staging.base)),
             queue=opts.queue,

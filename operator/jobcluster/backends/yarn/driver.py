@@ -92,8 +92,9 @@ class YarnDriverSettings:
     environment (below the launch context's: jobcluster's own variables win); ``staging``: the directory to delete after unregistering;
     ``gateway_log``: the JVM's log file; ``python``: the TaskExecutors' interpreter in their containers
     (``./environment/bin/python`` when the environment is shipped, else ``python.executable``), None
-    to keep the launch context's. Bind host, cluster and log directory are each container's own
-    (``container_env.launch_command``).
+    to keep the launch context's; ``archived_python``: the interpreter of ``python.archives`` that ``python``
+    (the skeleton's) links to, made in each container (``container_env.python_skeleton``). Bind host, cluster
+    and log directory are each container's own (``container_env.launch_command``).
     """
 
     hadoop_conf_dir: str
@@ -107,6 +108,7 @@ class YarnDriverSettings:
     staging: StagingDirectory | None = None
     gateway_log: str | None = None
     python: str | None = None
+    archived_python: str | None = None
 
 
 @dataclass
@@ -292,7 +294,7 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
     def _launch_context_of(self, container_id: str, spec: TaskExecutorProcessSpec) -> tuple[str, dict[str, str]]:
         assert self._context is not None
         argv = task_executor_argv(self._context.command, self.settings.python)
-        command = launch_command(argv, spec.dynamic_configs(), TASK_EXECUTOR_LOG_NAME)
+        command = launch_command(argv, spec.dynamic_configs(), TASK_EXECUTOR_LOG_NAME, self.settings.archived_python)
         # a secret localized privately into the container stays out of the launch script the NodeManager writes;
         # the container's directories and host are set by that script (container_env.launch_command)
         shipped = any(r.key == SECRET_FILE for r in self.settings.local_resources)
@@ -482,5 +484,6 @@ def create_driver(config: Configuration, rest_url: str) -> YarnResourceManagerDr
             staging=StagingDirectory(paths, env.staging_base, env.application_id),
             gateway_log=str(Path(env.log_dir) / "gateway.log"),
             python=env.python,
+            archived_python=env.archived_python,
         )
     )

@@ -11,12 +11,12 @@ names the key. Keys, defaults and meanings are Flink's ``YarnConfigOptions``
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass
 from decimal import Decimal
 
 from jobcluster.backends.yarn.config_options import (
+    PYTHON_ARCHIVES,
     PYTHON_EXECUTABLE,
     YARN_APPLICATION_ATTEMPTS,
     YARN_APPLICATION_ID,
@@ -33,6 +33,7 @@ from jobcluster.backends.yarn.config_options import (
     YARN_TAGS,
 )
 from jobcluster.backends.yarn.errors import YarnConfigurationError
+from jobcluster.backends.yarn.python_archives import PythonArchive, archived_interpreter, parse_archives
 from jobcluster.config import options as o
 from jobcluster.config.configuration import Configuration
 from jobcluster.memory.spec import cpu_decimal
@@ -58,7 +59,8 @@ class YarnOptions:
 
     ``priority`` and ``attempts`` are ``None`` when YARN's default applies;
     ``tags`` are lower-cased, deduplicated, in order, the JobID tag last;
-    ``heartbeat_interval`` and ``container_request_interval`` are seconds.
+    ``heartbeat_interval`` and ``container_request_interval`` are seconds; ``python`` is ``python.executable``
+    (absolute, or relative into one of ``python_archives``).
     """
 
     application_name: str
@@ -74,6 +76,7 @@ class YarnOptions:
     container_request_interval: float
     application_id: str | None
     python: str | None
+    python_archives: tuple[PythonArchive, ...] = ()
 
 
 def yarn_options(config: Configuration, job_name: str, job_id: str | None = None) -> YarnOptions:
@@ -101,6 +104,7 @@ def yarn_options(config: Configuration, job_name: str, job_id: str | None = None
     request_interval = config.get(YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL)
     if request_interval <= 0:
         raise YarnConfigurationError(f"{YARN_CONTAINER_REQUEST_HEARTBEAT_INTERVAL.key} must be positive, got {request_interval:g} s.")
+    archives = parse_archives(config.get(PYTHON_ARCHIVES))
     return YarnOptions(
         application_name=name,
         queue=_blank_to_none(config.get(YARN_APPLICATION_QUEUE)),
@@ -114,7 +118,8 @@ def yarn_options(config: Configuration, job_name: str, job_id: str | None = None
         heartbeat_interval=float(heartbeat),
         container_request_interval=request_interval,
         application_id=application_id(config),
-        python=_python(config),
+        python=_python(config, archives),
+        python_archives=archives,
     )
 
 
@@ -190,11 +195,11 @@ def _staging_directory(config: Configuration) -> str | None:
     return value
 
 
-def _python(config: Configuration) -> str | None:
+def _python(config: Configuration, archives: tuple[PythonArchive, ...]) -> str | None:
     value = _blank_to_none(config.get(PYTHON_EXECUTABLE))
-    if value is not None and not os.path.isabs(value):
+    if value is not None:
         key = next(k for k in PYTHON_EXECUTABLE.all_keys if config.get_raw(k) is not None)  # the key the user wrote
-        raise YarnConfigurationError(f"{key} {value!r} must be an absolute path of a Python present on every YARN node.")
+        archived_interpreter(value, archives, key)  # validates
     return value
 
 

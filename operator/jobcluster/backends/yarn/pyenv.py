@@ -41,7 +41,8 @@ Limits, as for venv-pack itself: the archive links ``bin/python`` to the
 client's interpreter, so every node needs the same Python at the same path
 (a Python built into the same prefix on all machines, as cluster images
 usually have); otherwise set ``python.executable`` to a Python installed
-on the nodes, and nothing is shipped. Only virtual environments (venv,
+on the nodes, and nothing is shipped, or ship an interpreter with
+``python.archives`` (``python_archives.py``), which then runs these parts. Only virtual environments (venv,
 virtualenv) can be packed.
 
 Editable installs: venv-pack refuses an environment with packages installed
@@ -76,14 +77,13 @@ import venv_pack
 import jobcluster
 from jobcluster.backends.yarn import pyenv_parts
 from jobcluster.backends.yarn.config_options import PYTHON_EXECUTABLE
+from jobcluster.backends.yarn.container_env import ENVIRONMENT_KEY, SKELETON_PYTHON
 from jobcluster.backends.yarn.errors import PythonEnvironmentError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType
 from jobcluster.backends.yarn.pyenv_parts import JOBCLUSTER_KEY, PARTS_MODULE, PARTS_PTH, PYSPARK_KEY, PackagePart, Split
+from jobcluster.backends.yarn.python_archives import PythonArchive, archive_members, archived_interpreter, check_interpreter, ship_archives
 from jobcluster.backends.yarn.shared_files import is_complete, listing, shared_directory, shared_resources, upload_atomically
 from jobcluster.backends.yarn.staging import HdfsPaths, hdfs_errors
-
-ENVIRONMENT_KEY = "environment"
-"""The environment part's name in a container's working directory."""
 
 CONTAINER_PYTHON = f"./{ENVIRONMENT_KEY}/bin/python"
 """The Python a container runs when the environment is shipped (relative to its working directory)."""
@@ -119,10 +119,13 @@ def cache_dir(environ: dict[str, str] | None = None) -> Path:
 @dataclass(frozen=True)
 class ContainerPython:
     """How the containers get their Python: ``executable`` (a path on the node, or relative to the
-    container's working directory) and the LocalResources that bring it (empty when preinstalled)."""
+    container's working directory), the LocalResources that bring it and ``python.archives`` (empty when
+    preinstalled), and ``archived``: the interpreter in an archive that runs the shipped environment
+    (``container_env.python_skeleton``), or None."""
 
     executable: str
     resources: tuple[LocalResourceDescriptor, ...] = ()
+    archived: str | None = None
 
 
 @dataclass(frozen=True)
@@ -484,16 +487,28 @@ def container_python(
     paths: HdfsPaths,
     staging_base: str,
     progress: Progress = _no_progress,
+    archives: tuple[PythonArchive, ...] = (),
 ) -> ContainerPython:
-    """The containers' Python: ``python`` (``python.executable``) when set, nothing shipped; else this
-    client's environment, packed and uploaded as needed.
+    """The containers' Python, with ``archives`` (``python.archives``) shipped in every case: ``python``
+    (``python.executable``) when it is a Python on the nodes, nothing else shipped; else this client's environment,
+    packed and uploaded as needed, run by ``python`` when it points into one of the archives (checked first when
+    that archive is local: ``python_archives.check_interpreter``), else by the client's interpreter.
 
     Raises:
-        PythonEnvironmentError: the environment cannot be packed.
+        YarnConfigurationError: ``python`` is relative but points into none of the archives.
+        PythonEnvironmentError: the environment cannot be packed, or an archive read or lacks its interpreter.
         StagingError: HDFS refused or is unreachable.
     """
-    if python:
-        return ContainerPython(executable=python)
+    archive = archived_interpreter(python, archives) if python else None
+    if archive is not None and not archive.remote:
+        assert python is not None
+        check_interpreter(archive_members(archive.local_path), archive, python)
+    shipped_archives = ship_archives(paths, staging_base, archives, progress)
+    if python and archive is None:
+        return ContainerPython(executable=python, resources=shipped_archives)
     packed = pack_environment(progress=progress)
     shipped = ship_environment(paths, staging_base, packed, progress=progress)
-    return ContainerPython(executable=CONTAINER_PYTHON, resources=shipped.resources)
+    resources = (*shipped.resources, *shipped_archives)
+    if archive is None:
+        return ContainerPython(executable=CONTAINER_PYTHON, resources=resources)
+    return ContainerPython(executable=SKELETON_PYTHON, resources=resources, archived=python)
