@@ -348,3 +348,18 @@ def test_output_rotated_away_unread_is_skipped_and_said(tmp_path):
     cluster.write("stdout", b"late\n")
     follower.poll()
     assert bytes(received).endswith(text[-16:] + b"late\n") and len(gaps) == 1
+
+
+def test_the_output_also_goes_to_the_console_when_asked(tmp_path, capfdbinary):
+    quiet = DriverOutputFiles(tmp_path / "quiet", max_file_size=1024, max_files=2)
+    quiet.sink("stdout")(b"files only\n")
+    output = DriverOutputFiles(tmp_path / "console", max_file_size=1024, max_files=2, console=True)
+    output.sink("stdout")(b"3 files, 42 words\n")
+    output.sink("stderr")(b"a warning\n")
+
+    captured = capfdbinary.readouterr()
+    assert (captured.out, captured.err) == (b"3 files, 42 words\n", b"a warning\n")
+    assert (tmp_path / "console" / "driver.out").read_bytes() == b"3 files, 42 words\n"  # the files keep it too
+    assert (tmp_path / "quiet" / "driver.out").read_bytes() == b"files only\n"
+    with pytest.raises(ValueError, match="unknown output stream"):
+        output.sink("log")

@@ -7,6 +7,7 @@ from decimal import Decimal
 from jobcluster.backends.kubernetes.cluster_config import cluster_side_configuration
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.options import DRIVER_OUTPUT_CONSOLE
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 
 JOB_ID = "0123456789abcdef0123456789abcdef"
@@ -53,3 +54,8 @@ def test_taskmanager_cpu_amount_reaches_the_runtimes_process_spec():
 def test_explicit_taskmanager_cpu_cores_win():
     assert staged({"taskmanager.cpu.cores": "3", "kubernetes.taskmanager.cpu.amount": "1.5"})["taskmanager.cpu.cores"] == "3"
     assert task_executor_process_spec_from_config(staged({})).cpu_cores == Decimal(2)
+
+
+def test_the_programs_output_goes_to_the_job_managers_container_log_unless_the_job_says_otherwise():
+    assert staged({}).get(DRIVER_OUTPUT_CONSOLE) is True
+    assert staged({"jobcluster.driver.output.console": "false"}).get(DRIVER_OUTPUT_CONSOLE) is False

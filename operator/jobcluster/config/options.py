@@ -547,6 +547,15 @@ DRIVER_OUTPUT_MAX_FILES = ConfigOption(
     "deleted when a rotation would keep more. Each stream takes at most max-files x max-file-size on disk.",
     minimum=1,
 )
+DRIVER_OUTPUT_CONSOLE = ConfigOption(
+    "jobcluster.driver.output.console",
+    "bool",
+    False,
+    description="Whether the program's stdout and stderr also go to the JobManager process's own stdout and stderr, "
+    "besides driver.out and driver.err. On kubernetes-application it is true unless set: the JobManager container's log "
+    "(kubectl logs) then holds the program's output, as a Flink application's JobManager log does. Elsewhere the client "
+    "prints the output, and YARN keeps driver.out and driver.err with the container's logs.",
+)
 CLIENT_STREAMING_PROGRESS_INTERVAL = ConfigOption(
     "jobcluster.client.streaming-progress-interval",
     "duration",

@@ -12,7 +12,8 @@ import re
 
 import pytest
 
-from tests.support.quickstarts import output_of, run_all, with_jobcluster_on_path
+from tests.e2e.support import independent_word_count
+from tests.support.quickstarts import REPO, output_of, run_all, with_jobcluster_on_path
 
 pytestmark = pytest.mark.k8s
 
@@ -40,6 +41,14 @@ def test_the_operator_quick_start_installs_the_chart_runs_the_example_and_leaves
     ran = run_all("operator", with_jobcluster_on_path(k8s_cluster.env()))
     listed = output_of(ran, "kubectl get flinkjobs")
     assert re.search(r"^wordcount\s", listed.stdout, re.M), listed.stdout
+    # the program's own output, in the JobManager's container log: the counts of the image's corpus
+    counts = output_of(ran, "kubectl logs").stdout
+    expected = independent_word_count(REPO / "examples" / "corpus")
+    assert f"3 files, {sum(expected.values())} words, {len(expected)} distinct. Top 10:" in counts, counts
+    top = [[str(c), w] for w, c in sorted(expected.items(), key=lambda wc: (-wc[1], wc[0]))]
+    printed = [line.split() for line in counts.splitlines() if re.fullmatch(r"\s+\d+\s+\w+", line)]
+    # grep's ten lines after the header are the top words, unless a line of the JobManager's own log came between
+    assert len(printed) >= 8 and printed == top[: len(printed)], counts
     described = output_of(ran, "kubectl describe")
     assert re.search(r"Lifecycle State:\s+FINISHED", described.stdout), described.stdout
     assert re.search(r"Type:\s+Succeeded", described.stdout) and "JobFinished" in described.stdout, described.stdout

@@ -35,6 +35,8 @@ def cluster_side_configuration(
     staged.set(KUBERNETES_NAMESPACE, job_manager.namespace)
     staged.set(options.REST_PORT, job_manager.rest_port)
     staged.remove(options.REST_BIND_PORT)  # the pod binds the REST Service's target port, the one rest.port
+    if not staged.contains(options.DRIVER_OUTPUT_CONSOLE):  # the JobManager container's log holds the program's output
+        staged.set(options.DRIVER_OUTPUT_CONSOLE, True)
     if not staged.contains(options.TASK_MANAGER_CPU_CORES):
         staged.set(options.TASK_MANAGER_CPU_CORES, cpu_text(task_manager.cpu_cores))
     for client_only in (KUBERNETES_CONFIG_FILE, KUBERNETES_CONTEXT, options.REST_ADDRESS):

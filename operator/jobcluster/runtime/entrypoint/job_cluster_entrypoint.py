@@ -385,6 +385,7 @@ def job_master_settings(config: Configuration, pyspark: PySparkMemory | None = N
         checkpointing_timeout=config.get(options.CHECKPOINTING_TIMEOUT),
         output_max_file_size=config.get(options.DRIVER_OUTPUT_MAX_FILE_SIZE),
         output_max_files=config.get(options.DRIVER_OUTPUT_MAX_FILES),
+        output_console=config.get(options.DRIVER_OUTPUT_CONSOLE),
         pyspark_memory_error_hint=pyspark.memory_error_hint() if pyspark is not None else None,
     )
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import re
 import signal
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from jobcluster.runtime.jobmaster.rolling_output import RollingOutputFile
@@ -56,10 +58,13 @@ class DriverOutputFiles:
     ``max_file_size`` (bytes) and ``max_files`` (the live file included) bound
     each stream to at most their product on disk; ValueError when either is below 1.
     One object serves every attempt of the job, so offsets run on over attempts.
+    ``console``: each stream also goes to this process's stream of the same name
+    (``jobcluster.driver.output.console``).
     """
 
-    def __init__(self, log_dir: Path, max_file_size: int, max_files: int) -> None:
+    def __init__(self, log_dir: Path, max_file_size: int, max_files: int, console: bool = False) -> None:
         self._streams = {stream: RollingOutputFile(log_dir / name, max_file_size, max_files) for stream, name in OUTPUT_STREAMS.items()}
+        self._console = {"stdout": sys.stdout, "stderr": sys.stderr} if console else {}
 
     @property
     def stdout(self) -> RollingOutputFile:
@@ -75,6 +80,24 @@ class DriverOutputFiles:
             return self._streams[name]
         except KeyError:
             raise ValueError(f"unknown output stream {name!r}; use one of {', '.join(OUTPUT_STREAMS)}") from None
+
+    def sink(self, name: str) -> Callable[[bytes], None]:
+        """What the program's stream ``name`` is written to: its rolling files, then this process's stream of that
+        name when the output goes to the console too; ValueError for another name."""
+        files = self.stream(name)
+        console = self._console.get(name)
+        if console is None:
+            return files.write
+
+        def write(data: bytes) -> None:
+            files.write(data)
+            try:
+                console.buffer.write(data)
+                console.buffer.flush()
+            except (OSError, ValueError):  # a closed or broken console: the files keep the output
+                pass
+
+        return write
 
     def close(self) -> None:
         for stream in self._streams.values():

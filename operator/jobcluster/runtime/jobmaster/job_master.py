@@ -63,7 +63,8 @@ class JobMasterSettings:
     executor_registration_timeout [jobcluster.executor.registration.timeout]; progress_interval between reads of
     Spark's monitoring API and of the driver agent [web.refresh-interval]. The program's output, per stream:
     output_max_file_size in bytes [jobcluster.driver.output.max-file-size], output_max_files, the live file
-    included [jobcluster.driver.output.max-files]; savepoints' default directory and timeout; what a task's
+    included [jobcluster.driver.output.max-files], also to this process's own streams [jobcluster.driver.output.console];
+    savepoints' default directory and timeout; what a task's
     MemoryError in a PySpark worker means, added to the job's cause (None: the workers have no limit; see
     ``PySparkMemory.memory_error_hint`` in spark/sizing.py)."""
 
@@ -76,6 +77,7 @@ class JobMasterSettings:
     checkpointing_timeout: float = 600.0  # [execution.checkpointing.timeout], the longest a savepoint may take
     output_max_file_size: int = 10 << 20
     output_max_files: int = 10
+    output_console: bool = False
     pyspark_memory_error_hint: str | None = None
 
 
@@ -126,7 +128,7 @@ class JobMaster(FencedRpcEndpoint):
         self.restarts = 0
         self.progress: SparkProgress | None = None
         self._application: SparkApplication | None = None
-        self._output = DriverOutputFiles(log_dir, settings.output_max_file_size, settings.output_max_files)
+        self._output = DriverOutputFiles(log_dir, settings.output_max_file_size, settings.output_max_files, settings.output_console)
         self._application_task: asyncio.Task[None] | None = None
         self._task_executors: dict[str, TaskExecutorGateway] = {}
         self._task_executor_released = asyncio.Event()  # set whenever one of them is released

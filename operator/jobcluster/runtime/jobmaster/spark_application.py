@@ -315,8 +315,8 @@ class SparkApplication:
             log_dir / DRIVER_STDERR_FILE,  # not opened: both streams go to their sinks
             cwd=cwd,
             umask=program_umask(),  # the program's files get the modes they would get under spark-submit
-            stdout_sink=output.stdout.write,
-            stderr_sink=output.stderr.write,
+            stdout_sink=output.sink("stdout"),
+            stderr_sink=output.sink("stderr"),
         )
         self.app_id: str | None = None
         self._local_mode = master.local_mode
