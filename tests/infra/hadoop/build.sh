@@ -81,8 +81,8 @@ echo "build.sh: resolving Hadoop $version server jars from Maven Central into $d
     -Dhadoop.classpath.prefix="$dest/lib" \
     "$@" package 1>&2
 mv "$tmp/classpath.txt.tmp" "$tmp/classpath.txt"
-# Sanity: the four daemons' jars must be there.
-for a in hadoop-hdfs hadoop-yarn-server-resourcemanager hadoop-yarn-server-nodemanager hadoop-common; do
+# Sanity: the jars of the four daemons and of HttpFS must be there.
+for a in hadoop-hdfs hadoop-yarn-server-resourcemanager hadoop-yarn-server-nodemanager hadoop-common hadoop-hdfs-httpfs; do
     compgen -G "$tmp/lib/$a-$version.jar" >/dev/null || { echo "build.sh: $a-$version.jar missing after the build" >&2; exit 1; }
 done
 echo "$pom_sum" >"$tmp/.complete"

@@ -11,6 +11,7 @@ Shape of a cluster (all under one base directory)::
     base/conf/   HADOOP_CONF_DIR: core/hdfs/yarn-site.xml, capacity-scheduler.xml, log4j
     base/logs/   <daemon>.log for each JVM, userlogs/ for YARN containers
     base/data/   HDFS name and data dirs, NodeManager local dirs
+    base/httpfs-conf/  HttpFS's httpfs-site.xml, once a test starts it (start_httpfs)
 
 Use it as a context manager, or ``start()`` / ``stop()``. By hand, for
 debugging (stops on Ctrl-C)::
@@ -30,12 +31,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import requests
 
 from tests.infra.hadoop import processes
-from tests.infra.hadoop.siteconf import LOOPBACK, Layout, NodeResources, Ports, conf_files
+from tests.infra.hadoop.siteconf import LOOPBACK, Layout, NodeResources, Ports, conf_files, free_port, httpfs_conf_files
 
 HERE = Path(__file__).resolve().parent
 BUILD_SCRIPT = HERE / "build.sh"
@@ -44,6 +46,7 @@ NAMENODE = "org.apache.hadoop.hdfs.server.namenode.NameNode"
 DATANODE = "org.apache.hadoop.hdfs.server.datanode.DataNode"
 RESOURCEMANAGER = "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"
 NODEMANAGER = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
+HTTPFS = "org.apache.hadoop.fs.http.server.HttpFSServerWebServer"
 
 # Hadoop 3.3 supports Java 8 and 11 only. On Java 17 the ResourceManager and
 # NodeManager die at start without java.lang opened: their web apps run on
@@ -66,7 +69,7 @@ JAVA17_OPENS = [
 ]
 
 HTTP_TIMEOUT = 3.0
-"""Seconds for one readiness probe (NameNode JMX, ResourceManager REST)."""
+"""Seconds for one readiness probe (NameNode JMX, ResourceManager REST, HttpFS)."""
 
 
 class HadoopClusterError(RuntimeError):
@@ -126,6 +129,8 @@ class HadoopCluster:
         self.startup_timeout = startup_timeout
         self.ports: Ports | None = None
         self._procs: dict[str, subprocess.Popen] = {}
+        self._classpath: str | None = None
+        self._httpfs_url: str | None = None
         self._marker = f"-Djobcluster.hadoop.cluster={base}"
 
     # -- addresses -----------------------------------------------------------
@@ -189,7 +194,7 @@ class HadoopCluster:
         process on this machine) costs one retry with fresh ports."""
         if self._procs:
             raise HadoopClusterError("the cluster is already started")
-        classpath = build_classpath()
+        classpath = self._classpath = build_classpath()
         for attempt in (1, 2):
             try:
                 self._start_once(classpath)
@@ -207,7 +212,7 @@ class HadoopCluster:
         self.ports = Ports.allocate()
         for d in (self.layout.conf_dir, self.layout.log_dir, self.layout.data_dir):
             d.mkdir(parents=True, exist_ok=True)
-        for name, text in conf_files(self.ports, self.layout, self.resources).items():
+        for name, text in conf_files(self.ports, self.layout, self.resources, getpass.getuser()).items():
             (self.layout.conf_dir / name).write_text(text)
         self._format_namenode(classpath)
         for name, main in (
@@ -224,21 +229,67 @@ class HadoopCluster:
             )
         self._wait_ready()
 
-    def _lost_a_port(self) -> bool:
-        """Whether a daemon of the last attempt failed to bind its port;
-        its log is renamed so the retry starts a fresh one."""
+    def _lost_a_port(self, logs: str = "*.log") -> bool:
+        """Whether a daemon of the last attempt (whose log matches ``logs``)
+        failed to bind its port; its log is renamed so the retry starts a
+        fresh one."""
         lost = False
-        for log in self.log_dir.glob("*.log"):
+        for log in self.log_dir.glob(logs):
             if "java.net.BindException" in log.read_text(errors="replace"):
                 log.rename(log.with_suffix(".bindfailure.log"))
                 lost = True
         return lost
 
+    def start_httpfs(self, timeout: float = 120.0) -> str:
+        """Start HttpFS, HDFS's REST gateway, and return its base URL
+        ``http://127.0.0.1:<port>`` (WebHDFS's API under ``/webhdfs/v1``;
+        simple authentication: requests say ``user.name``). Idempotent; it
+        runs until ``stop()``; its log is ``httpfs.log`` in ``log_dir``.
+
+        Why on demand: it is one more JVM (about 10 s to start on 2 cores)
+        that only the tests of the HttpFS path need. ``timeout``: seconds until it
+        answers a request on HDFS's root; a port taken meanwhile costs one
+        retry on another."""
+        if self._httpfs_url is not None:
+            return self._httpfs_url
+        if not self._procs:
+            raise HadoopClusterError("start the cluster before HttpFS")
+        for attempt in (1, 2):
+            try:
+                self._httpfs_url = self._start_httpfs_once(timeout)
+                return self._httpfs_url
+            except HadoopClusterError:
+                processes.terminate([self._procs.pop("httpfs")], timeout=15)
+                if attempt == 2 or not self._lost_a_port("httpfs.log"):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_httpfs_once(self, timeout: float) -> str:
+        assert self._classpath is not None
+        port = free_port()
+        conf_dir, temp_dir = self.layout.httpfs_conf_dir, self.layout.httpfs_temp_dir
+        for d in (conf_dir, temp_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        for name, text in httpfs_conf_files(port, self.layout).items():
+            (conf_dir / name).write_text(text)
+        # The directories httpfs.sh passes; HttpFS refuses to start without
+        # its home dir, and checks that each exists.
+        dirs = {"home": self.layout.base, "config": conf_dir, "log": self.log_dir, "temp": temp_dir}
+        props = [f"-Dhttpfs.{kind}.dir={path}" for kind, path in dirs.items()]
+        # httpfs-site.xml on the classpath as well: the HTTP server reads its
+        # port and authentication there, the services in httpfs.config.dir.
+        argv = self._argv(f"{conf_dir}:{self._classpath}", "httpfs", HTTPFS, jvm_props=props)
+        self._procs["httpfs"] = processes.spawn(argv, env=self._env(), log_path=self.log_dir / "httpfs.log", cwd=self.layout.base)
+        url = f"http://{LOOPBACK}:{port}"
+        self._wait_until(lambda: self._httpfs_ready(url), timeout, "HttpFS")
+        return url
+
     def stop(self, *, keep_logs: bool = False) -> None:
-        """Stop every daemon and container (bounded: ~35 s at worst). With
-        ``keep_logs`` only ``data/`` is removed; otherwise a base dir this
-        object created is removed entirely."""
+        """Stop every daemon and container, HttpFS too (bounded: ~35 s at
+        worst). With ``keep_logs`` only ``data/`` is removed; otherwise a
+        base dir this object created is removed entirely."""
         procs, self._procs = self._procs, {}
+        self._httpfs_url = None
         # The NodeManager first, while the ResourceManager can still take its
         # unregistration (else it retries for a minute); then the rest. The
         # NodeManager gets 5 s: it unregisters and kills its containers at
@@ -261,7 +312,7 @@ class HadoopCluster:
 
     # -- internals -------------------------------------------------------------
 
-    def _argv(self, classpath: str, name: str, main: str, *args: str) -> list[str]:
+    def _argv(self, classpath: str, name: str, main: str, *args: str, jvm_props: Sequence[str] = ()) -> list[str]:
         log_dir = str(self.log_dir)
         return [
             _java(),
@@ -278,6 +329,7 @@ class HadoopCluster:
             f"-Dhadoop.home.dir={self.layout.base}",
             f"-Dhadoop.id.str={getpass.getuser()}",
             "-Dhadoop.root.logger=INFO,console",
+            *jvm_props,
             "-cp",
             f"{self.hadoop_conf_dir}:{classpath}",
             main,
@@ -293,8 +345,9 @@ class HadoopCluster:
         env = {
             k: v
             for k, v in os.environ.items()
-            # Never let the caller's Hadoop or Java setup leak into the daemons.
-            if k not in ("CLASSPATH", "HADOOP_TOKEN_FILE_LOCATION", "HADOOP_USER_NAME", "HADOOP_HOME")
+            # Never let the caller's Hadoop or Java setup leak into the daemons
+            # (HttpFS still reads HTTPFS_HTTP_PORT and the like, deprecated).
+            if k not in ("CLASSPATH", "HADOOP_TOKEN_FILE_LOCATION", "HADOOP_USER_NAME", "HADOOP_HOME") and not k.startswith("HTTPFS_")
         }
         env["HADOOP_CONF_DIR"] = str(self.hadoop_conf_dir)
         env["HADOOP_LOG_DIR"] = str(self.log_dir)
@@ -364,18 +417,28 @@ class HadoopCluster:
             return f"no RUNNING NodeManager (nodes: {states})"
         return None
 
+    def _httpfs_ready(self, url: str) -> str | None:
+        """None when HttpFS answers a request on HDFS's root, which it makes
+        to the NameNode as a proxy user (see siteconf.core_site)."""
+        try:
+            r = requests.get(f"{url}/webhdfs/v1/?op=GETFILESTATUS&user.name={getpass.getuser()}", timeout=HTTP_TIMEOUT * 5)
+        except requests.RequestException as e:
+            return f"HttpFS not answering ({e.__class__.__name__})"
+        return None if r.status_code == 200 else f"HttpFS answers {r.status_code}: {r.text[:300]}"
+
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.startup_timeout
-        waiting_for: str | None = "startup"
+        self._wait_until(lambda: self._hdfs_ready() or self._yarn_ready(), self.startup_timeout, "the Hadoop test cluster")
+
+    def _wait_until(self, probe: Callable[[], str | None], timeout: float, what: str) -> None:
+        """Until ``probe`` says nothing is missing, while every JVM is alive."""
+        deadline = time.monotonic() + timeout
         while True:
             self._check_alive()
-            waiting_for = self._hdfs_ready() or self._yarn_ready()
+            waiting_for = probe()
             if waiting_for is None:
                 return
             if time.monotonic() > deadline:
-                raise HadoopClusterError(
-                    f"the Hadoop test cluster was not ready after {self.startup_timeout:.0f} s: {waiting_for}; logs in {self.log_dir}"
-                )
+                raise HadoopClusterError(f"{what} was not ready after {timeout:.0f} s: {waiting_for}; logs in {self.log_dir}")
             time.sleep(0.5)
 
     def describe(self) -> str:
@@ -388,6 +451,7 @@ class HadoopCluster:
                 f"ResourceManager  {self.resourcemanager_address} (web {self.resourcemanager_web_url})",
                 f"RM scheduler     {self.resourcemanager_scheduler_address}",
                 f"NodeManager      {self.resources.memory_mb} MiB, {self.resources.vcores} vcores",
+                *([f"HttpFS           {self._httpfs_url}/webhdfs/v1/"] if self._httpfs_url else []),
                 f"logs             {self.log_dir}",
             ]
         )
@@ -402,6 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-dir", type=Path, help="keep conf/logs/data here (default: a new temp dir)")
     parser.add_argument("--nm-memory-mb", type=int, help="NodeManager memory (default: sized for this machine)")
     parser.add_argument("--nm-vcores", type=int, help="NodeManager vcores (default: sized for this machine)")
+    parser.add_argument("--httpfs", action="store_true", help="start HttpFS too")
     args = parser.parse_args(argv)
 
     resources = NodeResources.for_this_machine()
@@ -413,6 +478,8 @@ def main(argv: list[str] | None = None) -> int:
     print("starting the Hadoop test cluster ...", flush=True)
     try:
         cluster.start()
+        if args.httpfs:
+            cluster.start_httpfs()
         print(cluster.describe(), flush=True)
         print(f"\nexport HADOOP_CONF_DIR={cluster.hadoop_conf_dir}\nCtrl-C stops it.", flush=True)
         while True:

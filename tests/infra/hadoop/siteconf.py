@@ -66,9 +66,18 @@ class Ports:
                 s.close()
 
 
+def free_port() -> int:
+    """One free port on 127.0.0.1, for a server started after the cluster
+    (HttpFS); the same caveat as ``Ports.allocate``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
 @dataclass(frozen=True)
 class Layout:
-    """Where one cluster keeps its files: ``base/{conf,logs,data}``.
+    """Where one cluster keeps its files: ``base/{conf,logs,data}``, and
+    ``base/httpfs-conf`` once HttpFS is started.
 
     ``logs`` holds everything worth keeping after a failed test (daemon logs,
     container logs); ``data`` (HDFS blocks, NodeManager local dirs) never is.
@@ -87,6 +96,16 @@ class Layout:
     @property
     def data_dir(self) -> Path:
         return self.base / "data"
+
+    @property
+    def httpfs_conf_dir(self) -> Path:
+        """HttpFS's own configuration (httpfs.config.dir), apart from
+        HADOOP_CONF_DIR, which clients of the cluster read."""
+        return self.base / "httpfs-conf"
+
+    @property
+    def httpfs_temp_dir(self) -> Path:
+        return self.data_dir / "httpfs-temp"
 
 
 @dataclass(frozen=True)
@@ -122,7 +141,8 @@ def _addr(port: int) -> str:
     return f"{LOOPBACK}:{port}"
 
 
-def core_site(ports: Ports, layout: Layout) -> dict[str, str]:
+def core_site(ports: Ports, layout: Layout, user: str) -> dict[str, str]:
+    """``user``: who runs the daemons (and HttpFS)."""
     return {
         "fs.defaultFS": f"hdfs://{_addr(ports.namenode_rpc)}",
         "hadoop.tmp.dir": str(layout.data_dir / "tmp"),
@@ -130,6 +150,11 @@ def core_site(ports: Ports, layout: Layout) -> dict[str, str]:
         # peer after ~3 s per attempt instead of the default ~10 s.
         "ipc.client.connect.max.retries": "3",
         "ipc.client.connect.retry.interval": "1000",
+        # HttpFS calls the NameNode as the user its process runs as, on behalf
+        # of the request's user.name (a proxy user, even when both are the
+        # same): the NameNode refuses that unless this user may impersonate.
+        f"hadoop.proxyuser.{user}.hosts": "*",
+        f"hadoop.proxyuser.{user}.groups": "*",
     }
 
 
@@ -266,18 +291,43 @@ log4j.logger.org.eclipse.jetty=WARN
 """
 
 
+def httpfs_site(port: int, layout: Layout) -> dict[str, str]:
+    """HttpFS's httpfs-site.xml. HttpFSServerWebServer reads it from the
+    classpath (its HTTP server: address, authentication), HttpFS's services
+    from httpfs.config.dir: both are ``layout.httpfs_conf_dir``."""
+    return {
+        "httpfs.http.hostname": LOOPBACK,
+        "httpfs.http.port": str(port),
+        # Where it reads core-site.xml and hdfs-site.xml: the cluster's.
+        "httpfs.hadoop.config.dir": str(layout.conf_dir),
+        # Requests name their user (user.name=...), as WebHDFS's do here.
+        "httpfs.authentication.type": "simple",
+        "hadoop.http.temp.dir": str(layout.httpfs_temp_dir),
+    }
+
+
 def to_xml(props: dict[str, str]) -> str:
     """A Hadoop ``*-site.xml`` document for ``props``."""
     body = "".join(f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n" for k, v in props.items())
     return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
 
 
-def conf_files(ports: Ports, layout: Layout, resources: NodeResources) -> dict[str, str]:
-    """Every file of the HADOOP_CONF_DIR, by name."""
+def conf_files(ports: Ports, layout: Layout, resources: NodeResources, user: str) -> dict[str, str]:
+    """Every file of the HADOOP_CONF_DIR, by name; ``user`` runs the daemons."""
     return {
-        "core-site.xml": to_xml(core_site(ports, layout)),
+        "core-site.xml": to_xml(core_site(ports, layout, user)),
         "hdfs-site.xml": to_xml(hdfs_site(ports, layout)),
         "yarn-site.xml": to_xml(yarn_site(ports, layout, resources)),
         "capacity-scheduler.xml": to_xml(CAPACITY_SCHEDULER),
         "log4j.properties": LOG4J_PROPERTIES,
+    }
+
+
+def httpfs_conf_files(port: int, layout: Layout) -> dict[str, str]:
+    """Every file of HttpFS's config dir, by name. httpfs-log4j.properties:
+    HttpFS replaces its log4j setup with this file's (else with one of its
+    own, on stderr too) once it starts its services."""
+    return {
+        "httpfs-site.xml": to_xml(httpfs_site(port, layout)),
+        "httpfs-log4j.properties": LOG4J_PROPERTIES,
     }

@@ -3,7 +3,9 @@
 1. HDFS over WebHDFS with the ``hdfs`` package (how jobcluster stages files);
 2. YarnClient through py4j sees the NodeManager (how the descriptor talks to YARN);
 3. an application whose ApplicationMaster container runs a shell command
-   reaches FINISHED/SUCCEEDED: container launch works on this machine.
+   reaches FINISHED/SUCCEEDED: container launch works on this machine;
+4. HDFS through HttpFS alone (a gateway in front of HDFS, as where clients
+   reach neither the NameNode's HTTP port nor a DataNode).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
+import requests
 from hdfs import InsecureClient
 
 from jobcluster.backends.yarn.gateway import JvmGateway
@@ -123,3 +127,60 @@ def test_application_master_container_runs_a_shell_command(
         f"{app_id}: {state}/{final}: {report.getDiagnostics()}\n{_am_logs(hadoop_cluster, app_id.toString())}"
     )
     assert marker.read_text() == "ok\n"
+
+
+def _recording_session(netlocs: set[str]) -> requests.Session:
+    """A session that adds the ``host:port`` of every response to ``netlocs``:
+    which servers a client really talked to, redirects included."""
+    session = requests.Session()
+    session.hooks["response"].append(lambda r, *args, **kwargs: netlocs.add(urlsplit(r.url).netloc))
+    return session
+
+
+def test_httpfs_serves_hdfs_on_its_own(hadoop_cluster: HadoopCluster) -> None:
+    """The ``hdfs`` package's operations, every request and redirect to HttpFS's address only."""
+    url = hadoop_cluster.start_httpfs()
+    netlocs: set[str] = set()
+    client = InsecureClient(url, user=getpass.getuser(), timeout=30, session=_recording_session(netlocs))
+    data = b"".join(b"line %05d of the HttpFS smoke test\n" % i for i in range(400))  # ~14 KB
+
+    client.makedirs("/httpfs-smoke/in")
+    client.write("/httpfs-smoke/in/data.txt", data=data, overwrite=True)
+    with client.read("/httpfs-smoke/in/data.txt") as reader:
+        assert reader.read() == data
+    assert client.list("/httpfs-smoke/in") == ["data.txt"]
+
+    client.set_times("/httpfs-smoke/in/data.txt", access_time=1_700_000_000_000, modification_time=1_600_000_000_000)
+    client.set_permission("/httpfs-smoke/in/data.txt", "640")
+    status = client.status("/httpfs-smoke/in/data.txt")
+    assert (status["length"], status["modificationTime"], status["permission"]) == (len(data), 1_600_000_000_000, "640")
+
+    client.rename("/httpfs-smoke/in/data.txt", "/httpfs-smoke/data.txt")
+    assert client.status("/httpfs-smoke/in/data.txt", strict=False) is None
+    assert client.status("/httpfs-smoke/data.txt")["length"] == len(data)
+
+    assert client.delete("/httpfs-smoke", recursive=True)
+    assert client.status("/httpfs-smoke", strict=False) is None
+    assert netlocs == {urlsplit(url).netloc}
+
+
+def test_httpfs_create_redirects_to_httpfs_not_to_a_datanode(hadoop_cluster: HadoopCluster) -> None:
+    """WebHDFS's two-step create sends the data to a DataNode; HttpFS's sends
+    it to HttpFS again (data=true), which writes it to HDFS itself."""
+    url = hadoop_cluster.start_httpfs()
+    assert hadoop_cluster.ports is not None
+    path = f"{url}/webhdfs/v1/httpfs-redirect.txt"
+    user = getpass.getuser()
+
+    first = requests.put(path, params={"op": "CREATE", "overwrite": "true", "user.name": user}, allow_redirects=False, timeout=30)
+
+    assert first.status_code == 307, first.text
+    location = urlsplit(first.headers["Location"])
+    assert location.netloc == urlsplit(url).netloc
+    assert location.port != hadoop_cluster.ports.datanode_http
+    assert parse_qs(location.query)["data"] == ["true"]
+    second = requests.put(first.headers["Location"], data=b"x" * 5000, headers={"Content-Type": "application/octet-stream"}, timeout=30)
+    assert second.status_code == 201, second.text
+    status = requests.get(path, params={"op": "GETFILESTATUS", "user.name": user}, timeout=30).json()["FileStatus"]
+    assert status["length"] == 5000
+    requests.delete(path, params={"op": "DELETE", "user.name": user}, timeout=30).raise_for_status()
