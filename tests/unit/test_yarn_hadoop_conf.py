@@ -1,9 +1,10 @@
-"""Reading HADOOP_CONF_DIR: the directory, the default FS, WebHDFS addresses, the ResourceManager address."""
+"""Reading HADOOP_CONF_DIR: the directory, the default FS, WebHDFS addresses (or a gateway's), the ResourceManager address."""
 
 import pytest
 
 from jobcluster.backends.yarn.errors import YarnConfigurationError
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration, hadoop_conf_dir
+from jobcluster.backends.yarn.staging import webhdfs_client
 
 
 def site(props: dict[str, str]) -> str:
@@ -146,3 +147,13 @@ def test_every_resource_manager_of_an_ha_cluster_is_known_the_first_first(tmp_pa
     }
     assert conf(tmp_path, yarn=yarn).resourcemanager_webapp_urls() == ["http://r1:8088", "http://r2:8088", "http://r3:8188"]
     assert conf(tmp_path, yarn={"yarn.resourcemanager.hostname": "rm"}).resourcemanager_webapp_urls() == ["http://rm:8088"]
+
+
+def test_a_webhdfs_gateway_replaces_the_namenodes_for_the_client(tmp_path):
+    c = conf(tmp_path, core={"fs.defaultFS": "hdfs://nn:8020"})
+    assert webhdfs_client(c, user="alice").url == "http://nn:9870"
+    assert webhdfs_client(c, user="alice", url="http://httpfs:14000/").url == "http://httpfs:14000"
+    assert webhdfs_client(c, url="https://knox:8443/gateway/default").url == "https://knox:8443/gateway/default"
+    for wrong in ("httpfs:14000", "hdfs://nn:8020", "http://"):
+        with pytest.raises(YarnConfigurationError, match=r"jobcluster\.yarn\.webhdfs\.url .* must be an http:// or https:// URL"):
+            webhdfs_client(c, url=wrong)

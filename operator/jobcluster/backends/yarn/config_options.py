@@ -109,6 +109,15 @@ ENV_HADOOP_CONF_DIR = ConfigOption(
     "takes precedence over HADOOP_CONF_DIR and YARN_CONF_DIR (Flink's option). The containers use the "
     "NodeManagers' own configuration.",
 )
+YARN_WEBHDFS_URL = ConfigOption(
+    "jobcluster.yarn.webhdfs.url",
+    "str",
+    None,
+    description="The WebHDFS endpoint the client stages files through and reads HDFS with: a gateway such as HttpFS "
+    "(http://httpfs.example.com:14000) or Apache Knox (https://knox.example.com:8443/gateway/<topology>), for a "
+    "client that reaches neither the NameNode's HTTP port nor the DataNodes (WebHDFS writes go to a DataNode). Unset: "
+    "the NameNode's dfs.namenode.http-address (every NameNode of an HA nameservice). The containers use the NameNode.",
+)
 PYTHON_EXECUTABLE = ConfigOption(
     "python.executable",
     "str",

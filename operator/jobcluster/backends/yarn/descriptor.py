@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from jobcluster.backends.cluster_files import cluster_files
 from jobcluster.backends.yarn.client_jvms import ClientJvms
-from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_SHARED_FILES_RETENTION
+from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_SHARED_FILES_RETENTION, YARN_WEBHDFS_URL
 from jobcluster.backends.yarn.container_env import (
     ENV_ARCHIVED_PYTHON,
     ENV_CONTAINER_PYTHON,
@@ -132,7 +132,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
         conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
         hadoop_conf = HadoopConfiguration.load(conf_dir)
         address = hadoop_conf.resourcemanager_address()
-        paths = HdfsPaths(webhdfs_client(hadoop_conf, user=self.hadoop_user), hadoop_conf.default_fs)
+        paths = self._hdfs_paths(hadoop_conf)
         release = self.client_jvms.acquire(self.progress) if self.client_jvms else (lambda: None)
         try:
             gateway = JvmGateway(conf_dir).start()
@@ -147,6 +147,11 @@ class YarnClusterDescriptor(ClusterDescriptor):
             gateway.close()
             release()
             raise
+
+    def _hdfs_paths(self, hadoop_conf: HadoopConfiguration) -> HdfsPaths:
+        """HDFS through WebHDFS, as this client's Hadoop user: the NameNode's, or ``jobcluster.yarn.webhdfs.url``'s gateway."""
+        client = webhdfs_client(hadoop_conf, user=self.hadoop_user, url=self.config.get(YARN_WEBHDFS_URL))
+        return HdfsPaths(client, hadoop_conf.default_fs)
 
     # -- deploying ----------------------------------------------------------------
 
@@ -333,7 +338,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
         rest = ResourceManagerRest(
             hadoop_conf.resourcemanager_webapp_url(), user=self.hadoop_user, peers=hadoop_conf.resourcemanager_webapp_urls()
         )
-        return rest, HdfsPaths(webhdfs_client(hadoop_conf, user=self.hadoop_user), hadoop_conf.default_fs)
+        return rest, self._hdfs_paths(hadoop_conf)
 
     def _application_report(self, cluster_id: str) -> tuple[ApplicationReport | None, HdfsPaths]:
         rest, paths = self._web_services()

@@ -22,7 +22,7 @@ import requests
 from hdfs import InsecureClient
 from hdfs.util import HdfsError
 
-from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR
+from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_WEBHDFS_URL
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration, hadoop_conf_dir
 from jobcluster.backends.yarn.staging import webhdfs_client
 from jobcluster.client.savepoints import EntryKind
@@ -97,4 +97,4 @@ def webhdfs_file_system(uri: str, config: Configuration, environ: Mapping[str, s
     hadoop_conf = HadoopConfiguration.load(hadoop_conf_dir(env, configured=configured))
     if hdfs_path_of(uri, hadoop_conf.default_fs) is None:
         return None
-    return WebHdfsFileSystem(webhdfs_client(hadoop_conf), hadoop_conf.default_fs)
+    return WebHdfsFileSystem(webhdfs_client(hadoop_conf, url=config.get(YARN_WEBHDFS_URL)), hadoop_conf.default_fs)

@@ -37,7 +37,7 @@ import requests
 from hdfs import InsecureClient
 from hdfs.util import HdfsError
 
-from jobcluster.backends.yarn.config_options import YARN_STAGING_DIRECTORY
+from jobcluster.backends.yarn.config_options import YARN_STAGING_DIRECTORY, YARN_WEBHDFS_URL
 from jobcluster.backends.yarn.errors import StagingError, YarnConfigurationError
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType, LocalResourceVisibility
@@ -59,8 +59,20 @@ def hadoop_user(environ: dict[str, str] | None = None) -> str:
     return env.get("HADOOP_USER_NAME") or getpass.getuser()
 
 
-def webhdfs_client(hadoop_conf: HadoopConfiguration, user: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> InsecureClient:
-    """A WebHDFS client for the NameNode(s) of ``hadoop_conf``, acting as ``user`` (simple authentication)."""
+def webhdfs_client(
+    hadoop_conf: HadoopConfiguration, user: str | None = None, timeout: float = DEFAULT_TIMEOUT, url: str | None = None
+) -> InsecureClient:
+    """A WebHDFS client acting as ``user`` (simple authentication): of ``url`` (``jobcluster.yarn.webhdfs.url``, a
+    gateway such as HttpFS) when given, else of the NameNode(s) of ``hadoop_conf``.
+
+    Raises:
+        YarnConfigurationError: ``url`` is not an http(s) URL, or (without it) the default file system is not HDFS.
+    """
+    if url:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise YarnConfigurationError(f"{YARN_WEBHDFS_URL.key} {url!r} must be an http:// or https:// URL, e.g. http://httpfs:14000.")
+        return InsecureClient(url.rstrip("/"), user=user or hadoop_user(), timeout=timeout)
     return InsecureClient(";".join(hadoop_conf.webhdfs_urls()), user=user or hadoop_user(), timeout=timeout)
 
 

@@ -1,4 +1,4 @@
-"""A client whose Python the YARN nodes do not have: ``python.executable`` on the nodes, or ``python.archives``.
+"""A client outside the cluster, as a user's machine is: a Python the YARN nodes lack, HDFS only through HttpFS.
 
 The client runs in a mount namespace of its own, from a virtualenv whose base
 interpreter (a relocatable copy of this machine's CPython) is mounted only
@@ -8,13 +8,17 @@ for a laptop's pyenv or conda Python against a real cluster; both of PyFlink's
 ways must run the job:
 
 - ``python.executable`` naming a Python the nodes have (the tests' own
-  virtualenv, with jobcluster and pyspark), nothing shipped;
+  virtualenv, with jobcluster and pyspark), nothing shipped. This client is
+  also behind a firewall (``tests/support/firewall.py``) that refuses it the
+  NameNode and the DataNode, as a site that exposes HDFS only through HttpFS
+  does: it stages through HttpFS (``jobcluster.yarn.webhdfs.url``);
 - ``python.archives`` shipping the relocatable CPython and ``python.executable``
   pointing into it, the client's environment shipped as usual and run by it.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import shlex
 import shutil
@@ -28,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from jobcluster.backends.yarn.staging import HdfsPaths
+from tests.infra.hadoop.cluster import HadoopCluster
 from tests.integration.hadoop.test_wordcount_hdfs import CORPUS, count_words
 from tests.integration.hadoop.test_yarn_client import hadoop_conf, paths, yarn  # noqa: F401 - fixtures
 from tests.integration.hadoop.test_yarn_job_cluster import (  # noqa: F401 - fixtures
@@ -39,6 +44,7 @@ from tests.integration.hadoop.test_yarn_job_cluster import (  # noqa: F401 - fix
     hdfs_word_counts,
     yarn_clean,
 )
+from tests.support.firewall import refused_ports
 
 pytestmark = pytest.mark.hadoop
 
@@ -75,9 +81,13 @@ def foreign_client(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"archive": archive, "build": build, "mount_point": mount_point, "python": venv / "bin" / "python"}
 
 
-def in_namespace(mount_point: Path, build: Path, command: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``command`` (bash) in a mount namespace where ``build`` is mounted at ``mount_point``."""
-    script = f"mount --bind {shlex.quote(str(build))} {shlex.quote(str(mount_point))} && {command}"
+def in_namespace(
+    mount_point: Path, build: Path, command: str, env: dict[str, str] | None = None, cgroup_procs: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``command`` (bash) in a mount namespace where ``build`` is mounted at ``mount_point``; in the cgroup of
+    ``cgroup_procs`` when given (a firewall's)."""
+    enter = f"echo $$ > {shlex.quote(str(cgroup_procs))} && " if cgroup_procs else ""
+    script = f"{enter}mount --bind {shlex.quote(str(build))} {shlex.quote(str(mount_point))} && exec {command}"
     return subprocess.run(
         ["unshare", "--mount", "--propagation", "private", "bash", "-c", script],
         env=env,
@@ -89,20 +99,33 @@ def in_namespace(mount_point: Path, build: Path, command: str, env: dict[str, st
     )
 
 
-def run_wordcount(client: dict[str, Path], env: dict[str, str], corpus: str, output: str, *settings: str) -> str:
+def tar_gz_of(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def run_wordcount(
+    client: dict[str, Path], env: dict[str, str], corpus: str, output: str, *settings: str, cgroup_procs: Path | None = None
+) -> str:
     argv = [str(client["python"]), "-m", "jobcluster", "run", "-t", "yarn-per-job", "-p", "2", "-D", "taskmanager.numberOfTaskSlots=2"]
     argv += settings
     argv += [str(WORDCOUNT), "--input", corpus, "--output", output]
-    result = in_namespace(client["mount_point"], client["build"], shlex.join(argv), env)
+    result = in_namespace(client["mount_point"], client["build"], shlex.join(argv), env, cgroup_procs)
     assert result.returncode == 0, result.stderr[-5000:]
     application = application_id_in(result.stderr)
     assert f"YARN application {application} FINISHED with final status SUCCEEDED" in result.stderr, result.stderr[-5000:]
     return result.stderr
 
 
-def test_a_client_python_the_nodes_lack_runs_either_way(
+def test_a_client_python_the_nodes_lack_runs_either_way_and_hdfs_through_httpfs_suffices(
     foreign_client: dict[str, Path],
     cli_env: dict[str, str],  # noqa: F811
+    hadoop_cluster: HadoopCluster,
     paths: HdfsPaths,  # noqa: F811
     yarn_clean: None,  # noqa: F811
 ) -> None:
@@ -114,13 +137,27 @@ def test_a_client_python_the_nodes_lack_runs_either_way(
         paths.client.write(f"{paths.staging_base(None)}/foreign-python-corpus/{name}", data=data, overwrite=True)
         expected += count_words(data)
 
-    # A Python the nodes have (this test suite's virtualenv): nothing is packed or shipped.
-    stderr = run_wordcount(foreign_client, cli_env, corpus, f"{base}/foreign-node-python", "-D", f"python.executable={sys.executable}")
+    # A Python the nodes have (this test suite's virtualenv): nothing is packed or shipped. HDFS is refused to this
+    # client but through HttpFS; its staging directory and the shared dashboard go there.
+    httpfs = hadoop_cluster.start_httpfs()
+    ports = hadoop_cluster.ports
+    assert ports is not None
+    hdfs_ports = (ports.namenode_rpc, ports.namenode_http, ports.datanode_data, ports.datanode_http, ports.datanode_ipc)
+    node_python = ("-D", f"python.executable={sys.executable}", "-D", f"jobcluster.yarn.webhdfs.url={httpfs}")
+    with refused_ports(hdfs_ports) as procs:
+        probe = f"{sys.executable} -c 'import socket; socket.create_connection((\"127.0.0.1\", {ports.namenode_http}), 5)'"
+        refused = in_namespace(foreign_client["mount_point"], foreign_client["build"], probe, cli_env, procs)
+        assert refused.returncode != 0 and "ConnectionRefusedError" in refused.stderr, "the firewall lets the client reach HDFS"
+        stderr = run_wordcount(foreign_client, cli_env, corpus, f"{base}/foreign-node-python", *node_python, cgroup_procs=procs)
     assert "Python environment" not in stderr, stderr
     assert hdfs_word_counts(paths, f"{base}/foreign-node-python") == expected
 
-    # The interpreter shipped as an archive, running the client's shipped environment.
-    archived = ("-D", f"python.archives={foreign_client['archive']}#cpython", "-D", f"python.executable=cpython/python/bin/python{VERSION}")
+    # The interpreter shipped as an archive, running the client's shipped environment; beside it an archive that is
+    # on HDFS already, registered where it is (every container localizes both, or does not start).
+    on_hdfs = f"{paths.staging_base(None)}/archives/extra.tar.gz"
+    paths.client.write(on_hdfs, data=tar_gz_of({"extra/README": b"shipped from HDFS\n"}), overwrite=True)
+    archives = f"{foreign_client['archive']}#cpython,{paths.qualify(on_hdfs)}#extra"
+    archived = ("-D", f"python.archives={archives}", "-D", f"python.executable=cpython/python/bin/python{VERSION}")
     stderr = run_wordcount(foreign_client, cli_env, corpus, f"{base}/foreign-archived-python", *archived)
     assert f"Uploading {foreign_client['archive']}" in stderr, stderr
     assert hdfs_word_counts(paths, f"{base}/foreign-archived-python") == expected
