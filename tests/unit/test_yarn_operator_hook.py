@@ -93,6 +93,18 @@ def test_each_namespace_runs_on_yarn_as_its_own_hadoop_user_and_one_with_none_is
     everyone.prepare(other, Configuration())
 
 
+def test_a_flinkjobs_python_archives_are_on_hdfs_never_the_operators_own_files(tmp_path):
+    hook = YarnOperatorHook(lambda namespace, name: DEPLOYED, tmp_path)
+    on_hdfs = Configuration({"python.archives": "hdfs:///apps/cpython-3.11.tar.gz#cpython"})
+    assert hook.prepare(ref(), on_hdfs).get_raw("python.archives") == "hdfs:///apps/cpython-3.11.tar.gz#cpython"
+    for local in ("/opt/jobcluster/venv/lib/x.tar.gz#x", "file:///etc/keys.zip#k,hdfs:///apps/a.tgz#a"):
+        with pytest.raises(InvalidSpecError, match=r"would be read from the operator's own file system") as refused:
+            hook.prepare(ref(), Configuration({"python.archives": local}))
+        assert refused.value.reason == "LocalFileNotAllowed"
+    with pytest.raises(InvalidSpecError, match=r"python\.archives: 'hdfs:///x\.rpm' is not an archive"):
+        hook.prepare(ref(), Configuration({"python.archives": "hdfs:///x.rpm"}))
+
+
 @pytest.mark.parametrize(
     ("text", "said"), [("jobs", "not a key:value entry"), ("jobs:etl:x", "not a key:value entry"), ("jobs:-rf /", "not a Hadoop user")]
 )

@@ -34,9 +34,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from jobcluster.backends.yarn.client_jvms import ClientJvms
-from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, OPERATOR_YARN_CLIENT_JVMS, OPERATOR_YARN_HADOOP_USERS, YARN_TAGS
+from jobcluster.backends.yarn.config_options import (
+    ENV_HADOOP_CONF_DIR,
+    OPERATOR_YARN_CLIENT_JVMS,
+    OPERATOR_YARN_HADOOP_USERS,
+    PYTHON_ARCHIVES,
+    YARN_TAGS,
+)
 from jobcluster.backends.yarn.descriptor import YarnClusterDescriptor
+from jobcluster.backends.yarn.errors import YarnConfigurationError
 from jobcluster.backends.yarn.hadoop_conf import SITE_FILES
+from jobcluster.backends.yarn.python_archives import parse_archives
 from jobcluster.client.descriptor import ClusterDescriptor
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config.configuration import Configuration
@@ -225,8 +233,19 @@ class YarnOperatorHook:
 
         Raises:
             InvalidSpecError: (reason ``HadoopUserNotMapped``) the operator maps Hadoop users and none to the
-                FlinkJob's namespace.
+                FlinkJob's namespace; (reason ``LocalFileNotAllowed``) ``python.archives`` names a local file, which
+                the operator would read from its own file system and upload.
         """
+        try:
+            local = [a.source for a in parse_archives(config.get(PYTHON_ARCHIVES)) if not a.remote]
+        except YarnConfigurationError as exc:
+            raise InvalidSpecError(str(exc)) from None
+        if local:
+            raise InvalidSpecError(
+                f"{PYTHON_ARCHIVES.key}: {', '.join(local)} would be read from the operator's own file system; a "
+                "FlinkJob's archives are hdfs:// files",
+                reason="LocalFileNotAllowed",
+            )
         if self.hadoop_users is not None and self.hadoop_user(ref.namespace) is None:
             raise InvalidSpecError(
                 f"namespace {ref.namespace} has no Hadoop user to run yarn-per-job FlinkJobs as: the operator's "
