@@ -98,6 +98,41 @@ def test_a_pod_that_ends_before_its_creation_returns_fails_the_request():
     asyncio.run(scenario())
 
 
+def unschedulable(name: str, message: str) -> dict:
+    conditions = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]
+    return {"metadata": {"name": name}, "status": {"phase": "Pending", "conditions": conditions}}
+
+
+class StartedWorkers(RecordingEventHandler):
+    """Like the ResourceManager: a pending worker counts only once ``request_resource`` has given its name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: set[str] = set()
+
+    async def on_worker_pending(self, resource_id: str, reason: str) -> None:
+        if resource_id in self.started:
+            await super().on_worker_pending(resource_id, reason)
+
+
+def test_a_pod_the_scheduler_refuses_before_its_creation_returns_is_reported_pending_after_it():
+    async def scenario() -> None:
+        recorder = StartedWorkers()
+        driver, core = ready_driver(recorder)
+        loop = asyncio.get_running_loop()
+        driver._queue = queue = asyncio.Queue()
+        consumer = loop.create_task(driver._consume(queue))
+        message = "0/1 nodes are available: 1 Insufficient cpu."
+        core.on_create = lambda name: loop.call_soon_threadsafe(queue.put_nowait, ("event", ("ADDED", unschedulable(name, message))))
+        name = await driver.request_resource(task_executor_process_spec_from_config(CONFIG))
+        recorder.started.add(name)  # as the ResourceManager does, before it next yields to the loop
+        await asyncio.wait_for(recorder.changed.wait(), 5)
+        consumer.cancel()
+        assert recorder.pending == [(name, f"the pod cannot be scheduled: {message}")]
+
+    asyncio.run(scenario())
+
+
 def test_an_unschedulable_worker_is_reported_pending_once_with_the_schedulers_reason_and_not_ended():
     async def scenario() -> None:
         recorder = RecordingEventHandler()

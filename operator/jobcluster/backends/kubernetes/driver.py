@@ -122,6 +122,8 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         self._creating: dict[str, WorkerTermination | None] = {}
         #: Pods whose scheduling failure was logged.
         self._unschedulable: set[str] = set()
+        #: Pods being created → their event saying they cannot be scheduled, handed on once their creation returned.
+        self._unscheduled_while_creating: dict[str, tuple[str, dict[str, Any]]] = {}
         self._queue: asyncio.Queue[_Item] | None = None
         self._consumer: asyncio.Task[None] | None = None
         self._watch: PodWatch | None = None
@@ -231,10 +233,14 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
             raise ResourceManagerError(f"could not create TaskManager pod {name}: {exc}") from exc
         finally:
             ended = self._creating.pop(name, None)
+            unscheduled = self._unscheduled_while_creating.pop(name, None)
         if ended is not None:
             await self._delete_pod(name)
             raise ResourceManagerError(f"TaskManager pod {name} terminated right away: {ended.summary}: {ended.diagnostics}")
         self._workers.add(name)
+        if unscheduled is not None and self._queue is not None:
+            # queued, not handled here: the ResourceManager ignores a pending worker whose name it has not yet been given
+            self._queue.put_nowait(("event", unscheduled))
         resources = pod["spec"]["containers"][0]["resources"]
         log.info("created TaskManager pod %s (requests %s, limits %s)", name, resources["requests"], resources["limits"])
         return name
@@ -309,7 +315,11 @@ class KubernetesResourceManagerDriver(ResourceManagerDriver):
         termination = worker_termination(event_type, pod)
         if termination is None:
             unscheduled = unscheduled_reason(pod)
-            if unscheduled and name not in self._unschedulable:
+            if unscheduled and name in self._creating:
+                # the scheduler can answer before the create call returns (a loaded API server); the scheduler
+                # does not say it again soon (it backs off), so the event waits for the pod's name to be known
+                self._unscheduled_while_creating[name] = (event_type, pod)
+            elif unscheduled and name not in self._unschedulable:
                 self._unschedulable.add(name)  # once per pod: the scheduler retries, and says so on every try
                 assert self._handler is not None
                 await self._handler.on_worker_pending(name, f"the pod cannot be scheduled: {unscheduled}")
