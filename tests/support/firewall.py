@@ -1,4 +1,4 @@
-"""A firewall around one client process tree: TCP ports of this machine it may not connect to.
+"""A firewall around one client process tree: the TCP ports it may not connect to, or the only ones it may.
 
 Why: a test cluster runs on this machine, so every port is open to a test's client; a user's machine
 outside a real cluster reaches only what the site's firewall lets through. The processes in a cgroup
@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import subprocess
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 CGROUP2_ROOT = Path("/sys/fs/cgroup/unified")
 
 
-def _rule(cgroup: str, port: int) -> list[str]:
-    return ["OUTPUT", "-p", "tcp", "-d", "127.0.0.1", "--dport", str(port), "-m", "cgroup", "--path", cgroup]
+def _refusing(cgroup: str, *match: str) -> list[str]:
+    return ["OUTPUT", "-p", "tcp", *match, "-m", "cgroup", "--path", cgroup, "-j", "REJECT", "--reject-with", "tcp-reset"]
 
 
 @contextmanager
@@ -35,20 +35,35 @@ def refused_ports(ports: Iterable[int]) -> Iterator[Path]:
         AssertionError: this machine has no cgroup v2 hierarchy at :data:`CGROUP2_ROOT`.
         subprocess.CalledProcessError: iptables refused a rule.
     """
+    with _firewalled(lambda name: [_refusing(name, "-d", "127.0.0.1", "--dport", str(port)) for port in sorted(set(ports))]) as procs:
+        yield procs
+
+
+@contextmanager
+def only_ports(ports: Iterable[int]) -> Iterator[Path]:
+    """A new cgroup whose processes can connect to ``ports`` (at most 15) and to no other TCP port of any address, as a
+    client outside a site's firewall that opens only those; otherwise as :func:`refused_ports`."""
+    allowed = ",".join(str(port) for port in sorted(set(ports)))
+    with _firewalled(lambda name: [_refusing(name, "-m", "multiport", "!", "--dports", allowed)]) as procs:
+        yield procs
+
+
+@contextmanager
+def _firewalled(rules_for: Callable[[str], list[list[str]]]) -> Iterator[Path]:
+    """A new cgroup, the iptables rules ``rules_for(its name)`` while it is used, its ``cgroup.procs``."""
     assert CGROUP2_ROOT.is_dir(), f"no cgroup v2 hierarchy at {CGROUP2_ROOT}: the client's firewall needs one"
     name = f"jobcluster-client-{uuid.uuid4().hex[:8]}"
     directory = CGROUP2_ROOT / name
     directory.mkdir()
     added: list[list[str]] = []
     try:
-        for port in sorted(set(ports)):
-            rule = _rule(name, port)
-            subprocess.run(["iptables", "-A", *rule, "-j", "REJECT", "--reject-with", "tcp-reset"], check=True)
+        for rule in rules_for(name):
+            subprocess.run(["iptables", "-A", *rule], check=True)
             added.append(rule)
         yield directory / "cgroup.procs"
     finally:
         for rule in added:
-            subprocess.run(["iptables", "-D", *rule, "-j", "REJECT", "--reject-with", "tcp-reset"], check=False)
+            subprocess.run(["iptables", "-D", *rule], check=False)
         _remove(directory)
 
 

@@ -135,6 +135,26 @@ def test_client_with_the_token_cancels():
     _with_endpoint(scenario)
 
 
+def test_through_a_proxy_that_forwards_only_get_and_put_the_client_changes_with_put_and_the_token_in_the_query():
+    """YARN's web proxy drops Authorization and answers 405 to PATCH and POST: the client's via_proxy form still
+    cancels, and the endpoint takes the token from the query only when it is right."""
+
+    def scenario(url, dispatcher):
+        sent: list[tuple[str, str]] = []
+        client = RestClusterClient(url, "c", token="t0ken", via_proxy=True)
+        client._session.hooks["response"].append(lambda resp, **_: sent.append((resp.request.method, resp.request.url)))
+        assert "Authorization" not in client._session.headers
+        client.cancel(JOB_ID)
+        assert dispatcher.cancelled == [JOB_ID]
+        assert sent == [("PUT", f"{url}/jobs/{JOB_ID}?token=t0ken&mode=cancel")]
+        for query in ("", "&token=wrong", "&token="):
+            assert requests.put(f"{url}/jobs/{JOB_ID}?mode=cancel{query}", timeout=5).status_code == 401, query
+        assert dispatcher.cancelled == [JOB_ID]
+        assert requests.put(f"{url}/jobs/{JOB_ID}/savepoints?token=t0ken", json={}, timeout=5).status_code != 405
+
+    _with_endpoint(scenario)
+
+
 def test_rest_bind_port_takes_the_first_free_port_of_its_range_and_says_when_all_are_taken():
     """rest.bind-port as Flink parses it: the endpoint binds the first port of the range nobody holds."""
     ports = free_port_block(3)

@@ -1,4 +1,5 @@
-"""Application reports from the ResourceManager's REST API (the shape a Hadoop 3.3 ResourceManager answers)."""
+"""The ResourceManager's REST API: application reports, submissions, nodes and queues (the shapes a Hadoop 3.3
+ResourceManager answers; the calls themselves against a real one: tests/integration/hadoop/test_yarn_outside_client.py)."""
 
 import contextlib
 import http.server
@@ -9,8 +10,11 @@ from typing import ClassVar
 
 import pytest
 
+from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.errors import YarnClientError
-from jobcluster.backends.yarn.rm_rest import ResourceManagerRest, report_of
+from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType, LocalResourceVisibility
+from jobcluster.backends.yarn.rm_rest import ResourceManagerRest, node_capacity, queue_names, report_of, submission_context
+from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec
 
 RUNNING = {
     "id": "application_1795510783832_0001",
@@ -104,3 +108,50 @@ def test_a_redirect_elsewhere_is_not_followed_and_no_answers_body_is_quoted_but_
             rest.application("application_1795510783832_0001")
         with pytest.raises(YarnClientError, match=r"answered 403$"):
             rest.applications()
+
+
+def test_the_submission_context_carries_what_the_java_client_sets():
+    """The JSON of ``POST /ws/v1/cluster/apps``, field by field what YarnClient.submit sets on the Java record."""
+    staged = LocalResourceDescriptor(
+        "job.graph", "hdfs://nn:8020/user/a/.jobcluster/app/job.graph", 120, 1795510847606,
+        LocalResourceType.FILE, LocalResourceVisibility.APPLICATION,
+    )  # fmt: skip
+    spec = ApplicationMasterSpec(
+        name="wordcount", application_type="jobcluster", resource=ContainerResource(1728, 1), command="python -m x 1><LOG_DIR>/out",
+        environment={"A": "1"}, local_resources=(staged,), queue="etl", priority=3, tags=("jobcluster-job-id:ab",), attempts=2,
+    )  # fmt: skip
+    context = submission_context("application_1_0002", spec)
+    assert context["application-id"] == "application_1_0002" and context["application-name"] == "wordcount"
+    assert (context["queue"], context["priority"], context["max-app-attempts"]) == ("etl", 3, 2)
+    assert context["resource"] == {"memory": 1728, "vCores": 1}
+    assert context["application-tags"] == {"tag": ["jobcluster-job-id:ab"]} and "app-node-label-expression" not in context
+    container = context["am-container-spec"]
+    assert container["commands"] == {"command": "python -m x 1><LOG_DIR>/out"}
+    assert container["environment"] == {"entry": [{"key": "A", "value": "1"}]}
+    assert container["local-resources"] == {
+        "entry": [
+            {
+                "key": "job.graph",
+                "value": {
+                    "resource": "hdfs://nn:8020/user/a/.jobcluster/app/job.graph",
+                    "type": "FILE",
+                    "visibility": "APPLICATION",
+                    "size": 120,
+                    "timestamp": 1795510847606,
+                },
+            }
+        ]
+    }
+    json.dumps(context)  # plain JSON
+
+
+def test_nodes_and_queues_as_the_rest_api_reports_them():
+    node = {"usedMemoryMB": 2048, "availMemoryMB": 6144, "usedVirtualCores": 1, "availableVirtualCores": 3}
+    capacity = node_capacity(node)
+    assert (capacity.memory_mib, capacity.vcores, capacity.free_memory_mib) == (8192, 4, 6144)
+    assert node_capacity({**node, "totalResource": {"memory": 10240, "vCores": 8}}).memory_mib == 10240
+    scheduler = {
+        "queueName": "root",
+        "queues": {"queue": [{"queueName": "default"}, {"queueName": "etl", "queues": {"queue": [{"queueName": "daily"}]}}]},
+    }
+    assert queue_names(scheduler) == ["root", "default", "etl", "daily"]

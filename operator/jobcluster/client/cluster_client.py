@@ -6,7 +6,9 @@ Flink's (``/jobs/overview``, ``/jobs/{id}``, ``/jobs/{id}/execution-result``,
 program's output (``/jobs/{id}/stdout`` and ``/stderr`` from a byte offset).
 With the cluster's token, every request carries it as ``Authorization: Bearer``,
 as Flink's client sends ``FLINK_REST_CLIENT_HEADERS``; mutating calls and the
-program's output need it.
+program's output need it. Through YARN's web proxy (``via_proxy``), which
+forwards only GET and PUT and drops that header, changes go as PUT and the
+token as the ``token`` query parameter (the endpoint takes both forms).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from jobcluster.errors import ClusterClientError, ClusterUnavailableError, Clust
 from jobcluster.spark.checkpoints import SavepointError
 
 REQUEST_TIMEOUT = 10.0  # seconds for one REST call
+#: The query parameter of the token through YARN's web proxy (the endpoint's ``TOKEN_PARAMETER``).
+TOKEN_PARAMETER = "token"
 #: The header in which the cluster says at which logical offset the output it returns begins.
 OUTPUT_OFFSET_HEADER = "X-Output-Offset"
 
@@ -49,6 +53,7 @@ class RestClusterClient:
     descriptor keeps open for this client (e.g. its YARN client). ``locate``:
     where the cluster's REST API is now, as its platform knows (a restarted
     JobManager may serve elsewhere, e.g. a new YARN ApplicationMaster attempt).
+    ``via_proxy``: ``rest_url`` is YARN's web proxy of the application (see the module docstring).
     """
 
     def __init__(
@@ -63,8 +68,10 @@ class RestClusterClient:
         end_report: Callable[[float], str | None] | None = None,
         on_close: Callable[[], None] | None = None,
         locate: Callable[[], str | None] | None = None,
+        via_proxy: bool = False,
     ) -> None:
         self.rest_url = rest_url.rstrip("/")
+        self.via_proxy = via_proxy
         self.cluster_id = cluster_id
         self.timeout = timeout
         self.log_location = log_location
@@ -73,7 +80,9 @@ class RestClusterClient:
         self._on_close = on_close
         self._locate = locate
         self._session = requests.Session()
-        if token:
+        if token and via_proxy:
+            self._session.params = {TOKEN_PARAMETER: token}
+        elif token:
             self._session.headers["Authorization"] = f"Bearer {token}"
 
     def job_manager_alive(self) -> bool:
@@ -94,6 +103,8 @@ class RestClusterClient:
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None, **params: Any) -> Any:
         url = f"{self.rest_url}{path}"
+        if self.via_proxy and method not in ("GET", "HEAD"):
+            method = "PUT"
         try:
             resp = self._session.request(method, url, params=params or None, json=body, timeout=self.timeout)
         except requests.RequestException as exc:

@@ -80,11 +80,12 @@ class ClusterHandle:
     job_name: str
     log_dir: str
     rest_token: str | None = None
+    via_proxy: bool = False  # rest_url is YARN's web proxy (RestClusterClient's via_proxy)
 
     def client(self) -> RestClusterClient:
         """A REST client of this cluster (with its token); the cluster must serve REST (``rest_url`` set)."""
         assert self.rest_url is not None, f"cluster {self.cluster_id} does not serve REST yet"
-        return RestClusterClient(self.rest_url, self.cluster_id, token=self.rest_token)
+        return RestClusterClient(self.rest_url, self.cluster_id, token=self.rest_token, via_proxy=self.via_proxy)
 
 
 def _silent(message: str) -> None:

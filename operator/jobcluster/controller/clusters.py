@@ -279,7 +279,9 @@ class DescriptorClusters:
             handle = descriptor.retrieve(cluster_id) if cluster_id else None
         if handle is None or handle.rest_url is None:
             raise ClusterClientError(f"no job cluster of FlinkJob {ref.namespace}/{ref.name} serves REST")
-        client = RestClusterClient(handle.rest_url, handle.cluster_id, timeout=REST_TIMEOUT, token=handle.rest_token)
+        client = RestClusterClient(
+            handle.rest_url, handle.cluster_id, timeout=REST_TIMEOUT, token=handle.rest_token, via_proxy=handle.via_proxy
+        )
         try:
             yield client
         finally:
@@ -382,7 +384,9 @@ def observe_job(observation: Observation, handle: ClusterHandle, job_id: str | N
     ``trigger_id`` (nothing when it does not serve REST yet or does not answer)."""
     if handle.rest_url is None or not job_id:
         return observation
-    client = RestClusterClient(handle.rest_url, handle.cluster_id, timeout=REST_TIMEOUT, token=handle.rest_token)
+    client = RestClusterClient(
+        handle.rest_url, handle.cluster_id, timeout=REST_TIMEOUT, token=handle.rest_token, via_proxy=handle.via_proxy
+    )
     try:
         observation.job = client.job_details(job_id)
         observation.task_managers = client.task_managers()

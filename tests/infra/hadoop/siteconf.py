@@ -13,6 +13,7 @@ nothing is reachable from outside the machine.
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -155,6 +156,12 @@ def core_site(ports: Ports, layout: Layout, user: str) -> dict[str, str]:
         # same): the NameNode refuses that unless this user may impersonate.
         f"hadoop.proxyuser.{user}.hosts": "*",
         f"hadoop.proxyuser.{user}.groups": "*",
+        # Hadoop's "pseudo" HTTP authentication, as sites without Kerberos run it: a web request acts as its
+        # `user.name`. The ResourceManager's REST API submits and kills only for a named user (an anonymous
+        # caller is refused), so a client that reaches YARN through its web port alone needs it.
+        "hadoop.http.filter.initializers": "org.apache.hadoop.security.AuthenticationFilterInitializer",
+        "hadoop.http.authentication.type": "simple",
+        "hadoop.http.authentication.signature.secret.file": str(layout.base / "conf" / "http-signature-secret"),
     }
 
 
@@ -320,6 +327,7 @@ def conf_files(ports: Ports, layout: Layout, resources: NodeResources, user: str
         "yarn-site.xml": to_xml(yarn_site(ports, layout, resources)),
         "capacity-scheduler.xml": to_xml(CAPACITY_SCHEDULER),
         "log4j.properties": LOG4J_PROPERTIES,
+        "http-signature-secret": secrets.token_hex(16),  # signs the web servers' authentication cookies
     }
 
 

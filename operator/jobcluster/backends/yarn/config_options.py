@@ -118,6 +118,28 @@ YARN_WEBHDFS_URL = ConfigOption(
     "client that reaches neither the NameNode's HTTP port nor the DataNodes (WebHDFS writes go to a DataNode). Unset: "
     "the NameNode's dfs.namenode.http-address (every NameNode of an HA nameservice). The containers use the NameNode.",
 )
+YARN_RESOURCEMANAGER_API = ConfigOption(
+    "jobcluster.yarn.resourcemanager.api",
+    "str",
+    "rpc",
+    choices=("rpc", "rest"),
+    description="How the client submits, lists and kills applications: rpc, Hadoop RPC to yarn.resourcemanager.address "
+    "(YARN's Java client, in a JVM the client starts; Kerberos included); rest, the ResourceManager's REST API on its "
+    "web port (yarn.resourcemanager.webapp.address), with no JVM, for a client that reaches only that port. rest acts "
+    "as the client's Hadoop user (user.name), which the ResourceManager accepts only with Hadoop's HTTP authentication "
+    "on (simple: hadoop.http.filter.initializers=org.apache.hadoop.security.AuthenticationFilterInitializer).",
+)
+YARN_JOBMANAGER_REST_ACCESS = ConfigOption(
+    "jobcluster.yarn.jobmanager.rest-access",
+    "str",
+    "direct",
+    choices=("direct", "web-proxy"),
+    description="How the client reaches the JobManager's REST endpoint to follow, list, cancel, stop and savepoint the "
+    "job: direct, at the host and port the ApplicationMaster registered (a NodeManager's, rest.bind-port); web-proxy, "
+    "through YARN's web proxy on the ResourceManager's web port (the application's tracking URL), for a client that "
+    "reaches no NodeManager. The proxy forwards only GET and PUT and no Authorization header: the client sends its "
+    "changes as PUT and the cluster's token as the token query parameter.",
+)
 PYTHON_EXECUTABLE = ConfigOption(
     "python.executable",
     "str",

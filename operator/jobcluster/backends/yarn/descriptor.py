@@ -2,7 +2,8 @@
 
 ``deploy_job_cluster`` follows Flink's ``YarnClusterDescriptor``: read the
 Hadoop configuration (``HADOOP_CONF_DIR``), reach the ResourceManager through
-YARN's Java client with bounded retries, create the application, check the
+YARN's Java client with bounded retries (or its REST API on the web port,
+``jobcluster.yarn.resourcemanager.api``), create the application, check the
 ClusterSpecification against the cluster (validation.py), ship the Python
 environment (pyenv.py, cached), stage the program, JobGraph, effective
 configuration and the cluster secret under ``<staging base>/.jobcluster/<application id>/``
@@ -11,6 +12,8 @@ shared), submit the ApplicationMaster (entrypoint.py) with them as
 LocalResources, and follow the ApplicationReport until RUNNING, when the
 ApplicationMaster has registered its REST endpoint. Any failure on the way
 kills the application and removes the staging directory (submission.py).
+The client then talks to the JobManager at the address it registered, or
+through YARN's web proxy (``jobcluster.yarn.jobmanager.rest-access``).
 
 The cluster id is the YARN application id; the JobID travels as an
 application tag (``jobcluster-job-id:<JobID>``), which is how ``list`` and
@@ -29,7 +32,13 @@ from dataclasses import dataclass
 
 from jobcluster.backends.cluster_files import cluster_files
 from jobcluster.backends.yarn.client_jvms import ClientJvms
-from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_SHARED_FILES_RETENTION, YARN_WEBHDFS_URL
+from jobcluster.backends.yarn.config_options import (
+    ENV_HADOOP_CONF_DIR,
+    YARN_JOBMANAGER_REST_ACCESS,
+    YARN_RESOURCEMANAGER_API,
+    YARN_SHARED_FILES_RETENTION,
+    YARN_WEBHDFS_URL,
+)
 from jobcluster.backends.yarn.container_env import (
     ENV_ARCHIVED_PYTHON,
     ENV_CONTAINER_PYTHON,
@@ -52,7 +61,7 @@ from jobcluster.backends.yarn.shared_retention import oldest_start, prune_shared
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, hdfs_errors, webhdfs_client
 from jobcluster.backends.yarn.staging import hadoop_user as hadoop_user_of_process
 from jobcluster.backends.yarn.statuses import explained_application_diagnostics, job_state_of_final_status
-from jobcluster.backends.yarn.submission import submit_application_master
+from jobcluster.backends.yarn.submission import ResourceManagerClient, submit_application_master
 from jobcluster.backends.yarn.validation import check_cluster_specification
 from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication, YarnClient, act_as
 from jobcluster.client.cluster_client import RestClusterClient
@@ -89,10 +98,11 @@ class _Job:
 
 @dataclass
 class _Connection:
-    """What one deployment or lookup talks to: the JVM with the YarnClient, and HDFS."""
+    """What one deployment or lookup talks to: the ResourceManager (the JVM with the YarnClient, or the REST API:
+    no ``gateway``), and HDFS."""
 
-    gateway: JvmGateway
-    yarn: YarnClient
+    gateway: JvmGateway | None
+    yarn: ResourceManagerClient
     paths: HdfsPaths
     release: Callable[[], None]  # the JVM's slot (ClientJvms), once it has ended
 
@@ -100,7 +110,8 @@ class _Connection:
         try:
             with contextlib.suppress(YarnClientError):
                 self.yarn.close()
-            self.gateway.close()
+            if self.gateway is not None:
+                self.gateway.close()
         finally:
             self.release()
 
@@ -118,11 +129,13 @@ class YarnClusterDescriptor(ClusterDescriptor):
         self.client_jvms = client_jvms
         self._acting_as = hadoop_user  # given: the JVM acts as it; else the process's own login, Kerberos included
         self.hadoop_user = hadoop_user or hadoop_user_of_process()
+        self._via_proxy = config.get(YARN_JOBMANAGER_REST_ACCESS) == "web-proxy"
 
     # -- connecting ---------------------------------------------------------------
 
     def _connect(self) -> _Connection:
-        """Start the JVM with YARN's client and a WebHDFS client.
+        """Start the JVM with YARN's client (or the REST API's, ``jobcluster.yarn.resourcemanager.api: rest``) and a
+        WebHDFS client.
 
         Raises:
             YarnConfigurationError: no usable Hadoop configuration (env.hadoop.conf.dir, HADOOP_CONF_DIR, YARN_CONF_DIR).
@@ -131,8 +144,10 @@ class YarnClusterDescriptor(ClusterDescriptor):
         """
         conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
         hadoop_conf = HadoopConfiguration.load(conf_dir)
-        address = hadoop_conf.resourcemanager_address()
         paths = self._hdfs_paths(hadoop_conf)
+        if self.config.get(YARN_RESOURCEMANAGER_API) == "rest":
+            return _Connection(None, self._rest_client(hadoop_conf), paths, lambda: None)
+        address = hadoop_conf.resourcemanager_address()
         release = self.client_jvms.acquire(self.progress) if self.client_jvms else (lambda: None)
         try:
             gateway = JvmGateway(conf_dir).start()
@@ -147,6 +162,15 @@ class YarnClusterDescriptor(ClusterDescriptor):
             gateway.close()
             release()
             raise
+
+    def _rest_client(self, hadoop_conf: HadoopConfiguration) -> ResourceManagerRest:
+        """The ResourceManager's REST API (every ResourceManager of an HA cluster), as this client's Hadoop user."""
+        return ResourceManagerRest(
+            hadoop_conf.resourcemanager_webapp_url(),
+            user=self.hadoop_user,
+            peers=hadoop_conf.resourcemanager_webapp_urls(),
+            minimum_allocation_mb=int(hadoop_conf.get("yarn.scheduler.minimum-allocation-mb") or 1024),
+        )
 
     def _hdfs_paths(self, hadoop_conf: HadoopConfiguration) -> HdfsPaths:
         """HDFS through WebHDFS, as this client's Hadoop user: the NameNode's, or ``jobcluster.yarn.webhdfs.url``'s gateway."""
@@ -185,9 +209,9 @@ class YarnClusterDescriptor(ClusterDescriptor):
             connection.close()
             raise
         self._prune_shared_after_deployment(connection, job.yarn, submitted.staging.base)
-        watch = _ApplicationWatch(connection, submitted.staging)
+        watch = _ApplicationWatch(connection, submitted.staging, self._rest_url)
         return RestClusterClient(
-            rest_url_of(report),
+            self._rest_url(report) or rest_url_of(report),
             report.application_id,
             token=rest_token(job.secret),
             liveness=watch.alive,
@@ -195,9 +219,10 @@ class YarnClusterDescriptor(ClusterDescriptor):
             on_close=connection.close,
             locate=watch.rest_url,
             log_location=f"`yarn logs -applicationId {report.application_id}`",
+            via_proxy=self._via_proxy,
         )
 
-    def _check(self, job: _Job, tm_vcores: int, yarn: YarnClient, application: NewApplication) -> None:
+    def _check(self, job: _Job, tm_vcores: int, yarn: ResourceManagerClient, application: NewApplication) -> None:
         """Flink's ClusterSpecification check: fatal mismatches raise, the rest is shown or logged."""
         self.progress(f"Created YARN application {application.application_id}")
         check = check_cluster_specification(
@@ -297,7 +322,8 @@ class YarnClusterDescriptor(ClusterDescriptor):
         if report.state == "ACCEPTED":
             self.progress(f"YARN application {report.application_id} ACCEPTED in queue {report.queue}; waiting for its ApplicationMaster")
         elif report.state == "RUNNING":
-            self.progress(f"YARN application {report.application_id} RUNNING; its JobManager serves REST at {rest_url_of(report)}")
+            at = self._rest_url(report) or rest_url_of(report)
+            self.progress(f"YARN application {report.application_id} RUNNING; its JobManager serves REST at {at}")
         else:
             self.progress(f"YARN application {report.application_id} {report.state}")
 
@@ -315,11 +341,12 @@ class YarnClusterDescriptor(ClusterDescriptor):
                 ClusterHandle(
                     cluster_id=r.application_id,
                     target=self.target,
-                    rest_url=rest_url_of(r) if r.state == "RUNNING" and r.rpc_port > 0 else None,
+                    rest_url=self._rest_url(r),
                     job_id=job_id_of_tags(r.tags) or "?",
                     job_name=r.name,
                     log_dir=f"`yarn logs -applicationId {r.application_id}`",
                     rest_token=_read_token(StagingDirectory(connection.paths, base, r.application_id)),
+                    via_proxy=self._via_proxy,
                 )
                 for r in reports
                 if wanted is None or r.application_id == wanted
@@ -335,10 +362,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
         """
         conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
         hadoop_conf = HadoopConfiguration.load(conf_dir)
-        rest = ResourceManagerRest(
-            hadoop_conf.resourcemanager_webapp_url(), user=self.hadoop_user, peers=hadoop_conf.resourcemanager_webapp_urls()
-        )
-        return rest, self._hdfs_paths(hadoop_conf)
+        return self._rest_client(hadoop_conf), self._hdfs_paths(hadoop_conf)
 
     def _application_report(self, cluster_id: str) -> tuple[ApplicationReport | None, HdfsPaths]:
         rest, paths = self._web_services()
@@ -360,16 +384,17 @@ class YarnClusterDescriptor(ClusterDescriptor):
         report, paths = self._application_report(cluster_id)
         if report is None or report.is_terminal:
             return None
-        serving = report.state == "RUNNING" and report.rpc_port > 0
+        rest_url = self._rest_url(report)
         base = paths.staging_base(yarn_options(self.config, job_name="").staging_directory)
         return ClusterHandle(
             cluster_id=cluster_id,
             target=self.target,
-            rest_url=rest_url_of(report) if serving else None,
+            rest_url=rest_url,
             job_id=job_id_of_tags(report.tags) or "?",
             job_name=report.name,
             log_dir=f"`yarn logs -applicationId {cluster_id}`",
-            rest_token=_read_token(StagingDirectory(paths, base, cluster_id)) if serving else None,
+            rest_token=_read_token(StagingDirectory(paths, base, cluster_id)) if rest_url else None,
+            via_proxy=self._via_proxy,
         )
 
     def job_result(self, cluster_id: str) -> JobResult | None:
@@ -400,7 +425,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
         """
         rest, _ = self._web_services()
         try:
-            return [report.application_id for report in rest.applications(tag.lower())]
+            return [report.application_id for report in rest.applications(tag=tag.lower())]
         finally:
             rest.close()
 
@@ -441,10 +466,23 @@ class YarnClusterDescriptor(ClusterDescriptor):
             return
         dispose_savepoint(path, files)
 
+    def _rest_url(self, report: ApplicationReport) -> str | None:
+        """Where this client reaches the JobManager's REST endpoint (``jobcluster.yarn.jobmanager.rest-access``): the
+        address it registered, or the application's tracking URL on YARN's web proxy; None until it serves."""
+        if report.state != "RUNNING" or report.rpc_port <= 0:
+            return None
+        return web_proxy_url_of(report) if self._via_proxy else rest_url_of(report)
+
 
 def rest_url_of(report: ApplicationReport) -> str:
     """The REST URL the ApplicationMaster registered as its host and RPC port."""
     return f"http://{report.host}:{report.rpc_port}"
+
+
+def web_proxy_url_of(report: ApplicationReport) -> str:
+    """The application's tracking URL: YARN's web proxy in front of the REST URL it registered
+    (``http://<RM web address>/proxy/<application id>``)."""
+    return report.tracking_url.rstrip("/")
 
 
 def _read_token(staging: StagingDirectory) -> str | None:
@@ -464,9 +502,10 @@ class _ApplicationWatch:
     the client that deployed it removes it once YARN reports the end.
     """
 
-    def __init__(self, connection: _Connection, staging: StagingDirectory) -> None:
+    def __init__(self, connection: _Connection, staging: StagingDirectory, rest_url: Callable[[ApplicationReport], str | None]) -> None:
         self.connection = connection
         self.staging = staging
+        self._rest_url = rest_url
 
     def _report(self) -> ApplicationReport | None:
         try:
@@ -489,9 +528,7 @@ class _ApplicationWatch:
     def rest_url(self) -> str | None:
         """The REST URL of the ApplicationMaster attempt that runs now; None when none serves."""
         report = self._report()
-        if report is None or report.state != "RUNNING" or report.rpc_port <= 0:
-            return None
-        return rest_url_of(report)
+        return None if report is None else self._rest_url(report)
 
     def end_report(self, timeout: float) -> str | None:
         """YARN's final state, status and diagnostics, waiting up to ``timeout`` seconds; None while it runs."""

@@ -13,12 +13,45 @@ and nothing staged.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
+from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.errors import StagingError, YarnClientError
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory
-from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication, YarnClient
+from jobcluster.backends.yarn.validation import YarnClusterResources
+from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication
+
+
+class ResourceManagerClient(Protocol):
+    """What a client does with the ResourceManager: Hadoop RPC's ``yarn_client.YarnClient`` or the REST API's
+    ``rm_rest.ResourceManagerRest``; each raises YarnClientError."""
+
+    resourcemanager_address: str
+
+    def create_application(self) -> NewApplication: ...
+
+    def cluster_resources(self, maximum: ContainerResource) -> YarnClusterResources: ...
+
+    def submit(self, application: NewApplication, spec: ApplicationMasterSpec) -> None: ...
+
+    def report(self, application_id: str) -> ApplicationReport: ...
+
+    def follow(
+        self,
+        application_id: str,
+        until: Callable[[ApplicationReport], bool] = ...,
+        on_change: Callable[[ApplicationReport], None] | None = None,
+        timeout: float | None = None,
+    ) -> ApplicationReport: ...
+
+    def kill(self, application_id: str) -> None: ...
+
+    def applications(self, application_types: Iterable[str], states: Iterable[str] = ...) -> list[ApplicationReport]: ...
+
+    def close(self) -> None: ...
+
 
 SpecBuilder = Callable[[NewApplication, StagingDirectory], ApplicationMasterSpec]
 """Stages the application's files into the directory and returns the ApplicationMaster to submit."""
@@ -39,7 +72,7 @@ def is_deployed(report: ApplicationReport) -> bool:
 
 
 def submit_application_master(
-    client: YarnClient,
+    client: ResourceManagerClient,
     paths: HdfsPaths,
     staging_directory: str | None,
     build: SpecBuilder,
@@ -68,7 +101,7 @@ def submit_application_master(
     return SubmittedApplication(report, staging)
 
 
-def _clean_up(client: YarnClient, application_id: str | None, staging: StagingDirectory | None, error: BaseException) -> None:
+def _clean_up(client: ResourceManagerClient, application_id: str | None, staging: StagingDirectory | None, error: BaseException) -> None:
     """Kill the submitted application (harmless if it has ended) and remove its files."""
     if application_id is not None:
         try:

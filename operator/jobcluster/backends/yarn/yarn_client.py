@@ -264,32 +264,9 @@ class YarnClient:
         until: Callable[[ApplicationReport], bool] = lambda r: r.is_terminal,
         on_change: Callable[[ApplicationReport], None] | None = None,
         timeout: float | None = None,
-        poll_interval: float = REPORT_POLL_INTERVAL,
     ) -> ApplicationReport:
-        """Poll the report until ``until(report)`` (default: a terminal state); ``on_change`` sees every
-        report whose state or final status differs from the one before, as it happens.
-
-        Raises:
-            YarnClientError: the ResourceManager fails, or ``timeout`` seconds pass (the application is left as it is).
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        last: tuple[str, str] | None = None
-        while True:
-            report = self.report(application_id)
-            if (report.state, report.final_status) != last:
-                last = (report.state, report.final_status)
-                if on_change is not None:
-                    on_change(report)
-            if until(report):
-                return report
-            if report.is_terminal:
-                raise YarnClientError(
-                    f"The YARN application {application_id} ended {report.state} ({report.final_status}) before it got there. "
-                    f"Diagnostics from YARN: {explained_application_diagnostics(report.diagnostics)}"
-                )
-            if deadline is not None and time.monotonic() > deadline:
-                raise YarnClientError(f"The YARN application {application_id} is still {report.state} after {timeout:g} s")
-            time.sleep(poll_interval)
+        """See :func:`follow_reports`."""
+        return follow_reports(lambda: self.report(application_id), until, on_change, timeout)
 
     def kill(self, application_id: str) -> None:
         """Kill the application (no-op for one that has ended)."""
@@ -310,6 +287,40 @@ class YarnClient:
 
     def _application_id(self, application_id: str) -> Any:
         return self.records.ApplicationId.fromString(application_id)
+
+
+def follow_reports(
+    report: Callable[[], ApplicationReport],
+    until: Callable[[ApplicationReport], bool] = lambda r: r.is_terminal,
+    on_change: Callable[[ApplicationReport], None] | None = None,
+    timeout: float | None = None,
+    poll_interval: float = REPORT_POLL_INTERVAL,
+) -> ApplicationReport:
+    """Poll one application's ``report()`` until ``until(report)`` (default: a terminal state); ``on_change`` sees
+    every report whose state or final status differs from the one before, as it happens.
+
+    Raises:
+        YarnClientError: the ResourceManager fails, the application ends before ``until``, or ``timeout`` seconds
+            pass (the application is left as it is).
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    last: tuple[str, str] | None = None
+    while True:
+        current = report()
+        if (current.state, current.final_status) != last:
+            last = (current.state, current.final_status)
+            if on_change is not None:
+                on_change(current)
+        if until(current):
+            return current
+        if current.is_terminal:
+            raise YarnClientError(
+                f"The YARN application {current.application_id} ended {current.state} ({current.final_status}) before it got "
+                f"there. Diagnostics from YARN: {explained_application_diagnostics(current.diagnostics)}"
+            )
+        if deadline is not None and time.monotonic() > deadline:
+            raise YarnClientError(f"The YARN application {current.application_id} is still {current.state} after {timeout:g} s")
+        time.sleep(poll_interval)
 
 
 def java_local_resource(jvm: Any, descriptor: LocalResourceDescriptor) -> Any:

@@ -13,6 +13,12 @@ cluster's token as ``Authorization: Bearer <token>`` and are answered 401
 without it. Flink's own CLI can send that header (``FLINK_REST_CLIENT_HEADERS``,
 Flink 1.19+). The token travels in clear text: bind the endpoint to an address
 only trusted clients reach.
+
+Behind YARN's web proxy (``WebAppProxyServlet``), which forwards only GET and
+PUT and drops the Authorization header, a client sends each change as ``PUT``
+on the same path (Flink's dashboard uses ``GET /jobs/{id}/yarn-cancel`` for the
+same reason) and the token as the ``token`` query parameter. Nothing logs
+request lines here (no access log; refusals log the path alone).
 """
 
 from __future__ import annotations
@@ -50,6 +56,10 @@ TaskManagerMetrics = Callable[[str], Awaitable[dict[str, int]]]
 
 #: Methods that only read; every other method needs the cluster's token.
 READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: Methods of the routes that change something: each is served as PUT too, for YARN's web proxy.
+_CHANGES = frozenset({"POST", "PATCH", "DELETE"})
+#: The query parameter that carries the cluster's token where no Authorization header passes (YARN's web proxy).
+TOKEN_PARAMETER = "token"
 # The program's own output is the user's data, not cluster status: reading it needs the token too; and Flink's
 # dashboard cancels a job with a GET (``yarn-cancel``, a path made for YARN's proxy, which passes only GETs).
 _PRIVATE_GET = re.compile(r"(/v1)?/jobs/[^/]+/(stdout|stderr|yarn-cancel)")
@@ -150,8 +160,9 @@ class RestEndpoint:
             *self._views.routes(),
         ]
         for method, path, handler in routes:
-            app.router.add_route(method, path, handler)
-            app.router.add_route(method, API_VERSION_PREFIX + path, handler)
+            for verb in (method, "PUT") if method in _CHANGES else (method,):  # PUT: what YARN's proxy forwards
+                app.router.add_route(verb, path, handler)
+                app.router.add_route(verb, API_VERSION_PREFIX + path, handler)
         self._spark_ui.install(app)  # Spark's own UI under /spark/
         if self._dashboard is not None:
             add_addition_routes(app, CACHE_CONTROL)
@@ -278,6 +289,9 @@ class RestEndpoint:
             return await handler(request)
         scheme, _, supplied = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() == "bearer" and token_matches(supplied.strip(), self._token):
+            return await handler(request)
+        in_query = request.query.get(TOKEN_PARAMETER)  # through YARN's web proxy
+        if in_query and token_matches(in_query, self._token):
             return await handler(request)
         log.warning("refused %s %s from %s: no valid bearer token", request.method, request.path, request.remote)
         return web.json_response(
