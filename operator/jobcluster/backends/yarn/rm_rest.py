@@ -25,7 +25,7 @@ ApplicationMaster registered its REST endpoint).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -41,7 +41,6 @@ from jobcluster.backends.yarn.yarn_client import (
     ApplicationMasterSpec,
     ApplicationReport,
     NewApplication,
-    follow_reports,
 )
 
 DEFAULT_TIMEOUT = 10.0
@@ -200,16 +199,6 @@ class ResourceManagerRest:
         if report is None:
             raise YarnClientError(f"the YARN ResourceManager at {self.url} does not know application {application_id}")
         return report
-
-    def follow(
-        self,
-        application_id: str,
-        until: Callable[[ApplicationReport], bool] = lambda r: r.is_terminal,
-        on_change: Callable[[ApplicationReport], None] | None = None,
-        timeout: float | None = None,
-    ) -> ApplicationReport:
-        """See :func:`yarn_client.follow_reports`."""
-        return follow_reports(lambda: self.report(application_id), until, on_change, timeout)
 
     def kill(self, application_id: str) -> None:
         """Kill the application (``PUT apps/<id>/state``; nothing for one that has ended or that YARN forgot).

@@ -21,7 +21,7 @@ from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.errors import StagingError, YarnClientError
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory
 from jobcluster.backends.yarn.validation import YarnClusterResources
-from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication
+from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication, follow_reports
 
 
 class ResourceManagerClient(Protocol):
@@ -37,14 +37,6 @@ class ResourceManagerClient(Protocol):
     def submit(self, application: NewApplication, spec: ApplicationMasterSpec) -> None: ...
 
     def report(self, application_id: str) -> ApplicationReport: ...
-
-    def follow(
-        self,
-        application_id: str,
-        until: Callable[[ApplicationReport], bool] = ...,
-        on_change: Callable[[ApplicationReport], None] | None = None,
-        timeout: float | None = None,
-    ) -> ApplicationReport: ...
 
     def kill(self, application_id: str) -> None: ...
 
@@ -94,7 +86,7 @@ def submit_application_master(
         spec = build(application, staging)
         submitted = True  # from here on the ResourceManager may know it, even if submit() raises
         client.submit(application, spec)
-        report = client.follow(application.application_id, until=until, on_change=on_change, timeout=timeout)
+        report = follow_reports(lambda: client.report(application.application_id), until, on_change, timeout)
     except BaseException as error:
         _clean_up(client, application.application_id if submitted else None, staging, error)
         raise
