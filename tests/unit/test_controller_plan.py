@@ -65,7 +65,10 @@ def ago(seconds: float) -> str:
         ({"job": {"program": "local:///a.py", "source": "x"}}, "exactly one of program"),
         ({"job": {"program": "/opt/app/a.py"}}, "must be local:///path/in/image"),
         ({"job": {"program": "local:///a.py", "pyFiles": ["s3://b/lib.zip"]}}, "spec.job.pyFiles 's3://b/lib.zip'"),
-        ({"job": {"program": "local:///a.py"}, "target": "yarn-per-job"}, "yarn-per-job needs spec.hadoopConfigMap"),
+        (
+            {"job": {"program": "local:///a.py"}, "target": "yarn-per-job"},
+            r"yarn-application \(or yarn-per-job\) needs spec.hadoopConfigMap",
+        ),
         ({"job": {"program": "local:///a.py", "parallelism": 0}}, "spec.job.parallelism"),
         ({"job": {"program": "local:///a.py"}, "target": "mesos"}, "spec.target"),
     ],
@@ -441,7 +444,7 @@ def test_jobs_go_to_the_adapter_of_their_target():
             calls.append((self.name, ref.name))
             return True
 
-    clusters = JobClusters({"kubernetes-application": Recording("k8s"), "yarn-per-job": Recording("yarn")})
+    clusters = JobClusters({"kubernetes-application": Recording("k8s"), "yarn-application": Recording("yarn")})  # yarn-per-job too
     removed = [
         clusters.remove(ClusterRef(target, "ns", name, "u")) for target, name in (("yarn-per-job", "a"), ("kubernetes-application", "b"))
     ]

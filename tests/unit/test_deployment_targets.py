@@ -10,7 +10,7 @@ import yaml
 
 from jobcluster.backends import registry
 from jobcluster.config import options
-from jobcluster.config.targets import DeploymentTarget
+from jobcluster.config.targets import YARN_PER_JOB, DeploymentTarget, canonical
 from jobcluster.controller.resource import TARGET_KUBERNETES, TARGET_YARN, FlinkJobSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,19 +21,27 @@ CRDS = [
 
 
 def test_execution_target_accepts_exactly_the_targets_and_defaults_to_local():
-    assert options.EXECUTION_TARGET.choices == ("local", "local-cluster", "yarn-per-job", "kubernetes-application")
-    assert options.EXECUTION_TARGET.choices == tuple(DeploymentTarget)
+    assert options.EXECUTION_TARGET.choices == ("local", "local-cluster", "yarn-application", "kubernetes-application", "yarn-per-job")
+    assert options.EXECUTION_TARGET.choices == (*DeploymentTarget, "yarn-per-job")
     assert options.EXECUTION_TARGET.default == DeploymentTarget.LOCAL
 
 
 def test_registry_has_a_backend_for_every_target():
     assert set(registry.TARGETS) == set(DeploymentTarget)
-    assert registry.known_targets() == ["kubernetes-application", "local", "local-cluster", "yarn-per-job"]
+    assert registry.known_targets() == ["kubernetes-application", "local", "local-cluster", "yarn-application"]
 
 
 def test_a_target_is_its_name_as_configuration_text():
-    assert str(DeploymentTarget.YARN_PER_JOB) == "yarn-per-job"
+    assert str(DeploymentTarget.YARN_APPLICATION) == "yarn-application"
     assert DeploymentTarget("kubernetes-application") is DeploymentTarget.KUBERNETES_APPLICATION
+
+
+def test_yarn_per_job_is_the_yarn_targets_other_name():
+    """Flink 1.x's name of its YARN mode is accepted wherever a target is named, for the same target."""
+    assert DeploymentTarget("yarn-per-job") is DeploymentTarget("yarn-application") is DeploymentTarget.YARN_APPLICATION
+    assert canonical("yarn-per-job") == canonical("yarn-application") == "yarn-application" and canonical("local") == "local"
+    with pytest.raises(ValueError, match="yarn-session"):
+        DeploymentTarget("yarn-session")
 
 
 def flinkjob_target_schema(crd_path: Path) -> dict:
@@ -49,6 +57,6 @@ def test_flinkjob_crd_enum_is_the_operators_targets(crd_path):
     schema = flinkjob_target_schema(crd_path)
     model_targets = list(typing.get_args(FlinkJobSpec.model_fields["target"].annotation))
 
-    assert schema["enum"] == model_targets == [DeploymentTarget.KUBERNETES_APPLICATION, DeploymentTarget.YARN_PER_JOB]
+    assert schema["enum"] == model_targets == [DeploymentTarget.KUBERNETES_APPLICATION, DeploymentTarget.YARN_APPLICATION, YARN_PER_JOB]
     assert schema["default"] == FlinkJobSpec.model_fields["target"].default == TARGET_KUBERNETES
-    assert (TARGET_KUBERNETES, TARGET_YARN) == (DeploymentTarget.KUBERNETES_APPLICATION, DeploymentTarget.YARN_PER_JOB)
+    assert (TARGET_KUBERNETES, TARGET_YARN) == (DeploymentTarget.KUBERNETES_APPLICATION, DeploymentTarget.YARN_APPLICATION)

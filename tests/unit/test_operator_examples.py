@@ -15,7 +15,7 @@ EXAMPLES = sorted((REPO / "manifests" / "examples").glob("*.yaml"))
 
 def test_there_is_an_example_per_target():
     targets = {yaml.safe_load(p.read_text())["spec"].get("target", "kubernetes-application") for p in EXAMPLES}
-    assert targets == {"kubernetes-application", "yarn-per-job"}
+    assert targets == {"kubernetes-application", "yarn-application"}
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)

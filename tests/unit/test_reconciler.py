@@ -464,7 +464,7 @@ def test_a_deletion_during_a_deployment_that_never_answers_is_done_within_second
 
 def test_a_flinkjob_moved_to_another_target_has_its_cluster_removed_where_it_runs():
     on_kubernetes, on_yarn = FakeClusters(), FakeClusters()
-    clusters = JobClusters({"kubernetes-application": on_kubernetes, "yarn-per-job": on_yarn})
+    clusters = JobClusters({"kubernetes-application": on_kubernetes, "yarn-application": on_yarn})  # reached as yarn-per-job too
     job = FlinkJob(SPEC)
     reconcile(Reconciler(clusters, {}, clock=lambda: NOW), job)
     assert job.status["deployedTarget"] == "kubernetes-application"

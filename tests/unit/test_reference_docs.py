@@ -153,7 +153,7 @@ def test_crd_page_lists_the_cel_rules_where_they_apply_with_their_messages(rende
     page = rendered["docs/reference/flinkjob.md"]
     rules = page.split("### Validation rules")[1].split("###")[0]
     assert rules.count("| `metadata.name` | `oldSelf.hasValue() \\|\\| self.metadata.name.") == 2
-    assert "| `spec.hadoopConfigMap` | `!has(self.target) \\|\\| self.target != 'yarn-per-job'" in rules
+    assert "| `spec.hadoopConfigMap` | `!has(self.target) \\|\\| !(self.target in ['yarn-application', 'yarn-per-job'])" in rules
     assert "| `spec.job` | `has(self.program) != has(self.source)` | spec.job needs exactly one of program" in rules
     assert "| `spec.job.pyFiles[]` | `self.startsWith('local:///')" in rules
     assert "| `spec.job.program` | string |  | validation rules (below) |" in page

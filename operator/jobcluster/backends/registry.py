@@ -33,7 +33,7 @@ from jobcluster.errors import IllegalConfigurationError
 TARGETS: dict[DeploymentTarget, str] = {
     DeploymentTarget.LOCAL: "jobcluster.backends.local",
     DeploymentTarget.LOCAL_CLUSTER: "jobcluster.backends.local.local_cluster",
-    DeploymentTarget.YARN_PER_JOB: "jobcluster.backends.yarn",
+    DeploymentTarget.YARN_APPLICATION: "jobcluster.backends.yarn",
     DeploymentTarget.KUBERNETES_APPLICATION: "jobcluster.backends.kubernetes",
 }
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from jobcluster.config.config_option import ConfigOption, ConfigPrefix, options_declared_in
-from jobcluster.config.targets import DeploymentTarget
+from jobcluster.config.targets import NAMES, DeploymentTarget
 from jobcluster.config.values import INT_MAX, LONG_MAX, parse_float32
 
 _MiB = 1 << 20
@@ -44,8 +44,9 @@ EXECUTION_TARGET = ConfigOption(
     DeploymentTarget.LOCAL.value,
     description="Where the job cluster runs: 'local' (Flink's MiniCluster: the JobManager and the TaskExecutors in one "
     "process on this machine, the program's Spark in local mode), 'local-cluster' (a cluster of processes on this machine: "
-    "TaskExecutors with Spark workers), 'yarn-per-job' or 'kubernetes-application'. Picks the PipelineExecutor and ClusterDescriptor.",
-    choices=tuple(target.value for target in DeploymentTarget),
+    "TaskExecutors with Spark workers), 'yarn-application' (also accepted as 'yarn-per-job', Flink 1.x's name) or "
+    "'kubernetes-application'. Picks the PipelineExecutor and ClusterDescriptor.",
+    choices=NAMES,
 )
 EXECUTION_ATTACHED = ConfigOption(
     "execution.attached",

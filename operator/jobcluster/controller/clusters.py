@@ -33,6 +33,7 @@ from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError, OperatorHook
 from jobcluster.client.program import build_job_graph
 from jobcluster.config.configuration import Configuration
+from jobcluster.config.targets import canonical
 from jobcluster.controller.job_state import SavepointPoll, SavepointTrigger
 from jobcluster.errors import ClusterClientError, DeploymentError, IllegalConfigurationError, JobClusterError, NotFoundError
 from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
@@ -131,13 +132,14 @@ class TargetClusters(Protocol):
 
 
 class JobClusters:
-    """Dispatches each call to the adapter of the FlinkJob's target (``by_target``: target name → adapter)."""
+    """Dispatches each call to the adapter of the FlinkJob's target (``by_target``: target name → adapter; a target's
+    other name, ``yarn-per-job``, reaches the same adapter)."""
 
     def __init__(self, by_target: Mapping[str, TargetClusters]) -> None:
         self.by_target = dict(by_target)
 
     def _of(self, ref: ClusterRef) -> TargetClusters:
-        return self.by_target.get(ref.target) or _NOTHING_DEPLOYED
+        return self.by_target.get(canonical(ref.target)) or _NOTHING_DEPLOYED
 
     def access(self, ref: ClusterRef) -> dict[str, str]:
         return self._of(ref).access(ref)

@@ -113,7 +113,7 @@ def job_configuration(
     # the TaskManagers too (as in the Flink Kubernetes Operator), unless kubernetes.taskmanager.service-account says
     # otherwise: never the namespace's `default` by omission (their pods mount no token anyway)
     typed[KUBERNETES_SERVICE_ACCOUNT.key] = typed[KUBERNETES_JOB_MANAGER_SERVICE_ACCOUNT.key] = spec.service_account
-    yarn = spec.target == TARGET_YARN
+    yarn = spec.deployment_target == TARGET_YARN
     resources = (
         (
             spec.job_manager,

@@ -8,7 +8,7 @@ operator's ``upgrade`` record) and the decisions on them that need no cluster:
 which savepoints the history limits dispose of, where the next deployment
 restores from.  Nothing here talks to an API.
 
-Status records (see docs/deployment/operator.md, "Streaming FlinkJobs"):
+Status records (see docs/operations/flinkjob-savepoints.md):
 
 - ``jobStatus.savepointInfo``: ``lastSavepoint`` {location, timeStamp, triggerType,
   triggerNonce}, ``trigger`` (the one pending: triggerId, triggerType,

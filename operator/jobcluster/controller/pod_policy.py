@@ -85,7 +85,7 @@ def check_service_accounts(spec: FlinkJobSpec, defaults: Mapping[str, str]) -> N
     Raises:
         InvalidSpecError: with reason ``ServiceAccountNotAllowed``, naming the field and the accounts allowed.
     """
-    if spec.target != TARGET_KUBERNETES:
+    if spec.deployment_target != TARGET_KUBERNETES:
         return
     allowed = allowed_accounts(defaults)
     named = [("spec.serviceAccount", spec.service_account)]

@@ -31,7 +31,7 @@ KIND = "FlinkJob"
 API_VERSION = f"{GROUP}/{VERSION}"
 
 TARGET_KUBERNETES = DeploymentTarget.KUBERNETES_APPLICATION
-TARGET_YARN = DeploymentTarget.YARN_PER_JOB
+TARGET_YARN = DeploymentTarget.YARN_APPLICATION
 
 
 class _Spec(BaseModel):
@@ -87,7 +87,7 @@ class FlinkJobSpec(_Spec):
     image: str | None = None
     image_pull_policy: str | None = Field(default=None, alias="imagePullPolicy")
     service_account: str = Field(default="jobcluster", alias="serviceAccount")
-    target: Literal["kubernetes-application", "yarn-per-job"] = "kubernetes-application"
+    target: Literal["kubernetes-application", "yarn-application", "yarn-per-job"] = "kubernetes-application"
     hadoop_config_map: str | None = Field(default=None, alias="hadoopConfigMap")
     restart_nonce: int | None = Field(default=None, alias="restartNonce")
     flink_configuration: dict[str, str] = Field(default_factory=dict, alias="flinkConfiguration")
@@ -98,6 +98,12 @@ class FlinkJobSpec(_Spec):
     active_deadline_seconds: int | None = Field(default=None, ge=1, alias="activeDeadlineSeconds")
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0, alias="ttlSecondsAfterFinished")
     delete_after_ttl: bool | None = Field(default=None, alias="deleteAfterTtl")  # None: the operator's default
+
+    @property
+    def deployment_target(self) -> DeploymentTarget:
+        """The target ``target`` names (``yarn-per-job`` is ``yarn-application``); ``target`` itself stays as written,
+        so that a FlinkJob's spec digest does not change with the name it uses."""
+        return DeploymentTarget(self.target)
 
 
 # The words of the CRD's CEL rules (tests/unit/test_flinkjob_rules.py holds the CRD to them).
@@ -119,9 +125,9 @@ ONE_PROGRAM_RULE = (
 PROGRAM_URI_RULE = (
     "must be local:///path/in/image (a file in the image) or an http(s):// URL; a program on your machine goes inline, as spec.job.source"
 )
-#: target yarn-per-job without spec.hadoopConfigMap.
+#: target yarn-application (or yarn-per-job) without spec.hadoopConfigMap.
 HADOOP_CONFIG_MAP_RULE = (
-    "spec.target yarn-per-job needs spec.hadoopConfigMap: the ConfigMap of this namespace holding the Hadoop "
+    "spec.target yarn-application (or yarn-per-job) needs spec.hadoopConfigMap: the ConfigMap of this namespace holding the Hadoop "
     "client configuration (kubectl create configmap hadoop-conf --from-file=$HADOOP_CONF_DIR)"
 )
 _PROGRAM_SCHEMES = ("local:///", "http://", "https://")
@@ -157,7 +163,7 @@ def parse_spec(spec: Mapping[str, Any]) -> FlinkJobSpec:
     for field, uri in [("program", job.program), *(("pyFiles", f) for f in job.py_files), *(("jars", j) for j in job.jars)]:
         if uri is not None and not uri.startswith(_PROGRAM_SCHEMES):
             raise InvalidSpecError(f"spec.job.{field} {uri!r} {PROGRAM_URI_RULE}")
-    if parsed.target == TARGET_YARN and not parsed.hadoop_config_map:
+    if parsed.deployment_target == TARGET_YARN and not parsed.hadoop_config_map:
         raise InvalidSpecError(HADOOP_CONFIG_MAP_RULE, reason="HadoopConfigurationMissing")
     return parsed
 

@@ -119,7 +119,7 @@ class _Connection:
 class YarnClusterDescriptor(ClusterDescriptor):
     """Deploys, lists and kills job clusters on the YARN cluster of ``HADOOP_CONF_DIR`` (see the module docstring)."""
 
-    target = DeploymentTarget.YARN_PER_JOB
+    target = DeploymentTarget.YARN_APPLICATION
 
     def __init__(self, config: Configuration, client_jvms: ClientJvms | None = None, hadoop_user: str | None = None) -> None:
         """``client_jvms``: the bound on the YARN client JVMs of this process (the operator's); None: unbounded;
