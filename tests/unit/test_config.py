@@ -325,6 +325,24 @@ def test_nested_yaml_is_flattened(tmp_path):
     assert config.get(o.JOB_MANAGER_TOTAL_PROCESS_MEMORY) == 1600 * MiB
 
 
+def test_flinks_config_yaml_is_read_beside_ours_and_a_conflict_names_both_files(tmp_path):
+    """Flink 2's config.yaml (nested, standard YAML) alone, or beside jobcluster.yaml: one key set; a key both set
+    differently is refused, naming both files; the same value in both is no conflict."""
+    flink_2 = "taskmanager:\n  numberOfTaskSlots: 2\n  memory:\n    process.size: 2g\nrest.port: 8082\n"
+    (tmp_path / "config.yaml").write_text(flink_2)
+    alone = load_configuration(tmp_path)
+    assert (alone.get(o.NUM_TASK_SLOTS), alone.get(o.REST_PORT)) == (2, 8082)
+    write_conf(tmp_path, "taskmanager.memory.process.size: 2g\nheartbeat.timeout: 20 s\n")
+    both = load_configuration(tmp_path)
+    assert both.to_dict() == {**alone.to_dict(), "heartbeat.timeout": "20 s"}
+    write_conf(tmp_path, "taskmanager.memory.process.size: 1728m\n")
+    with pytest.raises(IllegalConfigurationError) as refused:
+        load_configuration(tmp_path)
+    message = str(refused.value)
+    assert "taskmanager.memory.process.size" in message and "'1728m'" in message and "'2g'" in message
+    assert str(tmp_path / CONFIG_FILE_NAME) in message and str(tmp_path / "config.yaml") in message
+
+
 def test_dynamic_properties_win(tmp_path):
     conf = write_conf(tmp_path, "taskmanager.memory.process.size: 1728m\nrest.port: 8081\n")
     config = load_configuration(conf, {"taskmanager.memory.process.size": "4g", "new.key": "v"})

@@ -26,7 +26,7 @@ def conf_dir_option(f: _F) -> _F:
         "--conf-dir",
         type=click.Path(file_okay=False, path_type=Path),
         default=None,
-        help="Directory holding jobcluster.yaml (default: $JOBCLUSTER_CONF_DIR, else the packaged defaults).",
+        help="Directory holding jobcluster.yaml, Flink's config.yaml, or both (default: $JOBCLUSTER_CONF_DIR, else the packaged defaults).",
     )(f)
 
 

@@ -26,6 +26,9 @@ from jobcluster.backends.registry import validate_configuration
 from jobcluster.cli.common import check_dynamic_properties
 from jobcluster.config.loader import (
     CONFIG_FILE_NAME,
+    CONFIG_FILE_NAMES,
+    FLINK_CONFIG_FILE_NAME,
+    config_files,
     default_conf_dir,
     load_configuration,
     parse_dynamic_property,
@@ -74,8 +77,8 @@ _PARTIAL_BLOCKS = " ▏▎▍▌▋▊▉"
     "conf_dir",
     type=click.Path(path_type=Path),
     default=None,
-    help=f"Directory holding {CONFIG_FILE_NAME}; a directory without the file means only the "
-    "built-in defaults.  Default: $JOBCLUSTER_CONF_DIR, else the packaged configuration.",
+    help=f"Directory holding {CONFIG_FILE_NAME} or Flink's {FLINK_CONFIG_FILE_NAME} (or both); a directory without either "
+    "means only the built-in defaults.  Default: $JOBCLUSTER_CONF_DIR, else the packaged configuration.",
 )
 @click.option(
     "-D",
@@ -249,8 +252,8 @@ def _bar(share: float) -> str:
 
 
 def _source_text(directory: Path, overrides: int) -> str:
-    path = directory / CONFIG_FILE_NAME
-    text = str(path) if path.is_file() else f"no {CONFIG_FILE_NAME} in {directory}: built-in defaults only"
+    paths = config_files(directory)
+    text = " and ".join(map(str, paths)) if paths else f"no {' or '.join(CONFIG_FILE_NAMES)} in {directory}: built-in defaults only"
     if overrides:
         text += f", {overrides} -D override{'s' if overrides > 1 else ''}"
     return text

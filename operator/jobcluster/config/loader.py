@@ -1,15 +1,20 @@
-"""Loading the configuration: the conf dir's ``jobcluster.yaml``, then ``-D`` overrides.
+"""Loading the configuration: the conf dir's ``jobcluster.yaml`` and ``config.yaml``, then ``-D`` overrides.
 
 Why this order: as in Flink, sizes and settings live in a configuration file
 (the shipped one, or the user's conf dir), and the command line only
 overrides.  A conf dir without the file is legal and means "only the built-in
 defaults" — which, as in Flink, leaves the TaskManager memory unconfigured.
 
-The file may use flat Flink keys (``taskmanager.memory.process.size: 1728m``)
-or nested YAML (``taskmanager: {memory: {process.size: 1728m}}``); nested
-mappings are flattened by joining keys with dots, as Flink 2.x does.  Scalars
-become their text (``true``/``false`` for booleans), lists are joined with
-``;``, and keys with an empty value are ignored.
+The conf dir may hold ``jobcluster.yaml``, Flink's ``config.yaml`` (the file
+Flink 2 reads, and Flink 1.19+ beside the older ``flink-conf.yaml``), or both:
+the keys are the same either way, and a key both files set to different values
+is an error naming the two files, since neither the order nor a silent winner
+would be what the user meant.  A file may use flat Flink keys
+(``taskmanager.memory.process.size: 1728m``) or nested YAML (``taskmanager:
+{memory: {process.size: 1728m}}``); nested mappings are flattened by joining
+keys with dots, as Flink 2.x does.  Scalars become their text (``true``/``false``
+for booleans), lists are joined with ``;``, and keys with an empty value are
+ignored.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from jobcluster.config.configuration import Configuration, value_to_text
 from jobcluster.errors import IllegalConfigurationError
 
 CONFIG_FILE_NAME = "jobcluster.yaml"
+#: Flink's configuration file (Flink 2; Flink 1.19+ reads it before the legacy flink-conf.yaml), read beside ours.
+FLINK_CONFIG_FILE_NAME = "config.yaml"
+CONFIG_FILE_NAMES = (CONFIG_FILE_NAME, FLINK_CONFIG_FILE_NAME)
 #: Environment variable naming the default conf dir (like Flink's FLINK_CONF_DIR).
 CONF_DIR_ENV = "JOBCLUSTER_CONF_DIR"
 
@@ -41,24 +49,47 @@ def load_configuration(
     conf_dir: Path | str | None = None,
     dynamic_properties: Mapping[str, str] | None = None,
 ) -> Configuration:
-    """Read ``conf_dir/jobcluster.yaml`` (if present) and apply ``dynamic_properties`` on top.
+    """Read ``conf_dir/jobcluster.yaml`` and ``conf_dir/config.yaml`` (those present) and apply ``dynamic_properties``
+    on top.
 
     ``conf_dir=None`` means :func:`default_conf_dir`.
 
     Raises:
         IllegalConfigurationError: the conf dir does not exist or is not a
-            directory, the file cannot be read, is not YAML, or is not a mapping.
+            directory, a file cannot be read, is not YAML, or is not a mapping,
+            or the two files set one key to different values.
     """
     directory = Path(conf_dir) if conf_dir is not None else default_conf_dir()
     if not directory.is_dir():
         raise IllegalConfigurationError(f"The configuration directory '{directory}' does not exist or is not a directory.")
     config = Configuration()
-    path = directory / CONFIG_FILE_NAME
-    if path.is_file():
-        config.update(read_config_file(path))
+    config.update(read_config_files(config_files(directory)))
     for key, value in (dynamic_properties or {}).items():
         config.set(key, value)
     return config
+
+
+def config_files(directory: Path) -> list[Path]:
+    """The configuration files present in ``directory``, ``jobcluster.yaml`` first."""
+    return [directory / name for name in CONFIG_FILE_NAMES if (directory / name).is_file()]
+
+
+def read_config_files(paths: list[Path]) -> dict[str, str]:
+    """The keys of all ``paths`` together (see the module docstring).
+
+    Raises:
+        IllegalConfigurationError: a file is unusable (:func:`read_config_file`), or two set one key differently.
+    """
+    merged: dict[str, str] = {}
+    origin: dict[str, Path] = {}
+    for path in paths:
+        for key, value in read_config_file(path).items():
+            if key in merged and merged[key] != value:
+                raise IllegalConfigurationError(
+                    f"{key} is {merged[key]!r} in '{origin[key]}' and {value!r} in '{path}': set it in one of the two files"
+                )
+            merged[key], origin[key] = value, path
+    return merged
 
 
 def read_config_file(path: Path) -> dict[str, str]:
