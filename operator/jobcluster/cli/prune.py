@@ -1,5 +1,5 @@
 """``jobcluster prune``: remove the logs of ended job clusters, and the files on the cluster that no job used for a
-while (``yarn-per-job``: the shipped Python environment's parts), now instead of at the next deployment."""
+while (``yarn-application``: the shipped Python environment's parts), now instead of at the next deployment."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 spark-submit users add it by hand (``--packages org.apache.hadoop:hadoop-aws:<Spark's Hadoop>``,
 then chase the matching AWS SDK). jobcluster's client adds it to the job's jars when the job
 names an ``s3a://`` URI and the Spark the cluster runs is the client's own (``local``,
-``local-cluster``, ``yarn-per-job``, which ships it); the Kubernetes image carries it.
+``local-cluster``, ``yarn-application``, which ships it); the Kubernetes image carries it.
 """
 
 from __future__ import annotations

@@ -187,7 +187,7 @@ class ClusterDescriptor(abc.ABC):
         return []
 
     def prune_shared_files(self, max_age: float | None = None) -> list[str]:
-        """Remove the files that the target keeps for many jobs (``yarn-per-job``: the shipped Python environment's
+        """Remove the files that the target keeps for many jobs (``yarn-application``: the shipped Python environment's
         parts and the dashboard on HDFS) that no job used for ``max_age`` seconds (None: the target's retention
         option), never one a running cluster may use; returns what was removed. The default keeps none: nothing."""
         return []

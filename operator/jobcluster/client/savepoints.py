@@ -7,7 +7,7 @@ it. The rules and their words are here (:func:`read_savepoint`,
 :class:`SavepointFileSystem`, which the target's ClusterDescriptor picks
 (``ClusterDescriptor.read_savepoint``): this machine's for the ``local``
 target (:class:`LocalFileSystem`, by path or ``file:`` URI), HDFS through
-WebHDFS for ``yarn-per-job`` (a backend's client library, which this layer
+WebHDFS for ``yarn-application`` (a backend's client library, which this layer
 may not import). Elsewhere (on Kubernetes any path is the pods', e.g. on a
 volume their pod template mounts) the job's driver reads the savepoint when
 its first query starts, which fails the job with the same words.

@@ -479,7 +479,7 @@ WEB_DASHBOARD_DIR = ConfigOption(
     None,
     description="Folder of Flink's web dashboard that the REST endpoint serves at / (the web/ folder of "
     "flink-runtime-web). Unset: $JOBCLUSTER_CACHE/flink-runtime-web-<version>/web where the JobManager runs "
-    "(default ~/.cache/jobcluster), which `python -m jobcluster.runtime.rest.dashboard` fills; on yarn-per-job, "
+    "(default ~/.cache/jobcluster), which `python -m jobcluster.runtime.rest.dashboard` fills; on yarn-application, "
     "the client's copy, which it ships to the ApplicationMaster (fetched first when missing). Set, it names a folder "
     "on the JobManager's machine, and nothing is shipped.",
 )
@@ -499,7 +499,7 @@ S3A_CONNECTOR = ConfigOption(
     "needs, fetched once by Ivy from Maven Central into $JOBCLUSTER_CACHE/s3a-connector) to the job's jars: 'auto' when "
     "the job's configuration, arguments or savepoint name an s3a:// URI and neither Spark's jars nor --jars hold "
     "hadoop-aws; 'always'; 'never'. Only where the cluster runs the client's Spark (local, local-cluster, "
-    "yarn-per-job); the Kubernetes image carries it. A mirror: spark.jars.repositories or spark.jars.ivySettings.",
+    "yarn-application); the Kubernetes image carries it. A mirror: spark.jars.repositories or spark.jars.ivySettings.",
     choices=("auto", "always", "never"),
 )
 
@@ -588,7 +588,7 @@ SECURITY_ENCRYPT_DATA_PLANE = ConfigOption(
 )
 
 # --------------------------------------------------------------------------
-# Containers (yarn-per-job, kubernetes-application)
+# Containers (yarn-application, kubernetes-application)
 # --------------------------------------------------------------------------
 
 CONTAINERIZED_MASTER_ENV = ConfigPrefix(

@@ -147,7 +147,7 @@ def parse_spec(spec: Mapping[str, Any]) -> FlinkJobSpec:
     Raises:
         InvalidSpecError: a field of the wrong type or range (when the API server did not check it),
             no program or both program and source (:data:`ONE_PROGRAM_RULE`), a program URI that is
-            neither ``local:///`` nor ``http(s)://`` (:data:`PROGRAM_URI_RULE`), or the yarn-per-job
+            neither ``local:///`` nor ``http(s)://`` (:data:`PROGRAM_URI_RULE`), or the yarn-application
             target without ``hadoopConfigMap`` (:data:`HADOOP_CONFIG_MAP_RULE`, reason
             ``HadoopConfigurationMissing``).
     """

@@ -199,7 +199,7 @@ class FlinkJobStatus(_Status):
     task_managers: TaskManagers | None = None
     cluster_access: dict[str, str | None] | None = None  # None: a merge patch deleting one file
     """What the operator keeps, as the deployment begins, to reach the job cluster once the objects the spec names are gone (file name to
-    content; yarn-per-job: the site files of spec.hadoopConfigMap). Dropped when the deployment fails."""
+    content; yarn-application: the site files of spec.hadoopConfigMap). Dropped when the deployment fails."""
     reconciliation_status: ReconciliationStatus | None = None
     last_reconciled_spec: str | None = None
     """Where operators before reconciliationStatus kept reconciliationStatus.lastReconciledSpec (moved there at the next reconciliation)."""

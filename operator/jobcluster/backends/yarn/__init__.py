@@ -1,4 +1,4 @@
-"""The ``yarn-per-job`` target: job clusters as YARN applications.
+"""The ``yarn-application`` target: job clusters as YARN applications.
 
 YARN is reached through its official Java clients (YarnClient, AMRMClient,
 NMClient from the Hadoop client jars that ship with pyspark), driven from

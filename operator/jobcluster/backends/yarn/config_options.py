@@ -1,4 +1,4 @@
-"""The options of the ``yarn-per-job`` target: Flink's ``YarnConfigOptions`` keys and defaults.
+"""The options of the ``yarn-application`` target: Flink's ``YarnConfigOptions`` keys and defaults.
 
 Why here: as Flink keeps them in flink-yarn rather than flink-core, the options
 only YARN reads live beside the YARN backend; ``backends/registry.py`` collects
@@ -167,7 +167,7 @@ OPERATOR_YARN_CLIENT_JVMS = ConfigOption(
     "int",
     2,
     description="The FlinkJob operator's bound on the YARN client JVMs it runs at once (read from its "
-    "defaultConfiguration only): one per yarn-per-job deployment until its ApplicationMaster serves, one per "
+    "defaultConfiguration only): one per yarn-application deployment until its ApplicationMaster serves, one per "
     "removal. Each takes about 175 MiB of the operator pod's memory (measured: its RSS after ResourceManager calls): "
     "raise the chart's resources.limits.memory (768Mi: the operator's ~150 MiB and two JVMs) with it. A deployment "
     "or removal past the bound waits for one to end (5 min at most, then it is tried again).",
@@ -177,7 +177,7 @@ OPERATOR_YARN_HADOOP_USERS = ConfigOption(
     "jobcluster.operator.yarn.hadoop-users",
     "str",
     None,
-    description="The Hadoop user the FlinkJob operator submits each namespace's yarn-per-job FlinkJobs as (read from its "
+    description="The Hadoop user the FlinkJob operator submits each namespace's yarn-application FlinkJobs as (read from its "
     "defaultConfiguration only), as 'namespace1:user1,namespace2:user2'; '*' stands for every namespace not listed. A "
     "FlinkJob of a namespace with no user is refused (HadoopUserNotMapped). Its staging directory, application and "
     "files on HDFS are that user's, so FlinkJobs of namespaces mapped to different users cannot read each other's.",
@@ -190,7 +190,7 @@ YARN_SHARED_FILES_RETENTION = ConfigOption(
     description="How long a file shared by the jobs on HDFS (the parts of the shipped Python environment and "
     "Flink's web dashboard, in <staging base>/.jobcluster/python/ and .jobcluster/dashboard/) is kept after a job "
     "last used it (seconds; Flink duration syntax). Pruned when a job cluster is deployed and by `jobcluster prune "
-    "-t yarn-per-job`; a file that an active application of yarn.application.type may use is never removed.",
+    "-t yarn-application`; a file that an active application of yarn.application.type may use is never removed.",
     positive=True,
 )
 

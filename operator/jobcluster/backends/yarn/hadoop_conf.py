@@ -63,7 +63,7 @@ def hadoop_conf_dir(environ: Mapping[str, str] | None = None, configured: str | 
             )
         return path
     raise YarnConfigurationError(
-        "Neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set: the yarn-per-job target needs the Hadoop client configuration "
+        "Neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set: the yarn-application target needs the Hadoop client configuration "
         "(export HADOOP_CONF_DIR=/etc/hadoop/conf, or -D env.hadoop.conf.dir=/etc/hadoop/conf)."
     )
 
@@ -127,7 +127,7 @@ class HadoopConfiguration:
         parts = urlsplit(self.default_fs)
         if parts.scheme != "hdfs":
             raise YarnConfigurationError(
-                f"fs.defaultFS is {self.default_fs!r} in {self.conf_dir}: the yarn-per-job target stages files on HDFS, "
+                f"fs.defaultFS is {self.default_fs!r} in {self.conf_dir}: the yarn-application target stages files on HDFS, "
                 "so the Hadoop configuration must name an hdfs:// default file system."
             )
         https = (self.get("dfs.http.policy") or "HTTP_ONLY").upper() == "HTTPS_ONLY"

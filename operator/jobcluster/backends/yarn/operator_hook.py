@@ -1,11 +1,11 @@
-"""FlinkJobs on YARN clusters: what the operator knows of the yarn-per-job target (blocking calls).
+"""FlinkJobs on YARN clusters: what the operator knows of the yarn-application target (blocking calls).
 
 The Hadoop client configuration comes from the ConfigMap the FlinkJob names
 (``spec.hadoopConfigMap``, in its namespace): its keys are the files
 (``core-site.xml``, ``yarn-site.xml``, ``hdfs-site.xml``), written to a
 directory of the operator's (``<work dir>/<namespace>/<ConfigMap>/``) that
 becomes the job's ``env.hadoop.conf.dir``.  Deployment goes through the same
-YarnClusterDescriptor as ``jobcluster run -t yarn-per-job``, in this process.
+YarnClusterDescriptor as ``jobcluster run -t yarn-application``, in this process.
 The same files are kept in the FlinkJob's status (``status.clusterAccess``, see
 :meth:`YarnOperatorHook.access`): once the ConfigMap is gone (``kubectl delete
 namespace`` deletes it before the FlinkJob), an operator, even a restarted one,
@@ -206,7 +206,7 @@ class YarnOperatorHook:
     @staticmethod
     def _config_map_name(ref: ClusterRef) -> str:
         if not ref.hadoop_config_map:
-            raise InvalidSpecError("spec.hadoopConfigMap is required for the yarn-per-job target", reason="HadoopConfigurationMissing")
+            raise InvalidSpecError("spec.hadoopConfigMap is required for the yarn-application target", reason="HadoopConfigurationMissing")
         return ref.hadoop_config_map
 
     def descriptor(self, ref: ClusterRef, config: Configuration | None = None) -> ClusterDescriptor:
@@ -248,7 +248,7 @@ class YarnOperatorHook:
             )
         if self.hadoop_users is not None and self.hadoop_user(ref.namespace) is None:
             raise InvalidSpecError(
-                f"namespace {ref.namespace} has no Hadoop user to run yarn-per-job FlinkJobs as: the operator's "
+                f"namespace {ref.namespace} has no Hadoop user to run yarn-application FlinkJobs as: the operator's "
                 f"administrator maps it in {OPERATOR_YARN_HADOOP_USERS.key} (chart value yarn.hadoopUsers), "
                 "so that its files on HDFS and its applications are that user's",
                 reason="HadoopUserNotMapped",

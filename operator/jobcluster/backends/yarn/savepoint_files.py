@@ -1,8 +1,8 @@
 """Savepoints on HDFS, read and deleted by the client through WebHDFS before anything is deployed.
 
-Why: ``jobcluster run -t yarn-per-job -s hdfs://...`` must refuse a savepoint
+Why: ``jobcluster run -t yarn-application -s hdfs://...`` must refuse a savepoint
 that is missing or not a savepoint before YARN hears of an application, and
-``jobcluster savepoint -t yarn-per-job --dispose hdfs://...`` must work
+``jobcluster savepoint -t yarn-application --dispose hdfs://...`` must work
 without a running cluster (``YarnClusterDescriptor.read_savepoint`` and
 ``dispose_savepoint``). The client reaches HDFS the way it stages files (``staging.py``): WebHDFS, with
 the Hadoop configuration of ``env.hadoop.conf.dir``, ``HADOOP_CONF_DIR`` or

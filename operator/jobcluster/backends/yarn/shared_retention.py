@@ -4,7 +4,7 @@ Why: every change of the Python environment leaves new archives in
 ``<staging base>/.jobcluster/python/`` (``pyenv.py``), every new dashboard one
 in ``.jobcluster/dashboard/`` (``dashboard_files.py``); without a bound they pile
 up for ever (a pyspark part is ~345 MiB). The next deployment and ``jobcluster
-prune -t yarn-per-job`` remove the files no job used for the retention.
+prune -t yarn-application`` remove the files no job used for the retention.
 
 When a file was last used: every job that registers it sets its access time
 (``shared_files.mark_used``). HDFS keeps access times unless
