@@ -44,6 +44,7 @@ from jobcluster.runtime.rest import flink_bodies
 from jobcluster.runtime.rest.dashboard import CACHE_CONTROL, add_dashboard_routes
 from jobcluster.runtime.rest.dashboard_additions import add_addition_routes, with_additions
 from jobcluster.runtime.rest.dashboard_views import DashboardViews, TaskManagerLogSource
+from jobcluster.runtime.rest.flink2_views import Flink2Views
 from jobcluster.runtime.rest.serialized_throwable import failure_cause
 from jobcluster.runtime.rest.spark_ui import SparkUiProxy
 from jobcluster.security import token_matches
@@ -126,6 +127,7 @@ class RestEndpoint:
             configuration or {},
             log_dir,
         )
+        self._flink2 = Flink2Views(self._serving_dispatcher, configuration or {})  # Flink 2.3's paths
         self._spark_ui = SparkUiProxy(self._serving_dispatcher)
 
     @property
@@ -158,6 +160,7 @@ class RestEndpoint:
             ("GET", "/savepoint-disposal/{trigger_id}", self._disposal_status),
             ("GET", "/jobs/{job_id}/yarn-cancel", self._yarn_cancel),
             *self._views.routes(),
+            *self._flink2.routes(),
         ]
         for method, path, handler in routes:
             for verb in (method, "PUT") if method in _CHANGES else (method,):  # PUT: what YARN's proxy forwards

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import html
 from typing import Any
 
 from jobcluster.jobgraph.job_status import JobStatus
@@ -188,7 +189,14 @@ def slot_sharing_group_id(job_id: str, group: str) -> str:
 
 
 def _plan(details: dict[str, Any]) -> dict[str, Any]:
-    """Flink's JSON plan of the job graph: one node per vertex, no inputs."""
+    """Flink's JSON plan of the job graph (``JobPlanInfo.Plan``, ``jid``, ``name``, ``type``, ``nodes``): one node
+    per vertex (``PlanNode``: ``id``, ``parallelism``, ``operator``, ``operator_strategy``, ``description``,
+    ``optimizer_properties``).
+
+    The description is the vertex's name made safe for HTML, as Flink's plan generator makes it (the
+    dashboard shows it as markup). No node has ``inputs``: the program's one vertex reads from no other
+    vertex, and Flink leaves the key out of a node with none.
+    """
     return {
         "jid": details["jid"],
         "name": details["name"],
@@ -199,12 +207,23 @@ def _plan(details: dict[str, Any]) -> dict[str, Any]:
                 "parallelism": v["parallelism"],
                 "operator": "PySpark program",
                 "operator_strategy": "",
-                "description": v["name"],
+                "description": _html_text(v["name"]),
                 "optimizer_properties": {},
             }
             for v in details["vertices"]
         ],
     }
+
+
+def job_plan_info(details: dict[str, Any]) -> dict[str, Any]:
+    """Flink's ``/jobs/{id}/plan`` (JobPlanInfo): ``{"plan": ...}``, the same plan ``/jobs/{id}`` carries."""
+    return {"plan": _plan(details)}
+
+
+def _html_text(text: str) -> str:
+    """``text`` as markup shows it: ``&``, ``<``, ``>`` and ``"`` as entities, a line break as ``<br/>``, a backslash
+    as ``&#92;``."""
+    return html.escape(text, quote=False).replace('"', "&quot;").replace("\n", "<br/>").replace("\\", "&#92;")
 
 
 def execution_result(result: JobResult | None) -> dict[str, Any]:
