@@ -4,7 +4,9 @@ Each test runs the real aiohttp endpoint in-process against the stand-in
 dispatcher (tests/support/rest_standin.py) and checks a body's field names
 and JSON types against the response schema of Flink's OpenAPI description
 (``rest_v1_dispatcher.yml``, Flink 2.3-SNAPSHOT; and 1.20's for the plan),
-read from ``$FLINK_REST_SPEC_DIR`` (default: the shared reference copy).
+reduced to what these tests read: ``data/flink-rest-2.3.json`` and
+``data/flink-rest-1.20.json`` (every path and method; the responses checked
+here and the schemas they use; where each comes from is in its ``_source``).
 Where Flink's serializers write something else than the schema shows (an
 ApplicationID is its hex string, not the object the spec derives from the
 Java class), the wire's form is checked.
@@ -12,14 +14,13 @@ Java class), the wire's form is checked.
 
 from __future__ import annotations
 
-import os
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
-import yaml
 
 from jobcluster.jobgraph.job_status import JobStatus
 from tests.support.rest_standin import JOB_ID, VERTEX_ID, StandInDispatcher
@@ -27,7 +28,7 @@ from tests.support.rest_standin import TOKEN as STANDIN_TOKEN
 from tests.support.rest_standin import with_endpoint as _with_endpoint
 
 TOKEN = {"Authorization": f"Bearer {STANDIN_TOKEN}"}
-SPEC_DIR = Path(os.environ.get("FLINK_REST_SPEC_DIR", "/work/shared/reference/flink-rest"))
+SPEC_DIR = Path(__file__).parent / "data"
 #: Flink 2.3's ApplicationState names (org.apache.flink.api.common.ApplicationState): the spec types them as strings.
 APPLICATION_STATES = {"CREATED", "RUNNING", "FAILING", "FAILED", "CANCELING", "CANCELED", "FINISHED"}
 #: Schemas of AbstractIDs that Flink's serializers write as 32 hex digits, while the spec shows the Java object.
@@ -36,22 +37,19 @@ OTHER_ID = "f" * 32
 
 
 def _load(name: str) -> dict[str, Any]:
-    path = SPEC_DIR / name
-    if not path.is_file():
-        pytest.skip(f"Flink's REST description {path} is not here (set FLINK_REST_SPEC_DIR)")
-    spec: dict[str, Any] = yaml.safe_load(path.read_text())
+    spec: dict[str, Any] = json.loads((SPEC_DIR / name).read_text())
     return spec
 
 
 @pytest.fixture(scope="module")
 def spec() -> dict[str, Any]:
     """Flink 2.3-SNAPSHOT's description."""
-    return _load("rest_v1_dispatcher.yml")
+    return _load("flink-rest-2.3.json")
 
 
 @pytest.fixture(scope="module")
 def spec_120() -> dict[str, Any]:
-    return _load("rest_v1_dispatcher-1.20.yml")
+    return _load("flink-rest-1.20.json")
 
 
 def response_schema(spec: dict[str, Any], path: str, method: str = "get") -> tuple[str, dict[str, Any]]:
