@@ -573,7 +573,7 @@ class YarnExample:
         assert status["lifecycleState"] == "FINISHED" and status["jobStatus"]["state"] == "FINISHED", status
         assert status["taskManagers"]["count"] == 1 and status["taskManagers"]["slotsPerTaskManager"] == 2, status
         columns = k8s_cluster.kubectl("get", "flinkjobs", "-n", namespace, self.name).stdout.splitlines()
-        assert columns[1].split()[:5] == [self.name, "FINISHED", "FINISHED", "2", "yarn-per-job"]
+        assert columns[1].split()[:5] == [self.name, "FINISHED", "FINISHED", "2", "yarn-application"]
         counts: Counter = Counter()
         for part in (p for p in self.paths.client.list(f"{self.root}/out") if p.startswith("part-")):
             with self.paths.client.read(f"{self.root}/out/{part}", encoding="utf-8") as reader:
