@@ -136,6 +136,7 @@ def test_taskmanagers_use_flink_names_and_types(capsys):
         assert memory["totalProcessMemory"] == memory["totalFlinkMemory"] + (256 + 192) * MiB
         assert tm["hardware"] == {"cpuCores": 8, "physicalMemory": 16 << 30, "freeMemory": 512 * MiB, "managedMemory": 256 * MiB}
         assert tm["slotsNumber"] == 2 and tm["freeSlots"] == 1
+        assert tm["assignedTasks"] == 1  # Flink 2's client requires it: a subtask in each slot in use
         # Flink writes the time of the last heartbeat (ms since the epoch) under this name; the view's age is 2500 ms.
         now_ms = time.time() * 1000
         assert type(tm["timeSinceLastHeartbeat"]) is int and now_ms - 5000 < tm["timeSinceLastHeartbeat"] <= now_ms - 2500

@@ -309,7 +309,11 @@ def task_manager_info(view: dict[str, Any], now_ms: int) -> dict[str, Any]:
       the slots still free (every slot is an equal share, as Flink's default
       slot profile);
     - ``dataPort`` and ``jmxPort`` -1: Spark moves data through its own block
-      manager, and no JMX port is opened; ``blocked`` false: no blocklist.
+      manager, and no JMX port is opened; ``blocked`` false: no blocklist;
+    - ``assignedTasks`` (Flink 2's TaskManagerInfo, whose client refuses a body
+      without it; Flink 1.20's ignores it): the tasks deployed to the
+      TaskExecutor, here one per slot in use (a slot runs one subtask of the
+      job's one vertex).
     """
     memory = view["memoryConfiguration"]
     slots, free = view["slotsNumber"], view["freeSlots"]
@@ -321,6 +325,7 @@ def task_manager_info(view: dict[str, Any], now_ms: int) -> dict[str, Any]:
         "totalResource": total,
         "freeResource": _resource_profile(memory, slots, free / slots if slots else 0.0),
         "blocked": False,
+        "assignedTasks": slots - free,
     }
 
 
