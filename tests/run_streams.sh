@@ -4,7 +4,7 @@
 # Why: on a 2-core machine the Kubernetes tests spend most of their time waiting (for pods to be
 # scheduled, images to be unpacked, JVMs in CPU-limited containers to start), and a cold machine
 # spends ~10 minutes compiling the Kubernetes tools and building the image, which only they need.
-# So one stream builds those and runs the tests marked `k8s` and `s3` (the operator's FlinkJobs on YARN
+# So one stream builds those and runs the tests marked `k8s`, `s3` and `firewall` (the operator's FlinkJobs on YARN
 # among them: they need the API server, and this stream starts a Hadoop cluster and a Kafka broker
 # for them); the other resolves the Hadoop jars and Flink's client and runs everything else (unit,
 # local end to end, YARN/HDFS and streaming on YARN, Flink's CLI). The two take about as long.
@@ -30,8 +30,9 @@ PY_SPARK35=${PY_SPARK35:-.venv-pyspark3.5/bin/python}
 pytest=("$PY" -m pytest -ra --durations=15 "$@")
 pytest_spark35=("$PY_SPARK35" -m pytest -ra --durations=5 "$@")
 # the tests of the first stream; the second runs all others. The object-storage tests of the local and YARN targets
-# (marker s3, ~4 min) go with the first: the second is the longer one, and both start the S3 server and a Hadoop cluster.
-KUBERNETES_STREAM="k8s or s3"
+# (marker s3, ~4 min) and the YARN clients behind a firewall (marker firewall, ~5 min) go with the first: the second is
+# the longer one, and both streams start the S3 server and a Hadoop cluster.
+KUBERNETES_STREAM="k8s or s3 or firewall"
 
 # The 3.5 lane's virtualenv, made by one stream at a time (the other may be making it).
 venv_spark35() {

@@ -59,7 +59,7 @@ from tests.integration.hadoop.test_yarn_job_cluster import (  # noqa: F401 - fix
 from tests.integration.hadoop.test_yarn_job_cluster import wait_for as wait_until
 from tests.support.firewall import only_ports
 
-pytestmark = pytest.mark.hadoop
+pytestmark = [pytest.mark.hadoop, pytest.mark.firewall]
 
 VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 STREAMING_PROGRAM = REPO / "tests" / "e2e" / "programs" / "streaming_file_sink.py"
