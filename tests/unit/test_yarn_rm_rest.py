@@ -63,6 +63,8 @@ class Answers(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body.encode())
 
+    do_POST = do_PUT = do_GET  # answered the same way; the method is not recorded
+
     def log_message(self, *args: object) -> None:
         pass
 
@@ -155,3 +157,19 @@ def test_nodes_and_queues_as_the_rest_api_reports_them():
         "queues": {"queue": [{"queueName": "default"}, {"queueName": "etl", "queues": {"queue": [{"queueName": "daily"}]}}]},
     }
     assert queue_names(scheduler) == ["root", "default", "etl", "daily"]
+
+
+def test_a_resource_manager_without_http_authentication_refuses_a_submission_with_the_settings_to_change():
+    """What a cluster without Hadoop's HTTP authentication answers a write (401 and this RemoteException, as a Hadoop
+    3.3 ResourceManager does): the error names the settings, and nothing was created."""
+    refused = json.dumps(
+        {"RemoteException": {"exception": "AuthorizationException", "message": "Unable to obtain user name, user not authenticated"}}
+    )
+    new = "/ws/v1/cluster/apps/new-application"
+    answers = {new: (401, {"Content-Type": "application/json"}, refused)}
+    with server(answers) as (rm, asked), pytest.raises(YarnClientError) as error:
+        ResourceManagerRest(rm, user="alice").create_application()
+    message = str(error.value)
+    assert "answered 401: Unable to obtain user name, user not authenticated" in message
+    assert "AuthenticationFilterInitializer" in message and "jobcluster.yarn.resourcemanager.api: rpc" in message
+    assert asked == [new]
