@@ -21,6 +21,7 @@ from jobcluster.backends.yarn.config_options import YARN_APPMASTER_VCORES, YARN_
 from jobcluster.client.descriptor import JobResult
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config import options
+from jobcluster.controller.access_seal import AccessSeal
 from jobcluster.controller.clusters import JobClusters, Observation
 from jobcluster.controller.flinkjob_ref import FlinkJobRef
 from jobcluster.controller.flinkjob_status import Lifecycle, conditions, timestamp
@@ -428,9 +429,9 @@ def test_the_cluster_of_a_flinkjob_is_found_from_its_raw_spec_and_status():
         "spec": {"job": {"parallelism": -3}, "target": "yarn-per-job", "hadoopConfigMap": "hc"},
         "status": {"clusterId": "application_1_0002"},
     }
-    ref = FlinkJobRef.of(body).cluster  # an invalid spec still says where a cluster of an older one may run
+    ref = FlinkJobRef.of(body).cluster(AccessSeal())  # an invalid spec still says where a cluster of an older one may run
     assert ref == ClusterRef("yarn-per-job", "ns", "wc", "u1", "application_1_0002", "hc")
-    assert FlinkJobRef.of({"metadata": {"name": "x"}}).cluster.target == "kubernetes-application"
+    assert FlinkJobRef.of({"metadata": {"name": "x"}}).cluster(AccessSeal()).target == "kubernetes-application"
 
 
 def test_jobs_go_to_the_adapter_of_their_target():

@@ -26,6 +26,7 @@ from jobcluster.client.descriptor import JobResult, PackagedProgram
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
+from jobcluster.controller.access_seal import AccessSeal
 from jobcluster.controller.clusters import Deployed, JobClusters, Observation
 from jobcluster.controller.flinkjob_ref import FlinkJobRef
 from jobcluster.controller.flinkjob_status import Lifecycle, merge_patch
@@ -564,10 +565,11 @@ def test_a_hadoop_configmap_applied_after_the_flinkjob_is_found_at_a_later_attem
 def test_what_reaches_the_cluster_is_kept_in_the_status_before_the_deployment_and_dropped_when_it_fails():
     site = {"core-site.xml": "<configuration>a</configuration>", "hdfs-site.xml": "<configuration/>"}
     clusters, job = FakeClusters(kept=site), FlinkJob({**SPEC, "target": "yarn-per-job", "hadoopConfigMap": "hadoop"})
-    assert reconcile(reconciler_of(clusters), job) == Lifecycle.DEPLOYED
+    reconciler = reconciler_of(clusters)
+    assert reconcile(reconciler, job) == Lifecycle.DEPLOYED
     assert job.writes[0]["clusterAccess"] == site, "kept before the long wait: an operator restarted meanwhile has it"
     assert clusters.deployed_refs[0].access == site
-    assert (job_ref := asyncio.run(job.read())) is not None and job_ref.cluster.access == site
+    assert (job_ref := asyncio.run(job.read())) is not None and job_ref.cluster(reconciler.seal).access == site
 
     clusters.kept = {"core-site.xml": "<configuration>b</configuration>"}
     clusters.deploy_error = DeploymentError("the ResourceManager does not answer")
@@ -579,8 +581,28 @@ def test_what_reaches_the_cluster_is_kept_in_the_status_before_the_deployment_an
     assert starting["clusterAccess"] == {"core-site.xml": "<configuration>b</configuration>", "hdfs-site.xml": None}, (
         "a merge patch deletes the file the new deployment lacks"
     )
-    assert "clusterAccess" not in job.status, "a failed deployment left nothing to reach"
-    assert (job_ref := asyncio.run(job.read())) is not None and job_ref.cluster.access == {}
+    assert "clusterAccess" not in job.status and "clusterAccessSignature" not in job.status, "a failed deployment left nothing to reach"
+    assert (job_ref := asyncio.run(job.read())) is not None and job_ref.cluster(reconciler.seal).access == {}
+
+
+def test_kept_cluster_access_counts_only_with_the_operators_own_signature():
+    site = {"core-site.xml": "<configuration>a</configuration>"}
+    clusters, job = FakeClusters(kept=site), FlinkJob({**SPEC, "target": "yarn-per-job", "hadoopConfigMap": "hadoop"})
+    key = "k" * 32
+    assert reconcile(Reconciler(clusters, {}, seal=AccessSeal(key)), job) == Lifecycle.DEPLOYED  # type: ignore[arg-type]
+    assert len(job.status["clusterAccessSignature"]) == 64
+
+    def kept(status: dict[str, Any], seal: AccessSeal) -> dict[str, str]:
+        return FlinkJobRef.of({"metadata": {"name": "wc", "uid": job.uid}, "spec": job.spec, "status": status}).cluster(seal).access
+
+    assert kept(job.status, AccessSeal(key)) == site, "another replica, or the operator restarted, with the same key"
+    assert kept(job.status, AccessSeal("o" * 32)) == {}, "an operator of another key"
+    assert kept(job.status, AccessSeal()) == {}, "an operator with no key signs with its own random one"
+    tampered = {**job.status, "clusterAccess": {"core-site.xml": "<configuration>evil</configuration>"}}
+    assert kept(tampered, AccessSeal(key)) == {}, "files written into the status by someone else"
+    assert kept({**job.status, "clusterAccessSignature": None}, AccessSeal(key)) == {}, "unsigned (an older operator's)"
+    other = FlinkJobRef.of({"metadata": {"name": "wc", "uid": "another"}, "spec": job.spec, "status": job.status})
+    assert other.cluster(AccessSeal(key)).access == {}, "the signature of another FlinkJob's files"
 
 
 STREAMING_CONFIG = {"execution.checkpointing.dir": "hdfs:///checkpoints", "execution.checkpointing.savepoint-dir": "hdfs:///savepoints"}

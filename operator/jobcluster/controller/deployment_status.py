@@ -94,6 +94,7 @@ def retried_status(job: FlinkJobRef, starting: Mapping[str, Any], message: str, 
         "error": message,
         "deployRetry": dict(retry),
         "clusterAccess": None,  # nothing of the attempt runs
+        "clusterAccessSignature": None,
     }
 
 
@@ -109,6 +110,7 @@ def failed_status(starting: Mapping[str, Any], spec_hash: str, message: str, rea
         "restUrl": "",
         "deployRetry": None,
         "clusterAccess": None,
+        "clusterAccessSignature": None,
     }
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobcluster.client.operator_hook import ClusterRef
+from jobcluster.controller.access_seal import AccessSeal
 from jobcluster.controller.resource import TARGET_KUBERNETES
 
 
@@ -37,10 +38,10 @@ class FlinkJobRef:
             deleting=bool(metadata.get("deletionTimestamp")),
         )
 
-    @property
-    def cluster(self) -> ClusterRef:
+    def cluster(self, seal: AccessSeal) -> ClusterRef:
         """Where this FlinkJob's cluster is (from the raw spec and status: valid or not, a cluster may exist); on the
-        target it was last deployed to, which the spec may since have changed."""
+        target it was last deployed to, which the spec may since have changed. The cluster access kept in the status
+        counts only when ``seal`` finds the operator's own signature on it (``access_seal.py``)."""
         return ClusterRef(
             target=str(self.status.get("deployedTarget") or self.spec.get("target") or TARGET_KUBERNETES),
             namespace=self.namespace,
@@ -48,5 +49,5 @@ class FlinkJobRef:
             uid=self.uid,
             cluster_id=str(self.status.get("clusterId") or ""),
             hadoop_config_map=self.spec.get("hadoopConfigMap"),
-            access={str(k): str(v) for k, v in (self.status.get("clusterAccess") or {}).items() if v is not None},
+            access=seal.opened(self.uid, self.status.get("clusterAccess"), self.status.get("clusterAccessSignature")),
         )

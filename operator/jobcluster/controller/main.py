@@ -26,6 +26,7 @@ import click
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.loader import read_config_file
 from jobcluster.config.values import parse_duration
+from jobcluster.controller.access_seal import AccessSeal
 from jobcluster.errors import JobClusterError
 
 if TYPE_CHECKING:
@@ -219,7 +220,7 @@ def operator(
         }
     )
     elector = LeaseElector(api, lease_namespace, lease_name, candidate_identity(), timings) if leader_election and lease_namespace else None
-    operate(api, defaults, clusters, namespaces, port, elector, excluded_namespaces)
+    operate(api, defaults, clusters, namespaces, port, elector, excluded_namespaces, AccessSeal(cluster_secret_key))
 
 
 def operate(
@@ -230,10 +231,12 @@ def operate(
     port: int,
     elector: LeaseElector | None = None,
     excluded_namespaces: tuple[str, ...] = (),
+    seal: AccessSeal | None = None,
 ) -> None:
     """Run kopf with the FlinkJob handlers until stopped: FlinkJobs of ``namespaces`` (all when empty, those of
     ``excluded_namespaces`` refused), their clusters through ``clusters`` (an adapter per target), under the operator's
-    ``defaults``; ``/healthz`` and ``/metrics`` on ``port`` (0: none); with ``elector``, only while it holds the Lease."""
+    ``defaults``; ``/healthz`` and ``/metrics`` on ``port`` (0: none); with ``elector``, only while it holds the Lease;
+    the cluster access kept in statuses signed and checked with ``seal`` (default: a key of this process's)."""
     import kopf
 
     from jobcluster.controller.handlers import OperatorContext, build_registry
@@ -241,7 +244,9 @@ def operate(
     from jobcluster.controller.reconciler import Reconciler
 
     metrics = OperatorMetrics()
-    reconciler = Reconciler(clusters, defaults, on_deployed=metrics.deploy_seconds.observe, excluded_namespaces=excluded_namespaces)
+    reconciler = Reconciler(
+        clusters, defaults, on_deployed=metrics.deploy_seconds.observe, excluded_namespaces=excluded_namespaces, seal=seal
+    )
     registry = build_registry(OperatorContext(reconciler, api, metrics))
     run_kopf = functools.partial(kopf.operator, registry=registry, standalone=True, clusterwide=not namespaces, namespaces=list(namespaces))
     asyncio.run(_serve(run_kopf, metrics, port, elector))

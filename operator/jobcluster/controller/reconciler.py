@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
+from jobcluster.controller.access_seal import AccessSeal
 from jobcluster.controller.clusters import Deployed, JobClusters, Observation
 from jobcluster.controller.deployment_status import deployed_status, failure_of, starting_status
 from jobcluster.controller.deployments import InFlight, deploy_blocking, report, superseded_by
@@ -98,8 +99,10 @@ class Reconciler:
         on_deployed: Callable[[float], None] | None = None,
         deploy_parallelism: int = DEPLOY_PARALLELISM,
         excluded_namespaces: Iterable[str] = (),
+        seal: AccessSeal | None = None,
     ) -> None:
         self.clusters = clusters
+        self.seal = seal or AccessSeal()
         self.excluded_namespaces = frozenset(excluded_namespaces)
         self.defaults = dict(defaults)
         self._clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
@@ -186,13 +189,13 @@ class Reconciler:
         flight = self._deploying.get(job.uid)  # before the removal: one may end while it runs, having made its cluster
         if flight is not None:
             flight.superseded = True
-        await self._remove(self._latest(job).cluster)
+        await self._remove(self._latest(job).cluster(self.seal))
         if flight is not None and flight.task is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(flight.task), DELETE_WAIT)
             except TimeoutError:
                 raise RemovalPending(f"FlinkJob {job.namespace}/{job.name}: a deployment is in flight; removed when it is over") from None
-            await self._remove(self._latest(job).cluster)  # what it made after the first removal, maybe on another target
+            await self._remove(self._latest(job).cluster(self.seal))  # what it made after the first removal, maybe on another target
         self.forget(job.uid)
 
     def known(self, namespace: str, name: str) -> FlinkJobRef | None:
@@ -242,7 +245,7 @@ class Reconciler:
         if needs_observation(facts):
             job_id = (job.status.get("jobStatus") or {}).get("jobId")
             pending = pending_trigger(job.status).get("triggerId")
-            observation = await self._call(self.clusters.observe, job.cluster, job_id, pending)
+            observation = await self._call(self.clusters.observe, job.cluster(self.seal), job_id, pending)
             facts = dataclasses.replace(facts, observation=observation, silent_for=self._silence(job.uid, observation, now))
         decided = plan(facts)
         if refusal is None:
@@ -251,15 +254,15 @@ class Reconciler:
             status = {**decided.status, **self._refused(job, refusal, post_event, kept=job.status.get("lifecycleState") in RUNS)}
         for action in decided.actions:
             if action == REMOVE:
-                await self._remove(job.cluster)
+                await self._remove(job.cluster(self.seal))
             elif action == REMOVE_RESULT:
-                await self._remove(job.cluster, result=True)
+                await self._remove(job.cluster(self.seal), result=True)
             elif action == DEPLOY:
                 status.update(await self._start_deploy(job, spec, spec_hash, status, io, decided.restore, state))
             elif action == DELETE_RESOURCE:
                 await io.delete_resource()
         if DISPOSE_SAVEPOINTS in decided.actions:  # before the write that forgets them (plan_types.DISPOSE_SAVEPOINTS)
-            for failure in await self._call(self.clusters.dispose_savepoints, job.cluster, decided.dispose):
+            for failure in await self._call(self.clusters.dispose_savepoints, job.cluster(self.seal), decided.dispose):
                 post_event("Warning", "SavepointDisposalFailed", f"{failure}; delete it with the tools of its file system")
         for kind, reason, message in decided.events:
             post_event(kind, reason, message)
@@ -274,7 +277,7 @@ class Reconciler:
         not answer is asked again at the next look, which says whether the trigger arrived."""
         assert decided.trigger is not None
         try:
-            await self._call(self.clusters.trigger_savepoint, job.cluster, decided.trigger)
+            await self._call(self.clusters.trigger_savepoint, job.cluster(self.seal), decided.trigger)
         except ClusterUnreachableError as exc:
             log.info("FlinkJob %s/%s: savepoint trigger %s not sent: %s", job.namespace, job.name, decided.trigger.trigger_id, exc)
             return str(job.status.get("lifecycleState") or Lifecycle.CREATED)
@@ -303,7 +306,7 @@ class Reconciler:
         status = self._refused(job, error, post_event, kept=lifecycle in RUNS)
         if lifecycle not in (None, Lifecycle.CREATED):
             return await self._write(job, status, write_status)
-        await self._remove(job.cluster)
+        await self._remove(job.cluster(self.seal))
         return await self._write(job, never_valid(job.spec, status), write_status)
 
     @staticmethod
@@ -330,7 +333,7 @@ class Reconciler:
         Returns the status fields to write now: the beginning, or the outcome when it failed before the task began."""
         started = self._clock()
         starting = starting_status(job, status, spec, spec_hash, state, restore, started)
-        target = dataclasses.replace(job.cluster, target=spec.target, cluster_id="")
+        target = dataclasses.replace(job.cluster(self.seal), target=spec.target, cluster_id="")
         try:
             target = dataclasses.replace(target, access=await self._call(self.clusters.access, target))
         except JobClusterError as exc:
@@ -338,6 +341,7 @@ class Reconciler:
             report(job, events, io.post_event)
             return outcome
         starting["clusterAccess"] = replacing(job.status.get("clusterAccess"), target.access)
+        starting["clusterAccessSignature"] = self.seal.sign(job.uid, target.access) if target.access else None
         await self._write(job, starting, io.write_status)
         if job.uid in self._deleted:  # deleted while the beginning was written: the deletion removes what may run
             return starting

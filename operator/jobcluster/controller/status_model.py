@@ -200,6 +200,9 @@ class FlinkJobStatus(_Status):
     cluster_access: dict[str, str | None] | None = None  # None: a merge patch deleting one file
     """What the operator keeps, as the deployment begins, to reach the job cluster once the objects the spec names are gone (file name to
     content; yarn-application: the site files of spec.hadoopConfigMap). Dropped when the deployment fails."""
+    cluster_access_signature: str | None = None
+    """The operator's HMAC-SHA256 of clusterAccess and the FlinkJob's uid: kept files whose signature is not the operator's
+    own are ignored."""
     reconciliation_status: ReconciliationStatus | None = None
     last_reconciled_spec: str | None = None
     """Where operators before reconciliationStatus kept reconciliationStatus.lastReconciledSpec (moved there at the next reconciliation)."""

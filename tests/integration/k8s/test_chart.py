@@ -620,6 +620,7 @@ class YarnExample:
         running = status["clusterId"]
         assert self.yarn.application(running).state == "RUNNING"
         assert status["clusterAccess"] == self.site_files, sorted(status.get("clusterAccess") or {})
+        assert len(status["clusterAccessSignature"]) == 64, "signed: kept files count only with the operator's signature"
         staging = StagingDirectory(self.paths, f"/user/{HADOOP_USER}", running)
         assert self.paths.client.status(staging.path, strict=False) is not None
         k8s_cluster.kubectl("delete", "configmap", "-n", namespace, "hadoop-conf")
