@@ -24,10 +24,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 
+{{/* The namespaces whose FlinkJobs the operator runs, as a JSON list; empty when it watches all of them
+(watchAllNamespaces). Read with: include "jobcluster-operator.watchedNamespaces" . | fromJsonArray */}}
+{{- define "jobcluster-operator.watchedNamespaces" -}}
+{{- if .Values.watchAllNamespaces -}}[]{{- else -}}{{ toJson (compact (.Values.watchNamespaces | default list)) }}{{- end -}}
+{{- end -}}
+
 {{/* With all namespaces watched: the ClusterRole the operator binds the JobManager's ServiceAccount to in each
 FlinkJob's namespace (empty when the chart creates no job ServiceAccounts or watches given namespaces). */}}
 {{- define "jobcluster-operator.jobManagerClusterRole" -}}
-{{- if and .Values.jobServiceAccount.create (not .Values.watchNamespaces) -}}
+{{- if and .Values.jobServiceAccount.create .Values.watchAllNamespaces -}}
 {{- printf "%s-jobmanager" (include "jobcluster-operator.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}

@@ -46,6 +46,9 @@ def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run([str(build_tools() / "helm"), *args], capture_output=True, text=True, timeout=120, check=check)
 
 
+ALL_NAMESPACES = "--set=watchAllNamespaces=true"
+
+
 def render(*values: str, namespace: str = "jobcluster-system") -> list[dict]:
     out = helm("template", "jobcluster", str(CHART), "-n", namespace, *values).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
@@ -114,12 +117,12 @@ def test_the_operator_deployment():
 
     # watching all namespaces, the operator makes the JobManager's ServiceAccount where a FlinkJob runs, and refuses
     # the FlinkJobs of its own namespace unless told
-    (everywhere,) = by_kind(render(), "Deployment")
+    (everywhere,) = by_kind(render(ALL_NAMESPACES), "Deployment")
     arguments = everywhere["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--job-cluster-role=jobcluster-operator-jobmanager" in arguments and "--exclude-namespace=jobcluster-system" in arguments
-    (own,) = by_kind(render("--set", "watchReleaseNamespace=true"), "Deployment")
+    (own,) = by_kind(render(ALL_NAMESPACES, "--set", "watchReleaseNamespace=true"), "Deployment")
     assert not [a for a in own["spec"]["template"]["spec"]["containers"][0]["args"] if a.startswith("--exclude-namespace")]
-    (nowhere,) = by_kind(render("--set", "jobServiceAccount.create=false"), "Deployment")
+    (nowhere,) = by_kind(render(ALL_NAMESPACES, "--set", "jobServiceAccount.create=false"), "Deployment")
     assert not [a for a in nowhere["spec"]["template"]["spec"]["containers"][0]["args"] if a.startswith("--job-cluster-role")]
 
 
@@ -192,16 +195,31 @@ def test_the_default_ingress_becomes_the_ingress_options_and_the_operator_may_cr
     comma = ("--set", "ingress.template=/x", "--set", "ingress.annotations.a=1\\,2")
     refused = helm("template", "jobcluster", str(CHART), *comma, check=False)
     assert refused.returncode != 0 and "ingress.annotations: 'a: 1,2' holds a ','" in refused.stderr, refused.stderr
-    (role,) = [r for r in by_kind(documents, "ClusterRole") if r["metadata"]["name"] == "jobcluster-operator-discovery"]
-    assert {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses"], "verbs": ["get", "list", "create", "delete"]} in role["rules"]
+    ingresses = {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses"], "verbs": ["get", "list", "create", "delete"]}
+    (role,) = [r for r in by_kind(documents, "Role") if r["metadata"]["name"] == "jobcluster-operator"]
+    assert ingresses in role["rules"], "in each watched namespace"
+    everywhere = render(ALL_NAMESPACES, "--set-string", "ingress.template=/x")
+    (role,) = [r for r in by_kind(everywhere, "ClusterRole") if r["metadata"]["name"] == "jobcluster-operator-discovery"]
+    assert ingresses in role["rules"], "in every namespace"
 
 
-def test_rbac_is_cluster_wide_only_without_watched_namespaces_and_the_job_role_is_manifests_rbac():
+def test_rbac_is_cluster_wide_only_when_all_namespaces_are_chosen_and_the_job_role_is_manifests_rbac():
     reference = {d["kind"]: d for d in yaml.safe_load_all((REPO / "manifests" / "rbac.yaml").read_text()) if d}
+
+    # by default, one namespace (default) through Roles: nothing cluster-wide but what kopf needs to start
+    (default_role,) = [r for r in by_kind(render(), "Role") if r["metadata"]["name"] == "jobcluster-operator"]
+    assert default_role["metadata"]["namespace"] == "default"
+    assert [r["metadata"]["name"] for r in by_kind(render(), "ClusterRole")] == ["jobcluster-operator-discovery"]
+    empty = helm("template", "jobcluster", str(CHART), "--set", "watchNamespaces={}", check=False)
+    assert empty.returncode != 0 and "or set watchAllNamespaces=true" in empty.stderr, (
+        "all namespaces is never what an empty list falls into"
+    )
+    both = helm("template", "jobcluster", str(CHART), ALL_NAMESPACES, "--set", "watchNamespaces={a}", check=False)
+    assert both.returncode != 0 and "choose one" in both.stderr
 
     # all namespaces: the operator's rights cluster-wide, and the JobManager's rules as a ClusterRole that the
     # operator binds (and only that one) to the JobManager's ServiceAccount in each FlinkJob's namespace
-    everywhere = render()
+    everywhere = render(ALL_NAMESPACES)
     roles = {r["metadata"]["name"]: r for r in by_kind(everywhere, "ClusterRole")}
     assert sorted(roles) == ["jobcluster-operator-discovery", "jobcluster-operator-jobmanager"]
     operator_rules = roles["jobcluster-operator-discovery"]["rules"]
@@ -230,7 +248,7 @@ def test_rbac_is_cluster_wide_only_without_watched_namespaces_and_the_job_role_i
     assert [r["metadata"]["name"] for r in by_kind(everywhere, "Role")] == ["jobcluster-operator-leader-election"]
     assert [b["metadata"]["name"] for b in by_kind(everywhere, "RoleBinding")] == ["jobcluster-operator-leader-election"]
     assert [a["metadata"]["name"] for a in by_kind(everywhere, "ServiceAccount")] == ["jobcluster-operator"]
-    none = render("--set", "jobServiceAccount.create=false")
+    none = render(ALL_NAMESPACES, "--set", "jobServiceAccount.create=false")
     assert [r["metadata"]["name"] for r in by_kind(none, "ClusterRole")] == ["jobcluster-operator-discovery"]
     assert not [r for r in by_kind(none, "ClusterRole")[0]["rules"] if r["resources"] == ["serviceaccounts"]]
 
@@ -671,9 +689,9 @@ def test_watching_all_namespaces_an_example_runs_as_it_is_in_a_namespace_of_its_
     names, names_in = [], {}
     try:
         installed = k8s_cluster.helm(
-            "install", *release, str(CHART), "--create-namespace", "-f", str(TEST_VALUES), *image_values(k8s_image)
+            "install", *release, str(CHART), "--create-namespace", "-f", str(TEST_VALUES), ALL_NAMESPACES, *image_values(k8s_image)
         )
-        assert "STATUS: deployed" in installed.stdout, installed.stdout
+        assert "STATUS: deployed" in installed.stdout and "all namespaces (watchAllNamespaces)" in installed.stdout, installed.stdout
         wait_for_the_operator(core, system)
         assert [a.metadata.name for a in core.list_namespaced_service_account(team, _request_timeout=TIMEOUT).items] == ["default"]
         # the chart's default: two operator pods, one holding the Lease (it reconciles), the other standing by
