@@ -5,10 +5,14 @@ from __future__ import annotations
 import base64
 import copy
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 
 from jobcluster.backends.kubernetes.jobmanager import build_ingress, build_job_manager_deployment, build_rest_service
+from jobcluster.backends.kubernetes.labels import LABEL_TYPE, TYPE_VALUE
+from jobcluster.backends.kubernetes.object_names import REST_PORT_NAME
 from jobcluster.backends.kubernetes.parameters import job_manager_parameters, task_manager_parameters
 from jobcluster.backends.kubernetes.pod_template import load_pod_template, merge_pod_template
 from jobcluster.backends.kubernetes.resource_requirements import cpu_quantity, resource_requirements
@@ -20,6 +24,7 @@ from jobcluster.memory.taskexecutor import task_executor_process_spec_from_confi
 from jobcluster.runtime.taskexecutor.launch import TaskExecutorLaunchSettings
 from jobcluster.spark.processes import SparkMasterAddress
 
+REPO = Path(__file__).resolve().parents[2]
 JOB_ID = "0123456789abcdef0123456789abcdef"
 CID = "wordcount"
 BASE = {
@@ -571,3 +576,17 @@ def test_the_users_secrets_reach_the_job_manager_and_the_task_manager_containers
 def test_a_bad_secret_option_is_refused_naming_it(key, value, said):
     with pytest.raises(IllegalConfigurationError, match=rf"{re.escape(key)}: .*{re.escape(said)}"):
         job_manager_parameters(conf(**{key: value}), JOB_ID)
+
+
+def test_the_network_policy_of_manifests_selects_the_job_pods_and_opens_only_the_rest_port_to_others():
+    """manifests/networkpolicy.yaml names the labels and the port the builders give (a rename would open or close
+    the wrong pods on a network that enforces it)."""
+    policy = yaml.safe_load((REPO / "manifests" / "networkpolicy.yaml").read_text())
+    job_pods = {LABEL_TYPE: TYPE_VALUE}
+    assert policy["spec"]["podSelector"]["matchLabels"] == job_pods and policy["spec"]["policyTypes"] == ["Ingress"]
+    among_themselves, from_anywhere = policy["spec"]["ingress"]
+    assert among_themselves == {"from": [{"podSelector": {"matchLabels": job_pods}}]}
+    assert from_anywhere == {"ports": [{"port": REST_PORT_NAME, "protocol": "TCP"}]}
+    pod = build_job_manager_deployment(job_manager_parameters(conf(), JOB_ID), STAGED)["spec"]["template"]
+    assert job_pods.items() <= pod["metadata"]["labels"].items() and job_pods.items() <= TM_SELECTOR.items()
+    assert [p["name"] for p in pod["spec"]["containers"][0]["ports"]] == [REST_PORT_NAME]

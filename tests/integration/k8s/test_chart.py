@@ -203,6 +203,16 @@ def test_the_default_ingress_becomes_the_ingress_options_and_the_operator_may_cr
     assert ingresses in role["rules"], "in every namespace"
 
 
+def test_the_network_policy_is_the_one_of_manifests_in_each_watched_namespace():
+    reference = yaml.safe_load((REPO / "manifests" / "networkpolicy.yaml").read_text())
+    policies = by_kind(render("--set", "networkPolicy.enabled=true", "--set", "watchNamespaces={team-a,team-b}"), "NetworkPolicy")
+    assert sorted(p["metadata"]["namespace"] for p in policies) == ["team-a", "team-b"]
+    assert all(p["spec"] == reference["spec"] for p in policies)
+    assert not by_kind(render("--set", "watchNamespaces={team-a}"), "NetworkPolicy"), "optional: off by default"
+    everywhere = helm("template", "jobcluster", str(CHART), ALL_NAMESPACES, "--set", "networkPolicy.enabled=true", check=False)
+    assert everywhere.returncode != 0 and "kubectl apply -n NS -f manifests/networkpolicy.yaml" in everywhere.stderr
+
+
 def test_rbac_is_cluster_wide_only_when_all_namespaces_are_chosen_and_the_job_role_is_manifests_rbac():
     reference = {d["kind"]: d for d in yaml.safe_load_all((REPO / "manifests" / "rbac.yaml").read_text()) if d}
 
@@ -442,8 +452,12 @@ def test_helm_install_runs_the_operator_which_runs_the_examples_then_uninstall_l
             f"metrics.port={free_port()}",  # a port of this machine, in the node's network
             "--set",
             "replicas=1",  # the one node has the metrics port once (test_operator_leader.py tests the hand-overs)
+            "--set",
+            "networkPolicy.enabled=true",  # stored and the jobs run beside it (this node's network enforces no policy)
         )
         assert "STATUS: deployed" in installed.stdout, installed.stdout
+        policy = kubernetes.client.NetworkingV1Api(k8s_api).read_namespaced_network_policy("jobcluster", jobs, _request_timeout=TIMEOUT)
+        assert policy.spec.pod_selector.match_labels == {"type": "jobcluster-native-kubernetes"}
 
         wait_for_the_operator(core, system)
         time.sleep(12)  # two liveness periods of the test values: the probe must keep passing
