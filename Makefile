@@ -53,7 +53,8 @@ $(CORPUS)/.fetched:
 	mv $(CORPUS)/deb/x/usr/share/doc/python3.11/html/_sources $(CORPUS)/sources && rm -rf $(CORPUS)/deb
 	@touch $@
 
-# Flink's web dashboard (the web/ folder of flink-runtime-web, from Maven Central) that job clusters serve at /
+# Flink's web dashboard (the web/ folder of flink-runtime-web, from Maven Central) that job clusters serve at /:
+# each pinned release (2.3.0, the default; 1.20.3, jobcluster.web.dashboard-version selects it)
 dashboard: venv
 	@$(PY) -m jobcluster.runtime.rest.dashboard >/dev/null
 

@@ -68,6 +68,7 @@ class StandInDispatcher:
         self.disposed: list[str] = []
         self.failures: list[dict[str, Any]] = []  # {"timestamp", "cause"} of each failed run, as the JobMaster keeps them
         self.ui: SparkUi | None = None
+        self.restore: dict[str, Any] | None = None  # the savepoint restored, as the JobMaster has it from the driver agent
 
     def spark_ui(self) -> SparkUi | None:
         return self.ui
@@ -115,6 +116,7 @@ class StandInDispatcher:
             "job-type": "STREAMING" if self.queries else "BATCH",
             "streaming": {"queries": self.queries} if self.queries else None,
             "savepoints": self.savepoints.completed(),
+            "restore": self.restore,
         }
 
     def trigger_savepoint(self, job_id: str, trigger_id: str, target_directory: str | None, stop: bool, drain: bool) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from jobcluster.config import options
 from jobcluster.errors import RpcError, UnknownTaskExecutorError
 from jobcluster.runtime.rest import dashboard
 from jobcluster.runtime.rest.dashboard import dashboard_installed, fetch_dashboard
@@ -294,3 +295,36 @@ def test_the_module_that_fetches_the_dashboard_runs_alone_as_the_image_build_run
     }
     assert not [name for name in imported if name and name.startswith("jobcluster")], imported
     assert "COPY operator/jobcluster/runtime/rest/dashboard.py" in (Path(__file__).parents[2] / "entrypoints" / "Dockerfile").read_text()
+
+
+def test_flink_2_3s_dashboard_is_served_by_default_and_1_20s_is_one_option_away(tmp_path):
+    assert dashboard.FLINK_WEB_VERSION == "2.3.0" and set(dashboard.FLINK_WEB_RELEASES) == {"2.3.0", "1.20.3"}
+    assert all(re.fullmatch("[0-9a-f]{64}", digest) for digest in dashboard.FLINK_WEB_RELEASES.values()), "SHA-256 pins"
+    # the option's choices and default are the module's pins (the module names the option: it imports nothing of jobcluster)
+    assert options.WEB_DASHBOARD_VERSION.key == dashboard.VERSION_OPTION
+    assert set(options.WEB_DASHBOARD_VERSION.choices or ()) == set(dashboard.FLINK_WEB_RELEASES)
+    assert options.WEB_DASHBOARD_VERSION.default == dashboard.FLINK_WEB_VERSION
+    env = {"JOBCLUSTER_CACHE": str(tmp_path)}
+    assert dashboard.default_dashboard_dir(env) == tmp_path / "flink-runtime-web-2.3.0" / "web"
+    assert dashboard.default_dashboard_dir(env, "1.20.3") == tmp_path / "flink-runtime-web-1.20.3" / "web"
+    assert dashboard.dashboard_url("1.20.3").endswith("/org/apache/flink/flink-runtime-web/1.20.3/flink-runtime-web-1.20.3.jar")
+    with pytest.raises(ValueError, match=r"jobcluster\.web\.dashboard-version '1\.19\.0' is not a pinned dashboard"):
+        dashboard.default_dashboard_dir(env, "1.19.0")
+
+
+def test_the_fetch_command_fetches_every_pinned_release_or_the_one_asked_for(monkeypatch, capsys, tmp_path):
+    fetched: list[tuple[Path | None, str | None]] = []
+
+    def fetch(directory=None, url=None, sha256=None, version=None):
+        fetched.append((directory, version))
+        return tmp_path / str(version)
+
+    monkeypatch.setattr(dashboard, "fetch_dashboard", fetch)
+    assert dashboard.main([]) == 0 and fetched == [(None, "2.3.0"), (None, "1.20.3")], "make venv and the image: both"
+    assert capsys.readouterr().out.split() == [str(tmp_path / "2.3.0"), str(tmp_path / "1.20.3")]
+    fetched.clear()
+    assert dashboard.main(["--version", "1.20.3"]) == 0 and fetched == [(None, "1.20.3")]
+    fetched.clear()
+    assert dashboard.main([str(tmp_path / "web")]) == 0 and fetched == [(tmp_path / "web", "2.3.0")], "a folder: one release"
+    with pytest.raises(SystemExit):
+        dashboard.main(["--version", "1.19.0"])

@@ -165,6 +165,33 @@ def test_a_restore_copies_each_named_query_once_and_refuses_to_drop_one(tmp_path
     assert "state of 'other' in savepoint" in capsys.readouterr().err
 
 
+def test_a_savepoint_records_the_jobs_parallelism_and_a_restore_says_what_it_read_and_when(tmp_path):
+    source = _agent(tmp_path, parallelism=2)
+    _checkpoint(tmp_path / "cp" / JOB / "wc", offsets=2, commits=2)
+    source.starting(None, "wc", None)
+    source.started(Query(), "wc", None)
+    savepoint = source.savepoint(str(tmp_path / "sp"), stop=False, drain=False)["location"]
+    location = Path(savepoint.removeprefix("file:"))
+    assert parse_savepoint_metadata((location / "_metadata").read_text(), savepoint).parallelism == 2
+    assert source.restore_view() is None, "a job started afresh restored nothing"
+
+    restored = _agent(tmp_path, checkpoint_root=str(tmp_path / "cp" / ("c" * 32)), restore_path=savepoint, parallelism=3)
+    assert restored.restore_view() is None, "not before its first query starts (the savepoint is read then)"
+    before = int(time.time() * 1000)
+    restored.starting(None, "wc", None)
+    view = restored.restore_view()
+    assert view is not None and (view["path"], view["parallelism"]) == (savepoint, 2)
+    assert before <= view["restoredAt"] <= int(time.time() * 1000)
+
+    # a savepoint of a jobcluster that did not record its parallelism: read as None
+    metadata = json.loads((location / "_metadata").read_text())
+    del metadata["parallelism"]
+    (location / "_metadata").write_text(json.dumps(metadata))
+    older = _agent(tmp_path, checkpoint_root=str(tmp_path / "cp" / ("d" * 32)), restore_path=savepoint)
+    older.starting(None, "wc", None)
+    assert older.restore_view()["parallelism"] is None
+
+
 def test_a_missing_savepoint_or_one_that_is_not_fails_the_querys_start(tmp_path):
     with pytest.raises(SavepointError, match="does not exist"):
         _agent(tmp_path, restore_path=str(tmp_path / "missing")).starting(None, "wc", None)

@@ -103,7 +103,7 @@ def conforms(
     elif kind == "integer":
         assert type(body) is int, (where, body)
     elif kind == "number":
-        assert type(body) in (int, float), (where, body)
+        assert type(body) in (int, float) or body == "NaN", (where, body)  # Flink's JSON writes a NaN double as "NaN"
     elif kind == "string":
         assert isinstance(body, str), (where, body)
     elif kind == "boolean":
@@ -336,32 +336,135 @@ def test_job_plan_is_flinks_job_plan_info_in_2_3_and_1_20(spec, spec_120):
     _with_endpoint(scenario, Named())
 
 
-def test_rescales_of_a_job_that_is_never_rescaled_in_flinks_shapes(spec):
+RESCALE_PATHS = ("config", "history", "overview", "summary", f"details/{'a' * 32}")
+#: Fields of Flink 2.3's rescale schemas that its serializers leave out: 2.3.0 writes a vertex's rescale without
+#: ``requiredParallelisms`` (a Flink 2.3.0 MiniCluster's answers, tests/unit/data/flink-rest-2.3.json's _source).
+RESCALE_ABSENT = frozenset({"requiredParallelisms"})
+
+
+def streaming(restore: dict[str, Any] | None = None) -> StandInDispatcher:
+    """The stand-in's job as a streaming job (one query), restored as ``restore`` says (None: started afresh)."""
+    dispatcher = StandInDispatcher()
+    dispatcher.queries = [{"id": "q", "name": "wordcount", "committedBatchId": 7, "checkpoint": "file:/cp/wordcount", "history": []}]
+    dispatcher.restore = restore
+    return dispatcher
+
+
+def test_a_batch_jobs_rescales_are_unknown_as_a_default_scheduler_jobs_are_in_flink():
+    def scenario(url, dispatcher):
+        assert requests.get(f"{url}/jobs/{JOB_ID}", timeout=5).json()["schedulerType"] == "Default"
+        assert requests.get(f"{url}/jobs/overview", timeout=5).json()["jobs"][0]["schedulerType"] == "Default"
+        for path in RESCALE_PATHS:
+            refused = requests.get(f"{url}/jobs/{JOB_ID}/rescales/{path}", timeout=5)
+            assert refused.status_code == 404 and "Adaptive" in refused.json()["errors"][0], (path, refused.text)
+
+    _with_endpoint(scenario)
+
+
+@pytest.mark.parametrize(
+    "restore",
+    [None, {"path": "file:/sp/savepoint-012345-aaaaaaaaaaaa", "parallelism": 4, "restoredAt": 1300}],
+    ids=["started afresh", "restored at its own parallelism"],
+)
+def test_a_streaming_job_not_restored_at_another_parallelism_has_no_rescale_in_flinks_shapes(spec, restore):
     config_status, config_schema = response_schema(spec, "/jobs/{jobid}/rescales/config")
-    history_status, history_schema = response_schema(spec, "/jobs/{jobid}/rescales/history")
-    details_schema = response_schema(spec, "/jobs/{jobid}/rescales/details/{rescaleuuid}")[1]
-    assert "JobRescaleDetails" in details_schema["$ref"]
+    history_status, _ = response_schema(spec, "/jobs/{jobid}/rescales/history")
+    _, overview_schema = response_schema(spec, "/jobs/{jobid}/rescales/overview")
+    _, summary_schema = response_schema(spec, "/jobs/{jobid}/rescales/summary")
     properties = set(spec["components"]["schemas"]["JobRescaleConfigInfo"]["properties"])
 
     def scenario(url, dispatcher):
+        # the one condition of Flink 2.3's dashboard's Rescales tab, with STREAMING
+        details = requests.get(f"{url}/jobs/{JOB_ID}", timeout=5).json()
+        assert (details["job-type"], details["schedulerType"]) == ("STREAMING", "Adaptive")
+        assert requests.get(f"{url}/jobs/overview", timeout=5).json()["jobs"][0]["schedulerType"] == "Adaptive"
         resp = requests.get(f"{url}/jobs/{JOB_ID}/rescales/config", timeout=5)
         assert resp.status_code == int(config_status)
         config = resp.json()
         # every field written; the adaptive scheduler's settings null (jobcluster's scheduler has none)
         conforms(config, config_schema, spec, nullable=frozenset(properties - {"rescaleHistoryMax"}))
-        assert config["rescaleHistoryMax"] == 0 and config["schedulerExecutionMode"] is None
+        assert config["rescaleHistoryMax"] == 1 and config["schedulerExecutionMode"] is None
         history = requests.get(f"{url}/v1/jobs/{JOB_ID}/rescales/history", timeout=5)
-        assert history.status_code == int(history_status)
-        conforms(history.json(), history_schema, spec)
-        assert history.json() == []
+        assert history.status_code == int(history_status) and history.json() == []
+        overview = requests.get(f"{url}/jobs/{JOB_ID}/rescales/overview", timeout=5).json()
+        conforms(overview, overview_schema, spec, nullable=frozenset({"completed", "failed", "ignored"}))
+        # as a Flink 2.3.0 job of the adaptive scheduler with no rescale answers
+        assert overview == {
+            "rescalesCounts": {"ignored": 0, "inProgress": 0, "completed": 0, "failed": 0},
+            "latest": {"completed": None, "failed": None, "ignored": None},
+        }
+        summary = requests.get(f"{url}/jobs/{JOB_ID}/rescales/summary", timeout=5).json()
+        conforms(summary, summary_schema, spec)
+        none = {"min": 0, "max": 0, "avg": 0, "p50": "NaN", "p90": "NaN", "p95": "NaN", "p99": "NaN", "p999": "NaN"}
+        assert summary == {"rescalesCounts": overview["rescalesCounts"]} | {
+            f"{kind}DurationStatsInMillis": none for kind in ("rescales", "completedRescales", "ignoredRescales", "failedRescales")
+        }
         details = requests.get(f"{url}/jobs/{JOB_ID}/rescales/details/{'a' * 32}", timeout=5)
-        assert details.status_code == 404
-        (error,) = details.json()["errors"]
-        assert "a" * 32 in error
+        assert details.status_code == 404 and "a" * 32 in details.json()["errors"][0]
         assert requests.get(f"{url}/jobs/{JOB_ID}/rescales/details/not-a-rescale", timeout=5).status_code == 400
-        for path in ("config", "history", f"details/{'a' * 32}"):
+        for path in RESCALE_PATHS:
             unknown = requests.get(f"{url}/jobs/{OTHER_ID}/rescales/{path}", timeout=5)
             assert unknown.status_code == 404 and isinstance(unknown.json()["errors"], list), path
+
+    _with_endpoint(scenario, streaming(restore))
+
+
+def test_a_restore_at_another_parallelism_is_the_jobs_one_rescale_its_initial_schedule(spec):
+    _, history_schema = response_schema(spec, "/jobs/{jobid}/rescales/history")
+    _, details_schema = response_schema(spec, "/jobs/{jobid}/rescales/details/{rescaleuuid}")
+    _, overview_schema = response_schema(spec, "/jobs/{jobid}/rescales/overview")
+    _, summary_schema = response_schema(spec, "/jobs/{jobid}/rescales/summary")
+    # the savepoint was taken at parallelism 2; the stand-in's job runs with 4 (its start 1000, the restore read at 1300)
+    restore = {"path": "file:/sp/savepoint-012345-aaaaaaaaaaaa", "parallelism": 2, "restoredAt": 1300}
+
+    def scenario(url, dispatcher):
+        (entry,) = requests.get(f"{url}/jobs/{JOB_ID}/rescales/history", timeout=5).json()
+        conforms([entry], history_schema, spec)
+        assert (entry["triggerCause"], entry["terminalState"], entry["terminatedReason"]) == ("INITIAL_SCHEDULE", "COMPLETED", "SUCCEEDED")
+        assert (entry["startTimestampInMillis"], entry["endTimestampInMillis"], entry["rescaleAttemptId"]) == (1000, 1300, 1)
+        assert (entry["vertices"], entry["slots"], entry["schedulerStates"]) == ({}, {}, []), "the history lists rescales brief"
+        assert re.fullmatch("[0-9a-f]{32}", entry["rescaleUuid"]) and entry["rescaleUuid"] != entry["resourceRequirementsUuid"]
+
+        resp = requests.get(f"{url}/jobs/{JOB_ID}/rescales/details/{entry['rescaleUuid'].upper()}", timeout=5)
+        assert resp.status_code == 200
+        full = resp.json()
+        conforms(full, details_schema, spec, absent=RESCALE_ABSENT)
+        assert full | {"vertices": {}, "slots": {}} == entry, "the history's entry is the details without vertices and slots"
+        vertex = full["vertices"][VERTEX_ID]
+        assert (vertex["jobVertexId"], vertex["jobVertexName"]) == (VERTEX_ID, "wordcount.py")
+        assert (vertex["preRescaleParallelism"], vertex["postRescaleParallelism"], vertex["desiredParallelism"]) == (2, 4, 4)
+        group = requests.get(f"{url}/jobs/{JOB_ID}", timeout=5).json()["vertices"][0]["slotSharingGroupId"]
+        assert vertex["slotSharingGroupId"] == group and (vertex["slotSharingGroupName"], list(full["slots"])) == ("default", [group])
+        assert (full["slots"][group]["preRescaleSlots"], full["slots"][group]["postRescaleSlots"]) == (2, 4)
+
+        overview = requests.get(f"{url}/jobs/{JOB_ID}/rescales/overview", timeout=5).json()
+        conforms(overview, overview_schema, spec, nullable=frozenset({"failed", "ignored"}))
+        assert overview["rescalesCounts"] == {"ignored": 0, "inProgress": 0, "completed": 1, "failed": 0}
+        assert overview["latest"] == {"completed": entry, "failed": None, "ignored": None}
+        summary = requests.get(f"{url}/jobs/{JOB_ID}/rescales/summary", timeout=5).json()
+        conforms(summary, summary_schema, spec)
+        took = {"min": 300, "max": 300, "avg": 300} | dict.fromkeys(("p50", "p90", "p95", "p99", "p999"), 300.0)
+        assert summary["rescalesDurationStatsInMillis"] == summary["completedRescalesDurationStatsInMillis"] == took
+        assert summary["failedRescalesDurationStatsInMillis"]["p50"] == "NaN"
+        assert requests.get(f"{url}/jobs/{JOB_ID}/rescales/details/{'a' * 32}", timeout=5).status_code == 404
+
+    _with_endpoint(scenario, streaming(restore))
+
+
+def test_a_restore_from_a_savepoint_that_recorded_no_parallelism_is_no_rescale():
+    """A savepoint of a jobcluster that did not record its parallelism: nothing to compare, so no rescale is claimed."""
+
+    def scenario(url, dispatcher):
+        assert requests.get(f"{url}/jobs/{JOB_ID}/rescales/history", timeout=5).json() == []
+
+    _with_endpoint(scenario, streaming({"path": "file:/sp/old", "parallelism": None, "restoredAt": 1300}))
+
+
+def test_the_job_names_its_application_as_flink_2_3_does():
+    def scenario(url, dispatcher):
+        details = requests.get(f"{url}/jobs/{JOB_ID}", timeout=5).json()
+        (application,) = requests.get(f"{url}/applications/overview", timeout=5).json()["applications"]
+        assert details["application-id"] == application["id"] == JOB_ID
 
     _with_endpoint(scenario)
 
@@ -377,6 +480,8 @@ def test_every_new_path_is_in_flinks_description_of_its_version(spec, spec_120):
         ("/jobs/{jobid}/plan", "get"),
         ("/jobs/{jobid}/rescales/config", "get"),
         ("/jobs/{jobid}/rescales/history", "get"),
+        ("/jobs/{jobid}/rescales/overview", "get"),
+        ("/jobs/{jobid}/rescales/summary", "get"),
         ("/jobs/{jobid}/rescales/details/{rescaleuuid}", "get"),
     ]
     for path, method in added:
@@ -391,4 +496,4 @@ def test_every_new_path_is_in_flinks_description_of_its_version(spec, spec_120):
             assert resp.status_code != 405 and resp.headers["Content-Type"].startswith("application/json"), path
             assert resp.status_code < 300 or path.endswith("{rescaleuuid}"), (path, resp.text)
 
-    _with_endpoint(scenario)
+    _with_endpoint(scenario, streaming())  # a streaming job: the rescale paths are a job of the adaptive scheduler's

@@ -37,6 +37,7 @@ def test_the_archives_name_says_its_version_and_content(tmp_path):
 
     assert dashboard_files.fingerprint(web.parent) == digest
     assert dashboard_files.archive_name(digest) == f"flink-web-{FLINK_WEB_VERSION}-{digest[:32]}.tar.gz"
+    assert dashboard_files.archive_name(digest, "1.20.3") == f"flink-web-1.20.3-{digest[:32]}.tar.gz"
     (web / "main.abc.js").write_text("export const x = 2;")
     assert dashboard_files.fingerprint(web.parent) != digest
 
@@ -49,6 +50,11 @@ def test_the_client_ships_its_cached_dashboard_and_nothing_when_the_option_names
     installed(tmp_path / "fetched").parent.rename(web.parent)
 
     assert dashboard_files.client_dashboard(Configuration(), messages.append, {"JOBCLUSTER_CACHE": str(cache)}) == web
+    # the release the option selects, from its own folder of the cache
+    old = cache / "flink-runtime-web-1.20.3" / "web"
+    installed(tmp_path / "fetched-1.20").parent.rename(old.parent)
+    selected = Configuration({options.WEB_DASHBOARD_VERSION.key: "1.20.3"})
+    assert dashboard_files.client_dashboard(selected, messages.append, {"JOBCLUSTER_CACHE": str(cache)}) == old
     nodes = Configuration({options.WEB_DASHBOARD_DIR.key: "/opt/flink/web"})
     assert dashboard_files.client_dashboard(nodes, messages.append, {"JOBCLUSTER_CACHE": str(cache)}) is None
     assert messages == []

@@ -483,6 +483,17 @@ WEB_DASHBOARD_DIR = ConfigOption(
     "the client's copy, which it ships to the ApplicationMaster (fetched first when missing). Set, it names a folder "
     "on the JobManager's machine, and nothing is shipped.",
 )
+WEB_DASHBOARD_VERSION = ConfigOption(
+    "jobcluster.web.dashboard-version",
+    "str",
+    "2.3.0",
+    description="Which release of Flink's web dashboard the REST endpoint serves at /: 2.3.0 (with Flink 2's "
+    "Applications and Rescales pages) or 1.20.3; the REST API answers both. Flink has no such option (a Flink cluster "
+    "serves its own release's dashboard). The files are those `python -m jobcluster.runtime.rest.dashboard` fetched "
+    "into $JOBCLUSTER_CACHE/flink-runtime-web-<version>/web (the image has both); ignored when "
+    "jobcluster.web.dashboard-dir is set.",
+    choices=("2.3.0", "1.20.3"),
+)
 LOG_LEVEL = ConfigOption(
     "jobcluster.log.level",
     "str",

@@ -79,6 +79,9 @@ class SavepointMetadata(BaseModel):
 
     ``stopped``: the savepoint ended its job (a stop-with-savepoint), so no output
     was written after it; a savepoint of a job that ran on is older than its sinks.
+    ``parallelism``: the job's parallelism when it was taken (None in a savepoint
+    of a jobcluster that did not record it); a job restored with another one
+    shows the change as Flink's rescale history does (runtime/rest/flink2_views.py).
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
@@ -89,6 +92,7 @@ class SavepointMetadata(BaseModel):
     job_name: str = Field(alias="jobName")
     created: int
     stopped: bool = False
+    parallelism: int | None = None
     queries: dict[str, QuerySavepoint]
 
     def to_json(self) -> str:

@@ -42,7 +42,7 @@ from jobcluster.backends.yarn.shared_files import is_complete, shared_directory,
 from jobcluster.backends.yarn.staging import HdfsPaths, hdfs_errors
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
-from jobcluster.runtime.rest.dashboard import FLINK_WEB_URL, FLINK_WEB_VERSION, dashboard_installed, default_dashboard_dir, fetch_dashboard
+from jobcluster.runtime.rest.dashboard import FLINK_WEB_VERSION, dashboard_installed, default_dashboard_dir, fetch_dashboard
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +81,9 @@ def fingerprint(home: Path) -> str:
     return digest.hexdigest()
 
 
-def archive_name(digest: str) -> str:
-    """The shared archive's file name for the content ``digest``."""
-    return f"flink-web-{FLINK_WEB_VERSION}-{digest[:32]}.tar.gz"
+def archive_name(digest: str, version: str = FLINK_WEB_VERSION) -> str:
+    """The shared archive's file name for the content ``digest`` of the dashboard of Flink ``version``."""
+    return f"flink-web-{version}-{digest[:32]}.tar.gz"
 
 
 def pack(home: Path, target: Path) -> None:
@@ -116,13 +116,15 @@ def ship_dashboard(paths: HdfsPaths, staging_base: str, directory: Path, progres
     home = directory.parent
     with hdfs_errors(f"cannot read Flink's web dashboard in {home}"):
         digest = fingerprint(home)
-    remote = posixpath.join(shared_directory(staging_base, SHARED_DIR), archive_name(digest))
+    # the release, for the archive's name, from the cache's folder name (flink-runtime-web-<version>, fetch_dashboard's)
+    version = home.name.removeprefix("flink-runtime-web-") if home.name.startswith("flink-runtime-web-") else FLINK_WEB_VERSION
+    remote = posixpath.join(shared_directory(staging_base, SHARED_DIR), archive_name(digest, version))
     with hdfs_errors(f"cannot read the status of {paths.qualify(remote)}"):
         uploaded = not is_complete(paths.client.status(remote, strict=False))
     if uploaded:
         progress(f"Uploading Flink's web dashboard to {paths.qualify(posixpath.dirname(remote))} (once per dashboard) ...")
         with tempfile.TemporaryDirectory(prefix="jobcluster-dashboard-") as scratch:
-            archive = Path(scratch) / archive_name(digest)
+            archive = Path(scratch) / archive_name(digest, version)
             with hdfs_errors(f"cannot pack Flink's web dashboard of {home}"):
                 pack(home, archive)
             upload_atomically(paths, archive, remote)
@@ -130,21 +132,23 @@ def ship_dashboard(paths: HdfsPaths, staging_base: str, directory: Path, progres
 
 
 def client_dashboard(
-    config: Configuration, progress: Progress, environ: dict[str, str] | None = None, url: str = FLINK_WEB_URL
+    config: Configuration, progress: Progress, environ: dict[str, str] | None = None, url: str | None = None
 ) -> Path | None:
-    """The client's dashboard folder to ship (see the module docstring): None when ``jobcluster.web.dashboard-dir``
-    is set, or when the dashboard is missing and cannot be fetched from ``url`` (said through ``progress``).
+    """The client's dashboard folder to ship (see the module docstring), of the release
+    ``jobcluster.web.dashboard-version`` names: None when ``jobcluster.web.dashboard-dir`` is set, or when the
+    dashboard is missing and cannot be fetched from ``url`` (default Maven Central's; said through ``progress``).
     ``environ``: where ``$JOBCLUSTER_CACHE`` is read (default ``os.environ``)."""
     configured = config.get(options.WEB_DASHBOARD_DIR)
     if configured:
         log.info("%s is set: the ApplicationMaster serves the dashboard from %s on its node", options.WEB_DASHBOARD_DIR.key, configured)
         return None
-    directory = default_dashboard_dir(dict(os.environ) if environ is None else environ)
+    version = config.get(options.WEB_DASHBOARD_VERSION)
+    directory = default_dashboard_dir(dict(os.environ) if environ is None else environ, version)
     if dashboard_installed(directory):
         return directory
-    progress(f"Fetching Flink's web dashboard {FLINK_WEB_VERSION} from Maven Central into {directory} (once) ...")
+    progress(f"Fetching Flink's web dashboard {version} from Maven Central into {directory} (once) ...")
     try:
-        return fetch_dashboard(directory, url)
+        return fetch_dashboard(directory, url, version=version)
     except OSError as error:
         progress(
             f"Warning: Flink's web dashboard is not shipped, so the job cluster will not serve it ({error}). The job runs "

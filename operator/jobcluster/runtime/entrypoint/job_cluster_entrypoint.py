@@ -223,7 +223,7 @@ class JobClusterEntrypoint:
             jobcluster.__version__,
             rest_token(self.context.secret),
             bind_hosts,
-            Path(config.get(options.WEB_DASHBOARD_DIR) or default_dashboard_dir()),
+            Path(config.get(options.WEB_DASHBOARD_DIR) or default_dashboard_dir(version=config.get(options.WEB_DASHBOARD_VERSION))),
             # as Flink's JobManager: its memory pinned to the process spec (the dashboard's JobManager memory model)
             config.to_dict() | job_manager_process_spec_from_config(config).dynamic_configs(),
             self.context.log_dir,

@@ -48,6 +48,9 @@ class CheckpointCoordinator:
         self._agent: DriverAgentGateway | None = None  # the agent of the running attempt
         #: The program's streaming queries as its agent last reported them (``agent.query_view``); empty: a batch job.
         self.queries: list[dict[str, Any]] = []
+        #: The savepoint the job was restored from, as the first attempt's agent read it once its first query started
+        #: (``DriverAgent.restore_view``: path, recorded parallelism, when); None before, and without ``-s``.
+        self.restore: dict[str, Any] | None = None
         self.savepoints = SavepointOperations()
         #: Whether a stop-with-savepoint ended the queries: the program's end is then not restarted.
         self.stopped_with_savepoint = False
@@ -72,6 +75,7 @@ class CheckpointCoordinator:
             restore_path=restore.path if restore else None,
             allow_non_restored_state=restore.allow_non_restored_state if restore else False,
             lease_holder=self._lease_holder,
+            parallelism=graph.parallelism,
         )
         self._agent = DriverAgentGateway(self._rpc, settings.address, AGENT_ENDPOINT)
         return settings, self._secret
@@ -82,6 +86,8 @@ class CheckpointCoordinator:
             return
         try:
             queries = await self._agent.queries()
+            if queries and self.restore is None and self._graph.savepoint_restore is not None:
+                self.restore = await self._agent.restore()  # read as the first query started: known from now on
         except RpcError:
             return
         if queries:

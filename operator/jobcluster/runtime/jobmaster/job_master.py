@@ -531,6 +531,7 @@ class JobMaster(FencedRpcEndpoint):
             "job-type": "STREAMING" if self.checkpoints.queries else "BATCH",
             "streaming": {"queries": list(self.checkpoints.queries)} if self.checkpoints.queries else None,
             "savepoints": self.checkpoints.savepoints.completed(),
+            "restore": self.checkpoints.restore,
         }
 
 

@@ -9,8 +9,16 @@ as it shows a Flink job. Its files are the ``web/`` folder of Maven Central's
 pinned SHA-256) and unpacks it into the cache
 (``$JOBCLUSTER_CACHE/flink-runtime-web-<version>/web``, default
 ``~/.cache/jobcluster``); ``make venv`` and the image build call it
-(``python -m jobcluster.runtime.rest.dashboard``). A cluster without the files
-answers ``/`` with a page that says how to get them; its REST API is unaffected.
+(``python -m jobcluster.runtime.rest.dashboard``), which fetches every pinned
+version. A cluster without the files answers ``/`` with a page that says how
+to get them; its REST API is unaffected.
+
+Two releases are pinned (:data:`FLINK_WEB_RELEASES`): Flink 2.3.0's dashboard,
+served by default, and Flink 1.20.3's, which
+``jobcluster.web.dashboard-version: 1.20.3`` selects. Flink has no such
+option (a Flink cluster serves the dashboard of its own release); here one
+REST API answers both dashboards' paths in their releases' shapes, and a
+user whose tools or habits are Flink 1.20's keeps its dashboard.
 
 Serving follows Flink's StaticFileServerHandler: ``/`` is ``index.html`` (with
 jobcluster's scripts added, ``dashboard_additions.py``), files get their content
@@ -30,6 +38,7 @@ first in the page moves a page without it to the path with it
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import hashlib
 import io
@@ -45,14 +54,19 @@ from pathlib import Path
 import requests
 from aiohttp import web
 
-#: The pinned dashboard: Flink's release whose REST API the endpoint speaks (Flink's CLI of tests/infra/flink too).
-FLINK_WEB_VERSION = "1.20.3"
-#: SHA-256 of the pinned jar (the file whose SHA-1 is Maven Central's ``.sha1``, 10e43da1...): SHA-1 no longer
-#: stands against a forged file.
-FLINK_WEB_SHA256 = "84328e9d5f9e7e2419f0469e98a64ad853fa546e5c004926b1cfa774ef5b0c2b"
-FLINK_WEB_URL = (
-    f"https://repo1.maven.org/maven2/org/apache/flink/flink-runtime-web/{FLINK_WEB_VERSION}/flink-runtime-web-{FLINK_WEB_VERSION}.jar"
-)
+#: The pinned dashboards, release -> SHA-256 of its flink-runtime-web jar. Each digest is of the jar whose SHA-1 is
+#: Maven Central's ``.sha1`` for it (1.20.3: 10e43da1..., 2.3.0: 8c10a5de...), computed here once: SHA-1 no longer
+#: stands against a forged file. The releases are those of Flink's CLI and RestClusterClient the tests run
+#: (tests/infra/flink/versions).
+FLINK_WEB_RELEASES = {
+    "2.3.0": "c5476003a9357e6ce876a19d1daa7e37b573ad9fada6448fe665de8bad7162e8",
+    "1.20.3": "84328e9d5f9e7e2419f0469e98a64ad853fa546e5c004926b1cfa774ef5b0c2b",
+}
+#: The dashboard served unless ``jobcluster.web.dashboard-version`` names another of :data:`FLINK_WEB_RELEASES`.
+FLINK_WEB_VERSION = "2.3.0"
+#: The option that selects the release (declared in jobcluster.config.options; named here, as this module imports
+#: nothing of jobcluster).
+VERSION_OPTION = "jobcluster.web.dashboard-version"
 DOWNLOAD_TIMEOUT = (10.0, 120.0)  # seconds: connect, read (the jar is 4 MB)
 CACHE_CONTROL = "private, max-age=300"  # Flink's StaticFileServerHandler's
 _COMPLETE = ".complete"
@@ -64,11 +78,29 @@ _TRAILING_SLASH_SCRIPT = (
 _HEAD = re.compile(rb"<head(\s[^>]*)?>", re.IGNORECASE)
 
 
-def default_dashboard_dir(environ: dict[str, str] | None = None) -> Path:
-    """Where :func:`fetch_dashboard` puts the files: ``$JOBCLUSTER_CACHE/flink-runtime-web-<version>/web``."""
+def dashboard_url(version: str = FLINK_WEB_VERSION) -> str:
+    """Maven Central's URL of the flink-runtime-web jar of ``version``."""
+    return f"https://repo1.maven.org/maven2/org/apache/flink/flink-runtime-web/{version}/flink-runtime-web-{version}.jar"
+
+
+#: The default release's jar.
+FLINK_WEB_URL = dashboard_url()
+
+
+def checked_version(version: str | None) -> str:
+    """``version``, one of :data:`FLINK_WEB_RELEASES` (None: :data:`FLINK_WEB_VERSION`); ValueError for another."""
+    chosen = version or FLINK_WEB_VERSION
+    if chosen not in FLINK_WEB_RELEASES:
+        raise ValueError(f"{VERSION_OPTION} {chosen!r} is not a pinned dashboard; choose one of {', '.join(FLINK_WEB_RELEASES)}")
+    return chosen
+
+
+def default_dashboard_dir(environ: dict[str, str] | None = None, version: str | None = None) -> Path:
+    """Where :func:`fetch_dashboard` puts the files of ``version`` (default :data:`FLINK_WEB_VERSION`):
+    ``$JOBCLUSTER_CACHE/flink-runtime-web-<version>/web``."""
     env = os.environ if environ is None else environ
     base = env.get("JOBCLUSTER_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "jobcluster")
-    return Path(base) / f"flink-runtime-web-{FLINK_WEB_VERSION}" / "web"
+    return Path(base) / f"flink-runtime-web-{checked_version(version)}" / "web"
 
 
 def dashboard_installed(directory: Path) -> bool:
@@ -76,15 +108,20 @@ def dashboard_installed(directory: Path) -> bool:
     return (directory / "index.html").is_file() and (directory.parent / _COMPLETE).is_file()
 
 
-def fetch_dashboard(directory: Path | None = None, url: str = FLINK_WEB_URL, sha256: str = FLINK_WEB_SHA256) -> Path:
-    """The dashboard's folder, downloaded from ``url`` and unpacked into ``directory`` (default
+def fetch_dashboard(directory: Path | None = None, url: str | None = None, sha256: str | None = None, version: str | None = None) -> Path:
+    """The folder of the dashboard of ``version`` (default :data:`FLINK_WEB_VERSION`), downloaded from ``url``
+    (default: Maven Central's jar of that version) and unpacked into ``directory`` (default
     :func:`default_dashboard_dir`) unless it is there already; concurrent callers unpack into their own temporary
-    folders and the first rename wins.
+    folders and the first rename wins. ``sha256``: the digest the download must have (default: the version's pin).
 
     Raises:
         OSError: ``url`` cannot be reached, or the download's SHA-256 is not ``sha256`` (nothing is kept).
+        ValueError: ``version`` is not one of :data:`FLINK_WEB_RELEASES`.
     """
-    target = directory or default_dashboard_dir()
+    version = checked_version(version)
+    url = url or dashboard_url(version)
+    sha256 = sha256 or FLINK_WEB_RELEASES[version]
+    target = directory or default_dashboard_dir(version=version)
     if dashboard_installed(target):
         return target
     try:
@@ -166,10 +203,18 @@ def _not_installed(directory: Path) -> web.Response:
     return web.Response(status=404, text=text, content_type="text/html")
 
 
-def main() -> int:
-    """``python -m jobcluster.runtime.rest.dashboard [DIR]``: fetch the dashboard; prints its folder."""
+def main(argv: list[str] | None = None) -> int:
+    """``python -m jobcluster.runtime.rest.dashboard [--version VERSION] [DIR]``: fetch the dashboard of each pinned
+    release into the cache, or of VERSION alone; with DIR, that one release (default :data:`FLINK_WEB_VERSION`)
+    into DIR. Prints each folder, one a line; exit code 1 when one cannot be fetched, 2 for bad arguments."""
+    parser = argparse.ArgumentParser(prog="python -m jobcluster.runtime.rest.dashboard", description="Fetch Flink's web dashboard.")
+    parser.add_argument("--version", choices=tuple(FLINK_WEB_RELEASES), help="one release only (default: every pinned release)")
+    parser.add_argument("directory", nargs="?", type=Path, help=f"where to unpack it (one release; default: {FLINK_WEB_VERSION})")
+    args = parser.parse_args(argv)
+    versions = [args.version] if args.version else [FLINK_WEB_VERSION] if args.directory else list(FLINK_WEB_RELEASES)
     try:
-        print(fetch_dashboard(Path(sys.argv[1]) if len(sys.argv) > 1 else None))
+        for version in versions:
+            print(fetch_dashboard(args.directory, version=version))
     except OSError as exc:
         print(f"dashboard: {exc}", file=sys.stderr)
         return 1

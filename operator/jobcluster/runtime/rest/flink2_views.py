@@ -27,14 +27,30 @@ CANCELED; FAILING and CANCELING are passed through on the way). A job that is
 CANCELLING makes its application CANCELING: here cancelling the job and
 cancelling its application are one act, which ends the cluster.
 
-A Spark job is never rescaled in place (its parallelism is fixed for its
-run, and ``schedulerType`` is ``Default``), so the rescale history is empty
-and every rescale is unknown; the configuration says that no history is kept
-and names no adaptive-scheduler setting.
+Rescales. Flink 2.3 keeps a rescale history for a job of its adaptive
+scheduler, which changes a job's parallelism by starting it again from its
+state at the new parallelism; its first entry is the job's initial schedule
+(trigger cause ``INITIAL_SCHEDULE``, no parallelism before). A Spark job is
+never rescaled in place, but a streaming job changes its parallelism in that
+same way when it is restored from a savepoint with another ``-p``: its initial
+schedule is then a rescale from the savepoint's parallelism (which the
+savepoint's ``_metadata`` records, spark/checkpoints.py) to the job's. So a
+STREAMING job reports ``schedulerType`` ``Adaptive`` (``flink_bodies.scheduler_type``:
+the one condition, with STREAMING, of Flink 2.3's dashboard's Rescales tab),
+and its history has one entry for that restore, COMPLETED when the restored
+program read the savepoint, with the vertex's parallelism before and after;
+none for a job started afresh or restored at the parallelism it had (Flink
+records every initial schedule: here only one that changed the parallelism is
+a rescale). ``rescaleHistoryMax`` is 1 accordingly, and the adaptive
+scheduler's waits, cooldowns and checkpoint count are null: jobcluster's
+scheduler has none of them. A BATCH job's rescale paths answer 404, as
+Flink's do for a job of its default scheduler.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -55,6 +71,21 @@ _TERMINAL_APPLICATION_STATES = frozenset({"FAILED", "CANCELED", "FINISHED"})
 _HEX_ID = re.compile(r"[0-9a-fA-F]{32}")
 #: ``SingleJobApplication``'s name of the application of a job, the job's name in the braces.
 SINGLE_JOB_APPLICATION_NAME = "SingleJobApplication({})"
+#: The most rescales a job's history holds: its restore (see the module's docstring).
+RESCALE_HISTORY_MAX = 1
+#: Flink 2.3's ``TerminalState`` of a rescale, in Flink's order (a rescale in progress has none).
+RESCALE_TERMINAL_STATES = ("COMPLETED", "FAILED", "IGNORED")
+#: Flink's ``ResourceProfile.UNKNOWN`` as its ``ResourceProfileInfo`` writes it.
+UNKNOWN_RESOURCE_PROFILE = {
+    "cpuCores": -1.0,
+    "taskHeapMemory": -1,
+    "taskOffHeapMemory": -1,
+    "managedMemory": -1,
+    "networkMemory": -1,
+    "extendedResources": {},
+}
+#: The percentiles of Flink's ``StatsSummaryDto``: JSON name -> share of the values.
+_PERCENTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p999": 0.999}
 
 
 class _Refused(Exception):
@@ -96,6 +127,8 @@ class Flink2Views:
             ("GET", "/jobs/{job_id}/plan", _answering(self._plan)),
             ("GET", f"{rescales}/config", _answering(self._rescale_config)),
             ("GET", f"{rescales}/history", _answering(self._rescale_history)),
+            ("GET", f"{rescales}/overview", _answering(self._rescales_overview)),
+            ("GET", f"{rescales}/summary", _answering(self._rescales_summary)),
             ("GET", f"{rescales}/details/{{rescale_id}}", _answering(self._rescale_details)),
         ]
 
@@ -149,20 +182,41 @@ class Flink2Views:
     async def _plan(self, request: web.Request) -> web.Response:
         return web.json_response(flink_bodies.job_plan_info(self._job(request)))
 
+    def _adaptive_job(self, request: web.Request, config: bool = False) -> dict[str, Any]:
+        """The path's job's details; 404 with Flink's words for a job that is not ``Adaptive`` (a BATCH job)."""
+        details = self._job(request)
+        if flink_bodies.scheduler_type(details) != "Adaptive":
+            if config:  # JobRescaleConfigHandler's words; the history's handlers say RescalesUnavailableException's
+                raise _Refused(404, f"AdaptiveScheduler is not enabled for this job ({details['jid']}).")
+            raise _Refused(
+                404,
+                f"The job `{details['jid']}` has not enabled the `Adaptive` scheduler (a jobcluster job is rescaled only "
+                "as a streaming job restored from a savepoint with another parallelism).",
+            )
+        return details
+
     async def _rescale_config(self, request: web.Request) -> web.Response:
-        self._job(request)
+        self._adaptive_job(request, config=True)
         return web.json_response(rescale_config())
 
     async def _rescale_history(self, request: web.Request) -> web.Response:
-        self._job(request)
-        return web.json_response([])
+        return web.json_response([brief(rescale) for rescale in rescales(self._adaptive_job(request))])
+
+    async def _rescales_overview(self, request: web.Request) -> web.Response:
+        return web.json_response(rescales_overview(rescales(self._adaptive_job(request))))
+
+    async def _rescales_summary(self, request: web.Request) -> web.Response:
+        return web.json_response(rescales_summary(rescales(self._adaptive_job(request))))
 
     async def _rescale_details(self, request: web.Request) -> web.Response:
-        details = self._job(request)
+        details = self._adaptive_job(request)
         given = request.match_info["rescale_id"]
         if not _HEX_ID.fullmatch(given):
             raise _Refused(400, f"Bad request, could not parse parameters: rescaleuuid {given!r} is not 32 hexadecimal characters")
-        raise _Refused(404, f"Job {details['jid']} has no rescale {given.lower()}: a Spark job is never rescaled in place")
+        for rescale in rescales(details):
+            if rescale["rescaleUuid"] == given.lower():
+                return web.json_response(rescale)
+        raise _Refused(404, f"Could not find rescale details of specified rescaleUuid {given.lower()} of job {details['jid']}.")
 
 
 # ---- bodies ----------------------------------------------------------------------------------------------------
@@ -257,14 +311,14 @@ def application_exceptions(details: dict[str, Any]) -> dict[str, Any]:
 
 
 def rescale_config() -> dict[str, Any]:
-    """Flink 2.3's ``/jobs/{id}/rescales/config`` (``JobRescaleConfigInfo``) of a job that is never rescaled.
+    """Flink 2.3's ``/jobs/{id}/rescales/config`` (``JobRescaleConfigInfo``) of a streaming job.
 
-    ``rescaleHistoryMax`` 0: no rescale is recorded; ``schedulerExecutionMode`` null (not reactive mode, as
-    Flink writes it outside reactive mode); the adaptive scheduler's waits, cooldowns and checkpoint count are
-    null: jobcluster's scheduler has none of them.
+    ``rescaleHistoryMax`` 1: the history holds at most the job's restore (see the module's docstring);
+    ``schedulerExecutionMode`` null (not reactive mode, as Flink writes it outside reactive mode); the adaptive
+    scheduler's waits, cooldowns and checkpoint count are null: jobcluster's scheduler has none of them.
     """
     return {
-        "rescaleHistoryMax": 0,
+        "rescaleHistoryMax": RESCALE_HISTORY_MAX,
         "schedulerExecutionMode": None,
         "submissionResourceWaitTimeoutInMillis": None,
         "submissionResourceStabilizationTimeoutInMillis": None,
@@ -274,3 +328,126 @@ def rescale_config() -> dict[str, Any]:
         "maximumDelayForTriggeringRescaleInMillis": None,
         "rescaleOnFailedCheckpointCount": None,
     }
+
+
+def rescales(details: dict[str, Any]) -> list[dict[str, Any]]:
+    """The job's rescale history, newest first, each a full ``JobRescaleDetails``: one entry when the job was
+    restored from a savepoint that recorded another parallelism than the job's (``details["restore"]``, as the
+    JobMaster has it from the driver agent), else none.
+
+    The entry, in Flink 2.3's words: ``triggerCause`` INITIAL_SCHEDULE (the restore is the job's first
+    schedule), ``terminalState`` COMPLETED and ``terminatedReason`` SUCCEEDED; ``startTimestampInMillis`` the
+    job's start, ``endTimestampInMillis`` when its program read the savepoint (ms since the epoch);
+    ``vertices`` the program's vertex with ``preRescaleParallelism`` the savepoint's parallelism and
+    ``postRescaleParallelism`` (also desired and sufficient: a job waits for all its slots) the job's; ``slots``
+    its slot sharing group, in slots alike, its resource profiles Flink's unknown one (jobcluster's slots are
+    requested by count); ``schedulerStates`` empty (jobcluster's scheduler has no adaptive-scheduler states);
+    ``rescaleUuid`` and ``resourceRequirementsUuid`` derived from the job's id (stable across reads).
+    """
+    restore = details.get("restore") or {}
+    before = restore.get("parallelism")
+    (vertex, *_) = details["vertices"]
+    after = vertex["parallelism"]
+    if before is None or before == after:
+        return []
+    group = vertex.get("slotSharingGroup", "default")
+    group_id = flink_bodies.slot_sharing_group_id(details["jid"], group)
+    return [
+        {
+            "rescaleUuid": _derived_id(details["jid"], "rescale", 1),
+            "resourceRequirementsUuid": _derived_id(details["jid"], "resource-requirements", 1),
+            "rescaleAttemptId": 1,
+            "vertices": {
+                vertex["id"]: {
+                    "jobVertexId": vertex["id"],
+                    "jobVertexName": vertex["name"],
+                    "slotSharingGroupId": group_id,
+                    "slotSharingGroupName": group,
+                    "desiredParallelism": after,
+                    "sufficientParallelism": after,
+                    "preRescaleParallelism": before,
+                    "postRescaleParallelism": after,
+                }
+            },
+            "slots": {
+                group_id: {
+                    "slotSharingGroupId": group_id,
+                    "slotSharingGroupName": group,
+                    "requestResourceProfile": UNKNOWN_RESOURCE_PROFILE,
+                    "desiredSlots": after,
+                    "minimalRequiredSlots": after,
+                    "preRescaleSlots": before,
+                    "postRescaleSlots": after,
+                    "acquiredResourceProfile": UNKNOWN_RESOURCE_PROFILE,
+                }
+            },
+            "schedulerStates": [],
+            "startTimestampInMillis": details["start-time"],
+            "endTimestampInMillis": restore["restoredAt"],
+            "terminalState": "COMPLETED",
+            "triggerCause": "INITIAL_SCHEDULE",
+            "terminatedReason": "SUCCEEDED",
+        }
+    ]
+
+
+def brief(rescale: dict[str, Any]) -> dict[str, Any]:
+    """A rescale as Flink 2.3's history and overview list it: without its vertices, slots and scheduler states."""
+    return rescale | {"vertices": {}, "slots": {}, "schedulerStates": []}
+
+
+def rescales_overview(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """Flink 2.3's ``/jobs/{id}/rescales/overview`` (``JobRescalesOverview``) of ``history`` (:func:`rescales`):
+    ``rescalesCounts`` per outcome (``inProgress`` those without a ``terminalState``) and ``latest``: the newest
+    rescale of each terminal state, brief (:func:`brief`), null for a state none reached."""
+    latest: dict[str, dict[str, Any] | None] = {state.lower(): None for state in RESCALE_TERMINAL_STATES}
+    for rescale in reversed(history):
+        if rescale["terminalState"] is not None:
+            latest[rescale["terminalState"].lower()] = brief(rescale)
+    return {"rescalesCounts": _rescale_counts(history), "latest": latest}
+
+
+def rescales_summary(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """Flink 2.3's ``/jobs/{id}/rescales/summary`` (``JobRescalesSummary``) of ``history``: the counts of
+    :func:`rescales_overview` and the durations (ms, end - start) of the ended rescales, all and per terminal
+    state, each as Flink's ``StatsSummaryDto`` (:func:`duration_stats`)."""
+    ended = [r for r in history if r["terminalState"] is not None]
+    return {
+        "rescalesCounts": _rescale_counts(history),
+        "rescalesDurationStatsInMillis": duration_stats([_duration(r) for r in ended]),
+        **{
+            f"{state.lower()}RescalesDurationStatsInMillis": duration_stats([_duration(r) for r in ended if r["terminalState"] == state])
+            for state in RESCALE_TERMINAL_STATES
+        },
+    }
+
+
+def duration_stats(durations: list[int]) -> dict[str, Any]:
+    """Flink's ``StatsSummaryDto`` of ``durations`` (ms): ``min``, ``max``, ``avg`` integers (0 for none) and the
+    percentiles ``p50`` ... ``p999`` (nearest rank: the smallest value with at least that share of the values at or
+    below it) as numbers, or the string ``"NaN"`` for none, as Flink's JSON writes a NaN double."""
+    if not durations:
+        return {"min": 0, "max": 0, "avg": 0} | dict.fromkeys(_PERCENTILES, "NaN")
+    ordered = sorted(durations)
+    return {"min": ordered[0], "max": ordered[-1], "avg": sum(ordered) // len(ordered)} | {
+        name: float(ordered[max(0, math.ceil(share * len(ordered)) - 1)]) for name, share in _PERCENTILES.items()
+    }
+
+
+def _rescale_counts(history: list[dict[str, Any]]) -> dict[str, int]:
+    states = [r["terminalState"] for r in history]
+    return {
+        "ignored": states.count("IGNORED"),
+        "inProgress": states.count(None),
+        "completed": states.count("COMPLETED"),
+        "failed": states.count("FAILED"),
+    }
+
+
+def _duration(rescale: dict[str, Any]) -> int:
+    return int(rescale["endTimestampInMillis"]) - int(rescale["startTimestampInMillis"])
+
+
+def _derived_id(job_id: str, kind: str, attempt: int) -> str:
+    """32 hex digits for the job's ``kind`` of id of rescale ``attempt`` (Flink's are random; these are stable)."""
+    return hashlib.md5(f"{job_id}/{kind}/{attempt}".encode(), usedforsecurity=False).hexdigest()

@@ -83,8 +83,8 @@ def job_overview(details: dict[str, Any]) -> dict[str, Any]:
     lower case, plus ``total`` (the tasks of the Spark jobs submitted so far);
     all 0 before Spark reports. ``pending-operators`` is 0: the whole program
     is known when the job is submitted. ``jobType`` is STREAMING once the
-    program has started a streaming query, else BATCH; ``schedulerType``
-    Default: jobcluster has one scheduler.
+    program has started a streaming query, else BATCH; ``schedulerType`` see
+    :func:`scheduler_type`.
     """
     counts = spark_task_counts(details.get("spark"))
     return {k: details[k] for k in ("jid", "name", "state", "start-time", "end-time", "duration")} | {
@@ -92,13 +92,25 @@ def job_overview(details: dict[str, Any]) -> dict[str, Any]:
         "tasks": {"total": (details.get("spark") or {}).get("tasks_total", 0)} | {s.lower(): n for s, n in counts.items()},
         "pending-operators": 0,
         "jobType": job_type(details),
-        "schedulerType": "Default",
+        "schedulerType": scheduler_type(details),
     }
 
 
 def job_type(details: dict[str, Any]) -> str:
     """STREAMING once the program has started a streaming query, else BATCH (Flink's JobType)."""
     return str(details.get("job-type", "BATCH"))
+
+
+def scheduler_type(details: dict[str, Any]) -> str:
+    """Flink's ``SchedulerType`` of the job: ``Adaptive`` for a STREAMING job, else ``Default``.
+
+    A streaming job changes its parallelism the one way Flink's adaptive scheduler does: it starts again from its
+    state at the new parallelism (here a restore from a savepoint with another ``-p``), which Flink 2.3 records
+    in the job's rescale history (``flink2_views.py``); and Flink 2.3's dashboard shows that history (its
+    Rescales tab) only for a STREAMING job whose ``schedulerType`` is ``Adaptive``. Nothing else reads it: the
+    dashboard's in-place rescale needs the ``web-rescale`` feature, which ``/config`` says is off.
+    """
+    return "Adaptive" if job_type(details) == "STREAMING" else "Default"
 
 
 def job_details_info(details: dict[str, Any]) -> dict[str, Any]:
@@ -109,7 +121,8 @@ def job_details_info(details: dict[str, Any]) -> dict[str, Any]:
     ``timestamps`` has every Flink job state (0 for those not reached), the
     ``plan`` is the one-vertex graph; ``isStoppable`` and ``job-type``
     STREAMING hold once the program runs a streaming query (which stops with a
-    savepoint), else false and BATCH. jobcluster's own fields are kept,
+    savepoint), else false and BATCH. ``application-id`` (Flink 2.3's) is the
+    job's own id, the id of its application. jobcluster's own fields are kept,
     ``streaming`` among them (the queries' progress).
     """
     state = details["state"]
@@ -136,7 +149,8 @@ def job_details_info(details: dict[str, Any]) -> dict[str, Any]:
         "status-counts": status_counts,
         "plan": _plan(details),
         "pending-operators": 0,
-        "schedulerType": "Default",
+        "schedulerType": scheduler_type(details),
+        "application-id": details["jid"],  # Flink 2.3's: the job's SingleJobApplication (flink2_views.py)
     } | extras
 
 

@@ -108,6 +108,7 @@ class _Restore:
 
     path: str
     metadata: SavepointMetadata
+    read_at: int  # ms since the epoch: when the first query's start read it (the restore's moment)
     checked: bool = False  # whether the program's queries were held against the savepoint's (before_await)
 
 
@@ -247,6 +248,15 @@ class DriverAgent:
         """Every query the program started, with its progress (see :func:`query_view`)."""
         return [self._view(q) for q in self._snapshot()]
 
+    def restore_view(self) -> dict[str, Any] | None:
+        """The savepoint this attempt restored once its first query started: ``{"path", "parallelism", "restoredAt"}``
+        (``parallelism`` the one the savepoint recorded, None when it did not; ``restoredAt`` ms since the epoch);
+        None before, and in a job that restores none."""
+        restore = self._restore
+        if restore is None:
+            return None
+        return {"path": restore.path, "parallelism": restore.metadata.parallelism, "restoredAt": restore.read_at}
+
     def savepoint(self, target_directory: str, stop: bool, drain: bool, time_limit: float = DEFAULT_SAVEPOINT_TIMEOUT) -> dict[str, Any]:
         """Take a savepoint into ``target_directory`` within ``time_limit`` seconds; with ``stop``, stop the queries first.
 
@@ -360,6 +370,7 @@ class DriverAgent:
             job_name=self.settings.job_name,
             created=int(time.time() * 1000),
             stopped=stop,
+            parallelism=self.settings.parallelism,
             queries=saved,
         )
         files.write_text_atomically(f"{location}/{SAVEPOINT_METADATA_FILE}", metadata.to_json())
@@ -487,7 +498,7 @@ class DriverAgent:
             return None
         with self._lock:
             if self._restore is None:
-                self._restore = _Restore(path, _read_metadata(self._files_(), path))
+                self._restore = _Restore(path, _read_metadata(self._files_(), path), int(time.time() * 1000))
             return self._restore
 
     def _view(self, query: _Query) -> dict[str, Any]:

@@ -34,6 +34,10 @@ class DriverAgentEndpoint(RpcEndpoint):
         return await asyncio.to_thread(self._agent.query_views)
 
     @rpc
+    async def restore(self) -> dict[str, Any] | None:
+        return self._agent.restore_view()
+
+    @rpc
     async def savepoint(self, target_directory: str, stop: bool, drain: bool, time_limit: float) -> dict[str, Any]:
         return await asyncio.to_thread(self._agent.savepoint, target_directory, stop, drain, time_limit)
 
@@ -55,6 +59,10 @@ class DriverAgentGateway(RpcGateway):
 
     async def queries(self) -> list[dict[str, Any]]:
         return cast(list[dict[str, Any]], await self.call("queries"))
+
+    async def restore(self) -> dict[str, Any] | None:
+        """The savepoint the attempt restored (``DriverAgent.restore_view``); None before its first query started."""
+        return cast(dict[str, Any] | None, await self.call("restore"))
 
     async def savepoint(self, target_directory: str, stop: bool, drain: bool, time_limit: float) -> dict[str, Any]:
         """``{"location", "queries", "skipped", "replays"}`` of a savepoint the agent takes within ``time_limit`` seconds.

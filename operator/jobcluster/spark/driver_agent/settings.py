@@ -29,7 +29,8 @@ class AgentSettings:
     ``checkpoint_root``: ``<execution.checkpointing.dir>/<job-id>`` (a path or a Hadoop URI), None when no
     checkpoint directory is configured; ``restore_path``: the savepoint to start from (``-s``), with
     ``allow_non_restored_state`` (``--allowNonRestoredState``); ``lease_holder``: the JobMaster's name in the leases
-    on checkpoint locations (each attempt of its program takes over its own at once; empty: the attempt's own).
+    on checkpoint locations (each attempt of its program takes over its own at once; empty: the attempt's own);
+    ``parallelism``: the job's, which its savepoints record (None: not said).
     """
 
     port: int
@@ -39,6 +40,7 @@ class AgentSettings:
     restore_path: str | None = None
     allow_non_restored_state: bool = False
     lease_holder: str = ""
+    parallelism: int | None = None
 
     @property
     def address(self) -> str:
