@@ -6,6 +6,7 @@
 #               run the static checks and all tests (two streams at once: tests/run_streams.sh), PySpark 3.5's lane too
 #   make lint   just the static checks: ruff (lint + format), mypy, lint-imports
 #   make docs   regenerate the reference pages of docs/reference/ from the code (a unit test fails when one is stale)
+#   make lock   regenerate the image's lock file, entrypoints/requirements.txt (a unit test fails when it is due)
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
@@ -18,7 +19,7 @@ PARALLELISM ?= 4
 SLOTS ?= 2
 TARGET ?= local
 
-.PHONY: run test venv venv-spark35 java corpus dashboard packages infra unit e2e lint docs clean
+.PHONY: run test venv venv-spark35 java corpus dashboard packages infra unit e2e lint docs lock clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -102,6 +103,17 @@ test: venv lint java corpus packages dashboard
 
 unit: venv
 	$(PY) -m pytest tests/unit -q
+
+# The image's lock file (entrypoints/requirements.txt): pyproject.toml's dependencies resolved for Python 3.11 on
+# Linux, each with the SHA-256 of its files on PyPI, by pip-tools in a virtualenv of its own (a few minutes: it
+# fetches every file to hash it). Run it after changing the dependencies; a unit test says when it is due.
+PIP_TOOLS := $(CACHE)/pip-tools-7.6.2
+lock:
+	@[ -x $(PIP_TOOLS)/bin/pip-compile ] || { $(PYTHON) -m venv $(PIP_TOOLS) && $(PIP_TOOLS)/bin/pip install --quiet 'pip-tools==7.6.2'; }
+	sed -n '1,4p' entrypoints/requirements.txt > entrypoints/requirements.txt.new
+	$(PIP_TOOLS)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-header --no-emit-find-links \
+		--output-file - pyproject.toml >> entrypoints/requirements.txt.new
+	mv entrypoints/requirements.txt.new entrypoints/requirements.txt
 
 clean:
 	rm -rf $(VENV) $(VENV_SPARK35) out
