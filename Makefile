@@ -68,8 +68,11 @@ run: venv java corpus dashboard
 NODE_PACKAGES := runc containernetworking-plugins iptables conntrack buildah mmdebstrap
 # The browser tests' headless Chromium and its WebDriver (tests/support/browser.py), of one version.
 BROWSER_PACKAGES := chromium chromium-driver
+# The Kerberized Hadoop test cluster's KDC (krb5kdc, kdb5_util, kadmin.local) and the clients the tests kinit with
+# (kinit, klist, kdestroy); curl speaks SPNEGO through the same GSS-API library (tests/infra/hadoop/kdc.py).
+KERBEROS_PACKAGES := krb5-kdc krb5-admin-server krb5-user curl
 packages:
-	@missing=$$(for p in $(NODE_PACKAGES) $(BROWSER_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(NODE_PACKAGES) $(BROWSER_PACKAGES) $(KERBEROS_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages for the tests: $$missing"; \
 		export DEBIAN_FRONTEND=noninteractive; \

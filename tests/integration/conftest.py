@@ -24,6 +24,8 @@ if str(REPO) not in sys.path:
 
 from jobcluster.backends.yarn.gateway import JvmGateway  # noqa: E402
 from tests.infra.hadoop.cluster import HadoopCluster  # noqa: E402
+from tests.infra.hadoop.secure_cluster import KerberizedHadoopCluster  # noqa: E402
+from tests.infra.hadoop.secureconf import KerberosSettings  # noqa: E402
 
 _kept_logs: list[Path] = []
 
@@ -60,3 +62,30 @@ def yarn_jvm(hadoop_cluster: HadoopCluster) -> Iterator[JvmGateway]:
     """A py4j JVM with pyspark's Hadoop client jars, configured for the test cluster."""
     with JvmGateway(hadoop_cluster.hadoop_conf_dir, log_file=hadoop_cluster.log_dir / "test-gateway.log") as gateway:
         yield gateway
+
+
+KERBEROS_SETTINGS = KerberosSettings(token_max_lifetime_min=4 * 60, token_renew_interval_min=30)
+"""The Kerberized cluster's settings: delegation tokens shorter-lived than Hadoop's defaults (7 days,
+renewed by the day), so a test can tell the configured ones from the defaults, yet long enough for
+any test that does not mean to watch a token expire."""
+
+
+@pytest.fixture(scope="session")
+def kerberized_hadoop_cluster(request: pytest.FixtureRequest) -> Iterator[KerberizedHadoopCluster]:
+    """The Kerberized cluster (tests/infra/hadoop/secure_cluster.py): its KDC, and the
+    NameNode, DataNode, ResourceManager and NodeManager in secure mode. Apart from
+    ``hadoop_cluster``: a session may run both."""
+    cluster = KerberizedHadoopCluster(settings=KERBEROS_SETTINGS)
+    try:
+        cluster.start()
+    except BaseException:
+        _kept_logs.append(cluster.log_dir)
+        raise
+    failed_before = request.session.testsfailed
+    try:
+        yield cluster
+    finally:
+        keep = request.session.testsfailed > failed_before
+        cluster.stop(keep_logs=keep)
+        if keep:
+            _kept_logs.append(cluster.log_dir)

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import requests
@@ -47,6 +47,8 @@ DATANODE = "org.apache.hadoop.hdfs.server.datanode.DataNode"
 RESOURCEMANAGER = "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"
 NODEMANAGER = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
 HTTPFS = "org.apache.hadoop.fs.http.server.HttpFSServerWebServer"
+FS_SHELL = "org.apache.hadoop.fs.FsShell"
+"""``hdfs dfs``'s class, for ``HadoopCluster.run_tool``."""
 
 # Hadoop 3.3 supports Java 8 and 11 only. On Java 17 the ResourceManager and
 # NodeManager die at start without java.lang opened: their web apps run on
@@ -74,6 +76,10 @@ HTTP_TIMEOUT = 3.0
 
 class HadoopClusterError(RuntimeError):
     """The test cluster could not be built, started or probed."""
+
+
+class Unanswered(Exception):
+    """A readiness probe got no HTTP answer (connection refused, timeout, ...); the message says which."""
 
 
 def build_classpath(timeout: float = 1800.0) -> str:
@@ -112,6 +118,12 @@ class HadoopCluster:
     of safe mode with a live DataNode, WebHDFS answers and the NodeManager is
     RUNNING in the ResourceManager (~25-40 s on 2 cores).
     """
+
+    host = LOOPBACK
+    """The host name in every address the daemons bind and clients are given."""
+
+    web_scheme = "http"
+    """The scheme of the NameNode's and DataNode's web servers (WebHDFS)."""
 
     def __init__(
         self,
@@ -153,36 +165,40 @@ class HadoopCluster:
     @property
     def fs_default_fs(self) -> str:
         """``hdfs://127.0.0.1:<port>``, the NameNode's RPC address as fs.defaultFS."""
-        return f"hdfs://{LOOPBACK}:{self._p().namenode_rpc}"
+        return f"hdfs://{self.host}:{self._p().namenode_rpc}"
 
     @property
     def namenode_address(self) -> str:
         """``127.0.0.1:<port>``, the NameNode RPC address."""
-        return f"{LOOPBACK}:{self._p().namenode_rpc}"
+        return f"{self.host}:{self._p().namenode_rpc}"
 
     @property
     def webhdfs_url(self) -> str:
         """``http://127.0.0.1:<port>``, for the ``hdfs`` package's clients."""
-        return f"http://{LOOPBACK}:{self._p().namenode_http}"
+        return f"{self.web_scheme}://{self.host}:{self._p().namenode_http}"
 
     @property
     def resourcemanager_address(self) -> str:
         """``127.0.0.1:<port>``, yarn.resourcemanager.address (YarnClient)."""
-        return f"{LOOPBACK}:{self._p().rm_client}"
+        return f"{self.host}:{self._p().rm_client}"
 
     @property
     def resourcemanager_scheduler_address(self) -> str:
         """``127.0.0.1:<port>``, where ApplicationMasters register (AMRMClient)."""
-        return f"{LOOPBACK}:{self._p().rm_scheduler}"
+        return f"{self.host}:{self._p().rm_scheduler}"
 
     @property
     def resourcemanager_web_url(self) -> str:
         """``http://127.0.0.1:<port>``, the RM web UI and REST API (/ws/v1/cluster)."""
-        return f"http://{LOOPBACK}:{self._p().rm_webapp}"
+        return f"http://{self.host}:{self._p().rm_webapp}"
 
     def client_env(self) -> dict[str, str]:
         """Environment entries a client process needs to reach this cluster."""
         return {"HADOOP_CONF_DIR": str(self.hadoop_conf_dir)}
+
+    def client_java_options(self) -> list[str]:
+        """JVM flags a client JVM needs for this cluster (``JvmGateway(java_options=...)``): none here."""
+        return []
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -212,7 +228,7 @@ class HadoopCluster:
         self.ports = Ports.allocate()
         for d in (self.layout.conf_dir, self.layout.log_dir, self.layout.data_dir):
             d.mkdir(parents=True, exist_ok=True)
-        for name, text in conf_files(self.ports, self.layout, self.resources, getpass.getuser()).items():
+        for name, text in self._conf_files(self.ports).items():
             (self.layout.conf_dir / name).write_text(text)
         self._format_namenode(classpath)
         for name, main in (
@@ -304,6 +320,30 @@ class HadoopCluster:
         else:
             shutil.rmtree(self.layout.base, ignore_errors=True)
 
+    def run_tool(self, main: str, *args: str, env: Mapping[str, str] | None = None, timeout: float = 120.0) -> subprocess.CompletedProcess:
+        """Run a Hadoop command-line tool's class (``FS_SHELL``: ``hdfs dfs``) on the
+        daemons' classpath and configuration, as the ``hadoop`` script would;
+        ``env`` is laid over the daemons' environment (e.g. a ticket cache).
+        Returns the finished process, its output as text; it does not check
+        the exit code. ``timeout``: seconds (a JVM starts in about 2 s)."""
+        if self._classpath is None:
+            raise HadoopClusterError("the cluster is not started")
+        argv = [
+            _java(),
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-Djava.net.preferIPv4Stack=true",
+            *JAVA17_OPENS,
+            *self._jvm_props(),
+            "-cp",
+            f"{self.hadoop_conf_dir}:{self._classpath}",
+            main,
+            *args,
+        ]
+        return subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env={**self._env(), **(env or {})}, timeout=timeout, check=False
+        )
+
     def __enter__(self) -> HadoopCluster:
         return self.start()
 
@@ -329,6 +369,7 @@ class HadoopCluster:
             f"-Dhadoop.home.dir={self.layout.base}",
             f"-Dhadoop.id.str={getpass.getuser()}",
             "-Dhadoop.root.logger=INFO,console",
+            *self._jvm_props(),
             *jvm_props,
             "-cp",
             f"{self.hadoop_conf_dir}:{classpath}",
@@ -386,9 +427,9 @@ class HadoopCluster:
         and WebHDFS answers, else what it is still waiting for."""
         url = f"{self.webhdfs_url}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo"
         try:
-            beans = requests.get(url, timeout=HTTP_TIMEOUT).json().get("beans", [])
-        except (requests.RequestException, ValueError) as e:
-            return f"NameNode JMX not answering ({e.__class__.__name__})"
+            beans = json.loads(self._get(url, HTTP_TIMEOUT)[1]).get("beans", [])
+        except (Unanswered, ValueError) as e:
+            return f"NameNode JMX not answering ({e})"
         if not beans:
             return "NameNode JMX has no NameNodeInfo yet"
         if beans[0].get("Safemode"):
@@ -396,26 +437,47 @@ class HadoopCluster:
         if not json.loads(beans[0].get("LiveNodes") or "{}"):
             return "no live DataNode"
         # WebHDFS is what tests use; its first request also warms it up (~5 s).
-        url = f"{self.webhdfs_url}/webhdfs/v1/?op=GETFILESTATUS&user.name={getpass.getuser()}"
+        url = f"{self.webhdfs_url}/webhdfs/v1/?op=GETFILESTATUS{self._user_query()}"
         try:
-            if requests.get(url, timeout=HTTP_TIMEOUT * 5).status_code != 200:
+            if self._get(url, HTTP_TIMEOUT * 5)[0] != 200:
                 return "WebHDFS not answering 200 yet"
-        except requests.RequestException as e:
-            return f"WebHDFS not answering ({e.__class__.__name__})"
+        except Unanswered as e:
+            return f"WebHDFS not answering ({e})"
         return None
 
     def _yarn_ready(self) -> str | None:
         """None when the ResourceManager lists a RUNNING NodeManager."""
         url = f"{self.resourcemanager_web_url}/ws/v1/cluster/nodes"
         try:
-            body = requests.get(url, timeout=HTTP_TIMEOUT, headers={"Accept": "application/json"}).json()
-        except (requests.RequestException, ValueError) as e:
-            return f"ResourceManager REST not answering ({e.__class__.__name__})"
+            body = json.loads(self._get(url, HTTP_TIMEOUT)[1])
+        except (Unanswered, ValueError) as e:
+            return f"ResourceManager REST not answering ({e})"
         nodes = (body.get("nodes") or {}).get("node") or []
         if not any(n.get("state") == "RUNNING" for n in nodes):
             states = [n.get("state") for n in nodes]
             return f"no RUNNING NodeManager (nodes: {states})"
         return None
+
+    def _get(self, url: str, timeout: float) -> tuple[int, str]:
+        """GET ``url`` (JSON asked for) as the cluster's readiness probes do: ``(status, body)``.
+        Unanswered (its reason: the error's class name) when no HTTP answer came."""
+        try:
+            r = requests.get(url, timeout=timeout, headers={"Accept": "application/json"})
+        except requests.RequestException as e:
+            raise Unanswered(e.__class__.__name__) from e
+        return r.status_code, r.text
+
+    def _user_query(self) -> str:
+        """What a probe's WebHDFS query adds to say who it is: simple authentication's ``user.name``."""
+        return f"&user.name={getpass.getuser()}"
+
+    def _conf_files(self, ports: Ports) -> dict[str, str]:
+        """Every file of the HADOOP_CONF_DIR, by name."""
+        return conf_files(ports, self.layout, self.resources, getpass.getuser())
+
+    def _jvm_props(self) -> list[str]:
+        """JVM flags every daemon and tool gets beyond the common ones: none here."""
+        return []
 
     def _httpfs_ready(self, url: str) -> str | None:
         """None when HttpFS answers a request on HDFS's root, which it makes
@@ -467,11 +529,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nm-memory-mb", type=int, help="NodeManager memory (default: sized for this machine)")
     parser.add_argument("--nm-vcores", type=int, help="NodeManager vcores (default: sized for this machine)")
     parser.add_argument("--httpfs", action="store_true", help="start HttpFS too")
+    parser.add_argument("--kerberos", action="store_true", help="the Kerberized cluster, with its KDC (secure_cluster.py)")
     args = parser.parse_args(argv)
 
     resources = NodeResources.for_this_machine()
     resources = NodeResources(args.nm_memory_mb or resources.memory_mb, args.nm_vcores or resources.vcores)
-    cluster = HadoopCluster(args.base_dir, resources=resources)
+    cluster: HadoopCluster
+    if args.kerberos:
+        # Imported here: secure_cluster builds on this module.
+        from tests.infra.hadoop.secure_cluster import KerberizedHadoopCluster
+
+        cluster = KerberizedHadoopCluster(args.base_dir, resources=resources)
+    else:
+        cluster = HadoopCluster(args.base_dir, resources=resources)
     # Ctrl-C even when started from a script that ignores SIGINT (e.g. `... &`).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -481,7 +551,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.httpfs:
             cluster.start_httpfs()
         print(cluster.describe(), flush=True)
-        print(f"\nexport HADOOP_CONF_DIR={cluster.hadoop_conf_dir}\nCtrl-C stops it.", flush=True)
+        exports = "".join(f"export {k}={v}\n" for k, v in cluster.client_env().items())
+        print(f"\n{exports}Ctrl-C stops it.", flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:

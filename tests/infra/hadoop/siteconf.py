@@ -138,14 +138,16 @@ class NodeResources:
         return cls(memory_mb=memory, vcores=vcores)
 
 
-def _addr(port: int) -> str:
-    return f"{LOOPBACK}:{port}"
+def _addr(port: int, host: str = LOOPBACK) -> str:
+    return f"{host}:{port}"
 
 
-def core_site(ports: Ports, layout: Layout, user: str) -> dict[str, str]:
-    """``user``: who runs the daemons (and HttpFS)."""
+def core_site(ports: Ports, layout: Layout, user: str, host: str = LOOPBACK) -> dict[str, str]:
+    """``user``: who runs the daemons (and HttpFS). ``host``: the name every
+    address is written with (the Kerberized cluster's is ``localhost``, see
+    secureconf.py); it must resolve to 127.0.0.1."""
     return {
-        "fs.defaultFS": f"hdfs://{_addr(ports.namenode_rpc)}",
+        "fs.defaultFS": f"hdfs://{_addr(ports.namenode_rpc, host)}",
         "hadoop.tmp.dir": str(layout.data_dir / "tmp"),
         # Clients (and the daemons talking to each other) give up on a dead
         # peer after ~3 s per attempt instead of the default ~10 s.
@@ -165,19 +167,19 @@ def core_site(ports: Ports, layout: Layout, user: str) -> dict[str, str]:
     }
 
 
-def hdfs_site(ports: Ports, layout: Layout) -> dict[str, str]:
+def hdfs_site(ports: Ports, layout: Layout, host: str = LOOPBACK) -> dict[str, str]:
     return {
         "dfs.replication": "1",
         "dfs.namenode.name.dir": str(layout.data_dir / "namenode"),
         "dfs.datanode.data.dir": str(layout.data_dir / "datanode"),
-        "dfs.namenode.rpc-address": _addr(ports.namenode_rpc),
-        "dfs.namenode.http-address": _addr(ports.namenode_http),
-        "dfs.datanode.address": _addr(ports.datanode_data),
-        "dfs.datanode.http.address": _addr(ports.datanode_http),
-        "dfs.datanode.ipc.address": _addr(ports.datanode_ipc),
+        "dfs.namenode.rpc-address": _addr(ports.namenode_rpc, host),
+        "dfs.namenode.http-address": _addr(ports.namenode_http, host),
+        "dfs.datanode.address": _addr(ports.datanode_data, host),
+        "dfs.datanode.http.address": _addr(ports.datanode_http, host),
+        "dfs.datanode.ipc.address": _addr(ports.datanode_ipc, host),
         # The DataNode registers as 127.0.0.1, so WebHDFS redirects clients to
         # a loopback address rather than to this machine's hostname.
-        "dfs.datanode.hostname": LOOPBACK,
+        "dfs.datanode.hostname": host,
         "dfs.namenode.datanode.registration.ip-hostname-check": "false",
         # Leave safe mode as soon as the (empty) namespace is loaded.
         "dfs.namenode.safemode.extension": "0",
@@ -197,15 +199,15 @@ def hdfs_site(ports: Ports, layout: Layout) -> dict[str, str]:
 VMEM_PMEM_RATIO = 4
 
 
-def yarn_site(ports: Ports, layout: Layout, resources: NodeResources) -> dict[str, str]:
+def yarn_site(ports: Ports, layout: Layout, resources: NodeResources, host: str = LOOPBACK) -> dict[str, str]:
     return {
         # ResourceManager
-        "yarn.resourcemanager.hostname": LOOPBACK,
-        "yarn.resourcemanager.address": _addr(ports.rm_client),
-        "yarn.resourcemanager.scheduler.address": _addr(ports.rm_scheduler),
-        "yarn.resourcemanager.resource-tracker.address": _addr(ports.rm_tracker),
-        "yarn.resourcemanager.admin.address": _addr(ports.rm_admin),
-        "yarn.resourcemanager.webapp.address": _addr(ports.rm_webapp),
+        "yarn.resourcemanager.hostname": host,
+        "yarn.resourcemanager.address": _addr(ports.rm_client, host),
+        "yarn.resourcemanager.scheduler.address": _addr(ports.rm_scheduler, host),
+        "yarn.resourcemanager.resource-tracker.address": _addr(ports.rm_tracker, host),
+        "yarn.resourcemanager.admin.address": _addr(ports.rm_admin, host),
+        "yarn.resourcemanager.webapp.address": _addr(ports.rm_webapp, host),
         "yarn.scheduler.minimum-allocation-mb": str(MIN_ALLOCATION_MB),
         "yarn.scheduler.maximum-allocation-mb": str(resources.memory_mb),
         "yarn.scheduler.minimum-allocation-vcores": "1",
@@ -220,10 +222,10 @@ def yarn_site(ports: Ports, layout: Layout, resources: NodeResources) -> dict[st
         "yarn.client.nodemanager-connect.max-wait-ms": "60000",
         "yarn.client.nodemanager-connect.retry-interval-ms": "1000",
         # NodeManager
-        "yarn.nodemanager.hostname": LOOPBACK,
-        "yarn.nodemanager.address": _addr(ports.nm_rpc),
-        "yarn.nodemanager.localizer.address": _addr(ports.nm_localizer),
-        "yarn.nodemanager.webapp.address": _addr(ports.nm_webapp),
+        "yarn.nodemanager.hostname": host,
+        "yarn.nodemanager.address": _addr(ports.nm_rpc, host),
+        "yarn.nodemanager.localizer.address": _addr(ports.nm_localizer, host),
+        "yarn.nodemanager.webapp.address": _addr(ports.nm_webapp, host),
         "yarn.nodemanager.resource.memory-mb": str(resources.memory_mb),
         "yarn.nodemanager.resource.cpu-vcores": str(resources.vcores),
         # Containers run as processes of the NodeManager's user (no setuid
