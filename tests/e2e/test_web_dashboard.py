@@ -4,8 +4,10 @@ On ``local-cluster``: its TaskManager is a process with a Spark executor whose J
 TaskManager's pages show, and whose worker's log it hands out.
 
 One job cluster, deployed attached as the operator deploys (its JobManager waits
-for the result to be fetched, so the page of the ended job can be looked at):
-the dashboard shows the running job, its vertex and configuration, the
+for the result to be fetched, so the page of the ended job can be looked at),
+serving Flink 2.3.0's dashboard (the default): its Applications pages show the
+job's application and, on the application's page, the job; the dashboard shows
+the running job, its vertex and configuration, the
 TaskManager with the sizes of its memory model, the JobManager's configuration
 and log; the job page's link leads to Spark's own UI of the program, proxied
 under /spark/ (its Jobs, Environment and Executors pages, the cluster's Spark
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -82,6 +85,8 @@ def test_the_dashboard_shows_a_running_and_an_ended_job_with_its_taskmanager_and
             browser.screenshot("overview")
             assert not browser.driver.find_element(By.ID, SPARK_UI_LINK).is_displayed(), "the link is a running job's"
 
+            _applications(page, browser, job, "dashboard-demo", "RUNNING")
+
             page(f"/job/running/{job}/overview")
             browser.wait_for_text("PySpark: waits.py", PAGE_TIMEOUT)
             browser.wait_for_text("RUNNING", PAGE_TIMEOUT)
@@ -129,17 +134,41 @@ def test_the_dashboard_shows_a_running_and_an_ended_job_with_its_taskmanager_and
             page(f"/job/completed/{job}/overview")
             browser.wait_for_text("FINISHED", PAGE_TIMEOUT)
             browser.screenshot("job-finished")
+            page("/application/completed")
+            browser.wait_for_text(APPLICATION.format("dashboard-demo"), PAGE_TIMEOUT)
+            browser.wait_for_text("FINISHED", PAGE_TIMEOUT)
 
             assert browser.console_errors() == [], "the dashboard logged errors"
             failed = [(r.method, r.url, r.status) for r in browser.requests() if r.status is not None and r.status >= 400]
             assert [f for f in failed if not KNOWN_MISSING.search(f[1])] == [], "paths the dashboard asked for and did not get"
             asked = browser.paths(rest)
             assert {"/config", "/overview", "/jobs/overview", f"/jobs/{job}", f"/jobs/{job}/config", "/jobmanager/config"} <= asked
+            assert {"/applications/overview", f"/applications/{job}", f"/applications/{job}/exceptions"} <= asked
             assert {"/jobcluster/spark-ui-link.js", "/spark/", "/spark/environment/", "/spark/executors/"} <= asked
     finally:
         client.execution_result(job)  # fetched: the attached cluster goes
         client.close()
         assert client.wait_until_shut_down(60)
+
+
+#: Flink 2.3's name of the application of a job submitted as a JobGraph (runtime/rest/flink2_views.py).
+APPLICATION = "SingleJobApplication({})"
+
+
+def _applications(page: Callable[[str], None], browser: Browser, job: str, name: str, state: str) -> None:
+    """Flink 2.3's Applications pages: the list shows the job cluster's one application, named after its job and in
+    ``state``; the application's page lists the job, and its Exceptions tab opens."""
+    page("/application/running" if state == "RUNNING" else "/application/completed")
+    browser.wait_for_text(APPLICATION.format(name), PAGE_TIMEOUT)
+    browser.wait_for_text(state, PAGE_TIMEOUT)
+    page(f"/application/running/{job}")
+    browser.wait_for_text(f"Application ID {job}", PAGE_TIMEOUT)
+    shown = browser.wait_for_text("Running Job List", PAGE_TIMEOUT)
+    jobs = shown.split("Running Job List", 1)[1].split("Completed Job List", 1)[0]
+    assert re.search(rf"^{re.escape(name)} ", jobs, re.M), jobs  # the job's row (its state is the job's, not the application's)
+    browser.screenshot("application")
+    page(f"/application/running/{job}/exceptions")
+    browser.wait_for_text("No Root Exception", PAGE_TIMEOUT)
 
 
 JVM_QUERY = {"get": "Status.JVM.Memory.Heap.Used,Status.JVM.Memory.Heap.Max,Status.JVM.Memory.Metaspace.Used"}
