@@ -16,7 +16,12 @@ Shape of a cluster (all under one base directory)::
 Use it as a context manager, or ``start()`` / ``stop()``. By hand, for
 debugging (stops on Ctrl-C)::
 
-    .venv/bin/python -m tests.infra.hadoop.cluster
+    .venv/bin/python -m tests.infra.hadoop.cluster             # --kerberos: the secure one
+
+The Kerberized cluster (``secure_cluster.KerberizedHadoopCluster``) is this one
+in secure mode: it overrides ``_conf_files``, ``_jvm_props``, ``_env``, and
+``_get`` and ``_user_query`` (how the readiness probes authenticate), and adds
+its KDC.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ import os
 import socket
 import subprocess
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tests.infra.hadoop.cluster import HadoopCluster, HadoopClusterError, Unanswered, _java
@@ -52,7 +53,7 @@ from tests.infra.hadoop.secureconf import (
     secure_conf_files,
 )
 from tests.infra.hadoop.siteconf import Ports
-from tests.infra.hadoop.tls import TlsError, TlsStores, make_stores
+from tests.infra.hadoop.tls import TlsError, TlsStores, make_stores, plan_stores
 
 CURL_TIMEOUT = 30.0
 """Seconds for one curl request unless told otherwise."""
@@ -206,7 +207,7 @@ class KerberizedHadoopCluster(HadoopCluster):
         check_host_resolution()
         try:
             self._start_security()
-        except (KdcError, TlsError) as e:
+        except KdcError as e:
             raise HadoopClusterError(f"setting up Kerberos failed: {e}") from e
         super()._start_once(classpath)
         self._set_up_hdfs()
@@ -223,7 +224,8 @@ class KerberizedHadoopCluster(HadoopCluster):
             self.kdc.export_keytab(self.paths.keytab(service), [f"{service}/{HOST}", http])
         for name in (HTTP_SERVICE, ADMIN, *self.settings.users):
             self.kdc.export_keytab(self.paths.keytab(name), [http if name == HTTP_SERVICE else name])
-        self.tls = make_stores(self.paths.tls_dir, java=_java(), host=HOST)
+        # Only planned here; _format_namenode makes them.
+        self.tls = plan_stores(self.paths.tls_dir)
         self._admin_env = self.kdc.kinit(ADMIN, self.paths.ccache_dir / ADMIN, keytab=self.paths.keytab(ADMIN))
 
     def _set_up_hdfs(self) -> None:
@@ -249,6 +251,18 @@ class KerberizedHadoopCluster(HadoopCluster):
             self._admin_env = None
 
     # -- hooks of HadoopCluster ----------------------------------------------------
+
+    def _format_namenode(self, classpath: str) -> None:
+        # The TLS stores are made meanwhile: keytool and the format are a JVM
+        # start each (~3 s), nothing reads the stores before the daemons start,
+        # and on 2 cores the two overlap almost entirely.
+        with ThreadPoolExecutor(1, thread_name_prefix="keytool") as pool:
+            stores = pool.submit(make_stores, self._tls(), java=_java(), host=HOST)
+            super()._format_namenode(classpath)
+            try:
+                stores.result()
+            except TlsError as e:
+                raise HadoopClusterError(f"making the TLS stores failed: {e}") from e
 
     def _conf_files(self, ports: Ports) -> dict[str, str]:
         return secure_conf_files(ports, self.layout, self.resources, self.settings, self._tls(), super()._conf_files(ports))

@@ -43,10 +43,10 @@ address it binds.
 User names: ``hadoop.security.auth_to_local`` maps ``nn/*`` and ``dn/*`` to
 ``hdfs`` and ``rm/*`` and ``nm/*`` to ``yarn``, as sites do, so HDFS's superuser
 is ``hdfs`` (the NameNode's own user) and the principal ``hdfs`` (``ADMIN``) is
-that superuser, for setting up the cluster. Test users (``alice``, ``bob``) map to
-their own names. The rules name the realm, so that a JVM that reads another
-krb5.conf (a YARN container's, which reads the machine's /etc/krb5.conf) still maps
-them the same way.
+that superuser, for setting up the cluster. Test users (``alice``, ``bob``) map
+to their own names, in the group ``users`` (``group_overrides``). The rules name
+the realm, so that a JVM that reads another krb5.conf (a YARN container's, which
+reads the machine's /etc/krb5.conf) still maps them the same way.
 """
 
 from __future__ import annotations
@@ -72,6 +72,9 @@ SERVICES: dict[str, str] = {
     "nodemanager": "nm",
 }
 """Each daemon's service principal's first component."""
+
+USERS_GROUP = "users"
+"""The group of every test user (``KerberosSettings.users``), e.g. for ``ProxyUser(groups=USERS_GROUP)``."""
 
 HTTP_SERVICE = "HTTP"
 """The SPNEGO service name: HTTP clients ask for ``HTTP/<host of the URL>``."""
@@ -183,6 +186,16 @@ def auth_to_local(realm: str) -> str:
     )
 
 
+def group_overrides(settings: KerberosSettings) -> str:
+    """``hadoop.user.group.static.mapping.overrides``: the test users have no OS
+    accounts for Hadoop's default (shell) group lookup to find, so their groups
+    are given here, and a proxy-user rule by group can match them. ``hdfs`` and
+    ``yarn`` too, as on a site; ``dr.who`` (anonymous web users) keeps no group,
+    Hadoop's default."""
+    groups = {"dr.who": "", ADMIN: "supergroup", "yarn": "hadoop", **dict.fromkeys(settings.users, USERS_GROUP)}
+    return ";".join(f"{user}={group}" for user, group in groups.items())
+
+
 def secure_core_site(ports: Ports, layout: Layout, settings: KerberosSettings) -> dict[str, str]:
     """core-site.xml: the plain one at ``HOST``, its proxy users replaced by ``settings.proxy_users``."""
     paths = SecureLayout(layout)
@@ -199,6 +212,7 @@ def secure_core_site(ports: Ports, layout: Layout, settings: KerberosSettings) -
             # The daemons log in again from their keytabs before their tickets
             # expire, not only when an RPC fails: tests may make tickets short.
             "hadoop.kerberos.keytab.login.autorenewal.enabled": "true",
+            "hadoop.user.group.static.mapping.overrides": group_overrides(settings),
         }
     )
     for user, rule in settings.proxy_users.items():

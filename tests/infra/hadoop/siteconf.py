@@ -177,8 +177,9 @@ def hdfs_site(ports: Ports, layout: Layout, host: str = LOOPBACK) -> dict[str, s
         "dfs.datanode.address": _addr(ports.datanode_data, host),
         "dfs.datanode.http.address": _addr(ports.datanode_http, host),
         "dfs.datanode.ipc.address": _addr(ports.datanode_ipc, host),
-        # The DataNode registers as 127.0.0.1, so WebHDFS redirects clients to
-        # a loopback address rather than to this machine's hostname.
+        # The DataNode registers as ``host`` (127.0.0.1 by default), so WebHDFS
+        # redirects clients to a loopback address rather than to this
+        # machine's hostname.
         "dfs.datanode.hostname": host,
         "dfs.namenode.datanode.registration.ip-hostname-check": "false",
         # Leave safe mode as soon as the (empty) namespace is loaded.

@@ -24,10 +24,13 @@ from jobcluster.backends.yarn.gateway import JvmGateway
 from tests.infra.hadoop import shell_am
 from tests.infra.hadoop.cluster import FS_SHELL
 from tests.infra.hadoop.secure_cluster import KerberizedHadoopCluster, curl
+from tests.infra.hadoop.secureconf import USERS_GROUP
 
 pytestmark = [pytest.mark.hadoop, pytest.mark.kerberos]
 
 REPO = Path(__file__).resolve().parents[3]
+GET_GROUPS = "org.apache.hadoop.hdfs.tools.GetGroups"
+"""``hdfs groups``: the groups the NameNode gives users."""
 APP_TIMEOUT = 180.0
 """Seconds from submission to a terminal state; a healthy run takes ~10 s."""
 
@@ -53,6 +56,10 @@ def test_hdfs_rpc_needs_a_ticket(kerberized_hadoop_cluster: KerberizedHadoopClus
     # The file's owner is the principal's short name (auth_to_local), not this process's OS user.
     line = next(row for row in listed.stdout.splitlines() if row.endswith("/user/alice/by-kerberos"))
     assert line.split()[2] == "alice", listed.stdout
+    # The NameNode's idea of the users' groups (what proxy-user rules by group match): the static ones.
+    groups = cluster.run_tool(GET_GROUPS, "alice", "bob", env=alice)
+    assert groups.returncode == 0, groups.stderr[-3000:]
+    assert groups.stdout.split("\n")[:2] == [f"alice : {USERS_GROUP}", f"bob : {USERS_GROUP}"]
 
 
 def test_webhdfs_needs_spnego(kerberized_hadoop_cluster: KerberizedHadoopCluster, alice: dict[str, str]) -> None:
