@@ -77,6 +77,16 @@ def test_webhdfs_needs_spnego(kerberized_hadoop_cluster: KerberizedHadoopCluster
     assert homes == {"alice": "alice", "bob": "bob"}
 
 
+def test_the_second_user_logs_in_from_its_keytab(kerberized_hadoop_cluster: KerberizedHadoopCluster, tmp_path: Path) -> None:
+    cluster = kerberized_hadoop_cluster
+    bob = cluster.kinit("bob", tmp_path / "bob.ccache", use_keytab=True)
+
+    status, body = cluster.webhdfs("/", "GETHOMEDIRECTORY", bob)
+
+    assert status == 200, body
+    assert json.loads(body) == {"Path": "/user/bob"}
+
+
 def test_resourcemanager_rest_needs_spnego(kerberized_hadoop_cluster: KerberizedHadoopCluster, alice: dict[str, str]) -> None:
     cluster = kerberized_hadoop_cluster
     url = f"{cluster.resourcemanager_web_url}/ws/v1/cluster/info"
