@@ -9,9 +9,12 @@ runs, and the job is stopped with a savepoint. The rest of the chain runs on
 ``local`` (the MiniCluster), from those savepoints: the stop's savepoint is
 refused to a program that renamed its query, and restored with another
 parallelism after more records arrived, where Flink 1.20's own CLI lists it,
-takes a savepoint and disposes of it; the running savepoint is restored too,
-attached, and stopped by Flink's CLI. Bad savepoints are refused before
-anything is deployed.
+takes a savepoint and disposes of it, and where Flink 2.3's dashboard (the
+default) shows the restore as the job's rescale (its Rescales tab, in headless
+Chromium); the running savepoint is restored too, attached, at the parallelism
+it was taken with (no rescale), with Flink 1.20.3's dashboard selected
+(``jobcluster.web.dashboard-version``), and stopped by Flink's CLI. Bad
+savepoints are refused before anything is deployed.
 
 Kafka's sink, which writes a micro-batch it sees again a second time, is
 counted record by record through a stop and a restore on ``local``: nothing
@@ -33,11 +36,13 @@ from pathlib import Path
 import psutil
 import pytest
 import requests
+from selenium.webdriver.common.by import By
 from support import PROGRAMS, REPO, jobcluster, processes_of, staging_dirs
 
 from jobcluster.spark.driver_agent.settings import EXIT_NOT_RESTARTABLE
 from tests.infra.flink.client import FlinkClient
 from tests.infra.kafka.cluster import KafkaCluster
+from tests.support.browser import headless_chromium
 from tests.support.streaming import (
     PROGRAM,
     Steps,
@@ -52,6 +57,7 @@ from tests.support.streaming import (
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka, pytest.mark.flink]
 
 COUNT_TIMEOUT = 240  # seconds for a job to count what was produced
+PAGE_TIMEOUT = 60  # seconds for a dashboard page to show what it must (it polls every 3 s)
 KAFKA_TO_KAFKA = PROGRAMS / "kafka_to_kafka.py"
 
 
@@ -83,8 +89,9 @@ def _driver(home: Path) -> psutil.Process:
     return next(p for p in processes_of(home) if "jobcluster.spark.driver_agent" in " ".join(p.cmdline()))
 
 
+@pytest.mark.browser
 def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_restores(
-    home, tmp_path, kafka_cluster: KafkaCluster, spark_kafka_jars: list[Path], flink_client: FlinkClient
+    home, tmp_path, kafka_cluster: KafkaCluster, spark_kafka_jars: list[Path], flink_client: FlinkClient, browser_artefacts: Path
 ):
     topic = f"words-{uuid.uuid4().hex[:8]}"
     kafka_cluster.create_topic(topic, partitions=2)
@@ -136,6 +143,7 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
     wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "after a savepoint was taken")
     stopped = _savepoint_path(jobcluster("stop", job))
     assert stopped.startswith(f"file:{savepoints}/savepoint-{job[:6]}-")
+    assert json.loads(_local(stopped, "_metadata").read_text())["parallelism"] == 2, "the savepoint records its job's parallelism"
     _wait_until_gone(home)
 
     # The savepoint restored into a program whose query has another name: refused, naming the query left out, and not
@@ -159,6 +167,7 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
     stats = requests.get(f"{rest}/jobs/{restored}/checkpoints", timeout=5).json()
     assert stats["counts"]["restored"] == 1 and stats["latest"]["restored"]["external_path"] == stopped
     assert (checkpoints / restored / "wordcount" / "commits").is_dir(), "the new job checkpoints under its own JobID"
+    _rescaled_from_2_to_1(rest, restored, browser_artefacts)
 
     # Flink 1.20's own CLI with the cluster's token: it lists the job, takes a savepoint, and disposes of it
     # through the running cluster (POST /savepoint-disposal), refusing a directory that is not one.
@@ -179,6 +188,7 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
     # The savepoint taken while running, restored into a fresh output: its state plus what came after it.
     # Attached, as a user runs it: the queries' progress at a steady pace, then FINISHED once stopped.
     settings = ["-D", "taskmanager.numberOfTaskSlots=2", "-D", "jobcluster.client.streaming-progress-interval=2s"]
+    settings += ["-D", "jobcluster.web.dashboard-version=1.20.3"]  # Flink 1.20's dashboard, one option away
     attached = subprocess.Popen(
         [sys.executable, "-m", "jobcluster", "run", "-p", "2", *settings, "-s", running_savepoint, *common, *program(tmp_path / "out3")],
         cwd=REPO,
@@ -191,6 +201,7 @@ def test_a_streaming_word_count_is_exactly_once_through_failures_savepoints_and_
         listing = jobcluster("list", check=True).stdout
         again = re.search(r"^\S+ \S+\s+([0-9a-f]{32})\s", listing, re.M).group(1)
         rest = re.search(r"(http://\S+)\s*$", listing, re.M).group(1)
+        _flink_1_20s_dashboard_shows_the_job(rest, again, browser_artefacts)
         (token_file,) = (home / "clusters").glob("*/rest-token")
         # stopped by Flink's CLI: `flink stop --savepointPath` prints the path, the job ends FINISHED
         flink_stop = flink_client.cli(rest, "stop", "--savepointPath", str(tmp_path / "last"), again, token=token_file.read_text().strip())
@@ -222,6 +233,52 @@ def test_a_savepoint_that_cannot_be_restored_is_refused_before_anything_is_deplo
     refused = jobcluster("run", "-s", str(tmp_path), *args)
     assert refused.returncode == 1 and "set execution.checkpointing.dir" in refused.stderr, refused.stderr
     assert staging_dirs(home) == [] and processes_of(home) == []
+
+
+def _rescaled_from_2_to_1(rest: str, job: str, artefacts: Path) -> None:
+    """The restore at parallelism 1 of a savepoint taken at 2 is the job's one rescale in Flink 2.3's history (its
+    initial schedule), which Flink 2.3's dashboard shows on the job's Rescales tab, with no console error and no
+    request refused."""
+    deadline = time.monotonic() + 30  # the JobMaster learns of the restore from the driver agent at its next read
+    while not (history := requests.get(f"{rest}/jobs/{job}/rescales/history", timeout=5).json()):
+        assert time.monotonic() < deadline, "no rescale in the restored job's history"
+        time.sleep(1)
+    (rescale,) = history
+    assert (rescale["triggerCause"], rescale["terminalState"]) == ("INITIAL_SCHEDULE", "COMPLETED"), rescale
+    details = requests.get(f"{rest}/jobs/{job}/rescales/details/{rescale['rescaleUuid']}", timeout=5).json()
+    ((vertex_id, vertex),) = details["vertices"].items()
+    assert (vertex["preRescaleParallelism"], vertex["postRescaleParallelism"]) == (2, 1), vertex
+    with headless_chromium(artefacts) as browser:
+        browser.open(f"{rest}/?page=rescales#/job/running/{job}/rescales")
+        browser.wait_for_text("Completed: 1", PAGE_TIMEOUT)
+        shown = browser.wait_for_text("INITIAL_SCHEDULE", PAGE_TIMEOUT)
+        assert re.search(rf"{vertex_id[:8]}\s+\S.*\s2\s+1\s+1\s+1\s", shown), "the vertex's row: previous 2, acquired 1"
+        browser.screenshot("rescales")
+        browser.driver.find_element(By.XPATH, "//*[contains(@class, 'ant-tabs-tab')][normalize-space()='History']").click()
+        shown = browser.wait_for_text("Terminated Reason", PAGE_TIMEOUT)
+        assert re.search(rf"{rescale['rescaleUuid'][:8]}\s.*INITIAL_SCHEDULE\s+COMPLETED\s+SUCCEEDED", shown, re.S), shown[-600:]
+        browser.screenshot("rescales-history")
+        assert browser.console_errors() == []
+        assert [(r.url, r.status) for r in browser.requests() if r.status is not None and r.status >= 400] == []
+        assert {f"/jobs/{job}/rescales/{p}" for p in ("config", "history", "overview", "summary")} <= browser.paths(rest)
+
+
+def _flink_1_20s_dashboard_shows_the_job(rest: str, job: str, artefacts: Path) -> None:
+    """With ``jobcluster.web.dashboard-version: 1.20.3`` the cluster serves Flink 1.20's dashboard, which shows the
+    streaming job and its checkpoints with no console error and no request refused; restored at the parallelism its
+    savepoint was taken with, the job has no rescale."""
+    assert requests.get(f"{rest}/jobs/{job}/rescales/history", timeout=5).json() == []
+    with headless_chromium(artefacts) as browser:
+        browser.open(f"{rest}/?page=job#/job/running/{job}/overview")
+        browser.wait_for_text("PySpark: streaming_wordcount.py", PAGE_TIMEOUT)
+        shown = browser.wait_for_text("STREAMING", PAGE_TIMEOUT)
+        assert "Running Applications" not in shown and "Rescales" not in shown, "Flink 1.20's dashboard, which has neither"
+        browser.open(f"{rest}/?page=checkpoints#/job/running/{job}/checkpoints")
+        browser.wait_for_text("Latest Completed Checkpoint", PAGE_TIMEOUT)
+        browser.screenshot("flink-1.20-checkpoints")
+        assert browser.console_errors() == []
+        assert [(r.url, r.status) for r in browser.requests() if r.status is not None and r.status >= 400] == []
+        assert not [p for p in browser.paths(rest) if p.startswith(("/applications", f"/jobs/{job}/rescales"))]
 
 
 def _read_up_to(savepoint: Path, query: str, topic: str, batch: int | None) -> dict[int, int]:
