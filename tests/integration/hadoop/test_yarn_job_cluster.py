@@ -531,6 +531,14 @@ def _dashboard_and_task_manager_logs_through_yarns_proxy(
         browser.wait_for_text("PySpark: waits.py", PAGE_TIMEOUT)
         browser.wait_for_text("RUNNING", PAGE_TIMEOUT)
         browser.screenshot("yarn-proxy-job")
+        # Flink 2.3's Applications pages (the default dashboard): the job cluster's application, and on its page the job
+        browser.open(f"{tracking}?page=applications#/application/running")
+        browser.wait_for_text("SingleJobApplication(waits)", PAGE_TIMEOUT)
+        browser.open(f"{tracking}?page=application#/application/running/{job_id}")
+        browser.wait_for_text(f"Application ID {job_id}", PAGE_TIMEOUT)
+        jobs = browser.wait_for_text("Running Job List", PAGE_TIMEOUT).split("Running Job List", 1)[1]
+        assert re.search(r"^waits ", jobs, re.M), jobs
+        browser.screenshot("yarn-proxy-application")
         _spark_ui_through_yarns_proxy(browser, tracking, application)
 
         errors = [e for e in browser.console_errors() if not before_the_slash(e.message.split(" ", 1)[0])]
@@ -539,6 +547,7 @@ def _dashboard_and_task_manager_logs_through_yarns_proxy(
         assert [f for f in failed if not KNOWN_MISSING.search(f[1]) and not before_the_slash(f[1])] == [], "paths not answered"
         asked = browser.paths(tracking)
         assert {"/config", "/overview", "/jobs/overview", f"/jobs/{job_id}", "/spark/", "/spark/executors/"} <= asked, asked
+        assert {"/applications/overview", f"/applications/{job_id}"} <= asked, asked
     _jvm_metrics_through_yarns_proxy(tracking, manager)
 
 

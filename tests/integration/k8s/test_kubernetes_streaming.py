@@ -295,7 +295,9 @@ def _spark_ui_shows_the_stream(rest: str, query_name: str) -> None:
 
 
 def _dashboard_shows_the_stream(rest: str, job: str, task_manager: str, artefacts: Path) -> None:
-    """Flink's web dashboard, from the image, shows the streaming job, its checkpoints and its TaskManager pods."""
+    """Flink's web dashboard (2.3.0, from the image), shows the streaming job, its checkpoints, its Rescales tab (Flink
+    2.3's, for a streaming job: empty, as the job was not restored at another parallelism), its application, and its
+    TaskManager pods."""
     with headless_chromium(artefacts) as browser:
         # each page loaded anew (the query differs), as from a bookmark: a route change while the job graph's
         # zoom transition runs makes Flink's own dashboard log an SVGLength error, which is not this cluster's
@@ -305,6 +307,12 @@ def _dashboard_shows_the_stream(rest: str, job: str, task_manager: str, artefact
         browser.open(f"{rest}/?page=checkpoints#/job/running/{job}/checkpoints")
         browser.wait_for_text("Latest Completed Checkpoint", PAGE_TIMEOUT)
         browser.screenshot("kubernetes-checkpoints")
+        browser.open(f"{rest}/?page=rescales#/job/running/{job}/rescales")
+        browser.wait_for_text("Rescale Counts", PAGE_TIMEOUT)
+        browser.wait_for_text("Latest Completed Rescale None", PAGE_TIMEOUT)
+        browser.open(f"{rest}/?page=application#/application/running/{job}")
+        browser.wait_for_text(f"Application ID {job}", PAGE_TIMEOUT)
+        browser.wait_for_text("SingleJobApplication(", PAGE_TIMEOUT)
         browser.open(f"{rest}/?page=taskmanagers#/task-manager")
         browser.wait_for_text(task_manager, PAGE_TIMEOUT)
         assert browser.console_errors() == []
