@@ -190,7 +190,8 @@ class Kdc:
                 self._start_once(timeout)
                 return self
             except KdcError:
-                lost_port = "Address already in use" in self.log_path.read_text(errors="replace")
+                log = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+                lost_port = "Address already in use" in log
                 self.stop()
                 if attempt == 2 or not lost_port:
                     raise
