@@ -112,8 +112,8 @@ class KerberizedHadoopCluster(HadoopCluster):
     """The plain cluster's daemons in secure mode, with a KDC; see the module docstring.
 
     ``settings``: users, token lifetimes, proxy users (``secureconf.KerberosSettings``).
-    The other arguments are ``HadoopCluster``'s. Start takes a few seconds more
-    than the plain cluster's (measured: docs/development/test-clusters.md).
+    The other arguments are ``HadoopCluster``'s. Start takes about as long as
+    the plain cluster's (measured: docs/development/test-clusters.md).
     """
 
     host = HOST
