@@ -85,6 +85,7 @@ infra: java packages
 	bash tests/infra/s3/build.sh
 	bash tests/infra/k8s/build.sh
 	bash tests/infra/image/build.sh
+	bash tests/infra/image/build.sh operator
 	bash tests/infra/flink/build.sh
 
 # The static checks, configured in pyproject.toml; `make test` runs them first (they need no test cluster).
@@ -107,16 +108,26 @@ test: venv lint java corpus packages dashboard
 unit: venv
 	$(PY) -m pytest tests/unit -q
 
-# The image's lock file (entrypoints/requirements.txt): pyproject.toml's dependencies resolved for Python 3.11 on
-# Linux, each with the SHA-256 of its files on PyPI, by pip-tools in a virtualenv of its own (a few minutes: it
+# The images' lock files (entrypoints/requirements.txt, requirements-operator.txt): pyproject.toml's dependencies
+# resolved for Python 3.11 on Linux, each with the SHA-256 of its files on PyPI, by pip-tools in a virtualenv of its own (a few minutes: it
 # fetches every file to hash it). Run it after changing the dependencies; a unit test says when it is due.
 PIP_TOOLS := $(CACHE)/pip-tools-7.6.2
+# What the operator image leaves out (entrypoints/requirements-operator.txt): Spark and what only YARN or a driver needs.
+OPERATOR_EXCLUDED := pyspark hdfs venv-pack wrapt
 lock:
 	@[ -x $(PIP_TOOLS)/bin/pip-compile ] || { $(PYTHON) -m venv $(PIP_TOOLS) && $(PIP_TOOLS)/bin/pip install --quiet 'pip-tools==7.6.2'; }
 	sed -n '1,4p' entrypoints/requirements.txt > entrypoints/requirements.txt.new
 	$(PIP_TOOLS)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-header --no-emit-find-links \
 		--output-file - pyproject.toml >> entrypoints/requirements.txt.new
 	mv entrypoints/requirements.txt.new entrypoints/requirements.txt
+	$(PYTHON) -c 'import sys, tomllib; print(*(d for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"] \
+		if d.split("[")[0].split(">")[0].split("=")[0].strip().lower() not in sys.argv[1:]), sep="\n")' $(OPERATOR_EXCLUDED) \
+		> $(PIP_TOOLS)/operator.in
+	sed -n '1,4p' entrypoints/requirements-operator.txt > entrypoints/requirements-operator.txt.new
+	$(PIP_TOOLS)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --no-header --no-emit-find-links \
+		--constraint entrypoints/requirements.txt --output-file - $(PIP_TOOLS)/operator.in \
+		| sed 's|$(PIP_TOOLS)/operator.in|pyproject.toml|' >> entrypoints/requirements-operator.txt.new
+	mv entrypoints/requirements-operator.txt.new entrypoints/requirements-operator.txt
 
 clean:
 	rm -rf $(VENV) $(VENV_SPARK35) out

@@ -27,11 +27,12 @@ from jobcluster.client.operator_hook import ClusterRef, InvalidSpecError
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.controller.access_seal import AccessSeal
-from jobcluster.controller.clusters import Deployed, JobClusters, Observation
+from jobcluster.controller.clusters import Deployed, JobClusters, Observation, UnsupportedTarget
 from jobcluster.controller.flinkjob_ref import FlinkJobRef
 from jobcluster.controller.flinkjob_status import Lifecycle, merge_patch
 from jobcluster.controller.handlers import paced, reconcile_interval, settled
 from jobcluster.controller.job_state import SavepointPoll, SavepointTrigger
+from jobcluster.controller.main import NO_YARN
 from jobcluster.controller.reconciler import Reconciler
 from jobcluster.controller.resource import deployed_spec_hash
 from jobcluster.controller.status_model import undeclared
@@ -1125,3 +1126,23 @@ def test_an_older_operators_top_level_specs_are_read_and_moved_under_reconciliat
     assert reconcile(reconciler, job) == Lifecycle.STABLE
     assert job.status["reconciliationStatus"] == recorded
     assert not {"lastReconciledSpec", "lastStableSpec"} & set(job.status), "moved, not copied"
+
+
+def test_an_operator_without_yarn_support_fails_a_yarn_flinkjob_at_once_and_never_lets_a_yarn_cluster_go_silently():
+    """The operator image has no Spark and no Java: a yarn-application FlinkJob fails with TargetNotSupported and
+    the way out; one deployed by an earlier operator (on the job image) keeps its finalizer, as its application may run."""
+    kubernetes_clusters = FakeClusters()
+    clusters = JobClusters(
+        {"kubernetes-application": kubernetes_clusters, "yarn-application": UnsupportedTarget("yarn-application", NO_YARN)}
+    )
+    job = FlinkJob({**SPEC, "target": "yarn-application", "hadoopConfigMap": "hadoop"})
+    assert reconcile(Reconciler(clusters, {}), job) == Lifecycle.FAILED
+    assert job.status["failureReason"] == "TargetNotSupported" and "yarn.hadoopUsers" in job.status["error"]
+    assert kubernetes_clusters.calls == [] and "clusterAccess" not in job.status
+
+    deployed = FlinkJob(
+        {**SPEC, "target": "yarn-application"}, status={"clusterId": "application_1_0001", "deployedTarget": "yarn-application"}
+    )
+    reconciler = Reconciler(clusters, {})
+    with pytest.raises(DeploymentError, match="cannot be removed: this operator runs without Spark and Java"):
+        asyncio.run(reconciler.delete(asyncio.run(deployed.read()), deployed.write))  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
-"""The image's lock file (entrypoints/requirements.txt, `make lock`) against pyproject.toml: every dependency is
-pinned at a version its specifier allows, and every pin carries hashes (pip install --require-hashes refuses a
-file without one)."""
+"""The images' lock files (entrypoints/requirements.txt and requirements-operator.txt, `make lock`) against
+pyproject.toml: every dependency is pinned at a version its specifier allows, and every pin carries hashes (pip
+install --require-hashes refuses a file without one)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,19 @@ def test_every_dependency_of_pyproject_is_pinned_within_its_range_with_hashes():
         assert requirement.specifier.contains(version, prereleases=True), f"{requirement} excludes the pinned {version}: {due}"
     assert all(hashes for _, hashes in pinned.values()), [name for name, (_, hashes) in pinned.items() if not hashes]
     assert not re.search(r"^--(find-links|index-url|extra-index-url)", LOCK.read_text(), re.M), "no machine's own package source"
+
+
+def test_the_operator_image_pins_the_same_versions_without_spark():
+    """entrypoints/requirements-operator.txt: the operator's image (no Spark, no Java) gets pyproject.toml's
+    dependencies but those only a job cluster or YARN needs, at the versions of the job image, with hashes."""
+    excluded = {"pyspark", "hdfs", "venv-pack", "wrapt"}  # the Makefile's OPERATOR_EXCLUDED
+    dependencies = [Requirement(d) for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]]
+    job, operator = pins(LOCK.read_text()), pins((REPO / "entrypoints" / "requirements-operator.txt").read_text())
+    for requirement in dependencies:
+        name = canonicalize_name(requirement.name)
+        assert (name in operator) != (name in excluded), f"{requirement}: run `make lock`"
+    assert not {"pyspark", "py4j", "pandas", "pyarrow", "numpy"} & set(operator), "no Spark, nor what only Spark needs"
+    assert all(job[name][0] == version and hashes for name, (version, hashes) in operator.items()), "the job image's versions"
 
 
 def test_the_pins_parse_as_pip_reads_them():

@@ -24,6 +24,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 
+{{/* The operator pod's image: its own small one, unless it serves YARN (yarn.hadoopUsers), whose client needs the
+job image's Java and Spark. */}}
+{{- define "jobcluster-operator.operatorImage" -}}
+{{- if .Values.yarn.hadoopUsers -}}
+{{- include "jobcluster-operator.image" . -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.operatorImage.repository (.Values.operatorImage.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The namespaces whose FlinkJobs the operator runs, as a JSON list; empty when it watches all of them
 (watchAllNamespaces). Read with: include "jobcluster-operator.watchedNamespaces" . | fromJsonArray */}}
 {{- define "jobcluster-operator.watchedNamespaces" -}}

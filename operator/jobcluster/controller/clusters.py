@@ -381,6 +381,37 @@ class _NothingDeployed:
 _NOTHING_DEPLOYED: TargetClusters = _NothingDeployed()
 
 
+class UnsupportedTarget:
+    """A target this operator cannot serve (``why``: e.g. its image has no YARN client): a FlinkJob of it fails at
+    once with reason ``TargetNotSupported``, and a cluster an earlier operator deployed there is never let go
+    silently: looking at it, or removing it, raises, so its FlinkJob keeps its finalizer."""
+
+    def __init__(self, target: str, why: str) -> None:
+        self.target = target
+        self.why = why
+
+    def access(self, ref: ClusterRef) -> dict[str, str]:
+        raise InvalidSpecError(f"target {self.target}: {self.why}", reason="TargetNotSupported")
+
+    def deploy(self, ref: ClusterRef, config: Configuration, program: PackagedProgram) -> Deployed:
+        raise InvalidSpecError(f"target {self.target}: {self.why}", reason="TargetNotSupported")
+
+    def observe(self, ref: ClusterRef, job_id: str | None, trigger_id: str | None = None) -> Observation:
+        raise DeploymentError(f"FlinkJob {ref.namespace}/{ref.name}'s cluster on {self.target} cannot be reached: {self.why}")
+
+    def trigger_savepoint(self, ref: ClusterRef, trigger: SavepointTrigger) -> None:
+        raise ClusterClientError(f"FlinkJob {ref.namespace}/{ref.name}'s cluster on {self.target} cannot be reached: {self.why}")
+
+    def dispose_savepoints(self, ref: ClusterRef, locations: list[str]) -> list[str]:
+        return [f"{location}: {self.why}" for location in locations]
+
+    def remove(self, ref: ClusterRef) -> bool:
+        raise DeploymentError(f"FlinkJob {ref.namespace}/{ref.name}'s cluster on {self.target} cannot be removed: {self.why}")
+
+    def remove_result(self, ref: ClusterRef) -> None:
+        return None
+
+
 def observe_job(observation: Observation, handle: ClusterHandle, job_id: str | None, trigger_id: str | None = None) -> Observation:
     """Fill ``observation`` with what the cluster of ``handle`` says about job ``job_id`` and its savepoint
     ``trigger_id`` (nothing when it does not serve REST yet or does not answer)."""

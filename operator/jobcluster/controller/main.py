@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib.util
 import logging
 import os
 import signal
@@ -32,7 +33,7 @@ from jobcluster.errors import JobClusterError
 if TYPE_CHECKING:
     import kubernetes
 
-    from jobcluster.controller.clusters import JobClusters
+    from jobcluster.controller.clusters import JobClusters, TargetClusters
     from jobcluster.controller.leader import LeaseElector
     from jobcluster.controller.metrics import OperatorMetrics
 
@@ -165,10 +166,9 @@ def operator(
     """
     # kopf and the Kubernetes client load only here: `jobcluster run` never pays for them
     from jobcluster.backends.kubernetes.kube_client import load_api_client
-    from jobcluster.backends.kubernetes.operator_hook import KubernetesOperatorHook, read_config_map
-    from jobcluster.backends.yarn.operator_hook import YarnOperatorHook, hadoop_users, yarn_client_jvms
+    from jobcluster.backends.kubernetes.operator_hook import KubernetesOperatorHook
     from jobcluster.client.operator_hook import InvalidSpecError
-    from jobcluster.controller.clusters import DescriptorClusters, JobClusters
+    from jobcluster.controller.clusters import DescriptorClusters, JobClusters, UnsupportedTarget
     from jobcluster.controller.job_state import check_defaults
     from jobcluster.controller.leader import LeaseElector, LeaseTimings
     from jobcluster.controller.pod_policy import allowed_accounts, allowed_kinds
@@ -201,8 +201,7 @@ def operator(
         check_defaults(defaults)
         allowed_kinds(defaults)
         allowed_accounts(defaults)
-        client_jvms = yarn_client_jvms(defaults)
-        users = hadoop_users(defaults)
+        yarn = yarn_clusters(defaults) if yarn_supported() else None
         api = load_api_client(Configuration(defaults))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--lease-duration/--renew-deadline/--retry-period") from None
@@ -210,17 +209,45 @@ def operator(
         raise click.BadParameter(f"{default_configuration}: {exc}", param_hint="--default-configuration") from None
     except JobClusterError as exc:
         raise click.ClickException(str(exc)) from None
-    work_dir = Path(tempfile.gettempdir()) / "jobcluster-operator"
-    clusters = JobClusters(
-        {
-            TARGET_KUBERNETES: DescriptorClusters(KubernetesOperatorHook(api, job_cluster_role, cluster_secret_key)),
-            TARGET_YARN: DescriptorClusters(
-                YarnOperatorHook(functools.partial(read_config_map, api), work_dir / "hadoop-conf", client_jvms, users)
-            ),
-        }
-    )
+    on_kubernetes = DescriptorClusters(KubernetesOperatorHook(api, job_cluster_role, cluster_secret_key))
+    on_yarn = yarn(api) if yarn else UnsupportedTarget(TARGET_YARN, NO_YARN)
+    clusters = JobClusters({TARGET_KUBERNETES: on_kubernetes, TARGET_YARN: on_yarn})
     elector = LeaseElector(api, lease_namespace, lease_name, candidate_identity(), timings) if leader_election and lease_namespace else None
     operate(api, defaults, clusters, namespaces, port, elector, excluded_namespaces, AccessSeal(cluster_secret_key))
+
+
+#: Why an operator without Spark (the chart's operator image) refuses yarn-application FlinkJobs.
+NO_YARN = (
+    "this operator runs without Spark and Java (the operator image), which a yarn-application FlinkJob needs: its "
+    "client ships the operator's Spark environment to YARN. Run the operator on the job image (the chart does once "
+    "yarn.hadoopUsers maps a namespace)"
+)
+
+
+def yarn_supported() -> bool:
+    """Whether this process can deploy to YARN: PySpark (and with it py4j, and the environment shipped to YARN) is
+    installed; the operator image has neither."""
+    return importlib.util.find_spec("pyspark") is not None
+
+
+def yarn_clusters(defaults: dict[str, str]) -> Callable[[kubernetes.client.ApiClient], TargetClusters]:
+    """The yarn-application adapter under the operator's ``defaults``, once given the Kubernetes client (which reads
+    FlinkJobs' Hadoop ConfigMaps); the defaults are checked now, before any client is made.
+
+    Raises:
+        InvalidSpecError: ``jobcluster.operator.yarn.*`` in ``defaults`` is not valid.
+    """
+    from jobcluster.backends.kubernetes.operator_hook import read_config_map
+    from jobcluster.backends.yarn.operator_hook import YarnOperatorHook, hadoop_users, yarn_client_jvms
+    from jobcluster.controller.clusters import DescriptorClusters
+
+    client_jvms, users = yarn_client_jvms(defaults), hadoop_users(defaults)
+    work_dir = Path(tempfile.gettempdir()) / "jobcluster-operator" / "hadoop-conf"
+
+    def adapter(api: kubernetes.client.ApiClient) -> TargetClusters:
+        return DescriptorClusters(YarnOperatorHook(functools.partial(read_config_map, api), work_dir, client_jvms, users))
+
+    return adapter
 
 
 def operate(

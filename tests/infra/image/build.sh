@@ -2,6 +2,10 @@
 # Build the project's container image from entrypoints/Dockerfile, once per content hash, as a
 # docker-archive for a Kubernetes node's containerd (`ctr images import`).
 #
+#   build.sh            the job image (the Dockerfile's default target): localhost/jobcluster:<hash>
+#   build.sh operator   the FlinkJob operator's image (--target operator, on a base without Java):
+#                       localhost/jobcluster-operator:<hash>
+#
 # Why: the tests have no Docker engine and cannot reach Docker Hub for the Dockerfile's default
 # base, but Debian's mirror and PyPI are reachable. So the base image is bootstrapped from Debian's
 # packages with mmdebstrap, and the Dockerfile is built on it (BASE_IMAGE) by buildah, daemonless,
@@ -17,11 +21,13 @@
 # most recently used archives, and the images they hold, are kept. To look into the storage:
 #   CONTAINERS_STORAGE_CONF=<cache>/image/storage.conf buildah images --all
 #
-# stdout: exactly two lines, the image ref (localhost/jobcluster:<hash>) and the archive.
+# stdout: exactly two lines, the image ref (localhost/jobcluster:<hash>, or jobcluster-operator) and the archive.
 # Progress and errors go to stderr. Needs root and Debian's packages buildah and mmdebstrap.
 # Safe to run concurrently (flock) and after an interruption (the archive is renamed into place).
 set -euo pipefail
 
+kind=${1:-job}
+[[ $kind == job || $kind == operator ]] || { echo "build.sh: unknown image '$kind' (job or operator)" >&2; exit 2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 dir=${JOBCLUSTER_CACHE:-$HOME/.cache/jobcluster}/image
@@ -31,9 +37,12 @@ ignorefile=$here/build.dockerignore
 # that step has nothing to do), useradd (passwd: minbase lacks it) and ca-certificates for pip.
 # apt stays usable, for the Dockerfile and images built FROM this one.
 # shellcheck disable=SC2054,SC2016 # the commas separate --include's packages; the hook's $1 is mmdebstrap's
+# The operator's base has no Java (nor procps and tini, which only Spark's scripts need).
+packages=python3.11,python3.11-venv,openjdk-17-jre-headless,procps,tini,ca-certificates,passwd
+[[ $kind == operator ]] && packages=python3.11,python3.11-venv,ca-certificates,passwd
 base_recipe=(
     --mode=root --variant=minbase
-    --include=python3.11,python3.11-venv,openjdk-17-jre-headless,procps,tini,ca-certificates,passwd
+    --include="$packages"
     # The mirror may serve a snapshot whose Release files are past their Valid-Until.
     --aptopt='Acquire::Check-Valid-Until "false"'
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright'
@@ -51,17 +60,21 @@ base_mirrors=(
 base_config=(--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --env LANG=C.UTF-8 --cmd /bin/bash)
 
 short_hash() { sha256sum | cut -c1-16; }
-base=localhost/jobcluster-base:$(printf '%s\n' "${base_recipe[@]}" "${base_mirrors[@]}" "${base_config[@]}" | short_hash)
+name=jobcluster
+[[ $kind == operator ]] && name=jobcluster-operator
+base=localhost/$name-base:$(printf '%s\n' "${base_recipe[@]}" "${base_mirrors[@]}" "${base_config[@]}" | short_hash)
 # tar with fixed times and owners: names, modes and contents count, a mere touch does not.
 hash=$({
-    echo "$base"
+    echo "$base $kind"
     cat "$ignorefile"
     tar -C "$repo" -cf - --format=gnu --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \
         --exclude=__pycache__ --exclude='*.pyc' --exclude='*.egg-info' \
         entrypoints examples operator pyproject.toml README.md
 } | short_hash)
-ref=localhost/jobcluster:$hash
-archive=$dir/jobcluster-$hash.tar
+ref=localhost/$name:$hash
+archive=$dir/$name-$hash.tar
+target=()
+[[ $kind == operator ]] && target=(--target operator --build-arg "OPERATOR_BASE_IMAGE=$base")
 
 reuse_archive() {
     touch "$archive" # most recently used, for the pruning below
@@ -150,26 +163,26 @@ for ca_file in /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/java/cacerts; d
 done
 echo "build.sh: building $ref (~2 min with the dependencies, ~30 s when only the code changed)" >&2
 (cd "$repo" && buildah bud --layers --isolation chroot --pull=never --format docker \
-    --ignorefile "$ignorefile" "${ca_mount[@]}" --build-arg "BASE_IMAGE=$base" \
+    --ignorefile "$ignorefile" "${ca_mount[@]}" --build-arg "BASE_IMAGE=$base" "${target[@]}" \
     -f entrypoints/Dockerfile -t "$ref" .)
 
 buildah push --quiet "$ref" "docker-archive:$work/image.tar:$ref"
 mv "$work/image.tar" "$archive"
 echo "build.sh: built and exported $ref in $((SECONDS - start)) s" >&2
 
-# Keep the two most recently used archives, and in the storage only their images and the current
+# Keep the two most recently used archives of this image, and in the storage only their images and the current
 # base; the layers shared with those (the dependencies) stay for the next build.
-mapfile -t archives < <(ls -1t "$dir"/jobcluster-*.tar)
+mapfile -t archives < <(ls -1t "$dir/$name"-[0-9a-f]*.tar)
 rm -f -- "${archives[@]:2}"
-for name in $(buildah images --format '{{.Name}}:{{.Tag}}'); do
-    if [[ $name == localhost/jobcluster:* && ! -f $dir/jobcluster-${name##*:}.tar ]]; then
-        buildah rmi "$name" >/dev/null
+for image in $(buildah images --format '{{.Name}}:{{.Tag}}'); do
+    if [[ $image == localhost/$name:* && ! -f $dir/$name-${image##*:}.tar ]]; then
+        buildah rmi "$image" >/dev/null
     fi
 done
-for name in $(buildah images --format '{{.Name}}:{{.Tag}}'); do
-    if [[ $name == localhost/jobcluster-base:* && $name != "$base" ]]; then
+for image in $(buildah images --format '{{.Name}}:{{.Tag}}'); do
+    if [[ $image == localhost/$name-base:* && $image != "$base" ]]; then
         # Fails while a kept image still builds on it; a later run removes it.
-        buildah rmi "$name" >/dev/null 2>&1 || true
+        buildah rmi "$image" >/dev/null 2>&1 || true
     fi
 done
 buildah rmi --prune >/dev/null

@@ -107,9 +107,10 @@ def build_tools() -> Path:
     return Path(result.stdout.strip().splitlines()[-1])
 
 
-def build_project_image() -> tuple[str, Path]:
-    """Run tests/infra/image/build.sh (a no-op when the image of the working tree is cached): its ref and docker-archive."""
-    result = subprocess.run(["bash", str(IMAGE_BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, check=False)
+def build_project_image(kind: str = "job") -> tuple[str, Path]:
+    """Run tests/infra/image/build.sh for the ``kind`` of image, ``job`` or ``operator`` (a no-op when the image of the
+    working tree is cached): its ref and docker-archive."""
+    result = subprocess.run(["bash", str(IMAGE_BUILD_SCRIPT), kind], stdout=subprocess.PIPE, text=True, check=False)
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0 or len(lines) < 2:
         raise KubernetesClusterError(f"{IMAGE_BUILD_SCRIPT} failed with exit code {result.returncode} (see its output above)")
@@ -827,13 +828,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", type=Path, help="certificates, etcd data, logs, pods (default: a new temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the work dir after stopping")
     parser.add_argument("--image", nargs=2, action="append", default=[], metavar=("REF", "ARCHIVE"), help="import a docker-archive")
-    parser.add_argument("--no-project-image", action="store_true", help="do not build and import the project's image")
+    parser.add_argument("--no-project-image", action="store_true", help="do not build and import the project's images")
     args = parser.parse_args(argv)
     if args.work_dir:
         args.work_dir.mkdir(parents=True, exist_ok=True)
     images = [(ref, Path(path)) for ref, path in args.image]
     if not args.no_project_image:
-        images.insert(0, build_project_image())
+        images[:0] = [build_project_image(), build_project_image("operator")]
     cluster = KubernetesCluster(work_dir=args.work_dir, images=images)
     stop = False
     started = False

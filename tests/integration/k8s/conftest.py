@@ -36,15 +36,18 @@ from tests.support.kafka_session import kafka_session  # noqa: E402
 # The image the product's defaults name (kubernetes.container.image.ref, the chart's image): the working
 # tree's image goes by that name on the node too, so the documented commands run as written.
 DEFAULT_IMAGE = str(KUBERNETES_CONTAINER_IMAGE.default)
+#: The operator image the chart names by default (operatorImage, tag the appVersion as the job image's).
+DEFAULT_OPERATOR_IMAGE = "jobcluster-operator:" + DEFAULT_IMAGE.rsplit(":", 1)[1]
 _FAILED = pytest.StashKey[bool]()
 _WORK_DIR = pytest.StashKey[Path]()
 _IMAGE = pytest.StashKey[tuple[str, Path]]()
+_OPERATOR_IMAGE = pytest.StashKey[tuple[str, Path]]()
 
 
-def build_image() -> tuple[str, Path]:
-    """The project's image from the working tree (cached by content): its ref and docker-archive."""
+def build_image(kind: str = "job") -> tuple[str, Path]:
+    """The project's ``job`` or ``operator`` image from the working tree (cached by content): its ref and docker-archive."""
     try:
-        return build_project_image()
+        return build_project_image(kind)
     except KubernetesClusterError as exc:
         pytest.exit(str(exc), returncode=3)
 
@@ -58,6 +61,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         if not os.environ.get("JOBCLUSTER_K8S_CLUSTER_DIR"):
             build_tools()
         session.config.stash[_IMAGE] = build_image()
+        session.config.stash[_OPERATOR_IMAGE] = build_image("operator")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -76,6 +80,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(f"pods' logs:  {work / 'node' / 'pod-logs'}/<namespace>_<pod>_<uid>/<container>")
 
 
+def project_images(request: pytest.FixtureRequest) -> list[tuple[str, Path]]:
+    """The job image and the operator image of the working tree (built before the first test, else now)."""
+    stash = request.config.stash
+    return [stash.get(_IMAGE, None) or build_image(), stash.get(_OPERATOR_IMAGE, None) or build_image("operator")]
+
+
 @pytest.fixture(scope="session")
 def k8s_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> KubernetesCluster:
     """A running cluster: etcd, API server, controller manager, scheduler and one node with the project's image.
@@ -86,18 +96,20 @@ def k8s_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     attached = os.environ.get("JOBCLUSTER_K8S_CLUSTER_DIR")
     if attached:
         cluster = KubernetesCluster.attach(Path(attached))
-        cluster.images = [request.config.stash.get(_IMAGE, None) or build_image()]  # the working tree's, as it is now
+        cluster.images = project_images(request)  # the working tree's, as it is now
         cluster.load_images(cluster.images)
         cluster.tag_image(cluster.images[0][0], DEFAULT_IMAGE)
+        cluster.tag_image(cluster.images[1][0], DEFAULT_OPERATOR_IMAGE)
         yield cluster
         return
     work_dir = Path(tempfile.mkdtemp(prefix="jobcluster-k8s-"))
     request.config.stash[_WORK_DIR] = work_dir
-    image = request.config.stash.get(_IMAGE, None) or build_image()
-    cluster = KubernetesCluster(work_dir=work_dir, images=[image])
+    images = project_images(request)
+    cluster = KubernetesCluster(work_dir=work_dir, images=images)
     try:
         cluster.start()  # stops what it started if it fails; the work dir stays
-        cluster.tag_image(image[0], DEFAULT_IMAGE)
+        cluster.tag_image(images[0][0], DEFAULT_IMAGE)
+        cluster.tag_image(images[1][0], DEFAULT_OPERATOR_IMAGE)
     except BaseException:
         request.config.stash[_FAILED] = True
         raise
@@ -129,6 +141,12 @@ def s3_server(k8s_cluster: KubernetesCluster) -> Iterator[S3Server]:
 def k8s_image(request: pytest.FixtureRequest, k8s_cluster: KubernetesCluster) -> str:
     """The ref of the project's image, built from the working tree and present on the node (never pulled)."""
     return k8s_cluster.images[0][0]
+
+
+@pytest.fixture(scope="session")
+def k8s_operator_image(k8s_cluster: KubernetesCluster) -> str:
+    """The ref of the operator's own image (entrypoints/Dockerfile's target operator), on the node."""
+    return k8s_cluster.images[1][0]
 
 
 @pytest.fixture(scope="session")

@@ -85,6 +85,9 @@ def test_the_operator_deployment():
     pod = spec["template"]["spec"]
     (container,) = pod["containers"]
     assert container["command"] == ["python", "-m", "jobcluster.controller"]
+    assert container["image"] == "jobcluster-operator:0.1.0", "its own image (no Spark, no Java) while it serves Kubernetes only"
+    (on_yarn,) = by_kind(render("--set", "yarn.hadoopUsers.analytics=etl"), "Deployment")
+    assert on_yarn["spec"]["template"]["spec"]["containers"][0]["image"] == "jobcluster:0.1.0", "YARN's client needs the job image"
     assert container["args"] == [
         "--port=8080",
         "--log-level=info",
@@ -337,10 +340,11 @@ def test_a_watched_namespace_that_does_not_exist_is_refused_with_the_fix_and_not
             pass
 
 
-def image_values(image: str) -> list[str]:
-    """--set the operator's image (so the job clusters' too) to the one on the node; the test values never pull it."""
+def image_values(image: str, value: str = "image") -> list[str]:
+    """--set the chart's ``value`` (image: the job clusters', and the operator's when it serves YARN; operatorImage)
+    to ``image`` on the node; the test values never pull it."""
     repository, tag = image.rsplit(":", 1)
-    return ["--set", f"image.repository={repository}", "--set", f"image.tag={tag}"]
+    return ["--set", f"{value}.repository={repository}", "--set", f"{value}.tag={tag}"]
 
 
 def host_path_pod_template(tmp_path: Path, directories: list[Path], writable: list[Path]) -> dict:
@@ -678,7 +682,7 @@ def yarn_example(k8s_cluster, hadoop_cluster, namespace: str) -> YarnExample:
     return example
 
 
-def test_watching_all_namespaces_an_example_runs_as_it_is_in_a_namespace_of_its_own(k8s_cluster, k8s_api, k8s_image):
+def test_watching_all_namespaces_an_example_runs_as_it_is_in_a_namespace_of_its_own(k8s_cluster, k8s_api, k8s_image, k8s_operator_image):
     """The chart watching every namespace; the sized example of manifests/examples applied exactly as it is in a
     namespace that is not the release's and that has nothing of jobcluster: the operator creates the JobManager's
     ServiceAccount and its RoleBinding there, the example runs from the image to Succeeded, and uninstalling
@@ -703,10 +707,24 @@ def test_watching_all_namespaces_an_example_runs_as_it_is_in_a_namespace_of_its_
     names, names_in = [], {}
     try:
         installed = k8s_cluster.helm(
-            "install", *release, str(CHART), "--create-namespace", "-f", str(TEST_VALUES), ALL_NAMESPACES, *image_values(k8s_image)
+            "install",
+            *release,
+            str(CHART),
+            "--create-namespace",
+            "-f",
+            str(TEST_VALUES),
+            ALL_NAMESPACES,
+            *image_values(k8s_image),
+            *image_values(k8s_operator_image, "operatorImage"),
         )
         assert "STATUS: deployed" in installed.stdout and "all namespaces (watchAllNamespaces)" in installed.stdout, installed.stdout
         wait_for_the_operator(core, system)
+        # the operator's own image: no Java and no Spark in it
+        operator = operator_pods(core, system)[0]
+        assert operator.spec.containers[0].image == k8s_operator_image
+        probe = "import importlib.util, shutil; print(shutil.which('java'), importlib.util.find_spec('pyspark'))"
+        inside = k8s_cluster.kubectl("exec", "-n", system, operator.metadata.name, "--", "python", "-c", probe)
+        assert inside.stdout.strip() == "None None", inside.stdout
         assert [a.metadata.name for a in core.list_namespaced_service_account(team, _request_timeout=TIMEOUT).items] == ["default"]
         # the chart's default: two operator pods, one holding the Lease (it reconciles), the other standing by
         wait_for(lambda: the_leader(k8s_api, core, system), timeout=120, what="two operator pods and one holding the Lease")
