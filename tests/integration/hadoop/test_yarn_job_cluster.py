@@ -531,6 +531,7 @@ def _dashboard_and_task_manager_logs_through_yarns_proxy(
         browser.wait_for_text("PySpark: waits.py", PAGE_TIMEOUT)
         browser.wait_for_text("RUNNING", PAGE_TIMEOUT)
         browser.screenshot("yarn-proxy-job")
+        _spark_ui_through_yarns_proxy(browser, tracking, application)
         # Flink 2.3's Applications pages (the default dashboard): the job cluster's application, and on its page the job
         browser.open(f"{tracking}?page=applications#/application/running")
         browser.wait_for_text("SingleJobApplication(waits)", PAGE_TIMEOUT)
@@ -539,7 +540,6 @@ def _dashboard_and_task_manager_logs_through_yarns_proxy(
         jobs = browser.wait_for_text("Running Job List", PAGE_TIMEOUT).split("Running Job List", 1)[1]
         assert re.search(r"^waits ", jobs, re.M), jobs
         browser.screenshot("yarn-proxy-application")
-        _spark_ui_through_yarns_proxy(browser, tracking, application)
 
         errors = [e for e in browser.console_errors() if not before_the_slash(e.message.split(" ", 1)[0])]
         assert errors == [], "the dashboard logged errors"
