@@ -24,6 +24,7 @@ TARGET ?= local
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: jobcluster needs Python 3.11+" >&2; exit 1; }
+	@command -v krb5-config >/dev/null || { echo "krb5-config not found: the test extra's gssapi builds against MIT Kerberos; run make packages (Debian's libkrb5-dev)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -69,8 +70,9 @@ NODE_PACKAGES := runc containernetworking-plugins iptables conntrack buildah mmd
 # The browser tests' headless Chromium and its WebDriver (tests/support/browser.py), of one version.
 BROWSER_PACKAGES := chromium chromium-driver
 # The Kerberized Hadoop test cluster's KDC (krb5kdc, kdb5_util, kadmin.local) and the clients the tests kinit with
-# (kinit, klist, kdestroy); curl speaks SPNEGO through the same GSS-API library (tests/infra/hadoop/kdc.py).
-KERBEROS_PACKAGES := krb5-kdc krb5-admin-server krb5-user curl
+# (kinit, klist, kdestroy); curl speaks SPNEGO through the same GSS-API library (tests/infra/hadoop/kdc.py);
+# libkrb5-dev: the headers the kerberos extra's gssapi builds against (PyPI has no Linux wheel of it), for `make venv`.
+KERBEROS_PACKAGES := krb5-kdc krb5-admin-server krb5-user curl libkrb5-dev
 packages:
 	@missing=$$(for p in $(NODE_PACKAGES) $(BROWSER_PACKAGES) $(KERBEROS_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

@@ -25,6 +25,7 @@ Kerberos, HDFS trusts the user name a client claims).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -52,6 +53,7 @@ from jobcluster.backends.yarn.dashboard_files import client_dashboard, ship_dash
 from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnDeploymentError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration, hadoop_conf_dir
+from jobcluster.backends.yarn.kerberos import SpnegoWebHdfsClient, client_java_options, is_kerberized, spnego_auth, token_renewer
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
 from jobcluster.backends.yarn.options import YarnOptions, application_id, job_id_of_tags, task_manager_cpu_cores, vcores_of, yarn_options
 from jobcluster.backends.yarn.pyenv import container_python
@@ -105,6 +107,7 @@ class _Connection:
     yarn: ResourceManagerClient
     paths: HdfsPaths
     release: Callable[[], None]  # the JVM's slot (ClientJvms), once it has ended
+    hadoop_conf: HadoopConfiguration | None = None
 
     def close(self) -> None:
         try:
@@ -146,31 +149,54 @@ class YarnClusterDescriptor(ClusterDescriptor):
         hadoop_conf = HadoopConfiguration.load(conf_dir)
         paths = self._hdfs_paths(hadoop_conf)
         if self.config.get(YARN_RESOURCEMANAGER_API) == "rest":
-            return _Connection(None, self._rest_client(hadoop_conf), paths, lambda: None)
+            return _Connection(None, self._rest_client(hadoop_conf), paths, lambda: None, hadoop_conf)
         address = hadoop_conf.resourcemanager_address()
+        # Kerberos: the JVM logs in from the ticket cache the Python side checked, under the same krb5.conf.
+        java_options = client_java_options() if is_kerberized(hadoop_conf) else []
         release = self.client_jvms.acquire(self.progress) if self.client_jvms else (lambda: None)
         try:
-            gateway = JvmGateway(conf_dir).start()
+            gateway = JvmGateway(conf_dir, java_options=java_options).start()
         except BaseException:
             release()
             raise
         try:
             if self._acting_as:
                 act_as(gateway, self._acting_as)
-            return _Connection(gateway, YarnClient(gateway, address), paths, release)
+            return _Connection(gateway, YarnClient(gateway, address), paths, release, hadoop_conf)
         except BaseException:
             gateway.close()
             release()
             raise
 
     def _rest_client(self, hadoop_conf: HadoopConfiguration) -> ResourceManagerRest:
-        """The ResourceManager's REST API (every ResourceManager of an HA cluster), as this client's Hadoop user."""
+        """The ResourceManager's REST API (every ResourceManager of an HA cluster), as this client's Hadoop user (on a
+        Kerberized cluster: as its ticket's, over SPNEGO)."""
+        kerberized = is_kerberized(hadoop_conf)
         return ResourceManagerRest(
             hadoop_conf.resourcemanager_webapp_url(),
-            user=self.hadoop_user,
+            user=None if kerberized else self.hadoop_user,
             peers=hadoop_conf.resourcemanager_webapp_urls(),
             minimum_allocation_mb=int(hadoop_conf.get("yarn.scheduler.minimum-allocation-mb") or 1024),
+            auth=spnego_auth() if kerberized else None,
         )
+
+    def _delegation_tokens(self, connection: _Connection) -> dict[str, str]:
+        """On a Kerberized cluster, the HDFS delegation token of the staging file system for the application's
+        containers, by alias (its service, as Hadoop's ``Credentials`` keys it), with the ResourceManager as renewer;
+        nothing on other clusters. Obtained before anything is staged.
+
+        Raises:
+            KerberosLoginError: the NameNode refused the ticket or the renewer.
+            StagingError: no NameNode answered.
+        """
+        client = connection.paths.client
+        if connection.hadoop_conf is None or not isinstance(client, SpnegoWebHdfsClient):
+            return {}
+        renewer = token_renewer(connection.hadoop_conf)
+        with hdfs_errors(f"cannot get an HDFS delegation token from {client.url}"):
+            token = client.delegation_token(renewer)
+        self.progress(f"Obtained an HDFS delegation token for {connection.paths.default_fs} (renewer {renewer})")
+        return {token.service: token.url_string()}
 
     def _hdfs_paths(self, hadoop_conf: HadoopConfiguration) -> HdfsPaths:
         """HDFS through WebHDFS, as this client's Hadoop user: the NameNode's, or ``jobcluster.yarn.webhdfs.url``'s gateway."""
@@ -187,10 +213,11 @@ class YarnClusterDescriptor(ClusterDescriptor):
         connection = self._connect()
         try:
             self.progress(f"Connected to the YARN ResourceManager at {connection.yarn.resourcemanager_address}")
+            tokens = self._delegation_tokens(connection)
 
             def build(application: NewApplication, staging: StagingDirectory) -> ApplicationMasterSpec:
                 self._check(job, tm_vcores, connection.yarn, application)
-                return self._stage(job, connection.paths, staging)
+                return dataclasses.replace(self._stage(job, connection.paths, staging), tokens=tokens)
 
             submitted = submit_application_master(
                 connection.yarn,

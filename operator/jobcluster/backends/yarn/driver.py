@@ -59,7 +59,8 @@ from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
 from jobcluster.backends.yarn.options import yarn_options
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from jobcluster.backends.yarn.statuses import container_termination, final_application_status
-from jobcluster.backends.yarn.yarn_client import java_errors, java_local_resource
+from jobcluster.backends.yarn.tokens import AMRM_TOKEN
+from jobcluster.backends.yarn.yarn_client import credentials_buffer, java_errors, java_local_resource
 from jobcluster.config import options
 from jobcluster.config.configuration import Configuration
 from jobcluster.errors import JvmGatewayError, ResourceManagerError
@@ -147,6 +148,7 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
         self._closed = False
         self._workers_released = False
         self._callbacks: set[asyncio.Task[None]] = set()
+        self._container_tokens: Any = None  # the ByteBuffer every TaskExecutor container gets; None: no tokens
         self.maximum: ContainerResource | None = None
         """The largest container YARN allocates (the registration's maximum capability)."""
 
@@ -192,6 +194,8 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
             self._nm = jvm.org.apache.hadoop.yarn.client.api.NMClient.createNMClient()
             self._nm.init(conf)
             self._nm.start()
+        with java_errors("cannot read the ApplicationMaster's tokens"):
+            self._container_tokens = task_executor_tokens(jvm)
         with java_errors(f"cannot register the ApplicationMaster ({s.host}:{s.rest_port})"):
             response = self._amrm.registerApplicationMaster(s.host, s.rest_port, s.tracking_url)
             maximum = response.getMaximumResourceCapability()
@@ -418,8 +422,14 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
         container_id = str(java_container.getId().toString())
         with java_errors(f"cannot start {container_id}"):
             local = {r.key: java_local_resource(jvm, r) for r in self.settings.local_resources}
-            ctx = jvm.org.apache.hadoop.yarn.api.records.ContainerLaunchContext.newInstance(local, env, [command], None, None, None)
+            ctx = jvm.org.apache.hadoop.yarn.api.records.ContainerLaunchContext.newInstance(
+                local, env, [command], None, self._fresh_tokens(), None
+            )
             self._nm.startContainer(java_container, ctx)
+
+    def _fresh_tokens(self) -> Any:
+        # Each launch reads the buffer from its start: a ByteBuffer's position is shared state.
+        return None if self._container_tokens is None else self._container_tokens.duplicate()
 
     def _stop_container(self, worker: _Worker) -> None:
         assert self._gateway is not None
@@ -432,6 +442,22 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
         records = self._gateway.jvm.org.apache.hadoop.yarn.api.records
         with java_errors(f"cannot release {container_id}"):
             self._amrm.releaseAssignedContainer(records.ContainerId.fromString(container_id))
+
+
+def task_executor_tokens(jvm: Any) -> Any:
+    """The tokens of this ApplicationMaster's user that its TaskExecutor containers get (Flink's
+    ``YarnResourceManagerDriver``, Spark's ``ExecutorRunnable``): every token YARN gave the ApplicationMaster (on a
+    Kerberized cluster, the client's HDFS delegation tokens) but its own AMRMToken, as a launch context's
+    ``ByteBuffer``; None when that leaves none (a cluster without Kerberos)."""
+    credentials = jvm.org.apache.hadoop.security.UserGroupInformation.getCurrentUser().getCredentials()
+    passed = jvm.org.apache.hadoop.security.Credentials(credentials)
+    token_map = credentials.getTokenMap()
+    for alias in list(token_map.keySet()):
+        if str(token_map.get(alias).getKind().toString()) == AMRM_TOKEN:
+            passed.removeToken(alias)
+    if passed.numberOfTokens() == 0 and passed.numberOfSecretKeys() == 0:
+        return None
+    return credentials_buffer(jvm, passed)
 
 
 def _worker_of(java_container: Any) -> _Worker:

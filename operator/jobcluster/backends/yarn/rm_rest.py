@@ -63,7 +63,8 @@ class ResourceManagerRest:
     ``HadoopConfiguration.resourcemanager_webapp_url``); ``user``: the simple-auth user name; ``peers``: the other
     ResourceManagers of an HA cluster (``resourcemanager_webapp_urls``), the only places a redirect is followed to;
     ``minimum_allocation_mb``: ``yarn.scheduler.minimum-allocation-mb`` of the client's configuration (the REST API
-    does not report it)."""
+    does not report it); ``auth``: how requests authenticate (a Kerberized cluster's SPNEGO, ``kerberos.spnego_auth``,
+    with no ``user``), None for ``user.name`` alone."""
 
     def __init__(
         self,
@@ -72,6 +73,7 @@ class ResourceManagerRest:
         timeout: float = DEFAULT_TIMEOUT,
         peers: Iterable[str] = (),
         minimum_allocation_mb: int = 1024,
+        auth: requests.auth.AuthBase | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.resourcemanager_address = self.url  # what progress and errors name
@@ -79,6 +81,7 @@ class ResourceManagerRest:
         self.timeout = timeout
         self.minimum_allocation_mb = minimum_allocation_mb
         self._session = requests.Session()
+        self._session.auth = auth
         self._resource_managers = {urlsplit(base)[:2] for base in (url, *peers)}
 
     def close(self) -> None:
@@ -249,6 +252,7 @@ def submission_context(application_id: str, spec: ApplicationMasterSpec) -> dict
             "local-resources": {"entry": [{"key": r.key, "value": _local_resource(r)} for r in spec.local_resources]},
             "environment": {"entry": [{"key": k, "value": v} for k, v in spec.environment.items()]},
             "commands": {"command": spec.command},
+            **({"credentials": {"tokens": {"entry": [{"key": k, "value": v} for k, v in spec.tokens.items()]}}} if spec.tokens else {}),
         },
         "resource": {"memory": spec.resource.memory_mib, "vCores": spec.resource.vcores},
         "max-app-attempts": spec.attempts,

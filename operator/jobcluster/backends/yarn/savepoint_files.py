@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import requests
-from hdfs import InsecureClient
+from hdfs import Client
 from hdfs.util import HdfsError
 
 from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_WEBHDFS_URL
@@ -56,7 +56,7 @@ def _as_os_errors(uri: str) -> Iterator[None]:
 class WebHdfsFileSystem:
     """One HDFS through WebHDFS, as a :class:`jobcluster.client.savepoints.SavepointFileSystem` of ``hdfs://`` URIs on it."""
 
-    def __init__(self, client: InsecureClient, default_fs: str) -> None:
+    def __init__(self, client: Client, default_fs: str) -> None:
         self.client = client
         self.default_fs = default_fs
 

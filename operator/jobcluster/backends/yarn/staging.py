@@ -28,19 +28,21 @@ from __future__ import annotations
 import getpass
 import os
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import requests
-from hdfs import InsecureClient
+from hdfs import Client, InsecureClient, TokenClient
 from hdfs.util import HdfsError
 
 from jobcluster.backends.yarn.config_options import YARN_STAGING_DIRECTORY, YARN_WEBHDFS_URL
 from jobcluster.backends.yarn.errors import StagingError, YarnConfigurationError
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
+from jobcluster.backends.yarn.kerberos import SpnegoWebHdfsClient, check_ticket, is_kerberized
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor, LocalResourceType, LocalResourceVisibility
+from jobcluster.backends.yarn.tokens import container_tokens, hdfs_token
 
 STAGING_ROOT = ".jobcluster"
 """Name of jobcluster's directory under the staging base (Flink: ``.flink``)."""
@@ -60,20 +62,38 @@ def hadoop_user(environ: dict[str, str] | None = None) -> str:
 
 
 def webhdfs_client(
-    hadoop_conf: HadoopConfiguration, user: str | None = None, timeout: float = DEFAULT_TIMEOUT, url: str | None = None
-) -> InsecureClient:
-    """A WebHDFS client acting as ``user`` (simple authentication): of ``url`` (``jobcluster.yarn.webhdfs.url``, a
-    gateway such as HttpFS) when given, else of the NameNode(s) of ``hadoop_conf``.
+    hadoop_conf: HadoopConfiguration,
+    user: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    url: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Client:
+    """A WebHDFS client of ``url`` (``jobcluster.yarn.webhdfs.url``, a gateway such as HttpFS) when given, else of
+    the NameNode(s) of ``hadoop_conf``. Without Kerberos it acts as ``user`` (simple authentication's
+    ``user.name``); on a Kerberized cluster (``kerberos.is_kerberized``) as the holder of the HDFS delegation token
+    of a YARN container (``HADOOP_TOKEN_FILE_LOCATION`` in ``environ``: the ApplicationMaster), else of the
+    client's ticket over SPNEGO (``user`` is then not the client's to choose).
 
     Raises:
         YarnConfigurationError: ``url`` is not an http(s) URL, or (without it) the default file system is not HDFS.
+        KerberosLoginError: a Kerberized cluster, and the client has no ticket (or an expired one), or lacks the
+            ``kerberos`` extra; raised before any request.
+        TokenFormatError, OSError: the container's token file is unreadable.
     """
     if url:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise YarnConfigurationError(f"{YARN_WEBHDFS_URL.key} {url!r} must be an http:// or https:// URL, e.g. http://httpfs:14000.")
-        return InsecureClient(url.rstrip("/"), user=user or hadoop_user(), timeout=timeout)
-    return InsecureClient(";".join(hadoop_conf.webhdfs_urls()), user=user or hadoop_user(), timeout=timeout)
+        base = url.rstrip("/")
+    else:
+        base = ";".join(hadoop_conf.webhdfs_urls())
+    if not is_kerberized(hadoop_conf):
+        return InsecureClient(base, user=user or hadoop_user(), timeout=timeout)
+    token = hdfs_token(container_tokens(environ))
+    if token is not None:
+        return TokenClient(base, token.url_string(), timeout=timeout)
+    check_ticket(environ)
+    return SpnegoWebHdfsClient(base, timeout)
 
 
 @contextmanager
@@ -96,7 +116,7 @@ class HdfsPaths:
     LocalResource path is ``default_fs`` + an absolute path.
     """
 
-    def __init__(self, client: InsecureClient, default_fs: str) -> None:
+    def __init__(self, client: Client, default_fs: str) -> None:
         self.client = client
         self.default_fs = default_fs.rstrip("/")
 

@@ -23,7 +23,7 @@ the Java message and the Py4JJavaError as cause.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,6 +111,9 @@ class ApplicationMasterSpec:
     node_label: str | None = None
     tags: tuple[str, ...] = ()
     attempts: int = 1
+    tokens: Mapping[str, str] = field(default_factory=dict)
+    """The container's credentials: Hadoop tokens by alias, each URL-safe encoded (``tokens.Token.url_string``);
+    on a Kerberized cluster the client's HDFS delegation tokens (``kerberos.py``), else none."""
 
 
 def bounded_connect_settings(connect_timeout: float) -> dict[str, str]:
@@ -245,8 +248,9 @@ class YarnClient:
                     tags.add(tag)
                 ctx.setApplicationTags(tags)
             local = {r.key: self.local_resource(r) for r in spec.local_resources}
+            tokens = java_token_buffer(self.jvm, spec.tokens) if spec.tokens else None
             ctx.setAMContainerSpec(
-                records.ContainerLaunchContext.newInstance(local, dict(spec.environment), [spec.command], None, None, None)
+                records.ContainerLaunchContext.newInstance(local, dict(spec.environment), [spec.command], None, tokens, None)
             )
             self._client.submitApplication(ctx)
 
@@ -321,6 +325,25 @@ def follow_reports(
         if deadline is not None and time.monotonic() > deadline:
             raise YarnClientError(f"The YARN application {current.application_id} is still {current.state} after {timeout:g} s")
         time.sleep(poll_interval)
+
+
+def java_token_buffer(jvm: Any, tokens: Mapping[str, str]) -> Any:
+    """``tokens`` (alias: URL-safe encoded token) as a ContainerLaunchContext's tokens: Hadoop ``Credentials``
+    written with ``writeTokenStorageToStream`` into a ``ByteBuffer``, as Flink's ``Utils.setTokensFor`` and Spark's
+    ``Client.setupSecurityToken`` do."""
+    credentials = jvm.org.apache.hadoop.security.Credentials()
+    for alias, encoded in tokens.items():
+        token = jvm.org.apache.hadoop.security.token.Token()
+        token.decodeFromUrlString(encoded)
+        credentials.addToken(jvm.org.apache.hadoop.io.Text(alias), token)
+    return credentials_buffer(jvm, credentials)
+
+
+def credentials_buffer(jvm: Any, credentials: Any) -> Any:
+    """The Java ``Credentials`` ``credentials`` as the ``ByteBuffer`` a ContainerLaunchContext carries."""
+    out = jvm.org.apache.hadoop.io.DataOutputBuffer()
+    credentials.writeTokenStorageToStream(out)
+    return jvm.java.nio.ByteBuffer.wrap(out.getData(), 0, out.getLength())
 
 
 def java_local_resource(jvm: Any, descriptor: LocalResourceDescriptor) -> Any:
