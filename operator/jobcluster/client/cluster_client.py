@@ -53,7 +53,8 @@ class RestClusterClient:
     descriptor keeps open for this client (e.g. its YARN client). ``locate``:
     where the cluster's REST API is now, as its platform knows (a restarted
     JobManager may serve elsewhere, e.g. a new YARN ApplicationMaster attempt).
-    ``via_proxy``: ``rest_url`` is YARN's web proxy of the application (see the module docstring).
+    ``via_proxy``: ``rest_url`` is YARN's web proxy of the application (see the module docstring);
+    ``proxy_auth``: how that proxy authenticates the client (a Kerberized cluster's SPNEGO), None for none.
     """
 
     def __init__(
@@ -69,6 +70,7 @@ class RestClusterClient:
         on_close: Callable[[], None] | None = None,
         locate: Callable[[], str | None] | None = None,
         via_proxy: bool = False,
+        proxy_auth: requests.auth.AuthBase | None = None,
     ) -> None:
         self.rest_url = rest_url.rstrip("/")
         self.via_proxy = via_proxy
@@ -80,6 +82,8 @@ class RestClusterClient:
         self._on_close = on_close
         self._locate = locate
         self._session = requests.Session()
+        if via_proxy and proxy_auth is not None:
+            self._session.auth = proxy_auth
         if token and via_proxy:
             self._session.params = {TOKEN_PARAMETER: token}
         elif token:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.config.configuration import Configuration
@@ -81,11 +82,14 @@ class ClusterHandle:
     log_dir: str
     rest_token: str | None = None
     via_proxy: bool = False  # rest_url is YARN's web proxy (RestClusterClient's via_proxy)
+    proxy_auth: Any = field(default=None, repr=False, compare=False)  # RestClusterClient's proxy_auth
 
     def client(self) -> RestClusterClient:
         """A REST client of this cluster (with its token); the cluster must serve REST (``rest_url`` set)."""
         assert self.rest_url is not None, f"cluster {self.cluster_id} does not serve REST yet"
-        return RestClusterClient(self.rest_url, self.cluster_id, token=self.rest_token, via_proxy=self.via_proxy)
+        return RestClusterClient(
+            self.rest_url, self.cluster_id, token=self.rest_token, via_proxy=self.via_proxy, proxy_auth=self.proxy_auth
+        )
 
 
 def _silent(message: str) -> None:

@@ -6,7 +6,8 @@ the containers (issue 42, rows 2 and 5).
 2. a batch WordCount through YARN's Java client (``rpc``) stages over SPNEGO, and its ApplicationMaster and
    TaskExecutor containers, which have no ticket (``KRB5CCNAME`` points nowhere), read its input from and write its
    output to ``hdfs://`` with the client's delegation token alone;
-3. through the ResourceManager's REST API (``rest``, SPNEGO): a detached job, ``list`` and ``cancel``.
+3. through the ResourceManager's REST API (``rest``, SPNEGO): a detached job, ``list``, and ``list`` and ``cancel``
+   through YARN's web proxy (SPNEGO too).
 
 One Kerberized cluster for the session; alice (the client user) kinits once for the module.
 """
@@ -85,9 +86,11 @@ def cli(env: dict[str, str], *args: str, timeout: float = JOB_TIMEOUT) -> subpro
     return subprocess.run([sys.executable, "-m", "jobcluster", *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 
-def ca_for_the_master(alice: dict[str, str]) -> tuple[str, ...]:
-    """The ApplicationMaster's Python reaches WebHDFS (HTTPS) to remove the staging directory: the same CA."""
-    return ("-D", f"containerized.master.env.REQUESTS_CA_BUNDLE={alice['REQUESTS_CA_BUNDLE']}")
+def job_settings(alice: dict[str, str]) -> tuple[str, ...]:
+    """The ApplicationMaster's Python reaches WebHDFS (HTTPS) to remove the staging directory: the same CA. The
+    test's Python is on the node (this machine): nothing packed or shipped, which keeps the tests short (shipping
+    over SPNEGO is staging like any other)."""
+    return ("-D", f"containerized.master.env.REQUESTS_CA_BUNDLE={alice['REQUESTS_CA_BUNDLE']}", "-D", f"python.executable={sys.executable}")
 
 
 def staged(hdfs) -> list[str]:  # type: ignore[no-untyped-def]
@@ -168,7 +171,7 @@ def test_wordcount_reads_and_writes_hdfs_with_delegation_tokens_only(
     no_ticket = ("-D", f"containerized.master.env.KRB5CCNAME={NO_CACHE}", "-D", f"containerized.taskmanager.env.KRB5CCNAME={NO_CACHE}")
     result = cli(
         cli_env,
-        *("run", "-t", "yarn-per-job", "-p", "2", "-D", "jobcluster.yarn.resourcemanager.api=rpc", *no_ticket, *ca_for_the_master(alice)),
+        *("run", "-t", "yarn-per-job", "-p", "2", "-D", "jobcluster.yarn.resourcemanager.api=rpc", *no_ticket, *job_settings(alice)),
         *(str(WORDCOUNT), "--input", f"{fs}/user/alice/wordcount-in", "--output", f"{fs}/user/alice/wordcount-out"),
     )
     assert result.returncode == 0, result.stderr
@@ -205,7 +208,7 @@ def test_rest_api_detached_job_list_and_cancel(
     hdfs,  # type: ignore[no-untyped-def]
 ) -> None:
     rest = ("-t", "yarn-per-job", "-D", "jobcluster.yarn.resourcemanager.api=rest")
-    result = cli(cli_env, "run", *rest, "-d", *ca_for_the_master(alice), str(WAITS), "300")
+    result = cli(cli_env, "run", *rest, "-d", *job_settings(alice), str(WAITS), "300")
     assert result.returncode == 0, result.stderr
     application = application_id_in(result.stderr)
     job_id = re.search(r"JobID ([0-9a-f]{32})", result.stdout)
@@ -214,7 +217,13 @@ def test_rest_api_detached_job_list_and_cancel(
     listed = cli(cli_env, "list", *rest)
     assert listed.returncode == 0 and job_id.group(1) in listed.stdout and application in listed.stdout, listed.stderr
 
-    cancelled = cli(cli_env, "cancel", job_id.group(1), *rest)
+    # Through YARN's web proxy, which asks for SPNEGO as the rest of the ResourceManager's web server does.
+    proxied = (*rest, "-D", "jobcluster.yarn.jobmanager.rest-access=web-proxy")
+    listed = cli(cli_env, "list", *proxied)
+    assert listed.returncode == 0 and f"/proxy/{application}" in listed.stdout, listed.stderr
+    assert "UNREACHABLE" not in listed.stdout, listed.stdout
+
+    cancelled = cli(cli_env, "cancel", job_id.group(1), *proxied)
     assert cancelled.returncode == 0, cancelled.stderr
     deadline = time.monotonic() + 60
     while application in applications_active(hadoop_conf) and time.monotonic() < deadline:

@@ -30,6 +30,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from jobcluster.backends.cluster_files import cluster_files
 from jobcluster.backends.yarn.client_jvms import ClientJvms
@@ -247,6 +248,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
             locate=watch.rest_url,
             log_location=f"`yarn logs -applicationId {report.application_id}`",
             via_proxy=self._via_proxy,
+            proxy_auth=self._proxy_auth(connection.hadoop_conf),
         )
 
     def _check(self, job: _Job, tm_vcores: int, yarn: ResourceManagerClient, application: NewApplication) -> None:
@@ -374,6 +376,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
                     log_dir=f"`yarn logs -applicationId {r.application_id}`",
                     rest_token=_read_token(StagingDirectory(connection.paths, base, r.application_id)),
                     via_proxy=self._via_proxy,
+                    proxy_auth=self._proxy_auth(connection.hadoop_conf),
                 )
                 for r in reports
                 if wanted is None or r.application_id == wanted
@@ -422,6 +425,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
             log_dir=f"`yarn logs -applicationId {cluster_id}`",
             rest_token=_read_token(StagingDirectory(paths, base, cluster_id)) if rest_url else None,
             via_proxy=self._via_proxy,
+            proxy_auth=self._proxy_auth(self._hadoop_conf()),
         )
 
     def job_result(self, cluster_id: str) -> JobResult | None:
@@ -492,6 +496,14 @@ class YarnClusterDescriptor(ClusterDescriptor):
             super().dispose_savepoint(path)
             return
         dispose_savepoint(path, files)
+
+    def _proxy_auth(self, hadoop_conf: HadoopConfiguration | None) -> Any:
+        """SPNEGO for YARN's web proxy on a Kerberized cluster (its ResourceManager's web server authenticates every
+        request, ``/proxy/`` included); None when the client goes to the ApplicationMaster directly, or without Kerberos."""
+        return spnego_auth() if self._via_proxy and hadoop_conf is not None and is_kerberized(hadoop_conf) else None
+
+    def _hadoop_conf(self) -> HadoopConfiguration:
+        return HadoopConfiguration.load(hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR)))
 
     def _rest_url(self, report: ApplicationReport) -> str | None:
         """Where this client reaches the JobManager's REST endpoint (``jobcluster.yarn.jobmanager.rest-access``): the
