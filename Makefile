@@ -19,15 +19,22 @@ PARALLELISM ?= 4
 SLOTS ?= 2
 TARGET ?= local
 
-.PHONY: run test venv venv-spark35 java corpus dashboard packages infra unit e2e lint docs lock clean
+.PHONY: run test venv venv-kerberos venv-spark35 java corpus dashboard packages infra unit e2e lint docs lock clean
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: jobcluster needs Python 3.11+" >&2; exit 1; }
-	@command -v krb5-config >/dev/null || { echo "krb5-config not found: the test extra's gssapi builds against MIT Kerberos; run make packages (Debian's libkrb5-dev)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $@
+
+# The kerberos extra (requests-gssapi) for the Kerberized test cluster's tests, in `make test` only: its gssapi has
+# no Linux wheel and builds against MIT Kerberos (libkrb5-dev, which `packages` installs), which `make run` and
+# users without Kerberos need not have.
+venv-kerberos: $(VENV)/.kerberos
+$(VENV)/.kerberos: $(VENV)/.installed | packages
+	$(PY) -m pip install --quiet -e '.[test,kerberos]'
 	@touch $@
 
 # The PySpark 3.5 lane of `make test` (tests/run_streams.sh): jobcluster with the oldest PySpark it supports, in a
@@ -71,7 +78,7 @@ NODE_PACKAGES := runc containernetworking-plugins iptables conntrack buildah mmd
 BROWSER_PACKAGES := chromium chromium-driver
 # The Kerberized Hadoop test cluster's KDC (krb5kdc, kdb5_util, kadmin.local) and the clients the tests kinit with
 # (kinit, klist, kdestroy); curl speaks SPNEGO through the same GSS-API library (tests/infra/hadoop/kdc.py);
-# libkrb5-dev: the headers the kerberos extra's gssapi builds against (PyPI has no Linux wheel of it), for `make venv`.
+# libkrb5-dev: the headers the kerberos extra's gssapi builds against (PyPI has no Linux wheel of it), for venv-kerberos.
 KERBEROS_PACKAGES := krb5-kdc krb5-admin-server krb5-user curl libkrb5-dev
 packages:
 	@missing=$$(for p in $(NODE_PACKAGES) $(BROWSER_PACKAGES) $(KERBEROS_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
@@ -104,7 +111,7 @@ docs: venv
 	$(PY) -m tests.support.reference_docs
 
 # The builds of `infra` happen inside the two streams, each building what its tests need while the other runs.
-test: venv lint java corpus packages dashboard
+test: venv lint java corpus packages venv-kerberos dashboard
 	JOBCLUSTER_CORPUS=$(CORPUS)/sources PY=$(PY) PY_SPARK35=$(VENV_SPARK35)/bin/python bash tests/run_streams.sh
 
 unit: venv
