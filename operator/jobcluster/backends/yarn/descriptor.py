@@ -51,7 +51,7 @@ from jobcluster.backends.yarn.container_env import (
 )
 from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.dashboard_files import client_dashboard, ship_dashboard
-from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnDeploymentError
+from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnConfigurationError, YarnDeploymentError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration, hadoop_conf_dir
 from jobcluster.backends.yarn.kerberos import SpnegoWebHdfsClient, client_java_options, is_kerberized, spnego_auth, token_renewer
@@ -147,7 +147,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
                 client JVM freed in time (``client_jvms``, YarnUnavailableError).
         """
         conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
-        hadoop_conf = HadoopConfiguration.load(conf_dir)
+        hadoop_conf = self._checked(HadoopConfiguration.load(conf_dir))
         paths = self._hdfs_paths(hadoop_conf)
         if self.config.get(YARN_RESOURCEMANAGER_API) == "rest":
             return _Connection(None, self._rest_client(hadoop_conf), paths, lambda: None, hadoop_conf)
@@ -168,6 +168,21 @@ class YarnClusterDescriptor(ClusterDescriptor):
             gateway.close()
             release()
             raise
+
+    def _checked(self, hadoop_conf: HadoopConfiguration) -> HadoopConfiguration:
+        """``hadoop_conf``, unless this descriptor must act as another Hadoop user (the operator's per namespace) on
+        a Kerberized cluster: a ticket is one user's, and acting for others takes Hadoop's proxy users, which are not
+        supported yet; acting as the ticket's user instead would mix the namespaces' files and applications.
+
+        Raises:
+            YarnConfigurationError: that case, before anything is reached.
+        """
+        if self._acting_as and is_kerberized(hadoop_conf):
+            raise YarnConfigurationError(
+                f"cannot act as Hadoop user {self._acting_as} on the Kerberized cluster of {hadoop_conf.conf_dir}: acting for "
+                "other users (Hadoop proxy users) is not supported yet; deploy with that user's own Kerberos ticket"
+            )
+        return hadoop_conf
 
     def _rest_client(self, hadoop_conf: HadoopConfiguration) -> ResourceManagerRest:
         """The ResourceManager's REST API (every ResourceManager of an HA cluster), as this client's Hadoop user (on a
@@ -391,7 +406,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
             YarnConfigurationError: no usable Hadoop configuration.
         """
         conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
-        hadoop_conf = HadoopConfiguration.load(conf_dir)
+        hadoop_conf = self._checked(HadoopConfiguration.load(conf_dir))
         return self._rest_client(hadoop_conf), self._hdfs_paths(hadoop_conf)
 
     def _application_report(self, cluster_id: str) -> tuple[ApplicationReport | None, HdfsPaths]:
