@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -28,6 +29,7 @@ from tests.infra.hadoop.secure_cluster import KerberizedHadoopCluster  # noqa: E
 from tests.infra.hadoop.secureconf import KerberosSettings  # noqa: E402
 
 _kept_logs: list[Path] = []
+_Cluster = TypeVar("_Cluster", bound=HadoopCluster)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -36,10 +38,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"Hadoop test cluster logs kept in {path}", yellow=True)
 
 
-@pytest.fixture(scope="session")
-def hadoop_cluster(request: pytest.FixtureRequest) -> Iterator[HadoopCluster]:
-    """A running NameNode, DataNode, ResourceManager and NodeManager."""
-    cluster = HadoopCluster()
+def _running(request: pytest.FixtureRequest, cluster: _Cluster) -> Iterator[_Cluster]:
+    """``cluster`` started for the session, stopped after it; its logs kept (and their path printed) when it
+    failed to start or a test failed meanwhile."""
     try:
         cluster.start()
     except BaseException:
@@ -55,6 +56,12 @@ def hadoop_cluster(request: pytest.FixtureRequest) -> Iterator[HadoopCluster]:
         cluster.stop(keep_logs=keep)
         if keep:
             _kept_logs.append(cluster.log_dir)
+
+
+@pytest.fixture(scope="session")
+def hadoop_cluster(request: pytest.FixtureRequest) -> Iterator[HadoopCluster]:
+    """A running NameNode, DataNode, ResourceManager and NodeManager."""
+    yield from _running(request, HadoopCluster())
 
 
 @pytest.fixture(scope="session")
@@ -75,17 +82,4 @@ def kerberized_hadoop_cluster(request: pytest.FixtureRequest) -> Iterator[Kerber
     """The Kerberized cluster (tests/infra/hadoop/secure_cluster.py): its KDC, and the
     NameNode, DataNode, ResourceManager and NodeManager in secure mode. Apart from
     ``hadoop_cluster``: a session may run both."""
-    cluster = KerberizedHadoopCluster(settings=KERBEROS_SETTINGS)
-    try:
-        cluster.start()
-    except BaseException:
-        _kept_logs.append(cluster.log_dir)
-        raise
-    failed_before = request.session.testsfailed
-    try:
-        yield cluster
-    finally:
-        keep = request.session.testsfailed > failed_before
-        cluster.stop(keep_logs=keep)
-        if keep:
-            _kept_logs.append(cluster.log_dir)
+    yield from _running(request, KerberizedHadoopCluster(settings=KERBEROS_SETTINGS))
