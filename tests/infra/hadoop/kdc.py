@@ -276,14 +276,15 @@ class Kdc:
         if errors:
             raise KdcError(f"{what} failed: {'; '.join(errors)}")
 
-    def _run(self, argv: list[str], what: str, stdin: str | None = None) -> str:
+    def _run(self, argv: list[str], what: str, stdin: str | None = None, env: Mapping[str, str] | None = None) -> str:
+        """Run one of MIT's tools (with the admin environment unless ``env``); its stderr. Raises KdcError."""
         try:
             done = subprocess.run(
                 argv,
                 input=stdin,
                 capture_output=True,
                 text=True,
-                env=self._admin_env(),
+                env=dict(env) if env is not None else self._admin_env(),
                 timeout=TOOL_TIMEOUT,
                 check=False,
             )
@@ -325,20 +326,7 @@ class Kdc:
         if keytab is not None:
             argv += ["-k", "-t", str(keytab)]
         argv.append(self.principal(name))
-        try:
-            done = subprocess.run(
-                argv,
-                input=None if password is None else password + "\n",
-                capture_output=True,
-                text=True,
-                env={**os.environ, **env},
-                timeout=TOOL_TIMEOUT,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as e:
-            raise KdcError(f"kinit {name} took over {TOOL_TIMEOUT:.0f} s") from e
-        if done.returncode != 0:
-            raise KdcError(f"kinit {name} failed (exit {done.returncode}): {done.stderr.strip()}")
+        self._run(argv, f"kinit {name}", stdin=None if password is None else password + "\n", env={**os.environ, **env})
         return env
 
 
