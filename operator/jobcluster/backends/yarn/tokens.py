@@ -210,31 +210,31 @@ class _Reader:
 # -- Hadoop's protobuf token storage (CredentialsProto) -----------------------------------
 
 
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """The protobuf varint at ``pos`` of ``data``, and the position after it."""
+    shift = value = 0
+    while True:
+        if pos >= len(data):
+            raise TokenFormatError("truncated protobuf varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
 def _protobuf_fields(data: bytes) -> list[tuple[int, bytes]]:
     """The length-delimited fields of a protobuf message as ``(number, bytes)``; varint fields are skipped."""
     fields = []
     pos = 0
-
-    def varint() -> int:
-        nonlocal pos
-        shift = value = 0
-        while True:
-            if pos >= len(data):
-                raise TokenFormatError("truncated protobuf varint")
-            byte = data[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-
     while pos < len(data):
-        key = varint()
+        key, pos = _varint(data, pos)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            varint()
+            _, pos = _varint(data, pos)
         elif wire == 2:
-            length = varint()
+            length, pos = _varint(data, pos)
             if pos + length > len(data):
                 raise TokenFormatError("truncated protobuf field")
             fields.append((number, data[pos : pos + length]))
@@ -249,19 +249,8 @@ def _read_protobuf_storage(body: bytes) -> dict[str, Token]:
     # CredentialsKVProto { string alias = 1; TokenProto token = 2; bytes secret = 3; }
     # TokenProto { bytes identifier = 1; bytes password = 2; string kind = 3; string service = 4; }
     # Hadoop writes it with writeDelimitedTo: a varint length first.
-    reader_pos = 0
-    length = 0
-    shift = 0
-    while True:
-        if reader_pos >= len(body):
-            raise TokenFormatError("truncated protobuf token storage")
-        byte = body[reader_pos]
-        reader_pos += 1
-        length |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            break
-        shift += 7
-    message = body[reader_pos : reader_pos + length]
+    length, start = _varint(body, 0)
+    message = body[start : start + length]
     tokens = {}
     for number, entry in _protobuf_fields(message):
         if number != 1:
