@@ -22,6 +22,7 @@ import pytest
 
 from jobcluster.backends.yarn import pyenv
 from jobcluster.backends.yarn.container_requests import ContainerResource
+from jobcluster.backends.yarn.driver import without_amrm_token
 from jobcluster.backends.yarn.errors import YarnClientError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
@@ -29,6 +30,7 @@ from jobcluster.backends.yarn.local_resources import LocalResourceVisibility
 from jobcluster.backends.yarn.options import yarn_options
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
 from jobcluster.backends.yarn.submission import submit_application_master
+from jobcluster.backends.yarn.tokens import AMRM_TOKEN, HDFS_DELEGATION_TOKEN
 from jobcluster.backends.yarn.validation import check_cluster_specification
 from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec, ApplicationReport, NewApplication, YarnClient
 from jobcluster.client.descriptor import ClusterSpecification
@@ -259,3 +261,20 @@ def test_an_unreachable_resourcemanager_is_a_clear_error_within_30_s(hadoop_clus
             client.create_application()
         elapsed = time.monotonic() - started
     assert elapsed < 30, f"took {elapsed:.0f} s"
+
+
+@pytest.mark.spark35
+def test_task_executors_get_every_token_and_secret_but_the_amrm_token(yarn_jvm: JvmGateway) -> None:
+    jvm = yarn_jvm.jvm
+    text, token_class = jvm.org.apache.hadoop.io.Text, jvm.org.apache.hadoop.security.token.Token
+    credentials = jvm.org.apache.hadoop.security.Credentials()
+    for alias, kind in [("am", AMRM_TOKEN), ("hdfs", HDFS_DELEGATION_TOKEN)]:
+        credentials.addToken(text(alias), token_class(b"id-" + alias.encode(), b"pw", text(kind), text("127.0.0.1:8020")))
+    credentials.addSecretKey(text("key"), b"secret")
+
+    passed = without_amrm_token(jvm, credentials)
+
+    assert [str(a.toString()) for a in passed.getTokenMap().keySet()] == ["hdfs"]
+    assert bytes(passed.getToken(text("hdfs")).getIdentifier()) == b"id-hdfs"
+    assert bytes(passed.getSecretKey(text("key"))) == b"secret"
+    assert credentials.numberOfTokens() == 2, "the ApplicationMaster keeps its own"

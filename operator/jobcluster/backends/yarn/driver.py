@@ -446,18 +446,30 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
 
 def task_executor_tokens(jvm: Any) -> Any:
     """The tokens of this ApplicationMaster's user that its TaskExecutor containers get (Flink's
-    ``YarnResourceManagerDriver``, Spark's ``ExecutorRunnable``): every token YARN gave the ApplicationMaster (on a
-    Kerberized cluster, the client's HDFS delegation tokens) but its own AMRMToken, as a launch context's
-    ``ByteBuffer``; None when that leaves none (a cluster without Kerberos)."""
+    ``YarnResourceManagerDriver``, Spark's ``ExecutorRunnable``): :func:`without_amrm_token` of the current user's
+    credentials (on a Kerberized cluster, the client's HDFS delegation tokens), as a launch context's ``ByteBuffer``;
+    None when that leaves none (a cluster without Kerberos)."""
     credentials = jvm.org.apache.hadoop.security.UserGroupInformation.getCurrentUser().getCredentials()
-    passed = jvm.org.apache.hadoop.security.Credentials(credentials)
-    token_map = credentials.getTokenMap()
-    for alias in list(token_map.keySet()):
-        if str(token_map.get(alias).getKind().toString()) == AMRM_TOKEN:
-            passed.removeToken(alias)
+    passed = without_amrm_token(jvm, credentials)
     if passed.numberOfTokens() == 0 and passed.numberOfSecretKeys() == 0:
         return None
     return credentials_buffer(jvm, passed)
+
+
+def without_amrm_token(jvm: Any, credentials: Any) -> Any:
+    """A copy of the Java ``Credentials`` ``credentials`` (tokens and secret keys) without the ApplicationMaster's
+    own AMRMToken, which no other container may hold."""
+    # Copied one by one: Credentials.removeToken is Hadoop 3.4's, and PySpark 3.5 ships Hadoop 3.3's client.
+    passed = jvm.org.apache.hadoop.security.Credentials()
+    token_map = credentials.getTokenMap()
+    for alias in list(token_map.keySet()):
+        token = token_map.get(alias)
+        if str(token.getKind().toString()) != AMRM_TOKEN:
+            passed.addToken(alias, token)
+    secret_keys = credentials.getSecretKeyMap()
+    for alias in list(secret_keys.keySet()):
+        passed.addSecretKey(alias, secret_keys.get(alias))
+    return passed
 
 
 def _worker_of(java_container: Any) -> _Worker:
