@@ -63,7 +63,7 @@ kubernetes() {
     wait "$tools" || made=1
     wait "$image" || made=1
     local passed=1
-    [[ $made == 0 ]] && "${pytest[@]}" -m "$KUBERNETES_STREAM" && passed=0
+    [[ $made == 0 ]] && "${pytest[@]}" --junitxml="$results/kubernetes.xml" -m "$KUBERNETES_STREAM" && passed=0
     spark35_lane || passed=1
     return $passed
 }
@@ -73,7 +73,7 @@ others() {
     local passed=1
     bash tests/infra/hadoop/build.sh && bash tests/infra/kafka/build.sh && bash tests/infra/s3/build.sh >/dev/null \
         && bash tests/infra/flink/build.sh \
-        && "${pytest[@]}" -m "not ($KUBERNETES_STREAM)" && passed=0
+        && "${pytest[@]}" --junitxml="$results/others.xml" -m "not ($KUBERNETES_STREAM)" && passed=0
     spark35_lane || passed=1
     wait
     return $passed
@@ -109,4 +109,6 @@ for name in kubernetes others; do
     echo "stream $name: $verdict after $seconds s"
     [[ $code == 0 ]] || failures "$name"
 done
+# where the time went, for whoever plans CI's budget: the test files that took longest, by stream
+"$PY" -m tests.support.test_times "$results"/*.xml || true
 exit $status
