@@ -9,7 +9,6 @@ which files to split, shorten or move when the suite outgrows its budget.
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -17,14 +16,15 @@ SHOWN = 12
 """Files listed per report."""
 
 
-def seconds_by_file(report: Path) -> Counter[str]:
+def seconds_by_file(report: Path) -> dict[str, float]:
     """Seconds per test file (``tests/e2e/test_x.py``) of one JUnit XML report; a test's ``classname`` is its
     module path with dots (and its class, if any, after the module)."""
-    totals: Counter[str] = Counter()
+    totals: dict[str, float] = {}
     for case in ElementTree.parse(report).iter("testcase"):
         parts = case.get("classname", "").split(".")
         module = next((i for i in range(len(parts), 0, -1) if parts[i - 1].startswith("test_")), len(parts))
-        totals["/".join(parts[:module]) + ".py"] += float(case.get("time") or 0)
+        name = "/".join(parts[:module]) + ".py"
+        totals[name] = totals.get(name, 0.0) + float(case.get("time") or 0)
     return totals
 
 
@@ -32,7 +32,8 @@ def summary(report: Path, shown: int = SHOWN) -> str:
     """The report's total and its ``shown`` slowest files, one line each, in minutes and seconds."""
     totals = seconds_by_file(report)
     lines = [f"{report.stem}: {_minutes(sum(totals.values()))} in {len(totals)} test files; the slowest:"]
-    lines += [f"  {_minutes(seconds):>8}  {name}" for name, seconds in totals.most_common(shown)]
+    slowest = sorted(totals.items(), key=lambda item: -item[1])[:shown]
+    lines += [f"  {_minutes(seconds):>8}  {name}" for name, seconds in slowest]
     return "\n".join(lines)
 
 
