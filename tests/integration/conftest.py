@@ -26,7 +26,7 @@ if str(REPO) not in sys.path:
 from jobcluster.backends.yarn.gateway import JvmGateway  # noqa: E402
 from tests.infra.hadoop.cluster import HadoopCluster  # noqa: E402
 from tests.infra.hadoop.secure_cluster import KerberizedHadoopCluster  # noqa: E402
-from tests.infra.hadoop.secureconf import KerberosSettings  # noqa: E402
+from tests.infra.hadoop.secureconf import USERS_GROUP, KerberosSettings, ProxyUser  # noqa: E402
 
 _kept_logs: list[Path] = []
 _Cluster = TypeVar("_Cluster", bound=HadoopCluster)
@@ -71,10 +71,20 @@ def yarn_jvm(hadoop_cluster: HadoopCluster) -> Iterator[JvmGateway]:
         yield gateway
 
 
-KERBEROS_SETTINGS = KerberosSettings(token_max_lifetime_min=4 * 60, token_renew_interval_min=30)
+OPERATOR_USER = "operator"
+"""The principal of the FlinkJob operator on the Kerberized cluster: a proxy user of the test users."""
+
+KERBEROS_SETTINGS = KerberosSettings(
+    token_max_lifetime_min=4 * 60,
+    token_renew_interval_min=30,
+    users=("alice", "bob", OPERATOR_USER),
+    proxy_users={OPERATOR_USER: ProxyUser(hosts="*", groups=USERS_GROUP)},
+)
 """The Kerberized cluster's settings: delegation tokens shorter-lived than Hadoop's defaults (7 days,
 renewed by the day), so a test can tell the configured ones from the defaults, yet long enough for
-any test that does not mean to watch a token expire."""
+any test that does not mean to watch a token expire; and an operator principal that may act as any
+user of the group ``users`` (alice and bob), as a site allows its FlinkJob operator, while no rule
+lets anyone else impersonate (bob as alice is refused, the operator as a user outside the group too)."""
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ import pytest
 from hdfs import InsecureClient, TokenClient
 
 from jobcluster.backends.yarn.container_requests import ContainerResource
-from jobcluster.backends.yarn.descriptor import YarnClusterDescriptor
 from jobcluster.backends.yarn.errors import YarnConfigurationError
 from jobcluster.backends.yarn.kerberos import (
     KERBEROS_EXTRA,
@@ -37,7 +36,6 @@ from jobcluster.backends.yarn.tokens import (
     read_token_storage,
 )
 from jobcluster.backends.yarn.yarn_client import ApplicationMasterSpec
-from jobcluster.config.loader import load_configuration
 from tests.unit.test_yarn_hadoop_conf import conf
 
 # A token as the test cluster's NameNode issued it through WebHDFS (GETDELEGATIONTOKEN, owner alice, renewer yarn).
@@ -185,13 +183,3 @@ def test_a_kerberized_cluster_without_the_extra_names_the_install(monkeypatch):
         spnego_auth()
     with pytest.raises(KerberosLoginError, match=r"hadoop\.security\.authentication=kerberos"):
         check_ticket({})
-
-
-def test_acting_as_another_user_on_a_kerberized_cluster_is_refused_before_anything_is_reached(tmp_path):
-    conf(tmp_path, core={"fs.defaultFS": "hdfs://nn:8020", "hadoop.security.authentication": "kerberos"})
-    descriptor = YarnClusterDescriptor(load_configuration(None, {"env.hadoop.conf.dir": str(tmp_path)}), hadoop_user="team-a")
-
-    with pytest.raises(YarnConfigurationError, match=r"cannot act as Hadoop user team-a on the Kerberized cluster"):
-        descriptor.list_clusters()
-    with pytest.raises(YarnConfigurationError, match=r"proxy users\) is not supported yet"):
-        descriptor.applications_tagged("x")

@@ -74,7 +74,7 @@ def test_webhdfs_needs_spnego(kerberized_hadoop_cluster: KerberizedHadoopCluster
     status, body = curl(url, alice, cacert=cluster.ca_cert)
     assert status == 200, body
     homes = {entry["pathSuffix"]: entry["owner"] for entry in json.loads(body)["FileStatuses"]["FileStatus"]}
-    assert homes == {"alice": "alice", "bob": "bob"}
+    assert homes == {user: user for user in cluster.settings.users}  # alice, bob, and the session's operator
 
 
 def test_the_second_user_logs_in_from_its_keytab(kerberized_hadoop_cluster: KerberizedHadoopCluster, tmp_path: Path) -> None:

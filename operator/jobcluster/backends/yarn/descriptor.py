@@ -51,12 +51,19 @@ from jobcluster.backends.yarn.container_env import (
 )
 from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.dashboard_files import client_dashboard, ship_dashboard
-from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnConfigurationError, YarnDeploymentError
+from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnDeploymentError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration, hadoop_conf_dir
-from jobcluster.backends.yarn.kerberos import SpnegoWebHdfsClient, client_java_options, is_kerberized, spnego_auth, token_renewer
+from jobcluster.backends.yarn.kerberos import (
+    SpnegoWebHdfsClient,
+    client_java_options,
+    is_kerberized,
+    spnego_auth,
+    token_renewer,
+)
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
 from jobcluster.backends.yarn.options import YarnOptions, application_id, job_id_of_tags, task_manager_cpu_cores, vcores_of, yarn_options
+from jobcluster.backends.yarn.proxy_users import check_impersonation, proxy_user_to_act_as
 from jobcluster.backends.yarn.pyenv import container_python
 from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
 from jobcluster.backends.yarn.savepoint_files import webhdfs_file_system
@@ -127,11 +134,13 @@ class YarnClusterDescriptor(ClusterDescriptor):
 
     def __init__(self, config: Configuration, client_jvms: ClientJvms | None = None, hadoop_user: str | None = None) -> None:
         """``client_jvms``: the bound on the YARN client JVMs of this process (the operator's); None: unbounded;
-        ``hadoop_user``: the Hadoop user to act as (the operator's per namespace); None: this process's
-        (``HADOOP_USER_NAME``, else the login name)."""
+        ``hadoop_user``: the Hadoop user to act as (the operator's per namespace): without Kerberos the name the
+        calls give, on a Kerberized cluster a proxy user of the process's own ticket (``proxy_users.py``); its
+        applications and staged files are that user's, and other users' applications are neither listed nor killed.
+        None: this process's (``HADOOP_USER_NAME``, else the login name; on a Kerberized cluster, the ticket's)."""
         self.config = config
         self.client_jvms = client_jvms
-        self._acting_as = hadoop_user  # given: the JVM acts as it; else the process's own login, Kerberos included
+        self._acting_as = hadoop_user  # given: every call acts as it (named, or a proxy user of the ticket); else the process's own login
         self.hadoop_user = hadoop_user or hadoop_user_of_process()
         self._via_proxy = config.get(YARN_JOBMANAGER_REST_ACCESS) == "web-proxy"
 
@@ -145,12 +154,22 @@ class YarnClusterDescriptor(ClusterDescriptor):
             YarnConfigurationError: no usable Hadoop configuration (env.hadoop.conf.dir, HADOOP_CONF_DIR, YARN_CONF_DIR).
             YarnClientError, JvmGatewayError: the ResourceManager cannot be reached (within 30 s) or Java fails; no
                 client JVM freed in time (``client_jvms``, YarnUnavailableError).
+            ProxyUserRefusedError: acting as ``hadoop_user`` on a Kerberized cluster, the NameNode or the
+                ResourceManager does not let the ticket's user impersonate it; nothing was staged or submitted.
         """
         conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
-        hadoop_conf = self._checked(HadoopConfiguration.load(conf_dir))
+        hadoop_conf = HadoopConfiguration.load(conf_dir)
+        proxy_user = self._proxy_user(hadoop_conf)
         paths = self._hdfs_paths(hadoop_conf)
+        if proxy_user and isinstance(paths.client, SpnegoWebHdfsClient):
+            # The NameNode first: a refusal then comes before a JVM is started, let alone anything staged.
+            with hdfs_errors(f"cannot reach WebHDFS at {paths.client.url} as Hadoop user {proxy_user}"):
+                check_impersonation(paths.client)
         if self.config.get(YARN_RESOURCEMANAGER_API) == "rest":
-            return _Connection(None, self._rest_client(hadoop_conf), paths, lambda: None, hadoop_conf)
+            rest = self._rest_client(hadoop_conf)
+            if proxy_user:
+                rest.check_access()
+            return _Connection(None, rest, paths, lambda: None, hadoop_conf)
         address = hadoop_conf.resourcemanager_address()
         # Kerberos: the JVM logs in from the ticket cache the Python side checked, under the same krb5.conf.
         java_options = client_java_options() if is_kerberized(hadoop_conf) else []
@@ -161,32 +180,35 @@ class YarnClusterDescriptor(ClusterDescriptor):
             release()
             raise
         try:
-            if self._acting_as:
+            if proxy_user:
+                act_as(gateway, proxy_user, proxy=True)
+            elif self._acting_as and not is_kerberized(hadoop_conf):
                 act_as(gateway, self._acting_as)
-            return _Connection(gateway, YarnClient(gateway, address), paths, release, hadoop_conf)
+            yarn = YarnClient(gateway, address)
+            if proxy_user:
+                yarn.check_access()
+            return _Connection(gateway, yarn, paths, release, hadoop_conf)
         except BaseException:
             gateway.close()
             release()
             raise
 
-    def _checked(self, hadoop_conf: HadoopConfiguration) -> HadoopConfiguration:
-        """``hadoop_conf``, unless this descriptor must act as another Hadoop user (the operator's per namespace) on
-        a Kerberized cluster: a ticket is one user's, and acting for others takes Hadoop's proxy users, which are not
-        supported yet; acting as the ticket's user instead would mix the namespaces' files and applications.
+    def _proxy_user(self, hadoop_conf: HadoopConfiguration) -> str | None:
+        """The Hadoop user this descriptor acts as through Hadoop's proxy users (``proxy_users.py``) on a Kerberized
+        cluster, where the process's ticket is the real user: the given ``hadoop_user``, else ``HADOOP_PROXY_USER``
+        (as Hadoop's own clients and Flink's YARN client take it); None elsewhere (without Kerberos the user is
+        simply named), without either, or for the ticket's own user.
 
         Raises:
-            YarnConfigurationError: that case, before anything is reached.
+            KerberosLoginError: a Kerberized cluster and the process has no valid ticket (what to run).
         """
-        if self._acting_as and is_kerberized(hadoop_conf):
-            raise YarnConfigurationError(
-                f"cannot act as Hadoop user {self._acting_as} on the Kerberized cluster of {hadoop_conf.conf_dir}: acting for "
-                "other users (Hadoop proxy users) is not supported yet; deploy with that user's own Kerberos ticket"
-            )
-        return hadoop_conf
+        if not is_kerberized(hadoop_conf):
+            return None
+        return proxy_user_to_act_as(self._acting_as)
 
     def _rest_client(self, hadoop_conf: HadoopConfiguration) -> ResourceManagerRest:
         """The ResourceManager's REST API (every ResourceManager of an HA cluster), as this client's Hadoop user (on a
-        Kerberized cluster: as its ticket's, over SPNEGO)."""
+        Kerberized cluster: as its ticket's, over SPNEGO, or as ``hadoop_user`` through ``doAs``)."""
         kerberized = is_kerberized(hadoop_conf)
         return ResourceManagerRest(
             hadoop_conf.resourcemanager_webapp_url(),
@@ -194,7 +216,14 @@ class YarnClusterDescriptor(ClusterDescriptor):
             peers=hadoop_conf.resourcemanager_webapp_urls(),
             minimum_allocation_mb=int(hadoop_conf.get("yarn.scheduler.minimum-allocation-mb") or 1024),
             auth=spnego_auth() if kerberized else None,
+            do_as=self._proxy_user(hadoop_conf),
         )
+
+    def _mine(self, report: ApplicationReport) -> bool:
+        """Whether ``report``'s application is this descriptor's Hadoop user's, when it acts as one (the operator's
+        per namespace): YARN shows and lets kill other users' applications unless the cluster enables its ACLs
+        (``yarn.acl.enable``), and a namespace's FlinkJobs must reach only their own."""
+        return self._acting_as is None or report.user == self._acting_as
 
     def _delegation_tokens(self, connection: _Connection) -> dict[str, str]:
         """On a Kerberized cluster, the HDFS delegation token of the staging file system for the application's
@@ -215,8 +244,11 @@ class YarnClusterDescriptor(ClusterDescriptor):
         return {token.service: token.url_string()}
 
     def _hdfs_paths(self, hadoop_conf: HadoopConfiguration) -> HdfsPaths:
-        """HDFS through WebHDFS, as this client's Hadoop user: the NameNode's, or ``jobcluster.yarn.webhdfs.url``'s gateway."""
-        client = webhdfs_client(hadoop_conf, user=self.hadoop_user, url=self.config.get(YARN_WEBHDFS_URL))
+        """HDFS through WebHDFS, as this client's Hadoop user (on a Kerberized cluster acting as ``hadoop_user`` through
+        ``doas``): the NameNode's, or ``jobcluster.yarn.webhdfs.url``'s gateway."""
+        client = webhdfs_client(
+            hadoop_conf, user=self.hadoop_user, url=self.config.get(YARN_WEBHDFS_URL), proxy_user=self._proxy_user(hadoop_conf)
+        )
         return HdfsPaths(client, hadoop_conf.default_fs)
 
     # -- deploying ----------------------------------------------------------------
@@ -394,7 +426,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
                     proxy_auth=self._proxy_auth(connection.hadoop_conf),
                 )
                 for r in reports
-                if wanted is None or r.application_id == wanted
+                if (wanted is None or r.application_id == wanted) and self._mine(r)
             ]
         finally:
             connection.close()
@@ -406,15 +438,16 @@ class YarnClusterDescriptor(ClusterDescriptor):
             YarnConfigurationError: no usable Hadoop configuration.
         """
         conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
-        hadoop_conf = self._checked(HadoopConfiguration.load(conf_dir))
+        hadoop_conf = HadoopConfiguration.load(conf_dir)
         return self._rest_client(hadoop_conf), self._hdfs_paths(hadoop_conf)
 
     def _application_report(self, cluster_id: str) -> tuple[ApplicationReport | None, HdfsPaths]:
         rest, paths = self._web_services()
         try:
-            return rest.application(cluster_id), paths
+            report = rest.application(cluster_id)
         finally:
             rest.close()
+        return (report if report is not None and self._mine(report) else None), paths
 
     def retrieve(self, cluster_id: str) -> ClusterHandle | None:
         """The application ``cluster_id`` while it runs (its REST URL once its ApplicationMaster
@@ -471,15 +504,29 @@ class YarnClusterDescriptor(ClusterDescriptor):
         """
         rest, _ = self._web_services()
         try:
-            return [report.application_id for report in rest.applications(tag=tag.lower())]
+            return [report.application_id for report in rest.applications(tag=tag.lower()) if self._mine(report)]
         finally:
             rest.close()
 
     def kill_cluster(self, cluster_id: str) -> None:
-        """Kill the application through YARN and remove its staging directory (what its ApplicationMaster could not)."""
+        """Kill the application through YARN and remove its staging directory (what its ApplicationMaster could not).
+
+        Raises:
+            YarnClientError: the ResourceManager cannot be reached or refuses, or (acting as a Hadoop user) the
+                application is another user's: it is left alone.
+        """
         opts = yarn_options(self.config, job_name="")
         connection = self._connect()
         try:
+            if self._acting_as is not None:
+                try:
+                    report: ApplicationReport | None = connection.yarn.report(cluster_id)
+                except YarnClientError:
+                    report = None  # one YARN forgot: nothing to kill, and the staging directory below is this user's
+                if report is not None and not self._mine(report):
+                    raise YarnClientError(
+                        f"YARN application {cluster_id} runs as Hadoop user {report.user}, not {self._acting_as}: not killed"
+                    )
             connection.yarn.kill(cluster_id)
             StagingDirectory(connection.paths, connection.paths.staging_base(opts.staging_directory), cluster_id).remove()
         finally:
@@ -495,7 +542,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
             SavepointError: it does not exist, is not a savepoint, or HDFS cannot be read.
             YarnConfigurationError: a Hadoop configuration directory is set but unusable.
         """
-        files = webhdfs_file_system(path, self.config)
+        files = webhdfs_file_system(path, self.config, user=self._acting_as)
         return read_savepoint(path, files) if files is not None else None
 
     def dispose_savepoint(self, path: str) -> None:
@@ -506,7 +553,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
                 Hadoop configuration.
             YarnConfigurationError: a Hadoop configuration directory is set but unusable.
         """
-        files = webhdfs_file_system(path, self.config)
+        files = webhdfs_file_system(path, self.config, user=self._acting_as)
         if files is None:
             super().dispose_savepoint(path)
             return

@@ -158,17 +158,25 @@ def token_renewer(hadoop_conf: HadoopConfiguration) -> str:
 class SpnegoWebHdfsClient(Client):  # type: ignore[misc]
     """The ``hdfs`` package's WebHDFS client with SPNEGO on every request to the NameNode(s) of ``url`` (``;``
     between HA NameNodes); ``timeout``: seconds per request. No ``user.name`` is sent: the NameNode refuses one
-    that differs from the ticket's user (Hadoop's ``JspHelper.getUGI``)."""
+    that differs from the ticket's user (Hadoop's ``JspHelper.getUGI``). ``proxy_user``: the Hadoop user every
+    request acts as (WebHDFS's ``doas``, a proxy user: ``proxy_users.py``); None: the ticket's own."""
 
-    def __init__(self, url: str, timeout: float, auth: requests.auth.AuthBase | None = None) -> None:
+    def __init__(self, url: str, timeout: float, auth: requests.auth.AuthBase | None = None, proxy_user: str | None = None) -> None:
         session = requests.Session()
         session.auth = auth or spnego_auth()
-        super().__init__(url, timeout=timeout, session=session)
+        self.proxy_user = proxy_user
+        super().__init__(url, timeout=timeout, session=session, proxy=proxy_user)
         self.session = session
         self.request_timeout = timeout
 
+    def doas(self) -> dict[str, str]:
+        """The query parameter that makes a request act as ``proxy_user`` (none without one), for requests made
+        outside the ``hdfs`` package's API, which adds it itself."""
+        return {"doas": self.proxy_user} if self.proxy_user else {}
+
     def delegation_token(self, renewer: str) -> Token:
-        """A new HDFS delegation token of the ticket's user that ``renewer`` may renew, as the HDFS RPC client and
+        """A new HDFS delegation token of the ticket's user (of ``proxy_user`` when given: its owner) that ``renewer``
+        may renew, as the HDFS RPC client and
         YARN use it (``Token.for_hdfs_rpc``): WebHDFS's ``GETDELEGATIONTOKEN`` on each NameNode in turn (a standby
         refuses; HA).
 
@@ -181,7 +189,8 @@ class SpnegoWebHdfsClient(Client):  # type: ignore[misc]
         for base in self.urls:
             url = f"{base.rstrip('/')}/webhdfs/v1/"
             try:
-                response = self.session.get(url, params={"op": "GETDELEGATIONTOKEN", "renewer": renewer}, timeout=self.request_timeout)
+                params = {"op": "GETDELEGATIONTOKEN", "renewer": renewer, **self.doas()}
+                response = self.session.get(url, params=params, timeout=self.request_timeout)
             except requests.ConnectionError as error:
                 last = error
                 continue

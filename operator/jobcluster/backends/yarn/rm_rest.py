@@ -34,6 +34,7 @@ import requests
 from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.errors import YarnClientError, YarnUnavailableError
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
+from jobcluster.backends.yarn.proxy_users import refused
 from jobcluster.backends.yarn.statuses import finish_time_of
 from jobcluster.backends.yarn.validation import NodeCapacity, YarnClusterResources
 from jobcluster.backends.yarn.yarn_client import (
@@ -64,7 +65,8 @@ class ResourceManagerRest:
     ResourceManagers of an HA cluster (``resourcemanager_webapp_urls``), the only places a redirect is followed to;
     ``minimum_allocation_mb``: ``yarn.scheduler.minimum-allocation-mb`` of the client's configuration (the REST API
     does not report it); ``auth``: how requests authenticate (a Kerberized cluster's SPNEGO, ``kerberos.spnego_auth``,
-    with no ``user``), None for ``user.name`` alone."""
+    with no ``user``), None for ``user.name`` alone; ``do_as``: with ``auth``, the Hadoop user every call acts as
+    (the ``doAs`` query parameter, Hadoop's proxy users: ``proxy_users.py``), None for the ticket's own."""
 
     def __init__(
         self,
@@ -74,10 +76,12 @@ class ResourceManagerRest:
         peers: Iterable[str] = (),
         minimum_allocation_mb: int = 1024,
         auth: requests.auth.AuthBase | None = None,
+        do_as: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.resourcemanager_address = self.url  # what progress and errors name
         self.user = user
+        self.do_as = do_as
         self.timeout = timeout
         self.minimum_allocation_mb = minimum_allocation_mb
         self._session = requests.Session()
@@ -103,7 +107,7 @@ class ResourceManagerRest:
             YarnClientError: any other refusal (Hadoop's message quoted), or a redirect elsewhere.
         """
         url = f"{self.url}/ws/v1/cluster/{path}"
-        query = {**(params or {}), **({"user.name": self.user} if self.user else {})}
+        query = {**(params or {}), **({"user.name": self.user} if self.user else {}), **({"doAs": self.do_as} if self.do_as else {})}
         try:
             response = self._follow(
                 self._session.request(method, url, params=query, json=body, timeout=self.timeout, headers=_ACCEPT, allow_redirects=False),
@@ -113,6 +117,10 @@ class ResourceManagerRest:
             raise YarnUnavailableError(f"the YARN ResourceManager's REST API at {self.url} cannot be reached: {error}") from error
         if response.status_code == 404:
             return None
+        if response.status_code == 403 and self.do_as:
+            refusal = refused(_remote_exception(response) or response.text, f"The ResourceManager at {self.url}")
+            if refusal is not None:
+                raise refusal
         if response.status_code >= 500:
             raise YarnUnavailableError(f"{method} {url} answered {response.status_code}{_remote_exception(response)}")
         if response.status_code in (401, 403) and method != "GET":
@@ -153,6 +161,16 @@ class ResourceManagerRest:
         if response.is_redirect:
             raise YarnClientError(f"{response.request.method} {response.url}: more than {MAX_REDIRECTS} redirects")
         return response
+
+    def check_access(self) -> None:
+        """One cheap call (``GET info``), which the ResourceManager's authentication filter checks as any other:
+        with ``do_as``, whether the ticket's user may act as that user.
+
+        Raises:
+            ProxyUserRefusedError: the ResourceManager refuses the impersonation.
+            YarnClientError: the ResourceManager cannot be reached or refuses otherwise.
+        """
+        self._get("info")
 
     # -- what the Java YarnClient does (yarn_client.YarnClient), over HTTP -------------------
 
@@ -315,6 +333,7 @@ def report_of(app: Mapping[str, Any]) -> ApplicationReport:
         rpc_port=int(port) if port.isdigit() else -1,
         tracking_url=str(app.get("trackingUrl") or ""),
         tags=tuple(t for t in str(app.get("applicationTags") or "").split(",") if t),
+        user=str(app.get("user") or ""),
         finish_time=finish_time_of(app.get("finishedTime")),
         start_time_ms=int(app.get("startedTime") or 0),
     )

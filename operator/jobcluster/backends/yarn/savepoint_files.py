@@ -24,6 +24,8 @@ from hdfs.util import HdfsError
 
 from jobcluster.backends.yarn.config_options import ENV_HADOOP_CONF_DIR, YARN_WEBHDFS_URL
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration, hadoop_conf_dir
+from jobcluster.backends.yarn.kerberos import is_kerberized
+from jobcluster.backends.yarn.proxy_users import proxy_user_to_act_as
 from jobcluster.backends.yarn.staging import webhdfs_client
 from jobcluster.client.savepoints import EntryKind
 from jobcluster.config.configuration import Configuration
@@ -83,9 +85,13 @@ class WebHdfsFileSystem:
                 raise OSError(f"{uri} does not exist")
 
 
-def webhdfs_file_system(uri: str, config: Configuration, environ: Mapping[str, str] | None = None) -> WebHdfsFileSystem | None:
+def webhdfs_file_system(
+    uri: str, config: Configuration, environ: Mapping[str, str] | None = None, user: str | None = None
+) -> WebHdfsFileSystem | None:
     """WebHDFS for the savepoint ``uri`` when it is on the default file system of the client's Hadoop configuration;
-    None when no configuration is set or ``uri`` is on another file system.
+    None when no configuration is set or ``uri`` is on another file system. ``user``: the Hadoop user to act as (the
+    operator's per namespace: ``user.name`` without Kerberos, a proxy user with it); None: this process's own (on a
+    Kerberized cluster, ``HADOOP_PROXY_USER`` if set: ``proxy_users.proxy_user_to_act_as``).
 
     Raises:
         YarnConfigurationError: a configuration directory is set but unusable.
@@ -97,4 +103,6 @@ def webhdfs_file_system(uri: str, config: Configuration, environ: Mapping[str, s
     hadoop_conf = HadoopConfiguration.load(hadoop_conf_dir(env, configured=configured))
     if hdfs_path_of(uri, hadoop_conf.default_fs) is None:
         return None
-    return WebHdfsFileSystem(webhdfs_client(hadoop_conf, url=config.get(YARN_WEBHDFS_URL)), hadoop_conf.default_fs)
+    proxy_user = proxy_user_to_act_as(user) if is_kerberized(hadoop_conf) else None
+    client = webhdfs_client(hadoop_conf, user=user, url=config.get(YARN_WEBHDFS_URL), proxy_user=proxy_user)
+    return WebHdfsFileSystem(client, hadoop_conf.default_fs)

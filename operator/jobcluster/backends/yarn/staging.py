@@ -67,12 +67,14 @@ def webhdfs_client(
     timeout: float = DEFAULT_TIMEOUT,
     url: str | None = None,
     environ: Mapping[str, str] | None = None,
+    proxy_user: str | None = None,
 ) -> Client:
     """A WebHDFS client of ``url`` (``jobcluster.yarn.webhdfs.url``, a gateway such as HttpFS) when given, else of
     the NameNode(s) of ``hadoop_conf``. Without Kerberos it acts as ``user`` (simple authentication's
     ``user.name``); on a Kerberized cluster (``kerberos.is_kerberized``) as the holder of the HDFS delegation token
     of a YARN container (``HADOOP_TOKEN_FILE_LOCATION`` in ``environ``: the ApplicationMaster), else of the
-    client's ticket over SPNEGO (``user`` is then not the client's to choose).
+    client's ticket over SPNEGO (``user`` is then not the client's to choose), acting as ``proxy_user`` when given
+    (WebHDFS's ``doas``: Hadoop's proxy users, ``proxy_users.py``; the NameNode decides whether the ticket may).
 
     Raises:
         YarnConfigurationError: ``url`` is not an http(s) URL, or (without it) the default file system is not HDFS.
@@ -93,7 +95,7 @@ def webhdfs_client(
     if token is not None:
         return TokenClient(base, token.url_string(), timeout=timeout)
     check_ticket(environ)
-    return SpnegoWebHdfsClient(base, timeout)
+    return SpnegoWebHdfsClient(base, timeout, proxy_user=proxy_user)
 
 
 @contextmanager

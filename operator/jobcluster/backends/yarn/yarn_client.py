@@ -34,6 +34,7 @@ from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.errors import YarnClientError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
+from jobcluster.backends.yarn.proxy_users import refused
 from jobcluster.backends.yarn.statuses import explained_application_diagnostics, finish_time_of
 from jobcluster.backends.yarn.validation import NodeCapacity, YarnClusterResources
 
@@ -59,7 +60,8 @@ class ApplicationReport:
     ``host``/``rpc_port``: what the ApplicationMaster registered (jobcluster:
     the REST endpoint); ``tracking_url``: its web URL; ``finish_time``: RFC 3339
     UTC once it ended, else ``""``; ``start_time_ms``: when it was submitted
-    (milliseconds since the epoch; 0 when not known).
+    (milliseconds since the epoch; 0 when not known); ``user``: the Hadoop user
+    (short name) it runs as, ``""`` when not known.
     """
 
     application_id: str
@@ -75,6 +77,7 @@ class ApplicationReport:
     tags: tuple[str, ...] = ()
     finish_time: str = ""
     start_time_ms: int = 0
+    user: str = ""
 
     @property
     def is_terminal(self) -> bool:
@@ -148,17 +151,27 @@ def _java_message(error: Py4JJavaError) -> str:
         return str(error)
 
 
-def act_as(gateway: JvmGateway, user: str) -> None:
-    """Make ``user`` the Hadoop login user of ``gateway``'s JVM, as ``HADOOP_USER_NAME`` would for a whole process (a
-    cluster without Kerberos takes the name a client gives): what the JVM submits, kills and writes is that user's.
-    Called before any YarnClient of the JVM is made.
+def act_as(gateway: JvmGateway, user: str, proxy: bool = False) -> None:
+    """Make ``user`` the Hadoop login user of ``gateway``'s JVM: what the JVM submits, kills and writes is that
+    user's. Called before any YarnClient of the JVM is made.
+
+    Without ``proxy``, as ``HADOOP_USER_NAME`` would for a whole process (a cluster without Kerberos takes the name a
+    client gives). With ``proxy`` (a Kerberized cluster), as ``HADOOP_PROXY_USER`` would: the JVM's own login (its
+    Kerberos ticket) stays the real user and ``user`` is a proxy user on top of it
+    (``UserGroupInformation.createProxyUser``); each server then checks its ``hadoop.proxyuser.*`` rules.
 
     Raises:
-        YarnClientError: Java refuses.
+        YarnClientError: Java refuses (with ``proxy``: the JVM has no Kerberos login).
     """
     ugi = gateway.jvm.org.apache.hadoop.security.UserGroupInformation
     with java_errors(f"cannot act as Hadoop user {user}"):
-        ugi.setLoginUser(ugi.createRemoteUser(user))
+        if not proxy:
+            ugi.setLoginUser(ugi.createRemoteUser(user))
+            return
+        login = ugi.getLoginUser()
+        # A JVM that inherited HADOOP_PROXY_USER logged in as a proxy user already: impersonate from its real user.
+        real = login.getRealUser() or login
+        ugi.setLoginUser(ugi.createProxyUser(user, real))
 
 
 class YarnClient:
@@ -272,6 +285,23 @@ class YarnClient:
         """See :func:`follow_reports`."""
         return follow_reports(lambda: self.report(application_id), until, on_change, timeout)
 
+    def check_access(self) -> None:
+        """One cheap call (the cluster's metrics): the ResourceManager authorizes the connection's user (a proxy
+        user's impersonation included) when the first call opens it.
+
+        Raises:
+            ProxyUserRefusedError: the ResourceManager refuses the impersonation.
+            YarnClientError: the ResourceManager cannot be reached or refuses otherwise.
+        """
+        try:
+            with java_errors(self._what("reach")):
+                self._client.getYarnClusterMetrics()
+        except YarnClientError as error:
+            refusal = refused(str(error), f"The ResourceManager at {self.resourcemanager_address}")
+            if refusal is not None:
+                raise refusal from error
+            raise
+
     def kill(self, application_id: str) -> None:
         """Kill the application (no-op for one that has ended)."""
         with java_errors(self._what(f"kill {application_id}")):
@@ -373,4 +403,5 @@ def _report(java: Any) -> ApplicationReport:
         tags=tuple(sorted(str(t) for t in java.getApplicationTags())),
         finish_time=finish_time_of(int(java.getFinishTime())),
         start_time_ms=int(java.getStartTime()),
+        user=str(java.getUser() or ""),
     )
