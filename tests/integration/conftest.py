@@ -93,3 +93,14 @@ def kerberized_hadoop_cluster(request: pytest.FixtureRequest) -> Iterator[Kerber
     NameNode, DataNode, ResourceManager and NodeManager in secure mode. Apart from
     ``hadoop_cluster``: a session may run both."""
     yield from _running(request, KerberizedHadoopCluster(settings=KERBEROS_SETTINGS))
+
+
+SHORT_TOKENS = KerberosSettings(token_max_lifetime_min=2, token_renew_interval_min=1)
+"""A Kerberized cluster whose delegation tokens live two minutes at most and need renewing every minute: a job that
+outlives them within one test (Hadoop's defaults: 7 days, 1 day)."""
+
+
+@pytest.fixture(scope="module")
+def short_token_hadoop_cluster(request: pytest.FixtureRequest) -> Iterator[KerberizedHadoopCluster]:
+    """A Kerberized cluster of its own with ``SHORT_TOKENS``, for the module that needs it (it costs a cluster's start)."""
+    yield from _running(request, KerberizedHadoopCluster(settings=SHORT_TOKENS))

@@ -6,9 +6,12 @@ from __future__ import annotations
 import base64
 import re
 import sys
+from dataclasses import replace
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from hdfs import InsecureClient, TokenClient
+import requests
+from hdfs import InsecureClient
 
 from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.errors import YarnConfigurationError
@@ -138,14 +141,23 @@ def test_webhdfs_on_a_cluster_without_kerberos_acts_as_the_user_name(tmp_path):
     assert isinstance(client, InsecureClient)
 
 
-def test_webhdfs_in_a_container_of_a_kerberized_cluster_uses_its_delegation_token(tmp_path):
-    (tmp_path / "tokens").write_bytes(_writable_storage({"nn": decode_url_string(WEBHDFS_TOKEN).for_hdfs_rpc()}))
+def test_webhdfs_in_a_container_of_a_kerberized_cluster_uses_its_delegation_token_as_the_file_has_it_now(tmp_path):
+    first = decode_url_string(WEBHDFS_TOKEN).for_hdfs_rpc()
+    (tmp_path / "tokens").write_bytes(_writable_storage({"nn": first}))
     hadoop_conf = conf(tmp_path, core={"fs.defaultFS": "hdfs://nn:8020", "hadoop.security.authentication": "kerberos"})
 
     client = webhdfs_client(hadoop_conf, environ={"HADOOP_TOKEN_FILE_LOCATION": str(tmp_path / "tokens")})
 
-    assert isinstance(client, TokenClient)
-    assert decode_url_string(client._session.params["delegation"]).kind == HDFS_DELEGATION_TOKEN
+    def sent_token() -> Token:
+        request = client._session.auth(requests.Request("GET", "http://nn:9870/webhdfs/v1/?op=LISTSTATUS").prepare())
+        assert "op=LISTSTATUS" in request.url
+        return decode_url_string(parse_qs(urlsplit(request.url).query)["delegation"][0])
+
+    assert sent_token() == first
+    # The ApplicationMaster's DelegationTokenManager rewrote the file: the next request carries the new token.
+    renewed = replace(first, password=b"renewed")
+    (tmp_path / "tokens").write_bytes(_writable_storage({"nn": renewed}))
+    assert sent_token() == renewed
 
 
 def test_a_submission_through_rest_carries_the_tokens_as_credentials():

@@ -268,6 +268,10 @@ class Kdc:
         path.chmod(0o600)
         return path
 
+    def rekey(self, name: str) -> None:
+        """Give ``name`` new random keys (as a password change does): keytabs exported before no longer match."""
+        self._kadmin([f"cpw -randkey {self.principal(name)}"], f"new keys for {name}")
+
     def _kadmin(self, queries: list[str], what: str) -> None:
         # kadmin.local exits 0 even when a query fails, so its errors are read
         # off stderr: MIT formats each as "<query>: <reason> while <doing>".

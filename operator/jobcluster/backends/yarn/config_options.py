@@ -5,7 +5,8 @@ only YARN reads live beside the YARN backend; ``backends/registry.py`` collects
 them with every other option, so the client checks them before it deploys and
 ``make docs`` documents them.  Besides the ``yarn.*`` keys: Flink's
 ``env.hadoop.conf.dir`` (the client's Hadoop configuration), PyFlink's ``python.executable``
-(the containers' Python) and jobcluster's own ``jobcluster.yarn.shared-files.retention`` and the operator's
+(the containers' Python), Flink's ``security.kerberos.login.*`` (a keytab login, which only the YARN target reads
+so far) and jobcluster's own ``jobcluster.yarn.shared-files.retention`` and the operator's
 ``jobcluster.operator.yarn.client-jvms``.  :mod:`jobcluster.backends.yarn.options` reads them
 for one deployment.
 """
@@ -160,6 +161,52 @@ PYTHON_ARCHIVES = ConfigOption(
     "into <name> (default: the archive's file name); .tar.gz, .tgz, .tar, .zip or .jar. With python.executable "
     "pointing into one (a relocatable CPython of the client's version, e.g. cpython.tar.gz#python with "
     "python.executable=python/bin/python3.11), the containers need no Python of their own.",
+)
+
+KERBEROS_LOGIN_KEYTAB = ConfigOption(
+    "security.kerberos.login.keytab",
+    "str",
+    None,
+    deprecated_keys=("security.keytab",),
+    description="On a Kerberized YARN cluster: the absolute path of a keytab with the keys of "
+    "security.kerberos.login.principal (Flink's key). The client logs in from it (no kinit needed) and checks it before "
+    "anything is deployed; it is shipped to the ApplicationMaster only, private to the application (mode 600 in the "
+    "staging directory, removed with it). Set both or neither; unset: the ticket cache (kinit).",
+)
+KERBEROS_LOGIN_PRINCIPAL = ConfigOption(
+    "security.kerberos.login.principal",
+    "str",
+    None,
+    deprecated_keys=("security.principal",),
+    description="The Kerberos principal whose keys security.kerberos.login.keytab holds (alice@EXAMPLE.COM; without a "
+    "realm, the default realm of krb5.conf). Flink's key.",
+)
+
+DELEGATION_TOKENS_ENABLED = ConfigOption(
+    "security.delegation.tokens.enabled",
+    "bool",
+    True,
+    deprecated_keys=("security.kerberos.fetch.delegation-token",),
+    description="With a keytab login (security.kerberos.login.keytab) on a Kerberized YARN cluster: whether the JobManager "
+    "obtains fresh HDFS delegation tokens from the shipped keytab before the current ones expire and hands them to the "
+    "Spark driver, its executors and later TaskExecutor containers, so that a job outlives its tokens' maximum lifetime "
+    "(Flink's DelegationTokenManager). false: the job runs on the client's tokens alone.",
+)
+DELEGATION_TOKENS_RENEWAL_TIME_RATIO = ConfigOption(
+    "security.delegation.tokens.renewal.time-ratio",
+    "double",
+    0.75,
+    positive=True,
+    description="When the JobManager obtains new delegation tokens: this fraction of the time from now until the "
+    "earliest of the current tokens must be renewed (Flink's key and default).",
+)
+DELEGATION_TOKENS_RENEWAL_RETRY_BACKOFF = ConfigOption(
+    "security.delegation.tokens.renewal.retry.backoff",
+    "duration",
+    3600.0,
+    positive=True,
+    description="How long the JobManager waits before it tries again to obtain delegation tokens after a failure "
+    "(seconds; Flink duration syntax; Flink's default, 1 h). The job keeps running on its current tokens meanwhile.",
 )
 
 OPERATOR_YARN_CLIENT_JVMS = ConfigOption(

@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from py4j.protocol import Py4JJavaError
+
 from jobcluster.backends.cluster_files import cluster_files
 from jobcluster.backends.yarn.client_jvms import ClientJvms
 from jobcluster.backends.yarn.config_options import (
@@ -51,7 +53,7 @@ from jobcluster.backends.yarn.container_env import (
 )
 from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.dashboard_files import client_dashboard, ship_dashboard
-from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnDeploymentError
+from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnConfigurationError, YarnDeploymentError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration, hadoop_conf_dir
 from jobcluster.backends.yarn.kerberos import (
@@ -60,6 +62,15 @@ from jobcluster.backends.yarn.kerberos import (
     is_kerberized,
     spnego_auth,
     token_renewer,
+)
+from jobcluster.backends.yarn.keytab import (
+    KEYTAB_PERMISSION,
+    KEYTAB_RESOURCE,
+    KeytabError,
+    KeytabLogin,
+    install,
+    java_login,
+    keytab_login_of,
 )
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
 from jobcluster.backends.yarn.options import YarnOptions, application_id, job_id_of_tags, task_manager_cpu_cores, vcores_of, yarn_options
@@ -143,6 +154,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
         self._acting_as = hadoop_user  # given: every call acts as it (named, or a proxy user of the ticket); else the process's own login
         self.hadoop_user = hadoop_user or hadoop_user_of_process()
         self._via_proxy = config.get(YARN_JOBMANAGER_REST_ACCESS) == "web-proxy"
+        self._keytab: KeytabLogin | None = None  # the keytab login of a Kerberized cluster, once installed (_login)
 
     # -- connecting ---------------------------------------------------------------
 
@@ -158,7 +170,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
                 ResourceManager does not let the ticket's user impersonate it; nothing was staged or submitted.
         """
         conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
-        hadoop_conf = HadoopConfiguration.load(conf_dir)
+        hadoop_conf = self._login(HadoopConfiguration.load(conf_dir))
         proxy_user = self._proxy_user(hadoop_conf)
         paths = self._hdfs_paths(hadoop_conf)
         if proxy_user and isinstance(paths.client, SpnegoWebHdfsClient):
@@ -180,6 +192,8 @@ class YarnClusterDescriptor(ClusterDescriptor):
             release()
             raise
         try:
+            if self._keytab is not None:
+                self._java_login(gateway)  # first: a proxy user is made on top of the login
             if proxy_user:
                 act_as(gateway, proxy_user, proxy=True)
             elif self._acting_as and not is_kerberized(hadoop_conf):
@@ -205,6 +219,50 @@ class YarnClusterDescriptor(ClusterDescriptor):
         if not is_kerberized(hadoop_conf):
             return None
         return proxy_user_to_act_as(self._acting_as)
+
+    def _login(self, hadoop_conf: HadoopConfiguration) -> HadoopConfiguration:
+        """``hadoop_conf``, with this process logged in from the keytab of ``security.kerberos.login.*`` first when the
+        cluster is Kerberized and they are set (``keytab.py``; once per descriptor): checked before anything is reached.
+
+        Raises:
+            KeytabError: the options, the keytab or the KDC refuse the login, or they are given while acting as another
+                Hadoop user (the operator's per namespace); the message says what to do.
+        """
+        if self._keytab is None and is_kerberized(hadoop_conf):
+            keytab = keytab_login_of(self.config)
+            if keytab is not None and self._acting_as is not None:
+                # The login is the whole process's: a FlinkJob's keytab would replace the operator's own ticket,
+                # the real user of every namespace's proxy user.
+                raise KeytabError(
+                    f"a keytab login (security.kerberos.login.keytab/.principal) cannot be used while acting as Hadoop user "
+                    f"{self._acting_as} (the operator's user of a namespace): the operator deploys with its own Kerberos "
+                    "login and Hadoop proxy users; remove both options from the FlinkJob"
+                )
+            if keytab is not None:
+                principal = install(keytab)
+                self.progress(f"Logged in to Kerberos as {principal} from the keytab {keytab.keytab}")
+                self._keytab = keytab
+        return hadoop_conf
+
+    def _login_for_hdfs(self) -> None:
+        """:meth:`_login` before HDFS is read without a connection (savepoints); nothing without a Hadoop configuration
+        (the savepoint is then not on HDFS).
+
+        Raises:
+            KeytabError: as :meth:`_login`.
+        """
+        try:
+            hadoop_conf = self._hadoop_conf()
+        except YarnConfigurationError:
+            return
+        self._login(hadoop_conf)
+
+    def _java_login(self, gateway: JvmGateway) -> None:
+        assert self._keytab is not None
+        try:
+            java_login(gateway.jvm, self._keytab)
+        except Py4JJavaError as error:
+            raise KeytabError(f"the client's JVM cannot log in from the keytab {self._keytab.keytab}: {error.java_exception}") from error
 
     def _rest_client(self, hadoop_conf: HadoopConfiguration) -> ResourceManagerRest:
         """The ResourceManager's REST API (every ResourceManager of an HA cluster), as this client's Hadoop user (on a
@@ -340,13 +398,21 @@ class YarnClusterDescriptor(ClusterDescriptor):
                 ENV_CONTAINER_PYTHON: python.executable,
                 **({ENV_ARCHIVED_PYTHON: python.archived} if python.archived else {}),
             },
-            local_resources=(*resources, *self._dashboard(job.config, paths, staging.base)),
+            local_resources=(*resources, *self._dashboard(job.config, paths, staging.base), *self._ship_keytab(staging)),
             queue=opts.queue,
             priority=opts.priority,
             node_label=opts.node_label,
             tags=opts.tags,
             attempts=opts.attempts,
         )
+
+    def _ship_keytab(self, staging: StagingDirectory) -> tuple[LocalResourceDescriptor, ...]:
+        """The keytab of the login, for the ApplicationMaster alone (as Flink ships it, ``krb5.keytab``): private to
+        the application, mode 600 in its 0700 staging directory, removed with it; none without a keytab login."""
+        if self._keytab is None:
+            return ()
+        self.progress(f"Shipping the keytab {self._keytab.keytab} to the ApplicationMaster (private to the application)")
+        return (staging.write(KEYTAB_RESOURCE, self._keytab.keytab.read_bytes(), permission=KEYTAB_PERMISSION),)
 
     def _dashboard(self, config: Configuration, paths: HdfsPaths, staging_base: str) -> tuple[LocalResourceDescriptor, ...]:
         """Flink's web dashboard for the ApplicationMaster, shared on HDFS; none when the client has none to ship or
@@ -438,7 +504,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
             YarnConfigurationError: no usable Hadoop configuration.
         """
         conf_dir = hadoop_conf_dir(configured=self.config.get(ENV_HADOOP_CONF_DIR))
-        hadoop_conf = HadoopConfiguration.load(conf_dir)
+        hadoop_conf = self._login(HadoopConfiguration.load(conf_dir))
         return self._rest_client(hadoop_conf), self._hdfs_paths(hadoop_conf)
 
     def _application_report(self, cluster_id: str) -> tuple[ApplicationReport | None, HdfsPaths]:
@@ -542,6 +608,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
             SavepointError: it does not exist, is not a savepoint, or HDFS cannot be read.
             YarnConfigurationError: a Hadoop configuration directory is set but unusable.
         """
+        self._login_for_hdfs()
         files = webhdfs_file_system(path, self.config, user=self._acting_as)
         return read_savepoint(path, files) if files is not None else None
 
@@ -553,6 +620,7 @@ class YarnClusterDescriptor(ClusterDescriptor):
                 Hadoop configuration.
             YarnConfigurationError: a Hadoop configuration directory is set but unusable.
         """
+        self._login_for_hdfs()
         files = webhdfs_file_system(path, self.config, user=self._acting_as)
         if files is None:
             super().dispose_savepoint(path)

@@ -20,6 +20,11 @@ through the py4j gateway:
   container killed for its memory YARN's numbers (``statuses.py``).
 - ``deregister_application`` unregisters with the final status and
   diagnostics, then deletes the staging directory and stops the JVM.
+- With a keytab shipped by a client that logged in from it, a
+  DelegationTokenManager (``delegation_tokens.py``) obtains new HDFS delegation
+  tokens in this JVM in time; ``_distribute_tokens`` puts them where the job
+  reads tokens (this JVM's user, later launch contexts, the token file of the
+  processes this ApplicationMaster starts).
 
 Threads: every py4j call runs on one of two single-thread executors (AMRM
 calls on one, NodeManager calls on the other), never on the ResourceManager's
@@ -52,9 +57,18 @@ from jobcluster.backends.yarn.container_requests import (
     PendingContainerRequests,
     task_executor_resource,
 )
+from jobcluster.backends.yarn.delegation_tokens import (
+    DelegationTokenManager,
+    TokenRenewal,
+    renewed_token_file,
+    token_renewal_of,
+    token_storage,
+    write_token_file,
+)
 from jobcluster.backends.yarn.errors import StagingError, YarnClientError, YarnDeploymentError
 from jobcluster.backends.yarn.gateway import JvmGateway
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
+from jobcluster.backends.yarn.kerberos import client_java_options, is_kerberized, token_renewer
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
 from jobcluster.backends.yarn.options import yarn_options
 from jobcluster.backends.yarn.staging import HdfsPaths, StagingDirectory, webhdfs_client
@@ -95,7 +109,9 @@ class YarnDriverSettings:
     (``./environment/bin/python`` when the environment is shipped, else ``python.executable``), None
     to keep the launch context's; ``archived_python``: the interpreter of ``python.archives`` that ``python``
     (the skeleton's) links to, made in each container (``container_env.python_skeleton``). Bind host, cluster
-    and log directory are each container's own (``container_env.launch_command``).
+    and log directory are each container's own (``container_env.launch_command``). ``token_renewal``: new HDFS
+    delegation tokens from the shipped keytab (``delegation_tokens.py``), written to ``token_file`` too; None: the
+    client's tokens only.
     """
 
     hadoop_conf_dir: str
@@ -110,6 +126,8 @@ class YarnDriverSettings:
     gateway_log: str | None = None
     python: str | None = None
     archived_python: str | None = None
+    token_renewal: TokenRenewal | None = None
+    token_file: Path | None = None
 
 
 @dataclass
@@ -133,7 +151,10 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
 
     def __init__(self, settings: YarnDriverSettings, gateway_factory: Callable[[], JvmGateway] | None = None) -> None:
         self.settings = settings
-        self._gateway_factory = gateway_factory or (lambda: JvmGateway(settings.hadoop_conf_dir, log_file=settings.gateway_log))
+        # the realm configuration KRB5_CONFIG names (else the node's /etc/krb5.conf): the keytab login of token renewal
+        self._gateway_factory = gateway_factory or (
+            lambda: JvmGateway(settings.hadoop_conf_dir, log_file=settings.gateway_log, java_options=client_java_options())
+        )
         self._handler: ResourceEventHandler | None = None
         self._context: TaskExecutorLaunchContext | None = None
         self._gateway: JvmGateway | None = None
@@ -149,6 +170,7 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
         self._workers_released = False
         self._callbacks: set[asyncio.Task[None]] = set()
         self._container_tokens: Any = None  # the ByteBuffer every TaskExecutor container gets; None: no tokens
+        self._token_manager: DelegationTokenManager | None = None
         self.maximum: ContainerResource | None = None
         """The largest container YARN allocates (the registration's maximum capability)."""
 
@@ -180,6 +202,9 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
             log.info("recovered %d containers of the previous attempt", len(recovered))
             await handler.on_previous_attempt_workers_recovered([w.container_id for w in recovered])
         self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat_loop(), name="yarn-amrm-heartbeat")
+        if self.settings.token_renewal is not None:
+            self._token_manager = DelegationTokenManager(self.settings.token_renewal, self._jvm_and_gateway, self._distribute_tokens)
+            self._token_manager.start()
 
     def _start_and_register(self) -> list[_Worker]:
         self._gateway = self._gateway_factory()
@@ -230,9 +255,28 @@ class YarnResourceManagerDriver(ResourceManagerDriver):
                 log.warning("%s", error)
 
     async def close(self) -> None:
-        """Stop the heartbeat, the AMRM and NM clients and the JVM."""
+        """Stop the heartbeat, the token renewal, the AMRM and NM clients and the JVM."""
         await self._stop_heartbeat()
+        if self._token_manager is not None:
+            await self._token_manager.stop()
         await self._close_gateway()
+
+    def _jvm_and_gateway(self) -> tuple[Any, Any]:
+        gateway = self._gateway
+        if gateway is None:
+            raise JvmGatewayError("the ApplicationMaster's JVM is stopped")
+        return gateway.jvm, gateway.gateway
+
+    def _distribute_tokens(self, credentials: Any) -> None:
+        """New tokens (Java ``Credentials``, on the token manager's thread) to wherever the job reads tokens: this JVM's
+        user, the TaskExecutor containers launched from now on, and the token file of the processes this
+        ApplicationMaster starts, which the driver agent hands to the running Spark driver and its executors."""
+        jvm, _ = self._jvm_and_gateway()
+        user = jvm.org.apache.hadoop.security.UserGroupInformation.getCurrentUser()
+        user.addCredentials(credentials)
+        self._container_tokens = task_executor_tokens(jvm)
+        if self.settings.token_file is not None:
+            write_token_file(self.settings.token_file, token_storage(jvm, without_amrm_token(jvm, user.getCredentials())))
 
     def _unregister(self, final: str, diagnostics: str) -> None:
         assert self._gateway is not None
@@ -508,6 +552,9 @@ def create_driver(config: Configuration, rest_url: str) -> YarnResourceManagerDr
     yarn = yarn_options(config, job_name="")
     url = urlsplit(rest_url)
     hadoop_conf = HadoopConfiguration.load(env.hadoop_conf_dir)
+    renewal = token_renewal_of(config, token_renewer(hadoop_conf), Path.cwd()) if is_kerberized(hadoop_conf) else None
+    # before anything reads the container's tokens, and before the program starts: all of them read the renewed file
+    token_file = renewed_token_file(Path.cwd(), os.environ) if renewal is not None else None
     paths = HdfsPaths(webhdfs_client(hadoop_conf), hadoop_conf.default_fs)
     return YarnResourceManagerDriver(
         YarnDriverSettings(
@@ -523,5 +570,7 @@ def create_driver(config: Configuration, rest_url: str) -> YarnResourceManagerDr
             gateway_log=str(Path(env.log_dir) / "gateway.log"),
             python=env.python,
             archived_python=env.archived_python,
+            token_renewal=renewal,
+            token_file=token_file,
         )
     )

@@ -83,10 +83,11 @@ def ticket_cache(environ: Mapping[str, str] | None = None) -> str:
 
 
 def no_ticket_message(cache: str, user: str) -> str:
-    """What to do without a ticket (keytab logins are a later step; Flink's security.kerberos.login.* is not read)."""
+    """What to do without a ticket: kinit, or a keytab login (Flink's security.kerberos.login.*, ``keytab.py``)."""
     return (
-        f"no Kerberos ticket in {cache}: run kinit <principal> (e.g. kinit {user}) before jobcluster; it uses the ticket "
-        "cache as Hadoop's own clients do (logins from a keytab, security.kerberos.login.keytab/.principal, are not supported yet)"
+        f"no Kerberos ticket in {cache}: run kinit <principal> (e.g. kinit {user}) before jobcluster, which uses the ticket "
+        "cache as Hadoop's own clients do; or log in from a keytab with security.kerberos.login.keytab and "
+        "security.kerberos.login.principal"
     )
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import requests
-from hdfs import Client, InsecureClient, TokenClient
+from hdfs import Client, InsecureClient
 from hdfs.util import HdfsError
 
 from jobcluster.backends.yarn.config_options import YARN_STAGING_DIRECTORY, YARN_WEBHDFS_URL
@@ -91,11 +91,27 @@ def webhdfs_client(
         base = ";".join(hadoop_conf.webhdfs_urls())
     if not is_kerberized(hadoop_conf):
         return InsecureClient(base, user=user or hadoop_user(), timeout=timeout)
-    token = hdfs_token(container_tokens(environ))
-    if token is not None:
-        return TokenClient(base, token.url_string(), timeout=timeout)
+    if hdfs_token(container_tokens(environ)) is not None:
+        session = requests.Session()
+        session.auth = ContainerTokenAuth(environ)
+        return Client(base, timeout=timeout, session=session)
     check_ticket(environ)
     return SpnegoWebHdfsClient(base, timeout, proxy_user=proxy_user)
+
+
+class ContainerTokenAuth(requests.auth.AuthBase):
+    """WebHDFS's ``delegation=`` with the container's HDFS delegation token as it is when the request is sent: the
+    ApplicationMaster's token file is rewritten when its DelegationTokenManager obtains new tokens
+    (``delegation_tokens.py``), so a request late in a long job carries a token that is still valid."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self.environ = environ
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        token = hdfs_token(container_tokens(self.environ))
+        if token is not None and request.url is not None:
+            request.prepare_url(request.url, {"delegation": token.url_string()})
+        return request
 
 
 @contextmanager
@@ -238,11 +254,12 @@ class StagingDirectory:
             self.paths.client.write(remote, data=data, overwrite=True)
         return self.paths.describe(remote, key, type)
 
-    def write(self, key: str, data: bytes) -> LocalResourceDescriptor:
-        """Store ``data`` as ``<dir>/<key>`` and describe it (APPLICATION, FILE)."""
+    def write(self, key: str, data: bytes, permission: str | None = None) -> LocalResourceDescriptor:
+        """Store ``data`` as ``<dir>/<key>`` (with ``permission``, octal; None: the NameNode's umask) and describe it
+        (APPLICATION, FILE)."""
         remote = self.remote_path(key)
         with hdfs_errors(f"cannot write {self.paths.qualify(remote)}"):
-            self.paths.client.write(remote, data=data, overwrite=True)
+            self.paths.client.write(remote, data=data, overwrite=True, permission=permission)
         return self.paths.describe(remote, key)
 
     def exists(self) -> bool:

@@ -18,6 +18,7 @@ import traceback
 
 from jobcluster.spark.driver_agent.agent import DriverAgent, NonRestoredStateError
 from jobcluster.spark.driver_agent.checkpoint_lease import CheckpointLeaseError
+from jobcluster.spark.driver_agent.delegation_tokens import watch_token_file
 from jobcluster.spark.driver_agent.endpoint import serve_in_thread
 from jobcluster.spark.driver_agent.pyspark_hooks import install
 from jobcluster.spark.driver_agent.settings import EXIT_NOT_RESTARTABLE, AgentSettings
@@ -38,6 +39,7 @@ def main() -> None:
     agent = DriverAgent(settings)
     install(agent)
     serve_in_thread(agent, secret)
+    watch_token_file()  # new Hadoop delegation tokens reach the running driver and its executors (YARN with a keytab)
     atexit.register(agent.release_leases)  # after the hold below: a savepoint's copy still reads the checkpoints
     atexit.register(agent.after_await)  # a program that ends without waiting for its queries is held as well
     program = os.path.abspath(sys.argv[1])
