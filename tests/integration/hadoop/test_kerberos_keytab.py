@@ -3,10 +3,10 @@ rows 3 and 5) on the Kerberized test cluster, with no ticket cache at all:
 
 1. a keytab the login cannot use (keys the KDC no longer takes, no key of the principal) is refused with what to do,
    before anything is staged or submitted;
-2. a job deployed from alice's keytab runs, and the keytab reaches its ApplicationMaster only: staged mode 600 in the
-   application's staging directory (removed with it), localized into the ApplicationMaster's container and no
-   TaskExecutor's;
-3. the JobManager's DelegationTokenManager, one round in a JVM of its own: tokens from the keytab.
+2. the JobManager's DelegationTokenManager, one round in a JVM of its own: tokens from the keytab.
+
+A job deployed from a keytab, which only its ApplicationMaster gets, is test_kerberos_long_job.py's (one job cluster
+for both).
 """
 
 from __future__ import annotations
@@ -27,14 +27,11 @@ from tests.infra.hadoop.secure_cluster import KerberizedHadoopCluster
 from tests.integration.hadoop.test_kerberos_job_cluster import (
     WAITS,
     alice,  # noqa: F401 - fixtures of this module too
-    application_id_in,
     applications,
-    applications_active,
     cli,
     cli_env,  # noqa: F401
     hadoop_conf,  # noqa: F401
     hdfs,  # noqa: F401
-    job_settings,
     staged,
 )
 
@@ -73,43 +70,6 @@ def test_keytabs_the_login_cannot_use_are_refused_before_anything_is_deployed(
     for result in (stale, other):
         assert "Created YARN application" not in result.stderr
     assert applications(hadoop_conf) == before
-    assert staged(hdfs) == []
-
-
-def test_a_job_logs_in_from_the_keytab_which_only_its_application_master_gets(
-    kerberized_hadoop_cluster: KerberizedHadoopCluster,
-    cli_env: dict[str, str],  # noqa: F811
-    alice: dict[str, str],  # noqa: F811
-    hadoop_conf: HadoopConfiguration,  # noqa: F811
-    hdfs,  # type: ignore[no-untyped-def]  # noqa: F811
-) -> None:
-    cluster = kerberized_hadoop_cluster
-    env = {**cli_env, **cluster.no_ticket_env()}
-    login = keytab_options(cluster.keytab("alice"), "alice")  # the realm from krb5.conf's default
-    result = cli(env, "run", "-t", "yarn-per-job", "-d", "-p", "1", *login, *job_settings(alice), str(WAITS), "300")
-    assert result.returncode == 0, result.stderr
-    assert f"Logged in to Kerberos as {cluster.principal('alice')} from the keytab {cluster.keytab('alice')}" in result.stderr
-    application = application_id_in(result.stderr)
-    try:
-        status = hdfs.status(f"/user/alice/.jobcluster/{application}/krb5.keytab")
-        assert (status["owner"], status["permission"]) == ("alice", "600")
-        assert int(status["length"]) == cluster.keytab("alice").stat().st_size
-        # Localized into the ApplicationMaster's container (attempt 1's first container), and into no other.
-        deadline = time.monotonic() + 120
-        scripts: list[Path] = []
-        while len(scripts) < 2 and time.monotonic() < deadline:
-            time.sleep(1)
-            scripts = sorted((cluster.log_dir / "userlogs" / application).glob("*/launch_container.sh"))
-        assert len(scripts) >= 2, scripts
-        shipped = {script.parent.name for script in scripts if '"krb5.keytab"' in script.read_text()}
-        assert shipped == {next(s.parent.name for s in scripts if s.parent.name.endswith("_000001"))}
-    finally:
-        cancelled = cli(env, "cancel", application, "-t", "yarn-per-job", *login)
-    assert cancelled.returncode == 0, cancelled.stderr
-    deadline = time.monotonic() + 60
-    while (application in applications_active(hadoop_conf) or staged(hdfs)) and time.monotonic() < deadline:
-        time.sleep(1)
-    assert application not in applications_active(hadoop_conf)
     assert staged(hdfs) == []
 
 

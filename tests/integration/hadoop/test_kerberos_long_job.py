@@ -40,7 +40,7 @@ from tests.integration.conftest import SHORT_TOKENS
 from tests.integration.hadoop.test_yarn_job_cluster import application_id_in, cli, container_process, job_id_in, wait_for
 from tests.support.streaming import PROGRAM, lines, local_batches, wait_for_counts, word_counts
 
-pytestmark = [pytest.mark.hadoop, pytest.mark.kerberos, pytest.mark.kafka]
+pytestmark = [pytest.mark.hadoop, pytest.mark.kerberos, pytest.mark.kafka, pytest.mark.token_expiry]
 
 COUNT_TIMEOUT = 300.0
 YARN = ("-t", "yarn-per-job")
@@ -159,6 +159,12 @@ def test_a_streaming_job_outlives_its_delegation_tokens_then_stops_with_a_savepo
     assert "Shipping the keytab" in started.stderr, started.stderr
     first, job = application_id_in(started.stderr), job_id_in(started.stdout)
     wait_for_counts(local_batches(out), expected, COUNT_TIMEOUT, "the first part")
+    # The keytab went to the ApplicationMaster only: staged alice's and 600, localized into its container alone.
+    status = hdfs.status(f"/user/alice/.jobcluster/{first}/krb5.keytab")
+    assert (status["owner"], status["permission"], int(status["length"])) == ("alice", "600", cluster.keytab("alice").stat().st_size)
+    scripts = sorted((cluster.log_dir / "userlogs" / first).glob("*/launch_container.sh"))
+    assert len(scripts) >= 2, scripts  # the ApplicationMaster's and a TaskExecutor's at least
+    assert {s.parent.name for s in scripts if '"krb5.keytab"' in s.read_text()} == {f"container_{first[len('application_') :]}_01_000001"}
 
     # Idle until the client's token is dead, then a TaskExecutor's container lost: its replacement starts on new tokens.
     time.sleep(max(0.0, issued + MAX_LIFETIME + 15 - time.monotonic()))

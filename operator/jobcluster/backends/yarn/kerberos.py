@@ -186,26 +186,37 @@ class SpnegoWebHdfsClient(Client):  # type: ignore[misc]
                 trust, or none) or the renewer (403).
             requests.RequestException: no NameNode answered.
         """
+        base, response = self.ask_active_namenode({"op": "GETDELEGATIONTOKEN", "renewer": renewer})
+        if response.status_code == 401:
+            raise KerberosLoginError(unaccepted_ticket_message(base))
+        if not response.ok:
+            message = remote_exception_message(response)[:300]
+            raise KerberosLoginError(
+                f"the NameNode at {base} gave no delegation token for renewer {renewer} ({response.status_code}"
+                f"{': ' + message if message else ''}); {RM_PRINCIPAL} must name the ResourceManager as the cluster runs it"
+            )
+        return decode_url_string(response.json()["Token"]["urlString"]).for_hdfs_rpc()
+
+    def ask_active_namenode(self, params: Mapping[str, str]) -> tuple[str, requests.Response]:
+        """The base URL and the answer of the first active NameNode of ``url`` to WebHDFS ``GET /webhdfs/v1/`` with
+        ``params`` (and ``doas``): one that cannot be reached, or a standby's refusal, moves on to the next (HA).
+
+        Raises:
+            requests.RequestException: no NameNode answered.
+        """
         last: Exception | None = None
         for base in self.urls:
-            url = f"{base.rstrip('/')}/webhdfs/v1/"
             try:
-                params = {"op": "GETDELEGATIONTOKEN", "renewer": renewer, **self.doas()}
-                response = self.session.get(url, params=params, timeout=self.request_timeout)
+                response = self.session.get(
+                    f"{base.rstrip('/')}/webhdfs/v1/", params={**params, **self.doas()}, timeout=self.request_timeout
+                )
             except requests.ConnectionError as error:
                 last = error
                 continue
             if response.status_code == 403 and "StandbyException" in response.text:
                 last = requests.HTTPError(f"{base} is a standby NameNode")
                 continue
-            if response.status_code == 401:
-                raise KerberosLoginError(unaccepted_ticket_message(base))
-            if not response.ok:
-                raise KerberosLoginError(
-                    f"the NameNode at {base} gave no delegation token for renewer {renewer} ({response.status_code}"
-                    f"{_remote_message(response)}); {RM_PRINCIPAL} must name the ResourceManager as the cluster runs it"
-                )
-            return decode_url_string(response.json()["Token"]["urlString"]).for_hdfs_rpc()
+            return base, response
         raise last or requests.ConnectionError("no NameNode to ask")
 
 
@@ -218,9 +229,10 @@ def unaccepted_ticket_message(service_url: str) -> str:
     )
 
 
-def _remote_message(response: requests.Response) -> str:
+def remote_exception_message(response: requests.Response) -> str:
+    """The message of a Hadoop server's ``RemoteException`` answer (WebHDFS's, the ResourceManager's), "" for any other."""
     try:
         document: Any = response.json()
-        return f": {str(document['RemoteException']['message'])[:300]}"
+        return str(document["RemoteException"]["message"])
     except (ValueError, KeyError, TypeError):
         return ""

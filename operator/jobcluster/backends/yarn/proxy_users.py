@@ -25,12 +25,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
-
-import requests
 
 from jobcluster.backends.yarn.errors import YarnConfigurationError
-from jobcluster.backends.yarn.kerberos import SpnegoWebHdfsClient, check_ticket
+from jobcluster.backends.yarn.kerberos import SpnegoWebHdfsClient, check_ticket, remote_exception_message
 
 HADOOP_PROXY_USER = "HADOOP_PROXY_USER"
 """The environment variable with which Hadoop's clients (``UserGroupInformation``) act as a proxy user of the
@@ -101,28 +98,8 @@ def check_impersonation(client: SpnegoWebHdfsClient) -> None:
         ProxyUserRefusedError: the NameNode refused the impersonation.
         requests.RequestException: no NameNode answered.
     """
-    last: Exception | None = None
-    for base in client.urls:
-        url = f"{base.rstrip('/')}/webhdfs/v1/"
-        try:
-            response = client.session.get(url, params={"op": "GETHOMEDIRECTORY", **client.doas()}, timeout=client.request_timeout)
-        except requests.ConnectionError as error:
-            last = error
-            continue
-        if response.status_code == 403 and "StandbyException" in response.text:
-            last = requests.HTTPError(f"{base} is a standby NameNode")
-            continue
-        if response.status_code == 403:
-            refusal = refused(_remote_message(response) or response.text, f"The NameNode at {base}")
-            if refusal is not None:
-                raise refusal
-        return
-    raise last or requests.ConnectionError("no NameNode to ask")
-
-
-def _remote_message(response: requests.Response) -> str:
-    try:
-        document: Any = response.json()
-        return str(document["RemoteException"]["message"])
-    except (ValueError, KeyError, TypeError):
-        return ""
+    base, response = client.ask_active_namenode({"op": "GETHOMEDIRECTORY"})
+    if response.status_code == 403:
+        refusal = refused(remote_exception_message(response) or response.text, f"The NameNode at {base}")
+        if refusal is not None:
+            raise refusal
