@@ -39,7 +39,9 @@ def main() -> None:
     agent = DriverAgent(settings)
     install(agent)
     serve_in_thread(agent, secret)
-    watch_token_file()  # new Hadoop delegation tokens reach the running driver and its executors (YARN with a keytab)
+    tokens = watch_token_file()  # new Hadoop delegation tokens reach the running driver and its executors (YARN with a keytab)
+    if tokens is not None:
+        atexit.register(tokens.stop)
     atexit.register(agent.release_leases)  # after the hold below: a savepoint's copy still reads the checkpoints
     atexit.register(agent.after_await)  # a program that ends without waiting for its queries is held as well
     program = os.path.abspath(sys.argv[1])
