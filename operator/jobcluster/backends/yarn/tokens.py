@@ -17,9 +17,11 @@ this module is what Python needs of the same formats:
 - :func:`read_token_storage`: ``Credentials.readTokenStorageStream``, the
   container's token file (format 0, Writable; format 1, protobuf).
 
-Later rows plug in here: a keytab login that renews or re-obtains tokens
-(streaming jobs), and a proxy user's tokens, produce the same ``{alias: Token}``
-maps. Errors: :class:`TokenFormatError` for bytes that are not what they claim.
+A proxy user's token (``proxy_users.py``) is the same kind of token, owned by
+that user; new tokens from a keytab login (``delegation_tokens.py``) are
+obtained and written by Hadoop's own classes in the ApplicationMaster's JVM, and
+read back here from the token file. Errors: :class:`TokenFormatError` for bytes
+that are not what they claim.
 """
 
 from __future__ import annotations
