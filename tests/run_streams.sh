@@ -103,6 +103,10 @@ run kubernetes kubernetes &
 run others others &
 wait
 
+# where the time went, for whoever plans CI's budget: the test files that took longest, by stream. Printed before the
+# verdicts, so that the end of the log (what is read first) says what failed.
+"$PY" -m tests.support.test_times "$results"/*.xml || true
+
 status=0
 for name in kubernetes others; do
     read -r code seconds <"$results/$name.rc" || { code=1 seconds=?; }
@@ -110,6 +114,4 @@ for name in kubernetes others; do
     echo "stream $name: $verdict after $seconds s"
     [[ $code == 0 ]] || failures "$name"
 done
-# where the time went, for whoever plans CI's budget: the test files that took longest, by stream
-"$PY" -m tests.support.test_times "$results"/*.xml || true
 exit $status
