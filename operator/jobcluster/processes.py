@@ -84,7 +84,12 @@ def kill_process_tree(pid: int, grace_seconds: float = 5.0, extra: Sequence[psut
     Descendants are collected *before* signalling, since children re-parent
     once their parent is gone and could not be found afterwards.
     """
-    procs = process_tree(pid) + list(extra)
+    kill_processes(process_tree(pid) + list(extra), grace_seconds)
+
+
+def kill_processes(procs: Sequence[psutil.Process], grace_seconds: float = 5.0) -> None:
+    """SIGTERM each of ``procs``, SIGKILL those alive after ``grace_seconds``; returns once they ended (or another
+    ``grace_seconds`` passed)."""
     for proc in procs:
         try:
             proc.terminate()
@@ -97,6 +102,22 @@ def kill_process_tree(pid: int, grace_seconds: float = 5.0, extra: Sequence[psut
         except psutil.NoSuchProcess:
             pass
     wait_until_ended(alive, grace_seconds)
+
+
+def processes_with_environment(name: str, value: str) -> list[psutil.Process]:
+    """Every live process (of those this user may inspect) whose environment sets ``name`` to ``value``.
+
+    Why: the descendants of a process that was killed inherited its environment, in whatever session they started
+    and wherever they were re-parented; a variable unique to it finds what it left behind.
+    """
+    found = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and proc.environ().get(name) == value:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
 
 
 #: Seconds between checks of :func:`wait_until_ended`.

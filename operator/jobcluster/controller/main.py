@@ -142,6 +142,21 @@ class Duration(click.ParamType[float]):
     "and a path at or below the prefix's (repeatable), e.g. https://artifacts.example.com/jobs/. Redirects must stay "
     "under an allowed prefix too. Default: none, and a FlinkJob naming an http(s) program fails (ProgramUrlNotAllowed).",
 )
+@click.option(
+    "--kerberos-principal",
+    metavar="PRINCIPAL",
+    default=None,
+    help="Log in to Kerberos as PRINCIPAL from --kerberos-keytab (as Flink's security.kerberos.login.principal and .keytab "
+    "do for a client): the operator's own identity on Kerberized YARN clusters, which acts as each namespace's Hadoop "
+    "user (jobcluster.operator.yarn.hadoop-users) through Hadoop's proxy users. Its ticket is renewed from the keytab. "
+    "The chart sets both from yarn.kerberos.",
+)
+@click.option(
+    "--kerberos-keytab",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The keytab holding --kerberos-principal's keys.",
+)
 def operator(
     namespaces: tuple[str, ...],
     excluded_namespaces: tuple[str, ...],
@@ -157,6 +172,8 @@ def operator(
     renew_deadline: float,
     retry_period: float,
     program_url_prefixes: tuple[str, ...],
+    kerberos_principal: str | None,
+    kerberos_keytab: Path | None,
 ) -> None:
     """Run the FlinkJob operator: each FlinkJob becomes its own job cluster; its status says how the job goes.
 
@@ -202,6 +219,8 @@ def operator(
         allowed_kinds(defaults)
         allowed_accounts(defaults)
         yarn = yarn_clusters(defaults) if yarn_supported() else None
+        if kerberos_principal or kerberos_keytab:
+            kerberos_login(kerberos_principal, kerberos_keytab)
         api = load_api_client(Configuration(defaults))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--lease-duration/--renew-deadline/--retry-period") from None
@@ -228,6 +247,32 @@ def yarn_supported() -> bool:
     """Whether this process can deploy to YARN: PySpark (and with it py4j, and the environment shipped to YARN) is
     installed; the operator image has neither."""
     return importlib.util.find_spec("pyspark") is not None
+
+
+def kerberos_login(principal: str | None, keytab: Path | None) -> None:
+    """Log this process in to Kerberos from ``keytab`` as ``principal`` (``backends/yarn/keytab.py``: the file and the
+    KDC checked, a private credential cache the keytab refreshes, which the YARN client JVMs read too).
+
+    Raises:
+        click.UsageError: one option without the other, or an operator without YARN support (the operator image).
+        click.ClickException: the keytab or the KDC refuses the login (the message says what to do).
+    """
+    if not principal or not keytab:
+        raise click.UsageError("a Kerberos login needs both --kerberos-principal and --kerberos-keytab")
+    if not yarn_supported():
+        raise click.UsageError(f"--kerberos-principal is for FlinkJobs on YARN, and {NO_YARN}")
+    from jobcluster.backends.yarn.config_options import KERBEROS_LOGIN_KEYTAB, KERBEROS_LOGIN_PRINCIPAL
+    from jobcluster.backends.yarn.keytab import KeytabError, install, keytab_login_of
+
+    options = {KERBEROS_LOGIN_KEYTAB.key: str(keytab.absolute()), KERBEROS_LOGIN_PRINCIPAL.key: principal}
+    try:
+        login = keytab_login_of(Configuration(options))
+        assert login is not None
+        log.info("logged in to Kerberos as %s from the keytab %s", install(login), keytab)
+    except KeytabError as exc:  # its checks name the client's options, which are this command's flags here
+        message = str(exc).replace(KERBEROS_LOGIN_KEYTAB.key, "--kerberos-keytab")
+        message = message.replace(KERBEROS_LOGIN_PRINCIPAL.key, "--kerberos-principal")
+        raise click.ClickException(message) from None
 
 
 def yarn_clusters(defaults: dict[str, str]) -> Callable[[kubernetes.client.ApiClient], TargetClusters]:

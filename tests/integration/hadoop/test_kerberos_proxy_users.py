@@ -1,5 +1,6 @@
-"""The FlinkJob operator's per-namespace Hadoop users on the Kerberized test cluster: one process holding the
-operator's ticket deploys, lists and kills as alice and as bob through Hadoop's proxy users (issue 42, rows 4 and 5).
+"""The FlinkJob operator's per-namespace Hadoop users on the Kerberized test cluster: one process, logged in from the
+operator's keytab as ``jobcluster operator --kerberos-principal --kerberos-keytab`` logs in, deploys, lists and kills
+as alice and as bob through Hadoop's proxy users (issue 42, rows 4 and 5).
 
 The session's cluster lets the ``operator`` principal impersonate the group ``users`` (alice, bob) from any host,
 and nobody else impersonate anyone (``KERBEROS_SETTINGS`` in the conftest).
@@ -18,6 +19,7 @@ and nobody else impersonate anyone (``KERBEROS_SETTINGS`` in the conftest).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -40,6 +42,7 @@ from jobcluster.client.cluster_client import RestClusterClient
 from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.program import build_job_graph, packaged_program
 from jobcluster.config.loader import load_configuration
+from jobcluster.controller.main import kerberos_login
 from jobcluster.memory.taskexecutor import task_executor_process_spec_from_config
 from tests.infra.hadoop.secure_cluster import KerberizedHadoopCluster
 from tests.integration.conftest import OPERATOR_USER
@@ -53,18 +56,21 @@ STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "
 
 @pytest.fixture(scope="module")
 def operator_login(
-    kerberized_hadoop_cluster: KerberizedHadoopCluster, tmp_path_factory: pytest.TempPathFactory
+    kerberized_hadoop_cluster: KerberizedHadoopCluster,
 ) -> Iterator[dict[str, str]]:
-    """This process as the operator: its ticket (from its keytab), the realm, the CA of the cluster's HTTPS."""
+    """This process as the operator: logged in from its keytab as ``jobcluster operator --kerberos-principal
+    --kerberos-keytab`` logs in (its ticket in a private cache the keytab refreshes), the realm, the CA of the cluster's
+    HTTPS; the environment is this process's again afterwards."""
     cluster = kerberized_hadoop_cluster
-    login = cluster.kinit(OPERATOR_USER, tmp_path_factory.mktemp("operator") / "ccache", use_keytab=True)
-    env = {**login, "REQUESTS_CA_BUNDLE": str(cluster.ca_cert)}
     with pytest.MonkeyPatch.context() as patch:
-        for key, value in env.items():
-            patch.setenv(key, value)
+        patch.setenv("KRB5_CONFIG", str(cluster.krb5_conf))
+        patch.setenv("REQUESTS_CA_BUNDLE", str(cluster.ca_cert))
+        for set_by_the_login in ("KRB5CCNAME", "KRB5_CLIENT_KTNAME"):
+            patch.setenv(set_by_the_login, "")  # restored (or removed) when the module ends
         patch.delenv("HADOOP_CONF_DIR", raising=False)
         patch.delenv("YARN_CONF_DIR", raising=False)
-        yield env
+        kerberos_login(OPERATOR_USER, cluster.keytab(OPERATOR_USER))
+        yield {name: os.environ[name] for name in ("KRB5_CONFIG", "KRB5CCNAME", "REQUESTS_CA_BUNDLE")}
 
 
 @pytest.fixture(scope="module")

@@ -65,6 +65,7 @@ def test_the_chart_lints_clean_with_every_kind_of_values():
         ["--set", "watchNamespaces={a,b}", "--set", "metrics.serviceMonitor.enabled=true"],
         ["--set", "imagePullSecrets[0].name=registry", "--set", "jobServiceAccount.create=false"],
         ["--set", "leaderElection.enabled=false", "--set", "replicas=1"],
+        ["--set", "yarn.hadoopUsers.a=b", "--set", "yarn.kerberos.principal=p@R", "--set", "yarn.kerberos.keytabSecret=k"],
     ):
         result = helm("lint", "--strict", str(CHART), *values, check=False)
         assert result.returncode == 0 and "0 chart(s) failed" in result.stdout, result.stdout + result.stderr
@@ -151,6 +152,39 @@ def test_allowed_program_urls_become_the_operators_options():
     assert [a for a in args if a.startswith("--allow-program-url")] == [f"--allow-program-url={p}" for p in prefixes]
     (default,) = by_kind(render(), "Deployment")
     assert not [a for a in default["spec"]["template"]["spec"]["containers"][0]["args"] if a.startswith("--allow-program-url")]
+
+
+def test_the_operators_kerberos_login_comes_from_a_secret_and_its_realm_from_a_config_map():
+    on_yarn = ("--set", "yarn.hadoopUsers.analytics=etl", "--set", "yarn.kerberos.principal=jobcluster/ops@EXAMPLE.COM")
+    (deployment,) = by_kind(
+        render(*on_yarn, "--set", "yarn.kerberos.keytabSecret=ops-keytab", "--set", "yarn.kerberos.krb5ConfigMap=realm"), "Deployment"
+    )
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["args"][-2:] == [
+        "--kerberos-principal=jobcluster/ops@EXAMPLE.COM",
+        "--kerberos-keytab=/etc/jobcluster-kerberos/krb5.keytab",
+    ]
+    assert {"name": "KRB5_CONFIG", "value": "/etc/jobcluster-krb5/krb5.conf"} in container["env"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["kerberos-keytab"] == "/etc/jobcluster-kerberos" and mounts["krb5-conf"] == "/etc/jobcluster-krb5"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    keytab = volumes["kerberos-keytab"]["secret"]
+    assert keytab["secretName"] == "ops-keytab" and keytab["items"] == [{"key": "krb5.keytab", "path": "krb5.keytab"}]
+    assert keytab["defaultMode"] == 0o440, "readable by the pod's group only"
+    assert volumes["krb5-conf"]["configMap"] == {"name": "realm", "items": [{"key": "krb5.conf", "path": "krb5.conf"}]}
+
+    (plain,) = by_kind(render("--set", "yarn.hadoopUsers.analytics=etl"), "Deployment")
+    (container,) = plain["spec"]["template"]["spec"]["containers"]
+    assert not [a for a in container["args"] if a.startswith("--kerberos")] and "KRB5_CONFIG" not in str(container["env"])
+
+    for values, says in [
+        (on_yarn, "yarn.kerberos.keytabSecret is not"),
+        (("--set", "yarn.hadoopUsers.a=b", "--set", "yarn.kerberos.keytabSecret=k"), "yarn.kerberos.principal is not"),
+        (("--set", "yarn.kerberos.principal=p", "--set", "yarn.kerberos.keytabSecret=k"), "which yarn.hadoopUsers enables"),
+    ]:
+        refused = helm("template", "jobcluster", str(CHART), *values, check=False)
+        assert refused.returncode != 0 and says in refused.stderr, refused.stderr
 
 
 def test_image_pull_secrets_reach_the_operator_pod_and_the_job_clusters_configuration():

@@ -4,8 +4,10 @@ Each requested worker is a ``python -m jobcluster.runtime.taskexecutor``
 process in a session of its own, given the process spec's dynamic configs, so
 the TaskExecutor, its Spark worker and the worker's executors can be stopped
 together. A worker that exits is reported to the ResourceManager with its
-exit code and what it means, and whatever it left behind in its session is
-killed then.
+exit code and what it means, and whatever it left behind is killed then: its
+session, and the processes that inherited its ResourceID
+(``JOBCLUSTER_RESOURCE_ID``), which its Spark worker and executors did in
+sessions of their own, before its scratch files are removed.
 
 Nothing limits a local TaskExecutor's memory, so each one's process tree is
 measured every ``jobcluster.local.memory-check-interval`` against its size
@@ -29,7 +31,7 @@ from jobcluster.config import options
 from jobcluster.errors import ResourceManagerError
 from jobcluster.jobgraph.job_status import ApplicationStatus
 from jobcluster.memory.spec import TaskExecutorProcessSpec
-from jobcluster.processes import ChildProcess
+from jobcluster.processes import ChildProcess, kill_processes, processes_with_environment
 from jobcluster.runtime.entrypoint.layout import scratch_dir
 from jobcluster.runtime.resourcemanager.driver import (
     ResourceEventHandler,
@@ -37,6 +39,7 @@ from jobcluster.runtime.resourcemanager.driver import (
     TaskExecutorLaunchContext,
 )
 from jobcluster.runtime.resourcemanager.worker_termination import MemoryKill, WorkerTermination, exit_code_meaning, exit_code_status
+from jobcluster.runtime.taskexecutor.launch import ENV_RESOURCE_ID
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +102,7 @@ class LocalProcessDriver(ResourceManagerDriver):
         await _cancel(worker.monitor)
         await worker.process.stop(grace_seconds=2.0)  # whatever the TaskExecutor left in its session
         self._workers.pop(resource_id, None)
-        await self._remove_scratch(resource_id)
+        await self._remove_remains(resource_id)
         if not worker.released and self._handler is not None:
             await self._handler.on_worker_terminated(resource_id, process_termination(code, worker.process.log_file, worker.check))
 
@@ -125,11 +128,17 @@ class LocalProcessDriver(ResourceManagerDriver):
         await worker.process.stop(grace_seconds)
         if worker.watcher is not None:
             await asyncio.gather(worker.watcher, return_exceptions=True)
-        await self._remove_scratch(resource_id)
+        await self._remove_remains(resource_id)
 
-    async def _remove_scratch(self, resource_id: str) -> None:
-        """A stopped TaskExecutor's Spark scratch files (shuffle, spill, executor dirs): nobody reads them again."""
+    async def _remove_remains(self, resource_id: str) -> None:
+        """What a stopped TaskExecutor left: processes (its Spark worker and executors, when it was killed before it
+        could stop them: they run in sessions of their own and would write on into its scratch directory), then its
+        Spark scratch files (shuffle, spill, executor dirs), which nobody reads again."""
         assert self._context is not None, "driver not initialized"
+        left = await asyncio.to_thread(processes_with_environment, ENV_RESOURCE_ID, resource_id)  # reads /proc: off the loop
+        if left:
+            log.info("stopping %d process(es) TaskExecutor %s left behind", len(left), resource_id)
+            await asyncio.to_thread(kill_processes, left, 2.0)
         await asyncio.to_thread(shutil.rmtree, scratch_dir(self._context.location.cluster_dir, resource_id), ignore_errors=True)
 
     async def release_all_workers(self) -> None:
