@@ -121,13 +121,15 @@ unit: venv
 # resolved for Python 3.11 on Linux, each with the SHA-256 of its files on PyPI, by pip-tools in a virtualenv of its own (a few minutes: it
 # fetches every file to hash it). Run it after changing the dependencies; a unit test says when it is due.
 PIP_TOOLS := $(CACHE)/pip-tools-7.6.2
+# The extras the job image has besides the dependencies: an operator on it serves Kerberized YARN clusters.
+JOB_IMAGE_EXTRAS := kerberos
 # What the operator image leaves out (entrypoints/requirements-operator.txt): Spark and what only YARN or a driver needs.
 OPERATOR_EXCLUDED := pyspark hdfs venv-pack wrapt
 lock:
 	@[ -x $(PIP_TOOLS)/bin/pip-compile ] || { $(PYTHON) -m venv $(PIP_TOOLS) && $(PIP_TOOLS)/bin/pip install --quiet 'pip-tools==7.6.2'; }
 	sed -n '1,4p' entrypoints/requirements.txt > entrypoints/requirements.txt.new
 	$(PIP_TOOLS)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-header --no-emit-find-links \
-		--output-file - pyproject.toml >> entrypoints/requirements.txt.new
+		--extra $(JOB_IMAGE_EXTRAS) --output-file - pyproject.toml >> entrypoints/requirements.txt.new
 	mv entrypoints/requirements.txt.new entrypoints/requirements.txt
 	$(PYTHON) -c 'import sys, tomllib; print(*(d for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"] \
 		if d.split("[")[0].split(">")[0].split("=")[0].strip().lower() not in sys.argv[1:]), sep="\n")' $(OPERATOR_EXCLUDED) \

@@ -30,9 +30,11 @@ PY_SPARK35=${PY_SPARK35:-.venv-pyspark3.5/bin/python}
 pytest=("$PY" -m pytest -ra --durations=15 "$@")
 pytest_spark35=("$PY_SPARK35" -m pytest -ra --durations=5 "$@")
 # the tests of the first stream; the second runs all others. The object-storage tests of the local and YARN targets
-# (marker s3, ~4 min), the YARN clients behind a firewall (marker firewall, ~5 min) and the streaming job that outlives
-# its delegation tokens (marker token_expiry, ~8 min with its own Kerberized cluster) go with the first: the second is
-# the longer one, and both streams start the S3 server and a Hadoop cluster.
+# (marker s3, ~4 min), the YARN clients behind a firewall (marker firewall, ~5 min) and the tests that wait for
+# delegation tokens or tickets to expire (marker token_expiry: the streaming job that outlives its tokens, ~8 min with its
+# own Kerberized cluster; the operator's ticket renewed from its keytab, ~1 min) go with the first: the second is the
+# longer one, and both streams start the S3 server and a Hadoop cluster (and, for the operator on Kerberized YARN and
+# the Kerberos tests, the Kerberized one).
 KUBERNETES_STREAM="k8s or s3 or firewall or token_expiry"
 
 # The 3.5 lane's virtualenv, made by one stream at a time (the other may be making it).

@@ -38,7 +38,7 @@ ignorefile=$here/build.dockerignore
 # apt stays usable, for the Dockerfile and images built FROM this one.
 # shellcheck disable=SC2054,SC2016 # the commas separate --include's packages; the hook's $1 is mmdebstrap's
 # The operator's base has no Java (nor procps and tini, which only Spark's scripts need).
-packages=python3.11,python3.11-venv,openjdk-17-jre-headless,procps,tini,ca-certificates,passwd
+packages=python3.11,python3.11-venv,openjdk-17-jre-headless,procps,tini,libgssapi-krb5-2,ca-certificates,passwd
 [[ $kind == operator ]] && packages=python3.11,python3.11-venv,ca-certificates,passwd
 base_recipe=(
     --mode=root --variant=minbase

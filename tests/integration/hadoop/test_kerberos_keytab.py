@@ -3,7 +3,9 @@ rows 3 and 5) on the Kerberized test cluster, with no ticket cache at all:
 
 1. a keytab the login cannot use (keys the KDC no longer takes, no key of the principal) is refused with what to do,
    before anything is staged or submitted;
-2. the JobManager's DelegationTokenManager, one round in a JVM of its own: tokens from the keytab.
+2. the JobManager's DelegationTokenManager, one round in a JVM of its own: tokens from the keytab;
+3. the FlinkJob operator's own login (``--kerberos-principal``, ``--kerberos-keytab``): a new ticket from the keytab
+   once the first has ended.
 
 A job deployed from a keytab, which only its ApplicationMaster gets, is test_kerberos_long_job.py's (one job cluster
 for both).
@@ -11,6 +13,11 @@ for both).
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -111,3 +118,43 @@ def test_the_token_manager_obtains_tokens_from_the_keytab_in_a_jvm_that_holds_no
             assert client.status("/user/alice")["owner"] == "alice"
     finally:
         gateway.close()
+
+
+OPERATOR_RELOGIN = """
+import json, subprocess, sys, time
+from pathlib import Path
+
+import gssapi
+
+from jobcluster.backends.yarn.kerberos import check_ticket
+from jobcluster.controller.main import kerberos_login
+
+kerberos_login(sys.argv[1], Path(sys.argv[2]))
+first = gssapi.Credentials(usage="initiate").lifetime
+time.sleep(float(sys.argv[3]))
+principal = check_ticket()  # what each deployment of the operator asks first
+print(json.dumps({"first": first, "principal": principal, "after": gssapi.Credentials(usage="initiate").lifetime,
+                  "klist": subprocess.run(["klist"], capture_output=True, text=True).stdout}))
+"""
+
+
+@pytest.mark.token_expiry  # a minute's wait: with the other waits in the Kubernetes stream, which starts this cluster too
+def test_the_operators_ticket_is_obtained_again_from_its_keytab_once_it_has_ended(
+    kerberized_hadoop_cluster: KerberizedHadoopCluster, tmp_path: Path
+) -> None:
+    """``jobcluster operator --kerberos-principal --kerberos-keytab``'s login, in a process of its own whose krb5.conf
+    asks for tickets of one minute: once its ticket has ended, the check a deployment makes finds a new one in the same
+    credential cache, obtained from the keytab by GSS-API itself (MIT's client keytab): the cache the YARN client JVMs
+    of the next deployment read."""
+    cluster = kerberized_hadoop_cluster
+    krb5 = tmp_path / "krb5.conf"
+    krb5.write_text(re.sub(r"ticket_lifetime = \S+", "ticket_lifetime = 1m", cluster.krb5_conf.read_text()))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KRB5")} | {"KRB5_CONFIG": str(krb5)}
+    argv = [sys.executable, "-c", OPERATOR_RELOGIN, "operator", str(cluster.keytab("operator")), "65"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert 0 < seen["first"] <= 60, seen  # the short ticket this test asked for
+    assert seen["principal"] == cluster.principal("operator"), seen
+    assert seen["after"] > 30, f"no new ticket after the first ended: {seen}"
+    assert seen["klist"].count("krbtgt/") == 1 and "jobcluster-krb5-" in seen["klist"], seen["klist"]
