@@ -39,14 +39,15 @@ $(VENV)/.kerberos: $(VENV)/.installed | packages
 
 # The PySpark 3.5 lane of `make test` (tests/run_streams.sh): jobcluster with the oldest PySpark it supports, in a
 # virtualenv of its own, so that users on Spark 3.5 keep a tested path. PySpark 3.5 needs NumPy 1 (numpy<2), which
-# pyarrow 26 and newer no longer import with.
+# pyarrow 26 and newer no longer import with. With the kerberos extra, as the test virtualenv: the unit tests of the
+# Kerberos client need its gssapi.
 VENV_SPARK35 := .venv-pyspark3.5
 PYSPARK_35 := 3.5.7
 venv-spark35: $(VENV_SPARK35)/.installed
-$(VENV_SPARK35)/.installed: pyproject.toml Makefile
+$(VENV_SPARK35)/.installed: pyproject.toml Makefile | packages
 	$(PYTHON) -m venv $(VENV_SPARK35)
 	$(VENV_SPARK35)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV_SPARK35)/bin/python -m pip install --quiet -e '.[test]' 'pyspark[sql,connect]==$(PYSPARK_35)' 'pyarrow<26'
+	$(VENV_SPARK35)/bin/python -m pip install --quiet -e '.[test,kerberos]' 'pyspark[sql,connect]==$(PYSPARK_35)' 'pyarrow<26'
 	@touch $@
 
 java:
