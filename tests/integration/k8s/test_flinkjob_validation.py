@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from jobcluster.controller import resource
+from tests.integration.k8s.waiting import wait_for
 
 pytestmark = pytest.mark.k8s
 
@@ -124,9 +125,18 @@ def test_a_flinkjob_stored_before_the_rules_can_still_be_written_and_deleted(k8s
         k8s_cluster.kubectl("patch", "-n", "default", resource_name, "--type=merge", "-p", '{"metadata": {"finalizers": null}}')
         gone = k8s_cluster.kubectl("get", "-n", "default", resource_name, check=False)
         assert gone.returncode != 0 and "NotFound" in gone.stderr
-        # a new one with such a name is refused
-        refused = k8s_cluster.kubectl("apply", "-f", str(stored), check=False)
-        assert refused.returncode != 0 and resource.NAME_LENGTH_RULE in " ".join(refused.stderr.split())
+
+        # a new one with such a name is refused, once the API server serves the new CRD's rules (a CRD's update reaches
+        # its handler a moment after the update is stored: one created before is let go again)
+        def refused() -> str | None:
+            applied = k8s_cluster.kubectl("apply", "-f", str(stored), check=False)
+            if applied.returncode == 0:
+                k8s_cluster.kubectl("patch", "-n", "default", resource_name, "--type=merge", "-p", '{"metadata": {"finalizers": null}}')
+                k8s_cluster.kubectl("delete", "-n", "default", resource_name, "--ignore-not-found")
+                return None
+            return " ".join(applied.stderr.split())
+
+        assert resource.NAME_LENGTH_RULE in str(wait_for(refused, timeout=60, interval=1, what="the new CRD's rules in effect"))
     finally:
         k8s_cluster.kubectl(
             "patch", "-n", "default", resource_name, "--type=merge", "-p", '{"metadata": {"finalizers": null}}', check=False
