@@ -115,7 +115,9 @@ def test_a_flinkjob_stored_before_the_rules_can_still_be_written_and_deleted(k8s
     resource_name = f"flinkjobs.{group}/{name}"
     try:
         k8s_cluster.kubectl("apply", "-f", str(old))
-        k8s_cluster.kubectl("wait", "--for=condition=Established", f"crd/flinkjobs.{group}", "--timeout=30s")
+        # kubectl wait errors at once, rather than waiting, while the new CRD's status has no conditions yet
+        established = ("wait", "--for=condition=Established", f"crd/flinkjobs.{group}", "--timeout=30s")
+        wait_for(lambda: k8s_cluster.kubectl(*established, check=False).returncode == 0, timeout=60, interval=1, what="CRD established")
         k8s_cluster.kubectl("apply", "-f", str(stored))
         k8s_cluster.kubectl("apply", "-f", str(new))
         # the operator can still say why it fails, and its finalizer can still be removed
