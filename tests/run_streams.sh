@@ -29,13 +29,13 @@ PY=${PY:-.venv/bin/python}
 PY_SPARK35=${PY_SPARK35:-.venv-pyspark3.5/bin/python}
 pytest=("$PY" -m pytest -ra --durations=15 "$@")
 pytest_spark35=("$PY_SPARK35" -m pytest -ra --durations=5 "$@")
-# the tests of the first stream; the second runs all others. The object-storage tests of the local and YARN targets
-# (marker s3, ~4 min), the YARN clients behind a firewall (marker firewall, ~5 min) and the tests that wait for
-# delegation tokens or tickets to expire (marker token_expiry: the streaming job that outlives its tokens, ~8 min with its
-# own Kerberized cluster; the operator's ticket renewed from its keytab, ~1 min) go with the first: the second is the
-# longer one, and both streams start the S3 server and a Hadoop cluster (and, for the operator on Kerberized YARN and
-# the Kerberos tests, the Kerberized one).
-KUBERNETES_STREAM="k8s or s3 or firewall or token_expiry"
+# the tests of the first stream; the second runs all others. Besides the Kubernetes tests, the first takes the
+# object-storage tests of the local and YARN targets (marker s3, ~4 min), the YARN clients behind a firewall (marker
+# firewall, ~5 min), every test on the Kerberized cluster (marker kerberos, ~20 min: the operator's FlinkJobs on
+# Kerberized YARN need this stream's API server, so the Kerberized cluster starts in this stream only) and the streaming
+# jobs on YARN (markers hadoop and kafka, ~10 min): the second is the longer one. Both start the S3 server, a Hadoop
+# cluster and a Kafka broker.
+KUBERNETES_STREAM="k8s or s3 or firewall or kerberos or (hadoop and kafka)"
 
 # The 3.5 lane's virtualenv, made by one stream at a time (the other may be making it).
 venv_spark35() {

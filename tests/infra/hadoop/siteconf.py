@@ -196,6 +196,12 @@ def hdfs_site(ports: Ports, layout: Layout, host: str = LOOPBACK) -> dict[str, s
     }
 
 
+#: The test NodeManager's yarn.nodemanager.env-whitelist: Hadoop 3.3's default, and JAVA_TOOL_OPTIONS.
+NM_ENV_WHITELIST = (
+    "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,CLASSPATH_PREPEND_DISTCACHE,HADOOP_YARN_HOME,HADOOP_HOME,"
+    "PATH,LANG,TZ,JAVA_TOOL_OPTIONS"
+)
+
 #: The test NodeManager's yarn.nodemanager.vmem-pmem-ratio (Hadoop's default: 2.1); see yarn_site.
 VMEM_PMEM_RATIO = 4
 
@@ -232,6 +238,9 @@ def yarn_site(ports: Ports, layout: Layout, resources: NodeResources, host: str 
         # Containers run as processes of the NodeManager's user (no setuid
         # container-executor binary, no cgroups, no Docker).
         "yarn.nodemanager.container-executor.class": ("org.apache.hadoop.yarn.server.nodemanager.DefaultContainerExecutor"),
+        # A container's environment is its own plus the NodeManager's variables on this list: Hadoop's default list
+        # and JAVA_TOOL_OPTIONS, so that the test session's JVM options (tests/conftest.py) reach the containers' JVMs.
+        "yarn.nodemanager.env-whitelist": NM_ENV_WHITELIST,
         # Physical memory is enforced as on a production cluster: the
         # NodeManager's container monitor kills a container whose process tree
         # (resident pages of every process in it) is over its size with exit

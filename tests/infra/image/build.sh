@@ -58,6 +58,9 @@ base_mirrors=(
 )
 # An image made from a tarball has no environment; the Dockerfile's ENV PATH=...:$PATH needs one.
 base_config=(--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --env LANG=C.UTF-8 --cmd /bin/bash)
+# The test node's pods share its 2 cores: their JVMs start on the client compiler and the serial collector, as the
+# test session's own do (tests/conftest.py). A test-ground setting: the Dockerfile's own base has no such variable.
+[[ $kind == job ]] && base_config+=(--env "JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 short_hash() { sha256sum | cut -c1-16; }
 name=jobcluster
