@@ -21,6 +21,7 @@ show up as a 404 here. Screenshots are kept in the test's artefacts folder
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable
@@ -105,7 +106,7 @@ def test_the_dashboard_shows_a_running_and_an_ended_job_with_its_taskmanager_and
             browser.wait_for_text("Framework Heap", PAGE_TIMEOUT)
             task_heap_mb = manager["memoryConfiguration"]["taskHeap"] / (1 << 20)
             browser.wait_for_text(f"{task_heap_mb:.0f}", PAGE_TIMEOUT)  # the memory model's task heap, as the page writes it
-            browser.wait_for_text("G1_Young_Generation", PAGE_TIMEOUT)  # the executor JVM's collectors, reported by Spark
+            browser.wait_for_text(OLD_COLLECTOR, PAGE_TIMEOUT)  # the executor JVM's collectors, reported by Spark
             browser.screenshot("taskmanager-memory")
             # its logs, which its TaskExecutor hands out: its own first (its process's output file on local)
             logs = requests.get(f"{rest}/taskmanagers/{manager['id']}/logs", timeout=HTTP_TIMEOUT).json()["logs"]
@@ -115,7 +116,7 @@ def test_the_dashboard_shows_a_running_and_an_ended_job_with_its_taskmanager_and
             _assert_jvm_metrics(requests.get(f"{rest}/taskmanagers/{manager['id']}", timeout=HTTP_TIMEOUT).json(), manager)
 
             page("/job-manager/metrics")
-            browser.wait_for_text("G1_Young_Generation", PAGE_TIMEOUT)  # the Spark driver's collectors
+            browser.wait_for_text(OLD_COLLECTOR, PAGE_TIMEOUT)  # the Spark driver's collectors
             time.sleep(REFRESH)  # the page asks for the collectors' counts on its next refresh: for the picture
             browser.screenshot("jobmanager-metrics")
             answer = requests.get(f"{rest}/jobmanager/metrics", params=JVM_QUERY, timeout=HTTP_TIMEOUT).json()
@@ -171,6 +172,9 @@ def _applications(page: Callable[[str], None], browser: Browser, job: str, name:
     browser.wait_for_text("No Root Exception", PAGE_TIMEOUT)
 
 
+# The old generation's collector of the JVMs, by Flink's name for it: the serial collector's, which the tests' JVMs run
+# (tests/conftest.py), or G1's, Java's default.
+OLD_COLLECTOR = "MarkSweepCompact" if "-XX:+UseSerialGC" in os.environ.get("JAVA_TOOL_OPTIONS", "") else "G1_Old_Generation"
 JVM_QUERY = {"get": "Status.JVM.Memory.Heap.Used,Status.JVM.Memory.Heap.Max,Status.JVM.Memory.Metaspace.Used"}
 
 
@@ -179,7 +183,7 @@ def _assert_jvm_metrics(details: dict, manager: dict) -> None:
     jvm, memory = details["metrics"], manager["memoryConfiguration"]
     assert 0 < jvm["heapUsed"] <= jvm["heapMax"] <= memory["frameworkHeap"] + memory["taskHeap"]
     assert jvm["nonHeapUsed"] > 0
-    assert [gc for gc in jvm["garbageCollectors"] if gc["name"] == "G1_Young_Generation"]
+    assert [gc for gc in jvm["garbageCollectors"] if gc["name"] == OLD_COLLECTOR]
 
 
 def _spark_ui_through_the_link(browser: Browser, rest: str, home: Path) -> None:
