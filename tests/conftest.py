@@ -32,8 +32,8 @@ from tests.support.kafka_session import KEPT_KAFKA_LOGS, kafka_session  # noqa: 
 
 # Every JVM the tests start on this machine (Spark's drivers, workers and executors on every local target and in YARN's
 # containers, Hadoop's daemons and tools, Flink's CLI) inherits these. On the test machine's 2 cores, shared by dozens
-# of short-lived JVMs, the client compiler alone and the serial collector halve a JVM's CPU time at start, the bulk of
-# a test job's; the jobs' data is too small for C2's code to pay off. The test image's base sets the same for the
+# of short-lived JVMs, the client compiler alone and the serial collector take about 40% off a short Spark job's CPU
+# time (docs/development/testing.md); the jobs' data is too small for C2's code to pay off. The test image's base sets the same for the
 # pods' JVMs (tests/infra/image/build.sh). The product's own defaults are unchanged: only its daemons run so.
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 if TEST_JVM_OPTIONS not in os.environ.get("JAVA_TOOL_OPTIONS", ""):

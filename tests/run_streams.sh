@@ -4,10 +4,10 @@
 # Why: on a 2-core machine the Kubernetes tests spend most of their time waiting (for pods to be
 # scheduled, images to be unpacked, JVMs in CPU-limited containers to start), and a cold machine
 # spends ~10 minutes compiling the Kubernetes tools and building the image, which only they need.
-# So one stream builds those and runs the tests marked `k8s`, `s3` and `firewall` (the operator's FlinkJobs on YARN
-# among them: they need the API server, and this stream starts a Hadoop cluster and a Kafka broker
-# for them); the other resolves the Hadoop jars and Flink's client and runs everything else (unit,
-# local end to end, YARN/HDFS and streaming on YARN, Flink's CLI). The two take about as long.
+# So one stream builds those and runs the tests marked `k8s` (the operator's FlinkJobs on YARN among them: they need
+# the API server, and this stream starts a Hadoop cluster and a Kafka broker for them) and, for balance, those named
+# in KUBERNETES_STREAM below; the other resolves the Hadoop jars and Flink's client and runs everything else (unit,
+# local end to end, YARN/HDFS, Flink's CLI). The two take about as long.
 # Then the stream that ends first runs the PySpark 3.5 lane: the unit tests and the tests marked
 # `spark35` again, in a virtualenv with the oldest PySpark jobcluster supports (made by `make
 # venv-spark35` while the first tests run). Which stream ends first depends on the cache: on a cold
