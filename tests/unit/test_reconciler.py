@@ -44,6 +44,7 @@ from jobcluster.errors import (
     DeploymentError,
     PlatformUnavailableError,
 )
+from tests.support.fakes import until
 from tests.support.operator_start import start_operator
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, tzinfo=datetime.UTC)
@@ -75,7 +76,7 @@ class FakeClusters:
         self.deployed_refs.append(ref)
         assert program.script.read_text() == "print(1)", "the inline program was written for the client"
         if self.gate is not None:
-            asyncio.run_coroutine_threadsafe(self.gate.wait(), self.loop).result(5)
+            asyncio.run_coroutine_threadsafe(self.gate.wait(), self.loop).result(30)
         if self.deploy_error is not None:
             raise self.deploy_error
         return Deployed(config.get(options.PIPELINE_FIXED_JOB_ID) or "f" * 32, "http://10.0.0.9:8081", ref.name)
@@ -312,13 +313,13 @@ def test_a_flinkjob_deleted_during_its_deployment_has_what_it_deployed_removed_a
         clusters.gate, clusters.loop = asyncio.Event(), asyncio.get_running_loop()  # type: ignore[attr-defined]
         reconciler = reconciler_of(clusters)
         deploying = asyncio.create_task(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete))
-        await asyncio.sleep(0.1)
+        await until(lambda: ("deploy", "wc") in clusters.calls, 10)
         job.deleting = True  # kubectl delete: the API server marks it, the finalizer keeps it
         deleting = asyncio.create_task(reconciler.delete(await job.read(), job.write))  # type: ignore[arg-type]
-        await asyncio.sleep(0.1)
+        await until(lambda: ("remove", "wc") in clusters.calls, 10)  # a TimeoutError: not removed at once
         queued = asyncio.create_task(reconciler.reconcile("u-1", job.read, job.write, job.post, job.delete, generation=1))
-        await asyncio.sleep(0.1)
-        assert clusters.calls == [("deploy", "wc"), ("remove", "wc")], "what runs is removed at once"
+        await asyncio.sleep(0.1)  # a chance to act, which it must not take
+        assert clusters.calls == [("deploy", "wc"), ("remove", "wc")], "what runs is removed at once, and only that"
         assert not deleting.done(), "the deletion waits for the deployment in flight"
         clusters.gate.set()
         _, _, after = await asyncio.gather(deploying, deleting, queued)

@@ -468,8 +468,8 @@ def test_task_manager_driven_past_its_memory_limit_is_reported_oom_killed_and_re
         "run", "-t", "kubernetes-application", "-p", "1",
         *cluster_options(namespace, k8s_image, cluster_id, options),
         "--py-files", str(WORDCOUNT),
-        str(SLOW_WORDCOUNT), "--input", str(source), "--output", str(out), "--delay", "1", "--partitions", "8",
-    ]  # fmt: skip
+        str(SLOW_WORDCOUNT), "--input", str(source), "--output", str(out), "--delay", "3", "--partitions", "8",
+    ]  # fmt: skip  # 3 s a partition: time for `kubectl exec` on a loaded node before the last tasks end (1 s was not)
     victim = f"{cluster_id}-taskmanager-1-1"
     started = time.monotonic()
     with Attached(cli_env, args, tmp_path) as cli:
