@@ -31,11 +31,11 @@ pytest=("$PY" -m pytest -ra --durations=15 "$@")
 pytest_spark35=("$PY_SPARK35" -m pytest -ra --durations=5 "$@")
 # the tests of the first stream; the second runs all others. Besides the Kubernetes tests, the first takes the
 # object-storage test of the YARN target (markers s3 and hadoop, ~4 min), the YARN clients behind a firewall (marker
-# firewall, ~4.5 min), every test on the Kerberized cluster (marker kerberos, ~12 min: the operator's FlinkJobs on
-# Kerberized YARN need this stream's API server, so the Kerberized cluster starts in this stream only) and the streaming
-# jobs on YARN (markers hadoop and kafka, ~4.5 min), so that the two streams, the 3.5 lane included, end together
-# (~70 min each, warm). Both start the S3 server, a Hadoop cluster and a Kafka broker.
-KUBERNETES_STREAM="k8s or (s3 and hadoop) or firewall or kerberos or (hadoop and kafka)"
+# firewall, ~4.5 min) and every test on the Kerberized cluster (marker kerberos, ~12 min: the operator's FlinkJobs on
+# Kerberized YARN need this stream's API server, so the Kerberized cluster starts in this stream only), so that the two
+# streams, the 3.5 lane included, end together (~60 min each in CI). Both start the S3 server, a Hadoop cluster and a
+# Kafka broker.
+KUBERNETES_STREAM="k8s or (s3 and hadoop) or firewall or kerberos"
 
 # The 3.5 lane's virtualenv, made by one stream at a time (the other may be making it).
 venv_spark35() {
