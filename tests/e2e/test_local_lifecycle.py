@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import stat
 import subprocess
@@ -105,15 +107,21 @@ def _not_private(root: Path) -> list[str]:
     return found
 
 
-def test_cancel_after_the_attached_client_died_ends_the_cluster_at_once(home):
+def test_cancel_after_the_attached_client_was_interrupted_ends_the_cluster_at_once(home):
+    """Ctrl-C on an attached run: the client exits 130 saying how to cancel the job, which keeps running; the
+    command it printed, run as written, ends the cluster at once (it does not wait for its gone client)."""
     client = _start_attached(home, 300)
     try:
         cluster = _wait_until_executors_run(home, client)
         staging = home / "clusters" / cluster["cluster_id"]
         assert _not_private(staging) == []
-        client.send_signal(signal.SIGKILL)
-        client.wait()
-        cancelled = jobcluster("cancel", cluster["job_id"], check=True)
+        client.send_signal(signal.SIGINT)
+        _, err = client.communicate(timeout=60)
+        assert client.returncode == 130, err
+        hint = re.search(r"The job keeps running; cancel it with: jobcluster (cancel .*)", err)
+        assert hint and cluster["job_id"] in hint.group(1), err
+        assert processes_of(home), "the interrupted client left its cluster running"
+        cancelled = jobcluster(*shlex.split(hint.group(1)), check=True)
         assert f"Cancelled job {cluster['job_id']}" in cancelled.stdout
         took = _seconds_until_no_process_of(home)
     finally:

@@ -1,6 +1,11 @@
 """What an attached ``jobcluster run`` prints as the job's details change (cli/progress.py)."""
 
-from jobcluster.cli.progress import ProgressPrinter
+import shlex
+
+from jobcluster.backends.kubernetes.descriptor import KubernetesClusterDescriptor
+from jobcluster.backends.yarn.descriptor import YarnClusterDescriptor
+from jobcluster.cli.progress import ProgressPrinter, client_arguments
+from jobcluster.config.configuration import Configuration
 
 
 def job(state: str, held: int) -> dict:
@@ -206,3 +211,24 @@ def test_the_terminal_details_say_a_last_loss_but_not_the_end_which_the_result_s
     printer.update({**job("FAILED", 0), "lost-taskmanagers": [{"id": "tm-1-1", "cause": "worker terminated: OOMKilled"}]}, [])
     said = capsys.readouterr().err.splitlines()
     assert said == ["TaskExecutor tm-1-1 lost: worker terminated: OOMKilled"]  # the slots the end frees are no news
+
+
+def test_the_commands_a_run_prints_repeat_what_finds_its_cluster_and_nothing_else():
+    config = Configuration(
+        {
+            "kubernetes.namespace": "team a",  # quoted for the shell
+            "kubernetes.context": "prod",
+            "taskmanager.numberOfTaskSlots": "2",  # not needed to find the cluster
+            "kubernetes.cluster-id": "wc",
+        }
+    )
+    words = shlex.split(client_arguments("kubernetes-application", KubernetesClusterDescriptor.client_options, config))
+    assert words == ["-t", "kubernetes-application", "-D", "kubernetes.namespace=team a", "-D", "kubernetes.context=prod"]
+
+    yarn = Configuration({"jobcluster.yarn.resourcemanager.api": "rest", "security.kerberos.login.keytab": "/k/alice.keytab"})
+    assert shlex.split(client_arguments("yarn-application", YarnClusterDescriptor.client_options, yarn)) == [
+        "-t", "yarn-application",
+        "-D", "jobcluster.yarn.resourcemanager.api=rest",
+        "-D", "security.kerberos.login.keytab=/k/alice.keytab",
+    ]  # fmt: skip
+    assert client_arguments("local-cluster", (), Configuration()) == "", "both local targets keep their clusters where list looks"

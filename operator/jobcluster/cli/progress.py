@@ -15,15 +15,17 @@ in the middle of one of its lines.
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
 
 from jobcluster.client.job_client import JobClient, JobExecutionResult
 from jobcluster.config import options
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
 from jobcluster.config.targets import DeploymentTarget
 from jobcluster.jobgraph.job_status import TERMINAL_JOB_STATES
@@ -32,6 +34,19 @@ from jobcluster.jobgraph.model import JobGraph
 
 def _say(message: str) -> None:
     click.echo(message, err=True)
+
+
+def client_arguments(target: str, client_options: Iterable[ConfigOption[Any]], config: Configuration) -> str:
+    """`` -t <target> -D <key>=<value> ...``, quoted for a POSIX shell: what a later ``jobcluster list`` or ``cancel``
+    needs to find a cluster this ``config`` deployed. The target, unless a local one (both keep their clusters
+    where ``list`` looks by default), and each of the target's ``client_options`` (``ClusterDescriptor.client_options``)
+    that ``config`` sets, as it was written."""
+    words = [] if target in (DeploymentTarget.LOCAL, DeploymentTarget.LOCAL_CLUSTER) else ["-t", target]
+    for option in client_options:
+        key = next((key for key in option.all_keys if key in config), None)
+        if key is not None:
+            words += ["-D", f"{key}={config[key]}"]
+    return "".join(f" {shlex.quote(word)}" for word in words)
 
 
 class ProgressPrinter:
@@ -74,11 +89,10 @@ class ProgressPrinter:
         cluster = job_client.cluster_client
         _say(f"Job cluster {cluster.cluster_id} is up; REST API at {cluster.rest_url}")
 
-    def detached(self, job_client: JobClient, target: str) -> None:
+    def detached(self, job_client: JobClient, on_target: str) -> None:
+        """The commands that follow and cancel the job; ``on_target``: their arguments (:func:`client_arguments`)."""
         cluster = job_client.cluster_client
         job = job_client.job_id
-        # both local targets keep their clusters in one place, where `jobcluster list` looks by default
-        on_target = "" if target in (DeploymentTarget.LOCAL, DeploymentTarget.LOCAL_CLUSTER) else f" -t {target}"
         logs = f" ({cluster.log_location})" if cluster.log_location else ""
         click.echo(f"Job has been submitted with JobID {job} to job cluster {cluster.cluster_id}")
         click.echo(f"  follow it:  jobcluster list{on_target}   (or GET {cluster.rest_url}/jobs/{job})")

@@ -9,7 +9,7 @@ import click
 
 from jobcluster.backends import registry
 from jobcluster.cli.common import conf_dir_option, dynamic_properties_option, load_cli_configuration, reports_errors
-from jobcluster.cli.progress import ProgressPrinter
+from jobcluster.cli.progress import ProgressPrinter, client_arguments
 from jobcluster.client.connectors import with_s3a_connector
 from jobcluster.client.executor import PipelineExecutor
 from jobcluster.client.job_client import JobExecutionResult
@@ -134,10 +134,11 @@ def run(
     printer.deploying(graph, target, config)
     job_client = PipelineExecutor(descriptor).execute(graph, packaged, config)
     cluster = job_client.cluster_client
+    on_target = client_arguments(target, descriptor.client_options, config)
     try:
         printer.submitted(job_client)
         if detached:
-            printer.detached(job_client, target)
+            printer.detached(job_client, on_target)
             return
         try:
             result = job_client.wait_for_result(
@@ -147,7 +148,7 @@ def run(
                 on_output_gap=printer.output_rotated,
             )
         except KeyboardInterrupt:
-            click.echo(f"\nInterrupted. The job keeps running; cancel it with: jobcluster cancel {graph.job_id} -t {target}", err=True)
+            click.echo(f"\nInterrupted. The job keeps running; cancel it with: jobcluster cancel {graph.job_id}{on_target}", err=True)
             sys.exit(130)
         printer.result(result)
         printer.shut_down(cluster.cluster_id, cluster.wait_until_shut_down(SHUTDOWN_TIMEOUT), cluster.end_report(SHUTDOWN_TIMEOUT))

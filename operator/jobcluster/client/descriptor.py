@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jobcluster.client.cluster_client import RestClusterClient
+from jobcluster.config.config_option import ConfigOption
 from jobcluster.config.configuration import Configuration
 from jobcluster.jobgraph.model import JobGraph
 from jobcluster.spark.checkpoints import SavepointError, SavepointMetadata
@@ -109,6 +110,9 @@ class ClusterDescriptor(abc.ABC):
     target: str
     progress: Callable[[str], None] = staticmethod(_silent)
     runs_client_spark: bool = True
+    client_options: tuple[ConfigOption[Any], ...] = ()
+    """The options by which a later client (``jobcluster list``, ``cancel``, ``stop``, ``savepoint``) finds this
+    target's clusters: where it looks and how it logs in. A run's hints repeat those it was given."""
 
     @abc.abstractmethod
     def deploy_job_cluster(

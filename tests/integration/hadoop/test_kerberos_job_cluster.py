@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -214,7 +215,10 @@ def test_rest_api_detached_job_list_and_cancel(
     job_id = re.search(r"JobID ([0-9a-f]{32})", result.stdout)
     assert job_id, result.stdout
 
-    listed = cli(cli_env, "list", *rest)
+    # the command the run printed to follow the job, as a user would paste it: it carries the REST API option
+    follow = re.search(r"follow it:\s+jobcluster (list .*?)\s+\(or GET", result.stdout)
+    assert follow and "-D jobcluster.yarn.resourcemanager.api=rest" in follow.group(1), result.stdout
+    listed = cli(cli_env, *shlex.split(follow.group(1)))
     assert listed.returncode == 0 and job_id.group(1) in listed.stdout and application in listed.stdout, listed.stderr
 
     # Through YARN's web proxy, which asks for SPNEGO as the rest of the ResourceManager's web server does.

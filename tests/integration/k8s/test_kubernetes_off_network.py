@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import uuid
@@ -118,7 +119,10 @@ def test_attached_and_detached_runs_list_and_cancel_from_off_the_pod_network(k8s
 
     row = wait_for(listed_running, timeout=300, interval=2, what=f"job {job_id} RUNNING in `jobcluster list` off the pod network")
     assert "offnet-d" in row
-    cancelled = jobcluster(off_network, env, "cancel", job_id, *target)
+    # the command the run printed to cancel the job, as a user would paste it: it names the target and the namespace
+    cancel = re.search(r"cancel it:\s+jobcluster (cancel .*)", detached.stdout)
+    assert cancel and f"-D kubernetes.namespace={namespace}" in cancel.group(1), detached.stdout
+    cancelled = jobcluster(off_network, env, *shlex.split(cancel.group(1)))
     assert cancelled.returncode == 0, cancelled.stderr
     assert f"Cancelled job {job_id}" in cancelled.stdout
     wait_for(lambda: not objects_of(k8s_api, namespace), timeout=120, what=f"no job cluster object left in {namespace}")

@@ -45,6 +45,8 @@ from jobcluster.backends.kubernetes.cluster_config import cluster_side_configura
 from jobcluster.backends.kubernetes.cluster_id import check_cluster_id
 from jobcluster.backends.kubernetes.cluster_objects import create_job_manager_objects, delete_cluster
 from jobcluster.backends.kubernetes.config_options import (
+    KUBERNETES_CONFIG_FILE,
+    KUBERNETES_CONTEXT,
     KUBERNETES_JOB_MANAGER_POD_TEMPLATE_FILE,
     KUBERNETES_JOB_MANAGER_STARTUP_TIMEOUT,
     KUBERNETES_NAMESPACE,
@@ -102,6 +104,7 @@ class KubernetesClusterDescriptor(ClusterDescriptor):
 
     target = DeploymentTarget.KUBERNETES_APPLICATION
     runs_client_spark = False  # the image's Spark, which carries the S3A connector
+    client_options = (KUBERNETES_NAMESPACE, KUBERNETES_CONTEXT, KUBERNETES_CONFIG_FILE, KUBERNETES_REST_ENDPOINT)
 
     def __init__(
         self,

@@ -38,9 +38,12 @@ from jobcluster.backends.cluster_files import cluster_files
 from jobcluster.backends.yarn.client_jvms import ClientJvms
 from jobcluster.backends.yarn.config_options import (
     ENV_HADOOP_CONF_DIR,
+    KERBEROS_LOGIN_KEYTAB,
+    KERBEROS_LOGIN_PRINCIPAL,
     YARN_JOBMANAGER_REST_ACCESS,
     YARN_RESOURCEMANAGER_API,
     YARN_SHARED_FILES_RETENTION,
+    YARN_STAGING_DIRECTORY,
     YARN_WEBHDFS_URL,
 )
 from jobcluster.backends.yarn.container_env import (
@@ -142,6 +145,15 @@ class YarnClusterDescriptor(ClusterDescriptor):
     """Deploys, lists and kills job clusters on the YARN cluster of ``HADOOP_CONF_DIR`` (see the module docstring)."""
 
     target = DeploymentTarget.YARN_APPLICATION
+    client_options = (
+        ENV_HADOOP_CONF_DIR,
+        YARN_RESOURCEMANAGER_API,
+        YARN_WEBHDFS_URL,
+        YARN_JOBMANAGER_REST_ACCESS,
+        YARN_STAGING_DIRECTORY,  # where a kill removes the cluster's files from
+        KERBEROS_LOGIN_KEYTAB,
+        KERBEROS_LOGIN_PRINCIPAL,
+    )
 
     def __init__(self, config: Configuration, client_jvms: ClientJvms | None = None, hadoop_user: str | None = None) -> None:
         """``client_jvms``: the bound on the YARN client JVMs of this process (the operator's); None: unbounded;
