@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from jobcluster.backends.yarn.errors import YarnClientError
 from jobcluster.backends.yarn.hadoop_conf import HadoopConfiguration
 from jobcluster.backends.yarn.kerberos import spnego_auth
 from jobcluster.backends.yarn.rm_rest import ResourceManagerRest
@@ -242,3 +243,21 @@ def test_rest_api_detached_job_list_and_cancel(
 def applications_active(hadoop_conf: HadoopConfiguration) -> list[str]:
     with ResourceManagerRest(hadoop_conf.resourcemanager_webapp_url(), auth=spnego_auth()) as rest:
         return [r.application_id for r in rest.applications(["jobcluster"])]
+
+
+def test_rest_api_by_a_name_without_an_http_principal_is_refused_saying_which_principal_spnego_asked_for(
+    hadoop_conf: HadoopConfiguration, alice: dict[str, str]
+) -> None:
+    """The ResourceManager's web port by its IP address: the KDC has no HTTP/127.0.0.1 (the test cluster's is
+    HTTP/localhost), so SPNEGO gets no ticket and the answer stays 401. The error names the principal asked for,
+    the ticket cache and what to change; by its host name the same ticket is taken."""
+    by_name = hadoop_conf.resourcemanager_webapp_url()
+    assert "//localhost:" in by_name, by_name
+    by_address = by_name.replace("//localhost:", "//127.0.0.1:")
+    with ResourceManagerRest(by_address, auth=spnego_auth()) as rest, pytest.raises(YarnClientError) as refused:
+        rest.applications(["jobcluster"])
+    message = str(refused.value)
+    assert "answered 401: the server did not accept SPNEGO" in message, message
+    assert "HTTP/127.0.0.1" in message and alice["KRB5CCNAME"] in message, message
+    with ResourceManagerRest(by_name, auth=spnego_auth()) as rest:
+        assert isinstance(rest.applications(["jobcluster"]), list)

@@ -29,6 +29,7 @@ import os
 import socket
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from hdfs import Client
@@ -74,6 +75,19 @@ def spnego_auth() -> requests.auth.AuthBase:
         raise _missing_extra("SPNEGO", error) from error
     auth: requests.auth.AuthBase = HTTPSPNEGOAuth()
     return auth
+
+
+def spnego_refused_message(request: str, url: str) -> str:
+    """Why ``request`` (``GET http://...``) to the server at ``url`` answered 401 although it came with SPNEGO: the
+    client found no service ticket for the server, or the server took none of it."""
+    host = urlsplit(url).hostname
+    return (
+        f"{request} answered 401: the server did not accept SPNEGO from the Kerberos ticket in {ticket_cache()}. "
+        f"SPNEGO asks the KDC for a ticket for HTTP/{host} (the URL's host; krb5.conf's dns_canonicalize_hostname and "
+        "rdns decide whether it is resolved first): the KDC must know that principal (the server's "
+        "hadoop.http.authentication.kerberos.principal; reach the server by the host name it was made for, not an IP "
+        "address or another alias), and the ticket must be valid (klist; kinit again once it has expired)"
+    )
 
 
 def ticket_cache(environ: Mapping[str, str] | None = None) -> str:

@@ -33,6 +33,7 @@ import requests
 
 from jobcluster.backends.yarn.container_requests import ContainerResource
 from jobcluster.backends.yarn.errors import YarnClientError, YarnUnavailableError
+from jobcluster.backends.yarn.kerberos import spnego_refused_message
 from jobcluster.backends.yarn.local_resources import LocalResourceDescriptor
 from jobcluster.backends.yarn.proxy_users import refused
 from jobcluster.backends.yarn.statuses import finish_time_of
@@ -121,6 +122,8 @@ class ResourceManagerRest:
             refusal = refused(_remote_exception(response) or response.text, f"The ResourceManager at {self.url}")
             if refusal is not None:
                 raise refusal
+        if response.status_code == 401 and self._session.auth is not None:
+            raise YarnClientError(spnego_refused_message(f"{method} {url}", self.url))
         if response.status_code >= 500:
             raise YarnUnavailableError(f"{method} {url} answered {response.status_code}{_remote_exception(response)}")
         if response.status_code in (401, 403) and method != "GET":
