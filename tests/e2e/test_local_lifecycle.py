@@ -65,7 +65,14 @@ def _start_attached(home: Path, seconds: int, target: str = "local") -> subproce
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    """SIGINT's default action, which Python turns into KeyboardInterrupt: a suite started in the background (as CI
+    and `nohup make test &` do) ignores SIGINT, and its children would inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_until_executors_run(home: Path, client: subprocess.Popen, timeout: float = 300) -> dict:
