@@ -33,7 +33,7 @@ pytest_spark35=("$PY_SPARK35" -m pytest -ra --durations=5 "$@")
 # object-storage test of the YARN target (markers s3 and hadoop, ~4 min), the YARN clients behind a firewall (marker
 # firewall, ~4.5 min) and every test on the Kerberized cluster (marker kerberos, ~12 min: the operator's FlinkJobs on
 # Kerberized YARN need this stream's API server, so the Kerberized cluster starts in this stream only), so that the two
-# streams, the 3.5 lane included, end together (~60 min each in CI). Both start the S3 server, a Hadoop cluster and a
+# streams, the 3.5 lane included, end together (~64 min each, warm). Both start the S3 server, a Hadoop cluster and a
 # Kafka broker.
 KUBERNETES_STREAM="k8s or (s3 and hadoop) or firewall or kerberos"
 
