@@ -140,16 +140,24 @@ def idle_threads(pid: int, name: str, timeout: float = 10.0) -> list[int]:
     deadline = time.monotonic() + timeout
     while not (tids := _threads_named(pid, name)) and time.monotonic() < deadline:
         time.sleep(0.2)
+    grouped = _write_all({IDLE_CGROUP / "cpu.idle": "1", IDLE_CGROUP / "cpu.cfs_quota_us": str(IDLE_QUOTA_US)})
     for tid in tids:
-        try:
-            IDLE_CGROUP.mkdir(exist_ok=True)
-            (IDLE_CGROUP / "cpu.idle").write_text("1")
-            (IDLE_CGROUP / "cpu.cfs_quota_us").write_text(str(IDLE_QUOTA_US))
-            (IDLE_CGROUP / "tasks").write_text(str(tid))  # cgroup v1 places threads one by one
-        except OSError:
+        # cgroup v1 places threads one by one
+        if not (grouped and _write_all({IDLE_CGROUP / "tasks": str(tid)})):
             with contextlib.suppress(OSError):
                 os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
     return tids
+
+
+def _write_all(files: Mapping[Path, str]) -> bool:
+    """Write each file (the idle cgroup made first); False when one cannot be written."""
+    try:
+        IDLE_CGROUP.mkdir(exist_ok=True)
+        for path, text in files.items():
+            path.write_text(text)
+    except OSError:
+        return False
+    return True
 
 
 def _threads_named(pid: int, name: str) -> list[int]:
